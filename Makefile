@@ -1,0 +1,39 @@
+# make demo: set up .venv (package + SPIN), check every example, print the verdicts.
+# make test: the same set-up, then the whole test suite.
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test setup spin bench clean
+
+setup: spin $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[test,dsl]'
+	touch $(STAMP)
+
+spin:
+	@if ! command -v spin >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing SPIN (Debian package spin)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin gcc >/dev/null; \
+	  else \
+	    echo "SPIN is missing; run: sudo apt-get install -y spin"; exit 1; \
+	  fi; \
+	fi
+	@command -v gcc >/dev/null 2>&1 || { echo "gcc is missing; run: sudo apt-get install -y gcc"; exit 1; }
+
+demo: setup
+	$(VPY) -m warpspin.demo
+
+test: setup
+	$(VPY) -m pytest -q
+
+bench: setup
+	$(VPY) bench/ring.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info
