@@ -1,0 +1,191 @@
+"""Live MLIR module -> plain ``TracedKernel`` data.  Runs inside the trace-finalize hook only.
+
+Pitfall P2: the DSL registers *value casters* that wrap ``!cute.*`` values into Python objects,
+some of whose constructors build IR.  ``raw_values()`` swaps in identity casters while we walk.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Optional
+
+from .locations import LocCache
+from .mlir_data import Block, KernelArg, Op, Region, TracedKernel
+
+
+@contextlib.contextmanager
+def raw_values():
+    """Identity value casters for the cute dialect types; the DSL's classes are restored after."""
+    from cutlass._mlir import ir
+    import cutlass._mlir.dialects.cute as c
+    import cutlass._mlir.dialects.cute_nvgpu as cn
+    import cutlass.cute.core as core
+    import cutlass.cute.tensor as tensor
+
+    regs = [
+        (c.SwizzleType, core.Swizzle),
+        (c.LayoutType, core._Layout),
+        (c.ComposedLayoutType, core._ComposedLayout),
+        (c.PtrType, core._Pointer),
+        (c.SparseElemType, core.SparseElem),
+        (c.MemRefType, tensor._Tensor),
+        (c.CoordTensorType, tensor._Tensor),
+        (cn.SmemDescViewType, tensor._Tensor),
+    ]
+    for t, _ in regs:
+        ir.register_value_caster(t.get_static_typeid(), replace=True)(lambda v: v)
+    try:
+        yield
+    finally:
+        for t, cls in regs:
+            ir.register_value_caster(t.get_static_typeid(), replace=True)(cls)
+
+
+def _raw(v):
+    from cutlass._mlir import ir
+
+    while not isinstance(v, ir.Value):
+        v = v.value
+    return v
+
+
+def _as_op(o):
+    return o.operation if hasattr(o, "operation") else o
+
+
+def attr_value(a) -> Any:
+    """An MLIR attribute as a Python value: bool/int/float/str/tuple/list/dict, else its text."""
+    from cutlass._mlir import ir
+
+    if hasattr(a, "maybe_downcast"):
+        a = a.maybe_downcast()
+    try:
+        if isinstance(a, ir.BoolAttr):
+            return bool(a.value)
+        if isinstance(a, ir.IntegerAttr):
+            return int(a.value)
+        if isinstance(a, ir.FloatAttr):
+            return float(a.value)
+        if isinstance(a, ir.StringAttr):
+            return a.value
+        if isinstance(a, ir.UnitAttr):
+            return True
+        if isinstance(a, (ir.DenseI32ArrayAttr, ir.DenseI64ArrayAttr)):
+            return tuple(int(x) for x in a)
+        if isinstance(a, ir.FlatSymbolRefAttr):
+            return a.value
+        if isinstance(a, ir.TypeAttr):
+            return str(a.value)
+        if isinstance(a, ir.ArrayAttr):
+            return [attr_value(x) for x in a]
+        if isinstance(a, ir.DictAttr):
+            return {na.name: attr_value(na.attr) for na in a}
+    except Exception:  # odd attribute kinds: fall back to text
+        pass
+    return str(a)
+
+
+def op_attrs(op) -> dict[str, Any]:
+    out = {}
+    attrs = op.attributes
+    for i in range(len(attrs)):
+        na = attrs[i]
+        out[na.name] = attr_value(na.attr)
+    return out
+
+
+class _Converter:
+    def __init__(self) -> None:
+        self.ids: dict = {}
+        self.locs = LocCache()
+
+    def vid(self, v) -> int:
+        v = _raw(v)
+        i = self.ids.get(v)
+        if i is None:
+            i = self.ids[v] = len(self.ids)
+        return i
+
+    def block(self, b) -> Block:
+        args = list(b.arguments)
+        out = Block([self.vid(a) for a in args], [str(a.type) for a in args])
+        out.ops = [self.op(_as_op(o)) for o in b.operations]
+        return out
+
+    def region(self, r) -> Region:
+        return Region([self.block(b) for b in r.blocks])
+
+    def op(self, o) -> Op:
+        operands = [_raw(v) for v in o.operands]
+        results = [_raw(v) for v in o.results]
+        return Op(
+            name=o.name,
+            operands=[self.vid(v) for v in operands],
+            operand_types=[str(v.type) for v in operands],
+            results=[self.vid(v) for v in results],
+            result_types=[str(v.type) for v in results],
+            attrs=op_attrs(o),
+            regions=[self.region(r) for r in o.regions],
+            loc=self.locs.get(o.location),
+        )
+
+
+def _dim3(v) -> Optional[tuple[int, int, int]]:
+    if isinstance(v, (tuple, list)) and len(v) == 3 and all(isinstance(x, int) for x in v):
+        return (int(v[0]), int(v[1]), int(v[2]))
+    return None
+
+
+def convert_kernel(kop, *, arch: Optional[str] = None, function_name: str = "",
+                   keep_text: bool = False) -> TracedKernel:
+    """One live ``cuda.kernel`` op -> ``TracedKernel``."""
+    conv = _Converter()
+    attrs = op_attrs(kop)
+    body_region = kop.regions[0]
+    entry = body_region.blocks[0]
+    arg_attrs = attrs.get("arg_attrs") or []
+    args = []
+    for i, a in enumerate(entry.arguments):
+        extra = arg_attrs[i] if i < len(arg_attrs) and isinstance(arg_attrs[i], dict) else {}
+        args.append(KernelArg(i, conv.vid(a), str(a.type), extra))
+    body = conv.region(body_region)
+    facts = attrs.get("cutlass_launch_facts") or {}
+    facts = facts if isinstance(facts, dict) else {}
+    block = _dim3(attrs.get("nvvm.reqntid")) or _dim3(facts.get("exact_block_dim"))
+    return TracedKernel(
+        name=str(attrs.get("sym_name", "")),
+        args=args,
+        body=body,
+        attrs=attrs,
+        block_dim=block,
+        cluster_dim=_dim3(facts.get("exact_cluster_dim")),
+        grid_dim=_dim3(facts.get("exact_grid_dim")),
+        arch=arch,
+        function_name=function_name,
+        loc=conv.locs.get(kop.location),
+        mlir_text=kop.get_asm(enable_debug_info=False) if keep_text else None,
+    )
+
+
+def find_kernels(module_op) -> list:
+    """All ``cuda.kernel`` ops (inside ``gpu.module``) of a live module."""
+    from cutlass._mlir import ir
+
+    found = []
+
+    def visit(op):
+        op = _as_op(op)
+        if op.name == "cuda.kernel":
+            found.append(op)
+            return ir.WalkResult.SKIP
+        if op.name in ("func.func", "llvm.func"):
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def convert_module(module_op, **kw) -> list[TracedKernel]:
+    """Every kernel of a live module.  Call with the module's context entered (the hook's)."""
+    with module_op.context, raw_values():
+        return [convert_kernel(k, **kw) for k in find_kernels(module_op)]

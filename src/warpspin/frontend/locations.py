@@ -1,0 +1,128 @@
+"""MLIR locations (as produced by the DSL with ``loc_tracebacks``) -> ``SourceLoc``.
+
+With tracebacks on, every op's location is a chain ``CallSite(callee=Name(func)(File), caller=...)``
+innermost first, possibly wrapped in ``Name(label)(...)`` for ``Scope`` / pipeline ``name=``
+labels.  We flatten the chain into frames, then pick the user frame (first frame outside the DSL
+package and the standard library) and the DSL API frames between the op and it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sysconfig
+
+from .mlir_data import Frame, SourceLoc, UNKNOWN_LOC
+
+_DSL_MARK = f"{os.sep}nvidia_cutlass_dsl{os.sep}"
+_STDLIB = tuple(
+    p for p in {sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")} if p
+)
+_THIS_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../warpspin
+
+# DSL internals that only carry tracing (AST rewriting, op wrappers): never a "library call".
+_PLUMBING_DIRS = ("/base_dsl/", "/cutlass_dsl/", "/_mlir_helpers/", "/_mlir/")
+# Names the DSL's AST preprocessor gives to staged control-flow bodies.
+_SYNTH = re.compile(
+    r"^(loop_body|while_region|if_region|then_block|else_block|ifexp_then_block|ifexp_else_block"
+    r"|while_before_block|while_after_block)_\d+$"
+)
+
+
+def is_dsl_file(path: str) -> bool:
+    return _DSL_MARK in path
+
+
+def _is_foreign(path: str) -> bool:
+    """Frames that are neither user code nor DSL API: stdlib, frozen modules, warpspin itself."""
+    return (
+        path.startswith("<")
+        or any(path.startswith(p) for p in _STDLIB)
+        or path.startswith(_THIS_PKG)
+    )
+
+
+def clean_func(qualname: str) -> str:
+    """``kern.<locals>.loop_body_2.<locals>.if_region_3`` -> ``kern``."""
+    parts = [p for p in qualname.split(".<locals>.") if not _SYNTH.match(p)]
+    return ".<locals>.".join(parts) if parts else qualname
+
+
+def flatten(loc) -> tuple[list[Frame], list[str]]:
+    """(frames innermost first, labels outermost first) of an ``ir.Location``."""
+    frames: list[Frame] = []
+    labels: list[str] = []
+
+    def rec(l) -> None:
+        if l.is_a_callsite():
+            rec(l.callee)
+            rec(l.caller)
+        elif l.is_a_name():
+            child = l.child_loc
+            if child.is_a_file():  # a frame: Name(qualname)(file:line:col)
+                frames.append(_frame(l.name_str, child))
+            else:  # a label wrapped around the rest of the chain
+                labels.append(l.name_str)
+                rec(child)
+        elif l.is_a_file():
+            frames.append(_frame("", l))
+        elif l.is_a_fused():
+            for sub in l.locations:
+                rec(sub)
+
+    rec(loc)
+    return frames, labels
+
+
+def _frame(func: str, floc) -> Frame:
+    path = floc.filename
+    return Frame(func, path, floc.start_line, floc.start_col, is_dsl_file(path))
+
+
+def source_loc(frames: list[Frame], labels: list[str]) -> SourceLoc:
+    user = None
+    lib: list[str] = []
+    for f in frames:
+        if f.in_dsl:
+            if user is None and not any(d in f.file for d in _PLUMBING_DIRS) and "<locals>" not in f.func:
+                if f.func and (not lib or lib[-1] != f.func):
+                    lib.append(f.func)
+            continue
+        if _is_foreign(f.file):
+            continue
+        user = f
+        break
+    if user is None:
+        return SourceLoc(lib_frame=lib[-1] if lib else None, lib_frames=tuple(lib),
+                         labels=tuple(labels), frames=tuple(frames))
+    return SourceLoc(
+        file=user.file,
+        line=user.line,
+        col=user.col,
+        func=clean_func(user.func),
+        lib_frame=lib[-1] if lib else None,
+        lib_frames=tuple(lib),
+        labels=tuple(labels),
+        frames=tuple(frames),
+    )
+
+
+class LocCache:
+    """Locations are uniqued in MLIR, and many ops share one: convert each once."""
+
+    def __init__(self) -> None:
+        self._cache: dict = {}
+
+    def get(self, loc) -> SourceLoc:
+        try:
+            key = loc.attr
+            hit = self._cache.get(key)
+        except TypeError:  # unhashable in some binding versions
+            key, hit = None, None
+        if hit is not None:
+            return hit
+        frames, labels = flatten(loc)
+        sl = source_loc(frames, labels) if (frames or labels) else UNKNOWN_LOC
+        if key is not None:
+            self._cache[key] = sl
+        return sl
+

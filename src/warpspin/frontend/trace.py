@@ -1,0 +1,203 @@
+"""Trace a CuTe DSL program on the CPU and return its kernels as plain data.
+
+    kernels = trace(host_jit_fn, *example_args, arch="sm_90a")
+
+The DSL is configured in-process (dryrun: stop after tracing; an explicit arch: nothing to
+detect; loc_tracebacks: a Python call chain on every op), ``cute.compile`` runs with a
+trace-finalize hook, and the hook converts a cleaned clone of the module into ``TracedKernel``s
+before returning.  No MLIR object outlives the hook and no file is written.
+
+``capture()`` does the same for compiles made inside a library (quack-kernels calls
+``cute.compile`` itself): it registers a process-wide hook for the duration of a ``with`` block.
+"""
+from __future__ import annotations
+
+import contextlib
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+from .locations import _is_foreign, is_dsl_file
+from .mlir_data import TracedKernel
+
+DEFAULT_ARCH = "sm_90a"
+LOC_DEPTH = 64
+CLEAN_PIPELINE = "builtin.module(pyir-prelower,canonicalize,cse)"
+
+
+class TraceError(Exception):
+    """The DSL could not trace a kernel.  ``message`` is the DSL's own text; ``file``/``line``
+    point at the user's code when they can be found."""
+
+    def __init__(self, message: str, file: Optional[str] = None, line: Optional[int] = None,
+                 cause: Optional[BaseException] = None):
+        self.message = message
+        self.file = file
+        self.line = line
+        self.cause = cause
+        where = f"{file}:{line}: " if file else ""
+        super().__init__(f"{where}{message}")
+
+
+# -- DSL configuration ---------------------------------------------------------------------------
+def _dsl():
+    from cutlass.cutlass_dsl import CuTeDSL
+
+    return CuTeDSL._get_dsl()
+
+
+@contextlib.contextmanager
+def configured(arch: str = DEFAULT_ARCH, loc_depth: int = LOC_DEPTH) -> Iterator[Any]:
+    """Set dryrun / arch / loc_tracebacks on the DSL singleton; restore the old values after."""
+    env = _dsl().envar
+    saved = (env.dryrun, env._arch, env.loc_tracebacks)
+    env.dryrun = True
+    env.arch = arch
+    env.loc_tracebacks = loc_depth
+    try:
+        yield env
+    finally:
+        env.dryrun, env._arch, env.loc_tracebacks = saved
+
+
+# -- the hook -----------------------------------------------------------------------------------
+@dataclass
+class _Collector:
+    arch: str
+    clean: bool = True
+    keep_text: bool = False
+    kernels: list[TracedKernel] = field(default_factory=list)
+    failure: Optional[BaseException] = None
+
+    def __call__(self, dsl, module, function_name: str) -> None:
+        try:
+            clone = _clean_clone(module) if self.clean else module.operation.clone()
+            from .convert import convert_module
+
+            self.kernels.extend(convert_module(
+                clone, arch=self.arch, function_name=function_name, keep_text=self.keep_text))
+            del clone
+        except Exception as e:  # a warpspin bug: keep the DSL going, report after the compile
+            self.failure = e
+
+
+def _clean_clone(module):
+    """Clone + pyir-prelower/canonicalize/cse.  The pass manager also verifies, so a module
+    the DSL would later reject itself (pitfall P4) is taken raw: the DSL then reports it."""
+    from cutlass._mlir import passmanager
+
+    clone = module.operation.clone()
+    try:
+        passmanager.PassManager.parse(CLEAN_PIPELINE, context=clone.context).run(clone)
+        return clone
+    except Exception:
+        return module.operation.clone()
+
+
+# -- errors -------------------------------------------------------------------------------------
+def _user_frame(exc: BaseException) -> tuple[Optional[str], Optional[int]]:
+    """Innermost traceback frame in user code, over the exception and its causes."""
+    seen = set()
+    e: Optional[BaseException] = exc
+    best = (None, None)
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        for fs in traceback.extract_tb(e.__traceback__):
+            if not is_dsl_file(fs.filename) and not _is_foreign(fs.filename):
+                best = (fs.filename, fs.lineno)
+        e = e.__cause__ or e.__context__
+    return best
+
+
+def _dsl_message(exc: BaseException) -> str:
+    msg = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {msg}"
+
+
+def _trace_error(exc: BaseException) -> TraceError:
+    file, line = _user_frame(exc)
+    return TraceError(_dsl_message(exc), file, line, exc)
+
+
+# -- public API ---------------------------------------------------------------------------------
+def trace(jit_fn, *args, arch: str = DEFAULT_ARCH, clean: bool = True, keep_text: bool = False,
+          loc_depth: int = LOC_DEPTH, **kwargs) -> list[TracedKernel]:
+    """Trace ``jit_fn(*args, **kwargs)`` (a ``@cute.jit`` host function or callable object) and
+    return every kernel it launches.  Raises ``TraceError`` when the DSL rejects the program."""
+    import cutlass.cute as cute
+
+    collector = _Collector(arch, clean, keep_text)
+    with configured(arch, loc_depth):
+        try:
+            cute.compile(jit_fn, *args, trace_finalize_hooks=collector, **kwargs)
+        except Exception as e:
+            raise _trace_error(e) from e
+    if collector.failure is not None:
+        raise RuntimeError(f"warpspin frontend failed converting the module: "
+                           f"{collector.failure!r}") from collector.failure
+    if not collector.kernels:
+        raise TraceError(f"{getattr(jit_fn, '__name__', jit_fn)!s} launched no kernel")
+    return collector.kernels
+
+
+@contextlib.contextmanager
+def capture(arch: str = DEFAULT_ARCH, clean: bool = True, keep_text: bool = False,
+            loc_depth: int = LOC_DEPTH) -> Iterator[list[TracedKernel]]:
+    """Catch every compile made inside the block, e.g. by a library::
+
+        with capture("sm_90a") as kernels:
+            quack.gemm._compile_gemm.__wrapped__(...)
+        kernels  # -> [TracedKernel, ...]
+
+    DSL errors propagate as ``TraceError``.
+    """
+    collector = _Collector(arch, clean, keep_text)
+    dsl = _dsl()
+    with configured(arch, loc_depth):
+        dsl.register_trace_finalize_hook(collector)
+        try:
+            yield collector.kernels
+        except TraceError:
+            raise
+        except Exception as e:
+            if _looks_like_dsl_error(e):
+                raise _trace_error(e) from e
+            raise
+        finally:
+            with contextlib.suppress(ValueError):
+                dsl._trace_finalize_hooks.remove(collector)
+    if collector.failure is not None:
+        raise RuntimeError(f"warpspin frontend failed converting the module: "
+                           f"{collector.failure!r}") from collector.failure
+
+
+def _looks_like_dsl_error(e: BaseException) -> bool:
+    mod = type(e).__module__ or ""
+    return mod.startswith("cutlass")
+
+
+# -- fake arguments for targets -----------------------------------------------------------------
+def fake_tensor(dtype, shape, *, stride_order=None, align: int = 16):
+    """A compact fake tensor (no memory) for tracing: ``cute.runtime.make_fake_compact_tensor``.
+    Entries of ``shape`` may be ``sym_int()`` for dynamic dims."""
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    kw = {"assumed_align": align}
+    if stride_order is not None:
+        kw["stride_order"] = stride_order
+    return make_fake_compact_tensor(dtype, shape, **kw)
+
+
+def fake_stream():
+    """A fake CUDA stream for host functions that take one."""
+    import cutlass
+
+    return cutlass.runtime.make_fake_stream()
+
+
+def sym_int(divisibility: int = 1):
+    """A symbolic (dynamic) int for fake tensor shapes."""
+    import cutlass.cute as cute
+
+    return cute.sym_int(divisibility=divisibility) if divisibility != 1 else cute.sym_int()
+

@@ -1,0 +1,173 @@
+"""Structured SyncIR bodies -> flat code with explicit jumps.
+
+The interpreter and the Promela lowering both execute this flat form, so a program counter (an
+index into `FlatProcess.code`) names the same step in both, and SPIN trails map back to SyncIR ops.
+
+Visible instructions (one model step each, shown in traces): Op, BarResume, End.
+Local instructions (no effect outside the process, run eagerly): Let, Branch, Goto, Bound.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ir import (Assign, BarSync, Exit, Expr, For, If, Kernel, Loc, MbarTestWait, NOLOC, Process,
+                 Stmt, Var, While, BinOp, Const, lift)
+
+
+@dataclass(frozen=True)
+class Op:
+    stmt: Stmt  # a sync op (ir.SYNC_OPS minus Exit)
+
+    @property
+    def loc(self) -> Loc:
+        return self.stmt.loc
+
+
+@dataclass(frozen=True)
+class BarResume:
+    """Second half of a bar.sync: waits until the barrier generation moves past `snap`."""
+    stmt: BarSync
+    snap: str  # hidden local holding the generation seen at arrival
+
+    @property
+    def loc(self) -> Loc:
+        return self.stmt.loc
+
+
+@dataclass(frozen=True)
+class End:
+    """The process instance exits (explicit Exit or the end of its body)."""
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Let:
+    var: str
+    value: Expr
+    loc: Loc = NOLOC
+
+
+@dataclass(frozen=True)
+class Branch:
+    """if not cond: goto target."""
+    cond: Expr
+    target: int
+    loc: Loc = NOLOC
+
+
+@dataclass(frozen=True)
+class Goto:
+    target: int
+    loc: Loc = NOLOC
+
+
+@dataclass(frozen=True)
+class Bound:
+    """counter += 1; running past `limit` is a loop-bound event (the model is truncated)."""
+    counter: str
+    limit: int
+    loc: Loc = NOLOC
+
+
+VISIBLE = (Op, BarResume, End)
+Instr = Op | BarResume | End | Let | Branch | Goto | Bound
+
+
+@dataclass(frozen=True)
+class FlatProcess:
+    process: Process
+    code: tuple[Instr, ...]
+    locals: tuple[str, ...]  # every local, user and hidden, in a fixed order
+
+    @property
+    def role(self) -> str:
+        return self.process.role
+
+
+def snap_var(pc: int) -> str:
+    return f"_snap{pc}"
+
+
+def flatten_process(p: Process) -> FlatProcess:
+    code: list = []
+    counter = [0]
+
+    def fresh(prefix: str) -> str:
+        counter[0] += 1
+        return f"_{prefix}{counter[0]}"
+
+    def emit(ins) -> int:
+        code.append(ins)
+        return len(code) - 1
+
+    def patch(at: int, target: int):
+        ins = code[at]
+        code[at] = type(ins)(**{**ins.__dict__, "target": target})
+
+    def body(stmts):
+        for s in stmts:
+            stmt(s)
+
+    def stmt(s: Stmt):
+        if isinstance(s, Assign):
+            emit(Let(s.var, s.value, s.loc))
+        elif isinstance(s, If):
+            br = emit(Branch(s.cond, -1, s.loc))
+            body(s.then)
+            if s.else_:
+                skip = emit(Goto(-1, s.loc))
+                patch(br, len(code))
+                body(s.else_)
+                patch(skip, len(code))
+            else:
+                patch(br, len(code))
+        elif isinstance(s, For):
+            if s.step <= 0:
+                raise ValueError(f"{s.loc}: loop step must be a positive constant")
+            stop = fresh("stop")
+            emit(Let(s.var, s.start, s.loc))
+            emit(Let(stop, s.stop, s.loc))
+            head = emit(Branch(BinOp("<", Var(s.var), Var(stop)), -1, s.loc))
+            body(s.body)
+            emit(Let(s.var, BinOp("+", Var(s.var), Const(s.step)), s.loc))
+            emit(Goto(head, s.loc))
+            patch(head, len(code))
+        elif isinstance(s, While):
+            it = fresh("iter")
+            emit(Let(it, Const(0), s.loc))
+            head = emit(Branch(s.cond, -1, s.loc))
+            emit(Bound(it, s.max_iters, s.loc))
+            body(s.body)
+            emit(Goto(head, s.loc))
+            patch(head, len(code))
+        elif isinstance(s, Exit):
+            emit(End(s.loc))
+        elif isinstance(s, BarSync):
+            at = emit(Op(s))
+            emit(BarResume(s, snap_var(at)))
+        else:
+            emit(Op(s))
+
+    body(p.body)
+    last = p.body[-1].loc if p.body else NOLOC
+    emit(End(last))
+    return FlatProcess(p, tuple(code), tuple(sorted(_locals(p, code))))
+
+
+def _locals(p: Process, code) -> set[str]:
+    from .ir import expr_vars
+    names = {n for n, _ in p.init}
+    for ins in code:
+        if isinstance(ins, Let):
+            names.add(ins.var)
+        elif isinstance(ins, Bound):
+            names.add(ins.counter)
+        elif isinstance(ins, BarResume):
+            names.add(ins.snap)
+        elif isinstance(ins, Op) and isinstance(ins.stmt, MbarTestWait):
+            names.add(ins.stmt.dest)
+    return names
+
+
+def flatten(kernel: Kernel) -> tuple[FlatProcess, ...]:
+    return tuple(flatten_process(p) for p in kernel.processes)

@@ -1,0 +1,415 @@
+"""SyncIR: the synchronization skeleton of a kernel.
+
+A Kernel is a set of Processes (classes of threads that follow the same path) over per-CTA
+objects (mbarrier arrays, the 16 named barriers). Every statement carries a source Loc.
+Everything here is a frozen dataclass; `printer.py` renders it, `validate.py` checks it.
+Semantics: docs/semantics.md (implemented by interp.py and lower/).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+
+@dataclass(frozen=True)
+class Loc:
+    file: str
+    line: int
+    frame: str | None = None  # library method that emitted the op, e.g. PipelineTmaAsync.consumer_release
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}"
+        return f"{where} ({self.frame})" if self.frame else where
+
+
+NOLOC = Loc("<unknown>", 0)
+
+
+# ----------------------------------------------------------------------------- expressions
+
+class Expr:
+    """Integer expression over process-local variables and launch parameters."""
+
+    def __add__(self, o): return BinOp("+", self, lift(o))
+    def __radd__(self, o): return BinOp("+", lift(o), self)
+    def __sub__(self, o): return BinOp("-", self, lift(o))
+    def __rsub__(self, o): return BinOp("-", lift(o), self)
+    def __mul__(self, o): return BinOp("*", self, lift(o))
+    def __rmul__(self, o): return BinOp("*", lift(o), self)
+    def __floordiv__(self, o): return BinOp("//", self, lift(o))
+    def __mod__(self, o): return BinOp("%", self, lift(o))
+    def __xor__(self, o): return BinOp("^", self, lift(o))
+    def __and__(self, o): return BinOp("&", self, lift(o))
+    def __or__(self, o): return BinOp("|", self, lift(o))
+    def eq(self, o): return BinOp("==", self, lift(o))
+    def ne(self, o): return BinOp("!=", self, lift(o))
+    def lt(self, o): return BinOp("<", self, lift(o))
+    def le(self, o): return BinOp("<=", self, lift(o))
+    def gt(self, o): return BinOp(">", self, lift(o))
+    def ge(self, o): return BinOp(">=", self, lift(o))
+
+
+@dataclass(frozen=True, eq=True)
+class Const(Expr):
+    value: int
+
+
+@dataclass(frozen=True, eq=True)
+class Var(Expr):
+    name: str
+
+
+# Arithmetic: + - * // % (floor division/modulo; divisor must be positive), min, max, ^ & |.
+# Comparison and logic (result 0/1): == != < <= > >= and or.
+BINOPS = ("+", "-", "*", "//", "%", "min", "max", "^", "&", "|",
+          "==", "!=", "<", "<=", ">", ">=", "and", "or")
+UNOPS = ("-", "not")
+
+
+@dataclass(frozen=True, eq=True)
+class BinOp(Expr):
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+    def __post_init__(self):
+        if self.op not in BINOPS:
+            raise ValueError(f"unknown binary operator {self.op!r}")
+
+
+@dataclass(frozen=True, eq=True)
+class UnOp(Expr):
+    op: str
+    arg: Expr
+
+    def __post_init__(self):
+        if self.op not in UNOPS:
+            raise ValueError(f"unknown unary operator {self.op!r}")
+
+
+@dataclass(frozen=True, eq=True)
+class Select(Expr):
+    cond: Expr
+    then: Expr
+    else_: Expr
+
+
+ExprLike = Union[Expr, int, bool, str]
+
+
+def lift(x: ExprLike) -> Expr:
+    """int/bool -> Const, str -> Var, Expr -> itself."""
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, bool):
+        return Const(int(x))
+    if isinstance(x, int):
+        return Const(x)
+    if isinstance(x, str):
+        return Var(x)
+    raise TypeError(f"not an expression: {x!r}")
+
+
+def expr_vars(e: Expr) -> set[str]:
+    if isinstance(e, Var):
+        return {e.name}
+    if isinstance(e, BinOp):
+        return expr_vars(e.lhs) | expr_vars(e.rhs)
+    if isinstance(e, UnOp):
+        return expr_vars(e.arg)
+    if isinstance(e, Select):
+        return expr_vars(e.cond) | expr_vars(e.then) | expr_vars(e.else_)
+    return set()
+
+
+# ----------------------------------------------------------------------------- objects
+
+@dataclass(frozen=True)
+class MBarRef:
+    """mbarrier `name[index]`, in the executing thread's CTA (cta=None) or in CTA `cta` of the
+    cluster (a remote arrive through mapa)."""
+    name: str
+    index: Expr = Const(0)
+    cta: Expr | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "index", lift(self.index))
+        if self.cta is not None:
+            object.__setattr__(self, "cta", lift(self.cta))
+
+
+@dataclass(frozen=True)
+class MBarrierDecl:
+    """An array of `size` mbarriers in shared memory; every CTA of the cluster has its own."""
+    name: str
+    size: int = 1
+    loc: Loc = NOLOC
+
+
+@dataclass(frozen=True)
+class Param:
+    """A launch parameter (problem size, tile count): one value, or every value in lo..hi."""
+    name: str
+    lo: int
+    hi: int | None = None
+
+    def __post_init__(self):
+        if self.hi is None:
+            object.__setattr__(self, "hi", self.lo)
+
+    @property
+    def values(self) -> range:
+        return range(self.lo, self.hi + 1)
+
+
+# ----------------------------------------------------------------------------- statements
+
+@dataclass(frozen=True)
+class Stmt:
+    pass
+
+
+def _lift_fields(obj, *names):
+    for n in names:
+        v = getattr(obj, n)
+        if v is not None:
+            object.__setattr__(obj, n, lift(v))
+
+
+@dataclass(frozen=True)
+class MbarInit(Stmt):
+    """mbarrier.init: expected arrival count `count`, phase 0, tx-count 0 (PTX 9.7.13.15.9)."""
+    bar: MBarRef
+    count: Expr
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "count")
+
+
+@dataclass(frozen=True)
+class MbarInitFence(Stmt):
+    """fence.mbarrier_init.release.cluster: makes this process's earlier inits visible once a
+    CTA or cluster barrier follows."""
+    loc: Loc = NOLOC
+
+
+@dataclass(frozen=True)
+class MbarArrive(Stmt):
+    """mbarrier.arrive with `count`, once per executing thread."""
+    bar: MBarRef
+    count: Expr = Const(1)
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "count")
+
+
+@dataclass(frozen=True)
+class MbarArriveExpectTx(Stmt):
+    """mbarrier.arrive.expect_tx: tx-count += bytes, then arrive(1); once per executing thread."""
+    bar: MBarRef
+    bytes: Expr
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "bytes")
+
+
+@dataclass(frozen=True)
+class MbarExpectTx(Stmt):
+    """mbarrier.expect_tx: tx-count += bytes, no arrival; once per executing thread."""
+    bar: MBarRef
+    bytes: Expr
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "bytes")
+
+
+@dataclass(frozen=True)
+class MbarWait(Stmt):
+    """mbarrier.try_wait.parity in a retry loop: blocks until the phase of parity `parity` has
+    completed, i.e. until the current phase's parity differs from `parity`."""
+    bar: MBarRef
+    parity: Expr
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "parity")
+
+
+@dataclass(frozen=True)
+class MbarTestWait(Stmt):
+    """mbarrier.test_wait.parity: non-blocking; `dest` := 1 if the phase completed, else 0."""
+    dest: str
+    bar: MBarRef
+    parity: Expr
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "parity")
+
+
+@dataclass(frozen=True)
+class BarSync(Stmt):
+    """bar.sync / barrier.sync `barrier_id`, `threads` (None: every thread of the CTA, which is
+    also the CTA barrier __syncthreads)."""
+    barrier_id: Expr = Const(0)
+    threads: Expr | None = None
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "barrier_id", "threads")
+
+
+@dataclass(frozen=True)
+class BarArrive(Stmt):
+    """bar.arrive `barrier_id`, `threads`: counts the executing threads, does not wait."""
+    barrier_id: Expr
+    threads: Expr
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "barrier_id", "threads")
+
+
+@dataclass(frozen=True)
+class TmaLoad(Stmt):
+    """An async bulk copy (TMA load) issued once per executing process instance (the DSL elects one
+    lane per warp). It completes `bytes` of transaction on `bar` at any later point."""
+    bar: MBarRef
+    bytes: Expr
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "bytes")
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    var: str
+    value: Expr
+    loc: Loc = NOLOC
+
+    def __post_init__(self): _lift_fields(self, "value")
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    then: tuple[Stmt, ...]
+    else_: tuple[Stmt, ...] = ()
+    loc: Loc = NOLOC
+
+    def __post_init__(self):
+        _lift_fields(self, "cond")
+        object.__setattr__(self, "then", tuple(self.then))
+        object.__setattr__(self, "else_", tuple(self.else_))
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    """for var in range(start, stop, step): step is a positive constant; bounds are evaluated once
+    at loop entry."""
+    var: str
+    start: Expr
+    stop: Expr
+    body: tuple[Stmt, ...]
+    step: int = 1
+    loc: Loc = NOLOC
+
+    def __post_init__(self):
+        _lift_fields(self, "start", "stop")
+        object.__setattr__(self, "body", tuple(self.body))
+
+
+@dataclass(frozen=True)
+class While(Stmt):
+    """while cond: body. `max_iters` bounds the model: running past it makes the verdict
+    INCONCLUSIVE (loop-bound), never VERIFIED."""
+    cond: Expr
+    body: tuple[Stmt, ...]
+    max_iters: int = 64
+    loc: Loc = NOLOC
+
+    def __post_init__(self):
+        _lift_fields(self, "cond")
+        object.__setattr__(self, "body", tuple(self.body))
+
+
+@dataclass(frozen=True)
+class Exit(Stmt):
+    """The executing threads exit (also implicit at the end of a process body)."""
+    loc: Loc = NOLOC
+
+
+@dataclass(frozen=True)
+class Unsupported(Stmt):
+    """An op that matters for synchronization and is not modelled. Any Unsupported reachable in a
+    kernel makes the verdict UNSUPPORTED, naming `what` and its location."""
+    what: str
+    loc: Loc = NOLOC
+
+
+SYNC_OPS = (MbarInit, MbarInitFence, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarWait,
+            MbarTestWait, BarSync, BarArrive, TmaLoad, Exit, Unsupported)
+
+
+# ----------------------------------------------------------------------------- processes, kernel
+
+@dataclass(frozen=True)
+class Process:
+    """A class of threads that follow the same path through `body`.
+
+    `instances` identical copies run concurrently; each copy is `threads` threads that execute every
+    op together (a converged warp: 32; an elected lane: 1; a warpgroup treated as one: 128). An op
+    counts once per thread: a MbarArrive by a 32-thread instance is 32 arrivals. `warps` is the
+    half-open warp range [first, last) that all instances together cover, for reports.
+    """
+    role: str
+    body: tuple[Stmt, ...]
+    cta: int = 0
+    warps: tuple[int, int] = (0, 1)
+    threads: int = 32
+    instances: int = 1
+    init: tuple[tuple[str, int], ...] = ()  # initial values of locals (others start at 0)
+
+    def __post_init__(self):
+        object.__setattr__(self, "body", tuple(self.body))
+        object.__setattr__(self, "init", tuple(dict(self.init).items()))
+        object.__setattr__(self, "warps", tuple(self.warps))
+
+    def instance_warps(self, i: int) -> tuple[int, int]:
+        first, last = self.warps
+        per = max(1, (last - first) // max(1, self.instances))
+        return (first + i * per, first + (i + 1) * per)
+
+    def instance_name(self, i: int) -> str:
+        return self.role if self.instances == 1 else f"{self.role}[{i}]"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    processes: tuple[Process, ...]
+    mbarriers: tuple[MBarrierDecl, ...] = ()
+    params: tuple[Param, ...] = ()
+    num_ctas: int = 1  # CTAs in the cluster; each has its own copy of every mbarrier array
+    loc: Loc = NOLOC
+
+    def __post_init__(self):
+        object.__setattr__(self, "processes", tuple(self.processes))
+        object.__setattr__(self, "mbarriers", tuple(self.mbarriers))
+        object.__setattr__(self, "params", tuple(self.params))
+
+    def mbarrier(self, name: str) -> MBarrierDecl:
+        for m in self.mbarriers:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def cta_threads(self, cta: int) -> int:
+        return sum(p.threads * p.instances for p in self.processes if p.cta == cta)
+
+
+def walk_stmts(body: tuple[Stmt, ...]):
+    """Pre-order iteration over every statement of a body, nested ones included."""
+    for s in body:
+        yield s
+        if isinstance(s, If):
+            yield from walk_stmts(s.then)
+            yield from walk_stmts(s.else_)
+        elif isinstance(s, (For, While)):
+            yield from walk_stmts(s.body)
