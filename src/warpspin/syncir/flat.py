@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import (Assign, BarSync, Exit, Expr, For, If, Kernel, Loc, MbarTestWait, NOLOC, Process,
-                 Stmt, Var, While, BinOp, Const, lift)
+from .ir import (Assign, BarSync, Exit, Expr, For, If, Kernel, Lanes, Loc, MbarTestWait, NOLOC,
+                 Process, Stmt, Var, While, BinOp, Const)
 
 
 @dataclass(frozen=True)
 class Op:
     stmt: Stmt  # a sync op (ir.SYNC_OPS minus Exit)
+    lanes: int | None = None  # threads of the instance that execute it (None: all of them)
 
     @property
     def loc(self) -> Loc:
@@ -104,6 +105,8 @@ def flatten_process(p: Process) -> FlatProcess:
         ins = code[at]
         code[at] = type(ins)(**{**ins.__dict__, "target": target})
 
+    lanes: list[int | None] = [None]
+
     def body(stmts):
         for s in stmts:
             stmt(s)
@@ -140,13 +143,20 @@ def flatten_process(p: Process) -> FlatProcess:
             body(s.body)
             emit(Goto(head, s.loc))
             patch(head, len(code))
+        elif isinstance(s, Lanes):
+            outer = lanes[0]
+            lanes[0] = s.count if outer is None else min(outer, s.count)
+            body(s.body)
+            lanes[0] = outer
         elif isinstance(s, Exit):
+            if lanes[0] is not None:
+                raise ValueError(f"{s.loc}: exit inside a lane subset is not modelled")
             emit(End(s.loc))
         elif isinstance(s, BarSync):
-            at = emit(Op(s))
+            at = emit(Op(s, lanes[0]))
             emit(BarResume(s, snap_var(at)))
         else:
-            emit(Op(s))
+            emit(Op(s, lanes[0]))
 
     body(p.body)
     last = p.body[-1].loc if p.body else NOLOC

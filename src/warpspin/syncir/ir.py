@@ -330,6 +330,22 @@ class While(Stmt):
 
 
 @dataclass(frozen=True)
+class Lanes(Stmt):
+    """Only `count` threads of each instance execute `body` (elect.sync: 1; `lane < k`: k); the
+    others skip it and reconverge after it. Ops inside count once per executing lane."""
+    count: int
+    body: tuple[Stmt, ...]
+    loc: Loc = NOLOC
+
+    def __post_init__(self):
+        object.__setattr__(self, "body", tuple(self.body))
+
+
+def Elect(body, loc: Loc = NOLOC) -> Lanes:
+    return Lanes(1, tuple(body), loc)
+
+
+@dataclass(frozen=True)
 class Exit(Stmt):
     """The executing threads exit (also implicit at the end of a process body)."""
     loc: Loc = NOLOC
@@ -411,5 +427,5 @@ def walk_stmts(body: tuple[Stmt, ...]):
         if isinstance(s, If):
             yield from walk_stmts(s.then)
             yield from walk_stmts(s.else_)
-        elif isinstance(s, (For, While)):
+        elif isinstance(s, (For, While, Lanes)):
             yield from walk_stmts(s.body)

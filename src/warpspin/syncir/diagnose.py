@@ -1,0 +1,122 @@
+"""What a final state means: blocked instances, the barriers they wait on, and the kind of a
+deadlock (docs/semantics.md, "Deadlock and its classification")."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .flat import BarResume, Op
+from .interp import (EXPECTED, N, NB_ARRIVED, NB_EXPECTED, NUM_NAMED_BARRIERS, PENDING, TX,
+                     Machine, Replay, ReplayLog, State, eval_expr)
+from .ir import Loc, MbarWait
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """An instance that can never move again, and what it waits for."""
+    process: int
+    instance: int
+    role: str
+    cta: int
+    warps: tuple[int, int]
+    threads: int
+    op: str
+    loc: Loc
+    barrier: str = ""          # e.g. "full[1]" or "named barrier 1"
+    parity: int | None = None
+    phase: int | None = None   # completed phases of the barrier (its phase bit is phase & 1)
+    pending_arrivals: int | None = None
+    expected_arrivals: int | None = None
+    pending_tx: int | None = None
+    last_observed: int | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    kind: str
+    message: str
+    loc: Loc
+    blocked: tuple[Blocked, ...]
+    related: tuple[Loc, ...] = ()
+
+
+def blocked_instances(m: Machine, s: State) -> list[Blocked]:
+    out = []
+    for inst in m.instances:
+        if m.ended(s, inst.gid) or m.is_enabled(s, inst.gid):
+            continue
+        p = m.kernel.processes[inst.process]
+        ins = m.at(s, inst.gid)
+        env = m.env(s, inst.gid)
+        common = dict(process=inst.process, instance=inst.index, role=p.instance_name(inst.index),
+                      cta=inst.cta, warps=p.instance_warps(inst.index), threads=inst.threads)
+        if isinstance(ins, Op) and isinstance(ins.stmt, MbarWait):
+            st = ins.stmt
+            slot = m.resolve(inst, st.bar, env)
+            cta, name, idx = m.slot_key[slot]
+            mb = s.mbars[slot]
+            obs = s.obs[inst.gid][m.obs_slots[inst.process][(name, idx)]]
+            out.append(Blocked(**common, op="mbarrier wait", loc=st.loc,
+                               barrier=f"{name}[{idx}]" + (f"@cta{cta}" if m.kernel.num_ctas > 1 else ""),
+                               parity=eval_expr(st.parity, env) & 1, phase=mb[N],
+                               pending_arrivals=mb[PENDING], expected_arrivals=mb[EXPECTED],
+                               pending_tx=mb[TX], last_observed=obs))
+        elif isinstance(ins, BarResume):
+            bid = eval_expr(ins.stmt.barrier_id, env)
+            nb = s.nbars[inst.cta * NUM_NAMED_BARRIERS + bid]
+            want = nb[NB_EXPECTED]
+            out.append(Blocked(**common, op="bar.sync", loc=ins.loc, barrier=f"named barrier {bid}",
+                               pending_arrivals=(s.alive[inst.cta] if want == -1 else want) - nb[NB_ARRIVED]
+                               if want else None,
+                               expected_arrivals=want if want > 0 else None))
+        else:
+            out.append(Blocked(**common, op=type(ins).__name__, loc=ins.loc))
+    return out
+
+
+def diagnose_deadlock(r: Replay) -> Diagnosis:
+    m, s, log = r.machine, r.state, r.log
+    blocked = blocked_instances(m, s)
+    waits = [b for b in blocked if b.op == "mbarrier wait"]
+
+    for b in waits:  # bytes expected differ from bytes delivered
+        if b.pending_tx and (b.pending_arrivals == 0 or b.pending_tx < 0):
+            slot = _slot(m, b)
+            at = log.last_expect.get(slot, b.loc)
+            more = "more" if b.pending_tx < 0 else "fewer"
+            return Diagnosis("tx-mismatch",
+                             f"{b.barrier}: every arrival is in, but {more} bytes were delivered "
+                             f"than expected (tx-count stuck at {b.pending_tx}); "
+                             f"{b.role} waits forever", at, tuple(blocked), (b.loc,))
+    for b in waits:  # the expected count exceeds the arrivals that can come
+        slot = _slot(m, b)
+        name = b.barrier.split("[")[0]
+        arrivers = m.arrivers.get(name, set())
+        arrived = set(log.arrivals.get(slot, []))
+        if b.pending_arrivals and arrivers and arrivers <= arrived:
+            at = log.init_loc.get(slot, b.loc)
+            got = b.expected_arrivals - b.pending_arrivals
+            return Diagnosis("arrival-mismatch",
+                             f"{b.barrier} expects {b.expected_arrivals} arrivals per phase, but "
+                             f"everything that arrives on it has arrived and brought only {got}; "
+                             f"{b.role} waits forever", at, tuple(blocked), (b.loc,))
+    primary = None
+    for b in waits:  # a phase bit that was not flipped
+        if b.last_observed and b.parity != (b.last_observed & 1):
+            primary = b
+            why = (f"{b.role} waits on {b.barrier} with parity {b.parity} again: the phase it "
+                   f"last observed had that parity, so it needs two more phases that never come "
+                   "(was the phase bit flipped?)")
+            break
+    if primary is None:
+        if not blocked:
+            return Diagnosis("deadlock", "no step is possible", Loc("<unknown>", 0), ())
+        primary = blocked[0]
+        why = f"{primary.role} blocks forever at {primary.op}" + (
+            f" on {primary.barrier}" if primary.barrier else "")
+    return Diagnosis("deadlock", why, primary.loc, tuple(blocked))
+
+
+def _slot(m: Machine, b: Blocked) -> int:
+    name, rest = b.barrier.split("[", 1)
+    idx = int(rest.split("]", 1)[0])
+    return m.mbar_slot[(b.cta, name, idx)]
