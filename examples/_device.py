@@ -1,0 +1,28 @@
+"""Run an example variant on a GPU in a child process, with a watchdog for hangs."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def run_with_watchdog(script: str, variant: str, timeout: float = 20.0) -> int:
+    """0: ran and the result was right; 1: wrong result or error; 2: hung (killed)."""
+    cmd = [sys.executable, script, "--child", variant]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(script))), os.environ.get("PYTHONPATH", "")]))
+    try:
+        p = subprocess.run(cmd, timeout=timeout, capture_output=True, text=True, env=env)
+    except subprocess.TimeoutExpired as e:
+        print(f"{variant}: HANG (no exit after {timeout:.0f}s)")
+        out = (e.stdout or b"") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        if out:
+            print(out if isinstance(out, str) else out.decode(errors="replace"))
+        return 2
+    sys.stdout.write(p.stdout)
+    if p.returncode != 0:
+        sys.stdout.write(p.stderr[-4000:])
+        print(f"{variant}: FAILED (exit {p.returncode})")
+        return 1
+    print(f"{variant}: OK")
+    return 0

@@ -1,0 +1,154 @@
+"""Raw mbarrier ring between two warps, correct and with one-line bugs.
+
+Warp 0 (producer) copies 32 floats per step from global memory into one of STAGES shared-memory
+slots and arrives on that slot's ``full`` barrier (all 32 lanes); warp 1 (consumer) waits on
+``full``, adds the slot into a per-lane accumulator and arrives on ``empty``.  The result is
+out[lane] = sum_k a[32 k + lane].  Only ``cute.arch.mbarrier_*`` primitives are used: no
+pipeline classes.  ``python examples/raw_mbarrier.py --run VARIANT`` runs a variant on a GPU.
+
+Variants:
+  correct           the reference protocol
+  wrong_init_count  ``full`` expects 1 arrival but 32 lanes arrive -> over-arrival / early phase
+  wrong_parity      consumer waits on the wrong parity               -> reads before the data lands
+  missing_arrive    consumer never arrives on ``empty``              -> producer hangs
+  no_init_sync      no fence/sync between init and first use         -> use before init
+"""
+from __future__ import annotations
+
+import sys
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32, Int64
+
+STAGES = 2
+BUGS = ("wrong_init_count", "wrong_parity", "missing_arrive", "no_init_sync")
+
+
+class RawRing:
+    def __init__(self, bug: str | None = None, stages: int = STAGES):
+        assert bug is None or bug in BUGS, bug
+        self.bug = bug
+        self.stages = stages
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, out: cute.Tensor):
+        self.kernel(a, out).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+    @cute.kernel
+    def kernel(self, a: cute.Tensor, out: cute.Tensor):
+        stages = self.stages
+        tidx, _, _ = cute.arch.thread_idx()
+        lane = cute.arch.lane_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+
+        @cute.struct
+        class Smem:
+            full: cute.struct.MemRange[Int64, stages]
+            empty: cute.struct.MemRange[Int64, stages]
+            buf: cute.struct.Align[cute.struct.MemRange[Float32, 32 * stages], 16]
+
+        storage = cutlass.memory.SmemAllocator().allocate(Smem)
+        full = storage.full.data_ptr()
+        empty = storage.empty.data_ptr()
+        buf = storage.buf.get_tensor(cute.make_layout(32 * stages))
+        n = cute.size(a) // 32
+
+        full_count = 32
+        if cutlass.const_expr(self.bug == "wrong_init_count"):
+            full_count = 1                                                   # BUG
+        if warp == 0:
+            with cute.arch.elect_one():
+                for s in cutlass.range_constexpr(stages):
+                    cute.arch.mbarrier_init(full + s, full_count)
+                    cute.arch.mbarrier_init(empty + s, 32)
+        if cutlass.const_expr(self.bug != "no_init_sync"):
+            cute.arch.mbarrier_init_fence()                                  # BUG: dropped
+            cute.arch.sync_threads()
+
+        if warp == 0:                                                        # producer
+            for k in cutlass.range(n, unroll=1):
+                s = k % stages
+                cute.arch.mbarrier_wait(empty + s, ((k // stages) % 2) ^ 1)
+                buf[s * 32 + lane] = a[k * 32 + lane]
+                cute.arch.mbarrier_arrive(full + s)
+        if warp == 1:                                                        # consumer
+            acc = Float32(0.0)
+            for k in cutlass.range(n, unroll=1):
+                s = k % stages
+                parity = (k // stages) % 2
+                if cutlass.const_expr(self.bug == "wrong_parity"):
+                    parity = parity ^ 1                                      # BUG
+                cute.arch.mbarrier_wait(full + s, parity)
+                acc = acc + buf[s * 32 + lane]
+                if cutlass.const_expr(self.bug != "missing_arrive"):
+                    cute.arch.mbarrier_arrive(empty + s)                     # BUG: dropped
+            out[lane] = acc
+
+
+def variant(bug: str | None = None, *, steps: int = 6, stages: int = STAGES):
+    from warpspin.frontend import fake_tensor
+
+    a = fake_tensor(Float32, (32 * steps,), align=16)
+    out = fake_tensor(Float32, (32,), align=16)
+    return RawRing(bug, stages), (a, out)
+
+
+def correct(**kw):
+    return variant(None, **kw)
+
+
+def wrong_init_count(**kw):
+    return variant("wrong_init_count", **kw)
+
+
+def wrong_parity(**kw):
+    return variant("wrong_parity", **kw)
+
+
+def missing_arrive(**kw):
+    return variant("missing_arrive", **kw)
+
+
+def no_init_sync(**kw):
+    return variant("no_init_sync", **kw)
+
+
+VARIANTS = {"correct": correct, **{b: globals()[b] for b in BUGS}}
+
+
+def run_on_device(name: str, steps: int = 6) -> None:
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    fn, _ = VARIANTS[name]()
+    a = torch.randn(32 * steps, device="cuda", dtype=torch.float32)
+    out = torch.zeros(32, device="cuda", dtype=torch.float32)
+    ta, to = from_dlpack(a, assumed_align=16), from_dlpack(out, assumed_align=16)
+    compiled = cute.compile(fn, ta, to)
+    compiled(ta, to)
+    torch.cuda.synchronize()
+    err = (out - a.view(steps, 32).sum(0)).abs().max().item()
+    print(f"{name}: max abs error {err:.3g}")
+    if err > 1e-4:
+        raise SystemExit(f"{name}: WRONG RESULT")
+
+
+def _main(argv: list[str]) -> int:
+    if len(argv) >= 2 and argv[0] == "--run":
+        from _device import run_with_watchdog
+
+        return run_with_watchdog(__file__, argv[1], timeout=float(argv[2]) if len(argv) > 2 else 20)
+    if len(argv) >= 2 and argv[0] == "--child":
+        run_on_device(argv[1])
+        return 0
+    from warpspin.frontend import trace
+
+    for name, make in VARIANTS.items():
+        fn, args = make()
+        print(name, [(k.name[:40], k.block_dim) for k in trace(fn, *args)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
