@@ -1,0 +1,118 @@
+"""Readable text form of SyncIR (for --emit, test failures and docs)."""
+from __future__ import annotations
+
+from .ir import (Assign, BarArrive, BarSync, BinOp, Const, Exit, Expr, For, If, Kernel, Lanes,
+                 MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
+                 MbarTestWait, MbarWait, Process, Select, Stmt, TmaLoad, UnOp, Unsupported, Var,
+                 While)
+
+_PREC = {"or": 1, "and": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
+         "|": 4, "^": 5, "&": 6, "+": 7, "-": 7, "*": 8, "//": 8, "%": 8}
+
+
+def fmt_expr(e: Expr, prec: int = 0) -> str:
+    if isinstance(e, Const):
+        return str(e.value)
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, UnOp):
+        return f"{e.op}{' ' if e.op == 'not' else ''}{fmt_expr(e.arg, 9)}"
+    if isinstance(e, Select):
+        return f"select({fmt_expr(e.cond)}, {fmt_expr(e.then)}, {fmt_expr(e.else_)})"
+    if isinstance(e, BinOp):
+        if e.op in ("min", "max"):
+            return f"{e.op}({fmt_expr(e.lhs)}, {fmt_expr(e.rhs)})"
+        p = _PREC[e.op]
+        s = f"{fmt_expr(e.lhs, p)} {e.op} {fmt_expr(e.rhs, p + 1)}"
+        return f"({s})" if p < prec else s
+    return repr(e)
+
+
+def fmt_bar(b: MBarRef) -> str:
+    s = f"{b.name}[{fmt_expr(b.index)}]"
+    return s if b.cta is None else f"{s}@cta({fmt_expr(b.cta)})"
+
+
+def fmt_op(s: Stmt) -> str:
+    """One line for a sync op (no nested bodies)."""
+    match s:
+        case MbarInit(bar, count):
+            return f"mbarrier.init {fmt_bar(bar)}, count={fmt_expr(count)}"
+        case MbarInitFence():
+            return "fence.mbarrier_init"
+        case MbarArrive(bar, count):
+            return f"mbarrier.arrive {fmt_bar(bar)}" + ("" if count == Const(1) else f", count={fmt_expr(count)}")
+        case MbarArriveExpectTx(bar, nbytes):
+            return f"mbarrier.arrive.expect_tx {fmt_bar(bar)}, bytes={fmt_expr(nbytes)}"
+        case MbarExpectTx(bar, nbytes):
+            return f"mbarrier.expect_tx {fmt_bar(bar)}, bytes={fmt_expr(nbytes)}"
+        case MbarWait(bar, parity):
+            return f"mbarrier.wait {fmt_bar(bar)}, parity={fmt_expr(parity)}"
+        case MbarTestWait(dest, bar, parity):
+            return f"{dest} = mbarrier.test_wait {fmt_bar(bar)}, parity={fmt_expr(parity)}"
+        case BarSync(bid, threads):
+            return f"bar.sync {fmt_expr(bid)}" + ("" if threads is None else f", threads={fmt_expr(threads)}")
+        case BarArrive(bid, threads):
+            return f"bar.arrive {fmt_expr(bid)}, threads={fmt_expr(threads)}"
+        case TmaLoad(bar, nbytes):
+            return f"tma.load -> {fmt_bar(bar)}, bytes={fmt_expr(nbytes)}"
+        case Assign(var, value):
+            return f"{var} = {fmt_expr(value)}"
+        case Exit():
+            return "exit"
+        case Unsupported(what):
+            return f"unsupported {what!r}"
+    return type(s).__name__
+
+
+def _loc(s) -> str:
+    loc = getattr(s, "loc", None)
+    if loc is None or loc.line == 0:
+        return ""
+    return f"    # {loc}"
+
+
+def fmt_body(body, indent: int) -> list[str]:
+    pad = "  " * indent
+    out = []
+    for s in body:
+        if isinstance(s, If):
+            out.append(f"{pad}if {fmt_expr(s.cond)}:{_loc(s)}")
+            out += fmt_body(s.then, indent + 1) or [pad + "  pass"]
+            if s.else_:
+                out.append(f"{pad}else:")
+                out += fmt_body(s.else_, indent + 1)
+        elif isinstance(s, For):
+            step = "" if s.step == 1 else f", {s.step}"
+            out.append(f"{pad}for {s.var} in range({fmt_expr(s.start)}, {fmt_expr(s.stop)}{step}):{_loc(s)}")
+            out += fmt_body(s.body, indent + 1) or [pad + "  pass"]
+        elif isinstance(s, While):
+            out.append(f"{pad}while {fmt_expr(s.cond)}:  # at most {s.max_iters} iterations{_loc(s)}")
+            out += fmt_body(s.body, indent + 1) or [pad + "  pass"]
+        elif isinstance(s, Lanes):
+            head = "elect_one" if s.count == 1 else f"lanes {s.count}"
+            out.append(f"{pad}{head}:{_loc(s)}")
+            out += fmt_body(s.body, indent + 1) or [pad + "  pass"]
+        else:
+            out.append(f"{pad}{fmt_op(s)}{_loc(s)}")
+    return out
+
+
+def fmt_process(p: Process) -> str:
+    inst = f" x{p.instances}" if p.instances != 1 else ""
+    init = "".join(f" {n}={v}" for n, v in p.init)
+    head = (f"process {p.role}{inst}: cta {p.cta}, warps {p.warps[0]}..{p.warps[1] - 1}, "
+            f"{p.threads} threads each{(',' + init) if init else ''}")
+    return "\n".join([head] + fmt_body(p.body, 1))
+
+
+def fmt_kernel(k: Kernel) -> str:
+    lines = [f"kernel {k.name}: {k.num_ctas} CTA{'s' if k.num_ctas != 1 else ''} per cluster"]
+    for prm in k.params:
+        rng = str(prm.lo) if prm.lo == prm.hi else f"{prm.lo}..{prm.hi}"
+        lines.append(f"  param {prm.name} = {rng}")
+    for m in k.mbarriers:
+        lines.append(f"  mbarrier {m.name}[{m.size}]")
+    for p in k.processes:
+        lines.append(fmt_process(p))
+    return "\n".join(lines)

@@ -1,0 +1,149 @@
+"""Reference protocols built directly in SyncIR: the warp-specialized TMA ring and a two-party
+exchange, correct and broken. Tests, the bench and `make demo` share them.
+
+Each line of a protocol gets a distinct source line in the pseudo-file `ring.py` / `exchange.py`
+so tests can check that a violation points at the intended op.
+"""
+from __future__ import annotations
+
+from .ir import (BarSync, Elect, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
+                 MbarArriveExpectTx, MbarInit, MbarInitFence, MbarWait, Process, TmaLoad, Var,
+                 Assign, Param, Const)
+
+RING_FILE = "ring.py"
+
+# source lines of the ring's ops (what a test expects a violation to point at)
+LINE = {
+    "init_full": 10, "init_empty": 11, "fence": 12, "sync": 13,
+    "producer_loop": 20, "producer_acquire": 21, "arrive_expect_tx": 22, "tma_load": 23,
+    "consumer_loop": 30, "consumer_wait": 31, "consumer_release": 32,
+}
+
+RING_BUGS = ("missing-release", "arrivals-too-few", "arrivals-too-many", "no-flip", "consumer-no-flip", "trip-mismatch",
+             "tx-bytes", "two-behind", "named-count", "before-init")
+# what each bug must be reported as, and where (the LINE key)
+RING_BUG_EXPECT = {
+    "missing-release": ("deadlock", "producer_acquire"),
+    "arrivals-too-few": ("arrival-mismatch", "init_empty"),
+    "arrivals-too-many": ("arrival-mismatch", "consumer_release"),
+    # a wait whose parity never flips passes again on the stale phase: the producer re-arms a
+    # stage whose load is still in flight; a consumer reads a stage twice and falls two behind
+    "no-flip": ("arrival-mismatch", "arrive_expect_tx"),
+    "consumer-no-flip": ("parity-aliasing", None),
+    "trip-mismatch": ("deadlock", "consumer_wait"),
+    "tx-bytes": ("tx-mismatch", "arrive_expect_tx"),
+    "two-behind": ("parity-aliasing", None),
+    "named-count": ("deadlock", "sync"),
+    "before-init": ("uninitialized-barrier", None),
+}
+
+
+def _l(key: str) -> Loc:
+    return Loc(RING_FILE, LINE[key])
+
+
+def advance(stage: str, phase: str, stages: int, flip: bool = True):
+    """PipelineState.advance: stage += 1; wrap to 0 and flip the phase bit."""
+    wrap = [Assign(stage, 0)] + ([Assign(phase, Var(phase) ^ 1)] if flip else [])
+    return (Assign(stage, Var(stage) + 1), If(Var(stage).eq(stages), tuple(wrap)))
+
+
+def ring(stages: int = 4, trips: int | str = 8, consumers: int = 1, consumer_threads: int = 32,
+         tile_bytes: int = 16384, ctas: int = 1, bug: str | None = None,
+         trips_range: tuple[int, int] | None = None) -> Kernel:
+    """One producer warp (an elected lane arms full[s] with tile_bytes and issues the TMA load),
+    `consumers` consumer instances of `consumer_threads` threads (a warp: 32; a warpgroup: 128)
+    whose lane 0 releases empty[s] (PipelineTmaAsync.consumer_release), `stages` stages,
+    `trips` k-tiles (or the launch parameter K when `trips_range` is given).
+
+    `ctas` > 1 replicates the CTA (each its own ring), as a cluster without multicast.
+    `bug` injects one of RING_BUGS."""
+    if bug is not None and bug not in RING_BUGS:
+        raise ValueError(f"unknown ring bug {bug!r}; one of {RING_BUGS}")
+    params = ()
+    K = trips
+    if trips_range is not None:
+        params = (Param("K", *trips_range),)
+        K = Var("K")
+    full_count = 1
+    # arrivals-too-few: the count assumes every consumer thread arrives (CooperativeGroup(Thread,
+    # 32*n)) while only lane 0 of each warp does; two-behind: one consumer release suffices, so
+    # the producer refills a stage before the slower consumer has waited on it.
+    empty_count = {"arrivals-too-few": consumers * consumer_threads,
+                   "two-behind": consumers - 1}.get(bug, consumers)
+    if bug == "two-behind" and consumers < 2:
+        raise ValueError("two-behind needs at least two consumers")
+    expect = tile_bytes // 2 if bug == "tx-bytes" else tile_bytes
+    init = Elect((
+        For("i", 0, stages, (MbarInit(MBarRef("full", Var("i")), full_count, _l("init_full")),
+                             MbarInit(MBarRef("empty", Var("i")), empty_count, _l("init_empty")))),
+        MbarInitFence(_l("fence")),
+    ))
+    sync = () if bug == "before-init" else (BarSync(loc=_l("sync")),)
+    producer = (
+        init, *sync,
+        For("k", 0, K, (
+            MbarWait(MBarRef("empty", Var("s")), Var("ph"), _l("producer_acquire")),
+            Elect((MbarArriveExpectTx(MBarRef("full", Var("s")), expect, _l("arrive_expect_tx")),
+                   TmaLoad(MBarRef("full", Var("s")), tile_bytes, _l("tma_load")))),
+            *advance("s", "ph", stages, flip=bug != "no-flip"),
+        ), loc=_l("producer_loop")),
+    )
+    consumer_trips = K + 1 if bug == "trip-mismatch" else K
+    arrive = MbarArrive(MBarRef("empty", Var("s")), 1, _l("consumer_release"))
+    release = {"missing-release": (), "arrivals-too-many": (arrive,)}.get(bug, (Lanes(1, (arrive,)),))
+    consumer_sync = (BarSync(Const(1), Const(consumers * consumer_threads), _l("sync")),) \
+        if bug == "named-count" else ()
+    consumer = (
+        *sync,
+        For("k", 0, consumer_trips, (
+            MbarWait(MBarRef("full", Var("s")), Var("ph"), _l("consumer_wait")),
+            *release,
+            *consumer_sync,
+            *advance("s", "ph", stages, flip=bug != "consumer-no-flip"),
+        ), loc=_l("consumer_loop")),
+    )
+    if bug == "named-count":  # the barrier counts one warp more than the consumers have
+        consumer = consumer[:-1] + (For("k", 0, consumer_trips, (
+            MbarWait(MBarRef("full", Var("s")), Var("ph"), _l("consumer_wait")),
+            *release,
+            BarSync(Const(1), Const(consumers * consumer_threads + 32), _l("sync")),
+            *advance("s", "ph", stages),
+        ), loc=_l("consumer_loop")),)
+    procs = []
+    for cta in range(ctas):
+        procs.append(Process("producer", producer, cta=cta, warps=(0, 1), threads=32,
+                             init=(("ph", 1),)))
+        per = consumer_threads // 32 or 1
+        procs.append(Process("consumer", consumer, cta=cta, warps=(1, 1 + consumers * per),
+                             threads=consumer_threads, instances=consumers,
+                             init=(("ph", 0),)))
+    return Kernel(f"ring_s{stages}_k{trips}_c{consumers}" + (f"_{bug}" if bug else ""),
+                  tuple(procs), (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)),
+                  params=params, num_ctas=ctas)
+
+
+EXCHANGE_FILE = "exchange.py"
+
+
+def exchange(rounds: int = 4, flip: bool = True) -> Kernel:
+    """Two warps hand a buffer back and forth (the two-CTA exchange, single-CTA form): A fills and
+    arrives on to_b, B waits to_b, replies on to_a, A waits to_a; each flips its phase per round."""
+    L = lambda n: Loc(EXCHANGE_FILE, n)  # noqa: E731
+    init = Elect((MbarInit(MBarRef("to_b"), 1, L(5)), MbarInit(MBarRef("to_a"), 1, L(6)),
+                  MbarInitFence(L(7))))
+    flip_stmt = (Assign("ph", Var("ph") ^ 1),) if flip else ()
+    a = (init, BarSync(loc=L(8)),
+         For("r", 0, rounds, (
+             Elect((MbarArrive(MBarRef("to_b"), 1, L(11)),)),
+             MbarWait(MBarRef("to_a"), Var("ph"), L(12)),
+             *flip_stmt), loc=L(10)))
+    b = (BarSync(loc=L(8)),
+         For("r", 0, rounds, (
+             MbarWait(MBarRef("to_b"), Var("ph"), L(21)),
+             Elect((MbarArrive(MBarRef("to_a"), 1, L(22)),)),
+             *flip_stmt), loc=L(20)))
+    return Kernel(f"exchange_r{rounds}" + ("" if flip else "_noflip"),
+                  (Process("a", a, warps=(0, 1), init=(("ph", 0),)),
+                   Process("b", b, warps=(1, 2), init=(("ph", 0),))),
+                  (MBarrierDecl("to_b"), MBarrierDecl("to_a")))
