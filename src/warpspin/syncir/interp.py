@@ -549,6 +549,36 @@ class Outcome:
     final: State | None = None
 
 
+def violation_kinds(kernel: Kernel, max_states: int = 200_000) -> tuple[set[str], bool]:
+    """Every violation kind reachable in the kernel (the search continues past violations), and
+    whether the search was complete. The oracle of the differential tests."""
+    m = Machine(kernel)
+    seen: set[State] = set()
+    queue: deque[State] = deque()
+    for _, s in m.initial_states():
+        if s not in seen:
+            seen.add(s)
+            queue.append(s)
+    kinds: set[str] = set()
+    while queue:
+        s = queue.popleft()
+        evs = m.enabled(s)
+        if not evs and any(not m.ended(s, i.gid) for i in m.instances):
+            kinds.add("deadlock")
+        for ev in evs:
+            try:
+                t = m.step(s, ev)
+            except Violation as v:
+                kinds.add(v.kind)
+                continue
+            if t not in seen:
+                if len(seen) >= max_states:
+                    return kinds, False
+                seen.add(t)
+                queue.append(t)
+    return kinds, True
+
+
 def explore(kernel: Kernel, max_states: int = 200_000) -> Outcome:
     """Breadth-first search of every interleaving; the first violation found has a shortest trace."""
     m = Machine(kernel)

@@ -1,0 +1,80 @@
+"""Text rendering of a Result, shaped like a compiler diagnostic."""
+from __future__ import annotations
+
+from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, Result)
+
+
+def _short(path: str) -> str:
+    import os
+    try:
+        rel = os.path.relpath(path)
+        return rel if not rel.startswith("..") else path
+    except ValueError:
+        return path
+
+
+def render_text(r: Result, max_steps: int = 200) -> str:
+    out: list[str] = []
+    s = r.stats
+    cfg = ", ".join(f"{k}={v}" for k, v in r.config.items())
+    head = f"{r.target or r.kernel}: "
+    if r.verdict == VERIFIED:
+        out.append(f"{head}VERIFIED: no deadlock or synchronization error in any interleaving "
+                   f"({s.states:,} states, {s.seconds.get('total', 0):.2f} s{'; ' + cfg if cfg else ''})")
+        return "\n".join(out)
+    if r.verdict in (INCONCLUSIVE, UNSUPPORTED, ERROR):
+        label = {INCONCLUSIVE: "INCONCLUSIVE", UNSUPPORTED: "UNSUPPORTED", ERROR: "ERROR"}[r.verdict]
+        out.append(f"{head}{label}")
+        for i, why in enumerate(r.reasons):
+            loc = r.reason_locations[i] if i < len(r.reason_locations) else None
+            where = f"{_short(loc.file)}:{loc.line}: " if loc and loc.line else ""
+            kind = {INCONCLUSIVE: "inconclusive", UNSUPPORTED: "unsupported", ERROR: "error"}[r.verdict]
+            out.append(f"{where}{'error' if r.verdict != INCONCLUSIVE else 'warning'}[{kind}]: {why}")
+        if s.states:
+            out.append(f"  = searched {s.states:,} states in {s.seconds.get('check', 0):.2f} s")
+        return "\n".join(out)
+    assert r.verdict == VIOLATION
+    out.append(f"{head}VIOLATION")
+    for v in r.violations:
+        loc = v.locations[0] if v.locations else None
+        where = f"{_short(loc.file)}:{loc.line}: " if loc else ""
+        out.append(f"{where}error[{v.kind}]: {v.message}")
+        for extra in v.locations[1:]:
+            frame = f" ({extra.frame})" if extra.frame else ""
+            out.append(f"  --> {_short(extra.file)}:{extra.line}{frame}" +
+                       (f" [{extra.role}]" if extra.role else ""))
+        if v.blocked:
+            out.append("  blocked forever:")
+            for b in v.blocked:
+                warps = f"warps {b.warps[0]}..{b.warps[1] - 1}" if b.warps[1] - b.warps[0] > 1 \
+                    else f"warp {b.warps[0]}"
+                line = f"    {b.process} (CTA {b.cta}, {warps}) at {b.op}"
+                if b.barrier:
+                    line += f" {b.barrier}"
+                line += f"  {_short(b.file)}:{b.line}"
+                out.append(line)
+                facts = []
+                if b.parity is not None:
+                    facts.append(f"waits for parity {b.parity}")
+                if b.phase is not None:
+                    facts.append(f"barrier has completed {b.phase} phase{'s' if b.phase != 1 else ''} "
+                                 f"(phase bit {b.phase & 1})")
+                if b.pending_arrivals is not None:
+                    exp = f" of {b.expected_arrivals}" if b.expected_arrivals else ""
+                    facts.append(f"{b.pending_arrivals}{exp} arrivals pending")
+                if b.pending_tx:
+                    facts.append(f"{b.pending_tx} tx bytes pending")
+                if facts:
+                    out.append("      " + "; ".join(facts))
+        if v.trace:
+            out.append(f"  interleaving ({len(v.trace)} steps{'' if v.replayed else ', NOT replayed'}):")
+            shown = v.trace if len(v.trace) <= max_steps else v.trace[-max_steps:]
+            if len(shown) < len(v.trace):
+                out.append(f"    ... {len(v.trace) - len(shown)} earlier steps omitted")
+            width = max(len(t.process) for t in shown)
+            for t in shown:
+                src = f"{_short(t.file)}:{t.line}" if t.line else ""
+                frame = f" ({t.frame})" if t.frame else ""
+                out.append(f"    {t.step:>4}. {t.process:<{width}}  {t.op:<48} {src}{frame}")
+    out.append(f"  = searched {s.states:,} states in {s.seconds.get('check', 0):.2f} s")
+    return "\n".join(out)

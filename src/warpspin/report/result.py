@@ -1,0 +1,116 @@
+"""Verdicts: what warpspin tells the user, as data (text and JSON renderings in render.py)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+VERIFIED, VIOLATION, INCONCLUSIVE, UNSUPPORTED, ERROR = (
+    "verified", "violation", "inconclusive", "unsupported", "error")
+
+
+@dataclass(frozen=True)
+class Location:
+    file: str
+    line: int
+    role: str = ""
+    frame: str = ""   # library method, e.g. PipelineTmaAsync.consumer_release
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    step: int
+    process: str      # instance name, e.g. "consumer[1]", or "tma" for an async completion
+    op: str
+    file: str
+    line: int
+    frame: str = ""
+    cta: int = 0
+
+
+@dataclass(frozen=True)
+class BlockedWait:
+    process: str
+    role: str
+    cta: int
+    warps: tuple[int, int]
+    op: str
+    file: str
+    line: int
+    barrier: str = ""
+    parity: int | None = None
+    phase: int | None = None
+    pending_arrivals: int | None = None
+    expected_arrivals: int | None = None
+    pending_tx: int | None = None
+
+
+@dataclass(frozen=True)
+class Violation:
+    kind: str
+    message: str
+    locations: tuple[Location, ...]
+    trace: tuple[TraceStep, ...] = ()
+    blocked: tuple[BlockedWait, ...] = ()
+    replayed: bool = True
+
+
+@dataclass
+class Stats:
+    processes: int = 0
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    memory_mb: float = 0.0
+    seconds: dict[str, float] = field(default_factory=lambda: {
+        "trace": 0.0, "extract": 0.0, "check": 0.0, "total": 0.0})
+
+
+@dataclass
+class Result:
+    target: str
+    kernel: str
+    verdict: str
+    violations: list[Violation] = field(default_factory=list)
+    stats: Stats = field(default_factory=Stats)
+    reasons: list[str] = field(default_factory=list)   # why inconclusive / unsupported / error
+    reason_locations: list[Location] = field(default_factory=list)
+    config: dict = field(default_factory=dict)          # params, CTAs, search options
+
+    def to_dict(self) -> dict:
+        return {
+            "target": self.target,
+            "kernel": self.kernel,
+            "verdict": self.verdict,
+            "violations": [{
+                "kind": v.kind, "message": v.message,
+                "locations": [asdict(l) for l in v.locations],
+                "trace": [asdict(t) for t in v.trace],
+                "blocked": [asdict(b) for b in v.blocked],
+                "replayed": v.replayed,
+            } for v in self.violations],
+            "reasons": list(self.reasons),
+            "reason_locations": [asdict(l) for l in self.reason_locations],
+            "config": dict(self.config),
+            "stats": {"processes": self.stats.processes, "states": self.stats.states,
+                      "transitions": self.stats.transitions, "depth": self.stats.depth,
+                      "seconds": dict(self.stats.seconds), "memory_mb": self.stats.memory_mb},
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        import json
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __str__(self) -> str:
+        from .render import render_text
+        return render_text(self)
+
+
+def exit_status(results: list[Result]) -> int:
+    """0 all verified; 1 a violation; 2 inconclusive or unsupported; 3 bad input."""
+    verdicts = {r.verdict for r in results}
+    if ERROR in verdicts:
+        return 3
+    if VIOLATION in verdicts:
+        return 1
+    if verdicts - {VERIFIED}:
+        return 2
+    return 0

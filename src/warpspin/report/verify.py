@@ -1,0 +1,151 @@
+"""SyncIR kernel -> Result: validate, lower, run SPIN, replay the counterexample in the reference
+interpreter, classify, and decide the verdict. A counterexample that does not replay is never
+shown as a violation."""
+from __future__ import annotations
+
+import time
+
+from ..engine import check as spin_check
+from ..lower import lower
+from ..syncir import (BOUND_KINDS, Kernel, fmt_op, unsupported_ops, validate)
+from ..syncir.diagnose import diagnose_deadlock
+from ..syncir.flat import BarResume, End, Op
+from ..syncir.interp import replay
+from ..syncir.trace import Complete, ParamChoice, Step
+from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, BlockedWait,
+                     Location, Result, Stats, TraceStep, Violation)
+
+
+def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
+                 memory_mb: int = 4096, emit_promela: str | None = None,
+                 reduce: bool = True, stats: Stats | None = None) -> Result:
+    stats = stats or Stats()
+    stats.processes = sum(p.instances for p in kernel.processes)
+    res = Result(target=target, kernel=kernel.name, verdict=VERIFIED, stats=stats,
+                 config=_config(kernel))
+    problems = validate(kernel)
+    if problems:
+        res.verdict = ERROR
+        res.reasons = [f"invalid SyncIR: {p.message}" for p in problems]
+        res.reason_locations = [Location(p.loc.file, p.loc.line) for p in problems]
+        return res
+    unsupported = unsupported_ops(kernel)
+    if unsupported:
+        res.verdict = UNSUPPORTED
+        res.reasons = [f"`{u.what}` matters for synchronization and is not modelled" for u in unsupported]
+        res.reason_locations = [Location(u.loc.file, u.loc.line, frame=u.loc.frame or "")
+                                for u in unsupported]
+        return res
+
+    t0 = time.perf_counter()
+    model = lower(kernel, reduce=reduce)
+    if emit_promela:
+        import os
+        os.makedirs(emit_promela, exist_ok=True)
+        with open(os.path.join(emit_promela, f"{_safe(kernel.name)}.pml"), "w") as f:
+            f.write(model.text)
+    er = spin_check(model, timeout_s=timeout_s, memory_mb=memory_mb)
+    stats.seconds["check"] = time.perf_counter() - t0
+    stats.states, stats.transitions = er.states, er.transitions
+    stats.depth, stats.memory_mb = er.depth, er.memory_mb
+    res.config["search"] = er.options
+
+    if er.kind is None:
+        if er.complete:
+            res.verdict = VERIFIED
+        else:
+            res.verdict = INCONCLUSIVE
+            res.reasons = [f"the search was truncated: {why}; no violation was found in the part "
+                           "searched" for why in er.truncation] or ["the search did not complete"]
+        return res
+
+    rp = replay(kernel, er.events, expect_kind=_engine_kind(er.kind))
+    if not rp.ok:
+        res.verdict = INCONCLUSIVE
+        res.reasons = [f"SPIN reported {er.kind}, but its trail does not replay in the reference "
+                       f"interpreter ({rp.error}); not shown as a violation (internal disagreement)"]
+        return res
+    v = rp.violation
+    if v.kind in BOUND_KINDS:
+        res.verdict = INCONCLUSIVE
+        res.reasons = [f"model bound reached: {v.message}"]
+        res.reason_locations = [Location(v.loc.file, v.loc.line, frame=v.loc.frame or "")]
+        return res
+    trace = _trace_steps(rp.machine, er.events)
+    if v.kind == "deadlock":
+        d = diagnose_deadlock(rp)
+        kind, message = d.kind, d.message
+        locs = [d.loc] + [l for l in d.related if l != d.loc]
+        blocked = d.blocked
+        roles = {b.loc: b.role for b in blocked}
+    else:
+        kind, message, locs = v.kind, v.message, [v.loc]
+        blocked = ()
+        roles = {v.loc: _role(kernel, v.process, v.instance)}
+    res.verdict = VIOLATION
+    res.violations = [Violation(
+        kind=kind, message=message,
+        locations=tuple(Location(l.file, l.line, roles.get(l, ""), l.frame or "") for l in locs),
+        trace=tuple(trace),
+        blocked=tuple(BlockedWait(process=b.role, role=kernel.processes[b.process].role, cta=b.cta,
+                                  warps=b.warps, op=b.op, file=b.loc.file, line=b.loc.line,
+                                  barrier=b.barrier, parity=b.parity, phase=b.phase,
+                                  pending_arrivals=b.pending_arrivals,
+                                  expected_arrivals=b.expected_arrivals, pending_tx=b.pending_tx)
+                      for b in blocked),
+    )]
+    return res
+
+
+def _engine_kind(kind: str) -> str:
+    return "deadlock" if kind in ("deadlock", "invalid-end-state") else kind
+
+
+def _role(kernel: Kernel, process: int, instance: int) -> str:
+    if process < 0:
+        return "tma"
+    return kernel.processes[process].instance_name(instance)
+
+
+def _trace_steps(machine, events) -> list[TraceStep]:
+    out = []
+    n = 0
+    for ev in events:
+        if isinstance(ev, ParamChoice):
+            continue
+        n += 1
+        if isinstance(ev, Step):
+            p = machine.kernel.processes[ev.process]
+            ins = machine.flat[ev.process].code[ev.pc]
+            if isinstance(ins, Op):
+                op = fmt_op(ins.stmt)
+            elif isinstance(ins, BarResume):
+                op = f"(resumes after {fmt_op(ins.stmt)})"
+            else:
+                op = "exit"
+            who = p.instance_name(ev.instance) if ev.instance >= 0 else f"{p.role}[*]"
+            out.append(TraceStep(n, who, op, ins.loc.file, ins.loc.line, ins.loc.frame or "", p.cta))
+        elif isinstance(ev, Complete):
+            ins = machine.flat[ev.process].code[ev.pc]
+            st = ins.stmt
+            op = f"(TMA completes {st.bar.name}[{ev.index}]: -{_bytes(machine, st)} tx bytes)"
+            out.append(TraceStep(n, "tma", op, st.loc.file, st.loc.line, st.loc.frame or "", ev.cta))
+    return out
+
+
+def _bytes(machine, st) -> str:
+    from ..syncir.printer import fmt_expr
+    return fmt_expr(st.bytes)
+
+
+def _config(kernel: Kernel) -> dict:
+    cfg = {}
+    for p in kernel.params:
+        cfg[p.name] = p.lo if p.lo == p.hi else f"{p.lo}..{p.hi}"
+    if kernel.num_ctas > 1:
+        cfg["ctas"] = kernel.num_ctas
+    return cfg
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
