@@ -1,0 +1,156 @@
+"""Python API: verify a CuTe DSL kernel (traced on the CPU) or a SyncIR kernel.
+
+    result = warpspin.verify(jit_fn, *example_args, arch="sm_90a", params={"K": (1, 8)})
+    result.verdict, result.violations, result.stats, result.to_json(), str(result)
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from .report.result import ERROR, Location, Result, Stats
+from .report.verify import check_kernel
+from .syncir import Kernel, fmt_kernel
+
+
+@dataclass
+class CheckOptions:
+    arch: str = "sm_90a"
+    params: dict[str, tuple[int, int]] = field(default_factory=dict)
+    timeout_s: float = 600.0
+    memory_mb: int = 4096
+    emit_promela: str | None = None
+    reduce: bool = True
+
+
+def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None = None,
+                  stats: Stats | None = None) -> Result:
+    """Check a SyncIR kernel (built by hand or extracted)."""
+    opts = opts or CheckOptions()
+    stats = stats or Stats()
+    t0 = time.perf_counter()
+    r = check_kernel(kernel, target=target, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
+                     emit_promela=opts.emit_promela, reduce=opts.reduce, stats=stats)
+    r.syncir_text = fmt_kernel(kernel)
+    stats.seconds["total"] = stats.seconds.get("trace", 0) + stats.seconds.get("extract", 0) + \
+        (time.perf_counter() - t0)
+    return r
+
+
+def verify(jit_fn, *args, arch: str = "sm_90a", params: dict | None = None,
+           timeout_s: float = 600.0, memory_mb: int = 4096, target: str = "") -> Result:
+    """Trace `jit_fn(*args)` with the CuTe DSL on the CPU and check every kernel it launches.
+    With several kernels, the result of the worst one is returned (see verify_all)."""
+    results = verify_all(jit_fn, *args, arch=arch, params=params, timeout_s=timeout_s,
+                         memory_mb=memory_mb, target=target)
+    order = ["error", "violation", "unsupported", "inconclusive", "verified"]
+    return min(results, key=lambda r: order.index(r.verdict))
+
+
+def verify_all(jit_fn, *args, arch: str = "sm_90a", params: dict | None = None,
+               timeout_s: float = 600.0, memory_mb: int = 4096, target: str = "") -> list[Result]:
+    opts = CheckOptions(arch=arch, params=_norm_params(params or {}), timeout_s=timeout_s,
+                        memory_mb=memory_mb)
+    return _check_jit(jit_fn, args, opts, target or getattr(jit_fn, "__name__", "kernel"))
+
+
+def _norm_params(params: dict) -> dict[str, tuple[int, int]]:
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, int):
+            out[k] = (v, v)
+        elif isinstance(v, range):
+            out[k] = (v.start, v.stop - 1)
+        else:
+            lo, hi = v
+            out[k] = (int(lo), int(hi))
+    return out
+
+
+def _error(target: str, message: str, file: str = "", line: int = 0, kernel: str = "") -> Result:
+    r = Result(target=target, kernel=kernel, verdict=ERROR, reasons=[message])
+    if file:
+        r.reason_locations = [Location(file, line)]
+    return r
+
+
+def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
+    from .frontend import TraceError, trace
+    from .extract import ExtractError, extract
+
+    stats = Stats()
+    t0 = time.perf_counter()
+    try:
+        traced = trace(jit_fn, *args, arch=opts.arch)
+    except TraceError as e:
+        return [_error(target, f"the kernel fails to trace: {e.message}", e.file or "", e.line or 0)]
+    stats.seconds["trace"] = time.perf_counter() - t0
+    if not traced:
+        return [_error(target, "tracing produced no kernel launch (is the @cute.kernel launched?)")]
+    results = []
+    for tk in traced:
+        kstats = Stats(seconds=dict(stats.seconds))
+        t1 = time.perf_counter()
+        try:
+            kernel = extract(tk, params=opts.params)
+        except ExtractError as e:
+            r = _error(target, str(e.message), e.file or "", e.line or 0, kernel=tk.name)
+            results.append(r)
+            continue
+        kstats.seconds["extract"] = time.perf_counter() - t1
+        results.append(verify_kernel(kernel, target=target, opts=opts, stats=kstats))
+    return results
+
+
+def load_target(target: str):
+    """`path/to/file.py:FUNC` -> the function object (raises ValueError with a clear message)."""
+    if ":" not in target:
+        raise ValueError(f"target {target!r} must be path/to/file.py:FUNC")
+    path, func = target.rsplit(":", 1)
+    if not os.path.isfile(path):
+        raise ValueError(f"{path}: no such file")
+    name = "warpspin_target_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:
+            del sys.modules[name]
+            raise ValueError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
+    fn = getattr(module, func, None)
+    if fn is None or not callable(fn):
+        raise ValueError(f"{path}: no function {func!r}")
+    return fn
+
+
+def check_target(target: str, opts: CheckOptions) -> list[Result]:
+    try:
+        fn = load_target(target)
+        produced = fn()
+    except ValueError as e:
+        return [_error(target, str(e))]
+    except Exception as e:
+        tb = traceback.extract_tb(e.__traceback__)
+        last = tb[-1] if tb else None
+        return [_error(target, f"{target} raised {type(e).__name__}: {e}",
+                       last.filename if last else "", last.lineno if last else 0)]
+    items = produced if isinstance(produced, list) else [produced]
+    results = []
+    for item in items:
+        if isinstance(item, Kernel):
+            results.append(verify_kernel(item, target=target, opts=opts))
+        elif isinstance(item, tuple) and len(item) == 2:
+            jit_fn, args = item
+            results.extend(_check_jit(jit_fn, tuple(args), opts, target))
+        else:
+            results.append(_error(target, f"{target} must return (jit_fn, args), a list of such "
+                                  f"pairs, or a SyncIR Kernel; it returned {type(item).__name__}"))
+    return results
