@@ -74,6 +74,7 @@ class Result:
     reasons: list[str] = field(default_factory=list)   # why inconclusive / unsupported / error
     reason_locations: list[Location] = field(default_factory=list)
     config: dict = field(default_factory=dict)          # params, CTAs, search options
+    syncir_text: str = field(default="", repr=False)    # the checked SyncIR, printed
 
     def to_dict(self) -> dict:
         return {
