@@ -1,0 +1,475 @@
+"""SyncIR -> Promela (docs/semantics.md, implemented a second time; interp.py is the first).
+
+One proctype per SyncIR process, `run` once per instance. The proctype executes the flat code of
+`syncir.flat`, so program counters match the interpreter's:
+
+* every visible instruction (Op, BarResume, End) at pc `v` is one `atomic` labelled `L<v>`, whose
+  guard is its enabledness (a wait is also enabled when it would be a violation, so that the
+  violation is found even where hardware blocks), which prints `WS|S|...`, applies the effect and
+  then runs the local instructions (Let/Branch/Goto/Bound) that follow, up to the next visible
+  instruction, and jumps there. A `goto` out of an atomic ends it, so every visible step is one
+  SPIN transition and the state between two steps is one stored state.
+* a violation prints `WS|V|<kind>|...` after the `WS|S` line of its step, then `assert(false)`.
+* one `async_ops` proctype completes any in-flight TMA load at any time (`WS|C|...`).
+* an exited instance waits at the label `end_exit`, a valid end state; an instance blocked at a
+  wait is not, so SPIN's "invalid end state" is the deadlock of the spec.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..syncir.flat import BarResume, Bound, Branch, End, FlatProcess, Goto, Let, Op, VISIBLE, flatten
+from ..syncir.ir import (BarArrive, BarSync, BinOp, Const, Expr, Kernel, MBarRef, MbarArrive,
+                         MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait,
+                         MbarWait, Select, TmaLoad, UnOp, Unsupported, Var, expr_vars)
+
+TX_LIMIT = (1 << 20) - 1
+PHASE_LIMIT = 32767
+NUM_NAMED_BARRIERS = 16
+
+
+class LowerError(Exception):
+    """The kernel uses something this lowering cannot express (it names what and where)."""
+
+
+@dataclass(frozen=True)
+class LoweredModel:
+    kernel: Kernel
+    text: str                                     # the Promela model
+    flat: tuple[FlatProcess, ...]
+    proctypes: tuple[str, ...]                    # proctype name per SyncIR process
+    first_gid: tuple[int, ...]                    # global instance number of instance 0, per process
+    async_keys: tuple[tuple[int, int, int, int], ...]  # (process, pc, cta, index) per `infl` slot
+    named_slots: tuple[tuple[int, int], ...]      # (cta, barrier id) per `nb` slot
+
+
+# ----------------------------------------------------------------------------- names
+
+def _ident(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def _unique(names, prefix: str) -> dict[str, str]:
+    out, used = {}, set()
+    for n in names:
+        base = prefix + _ident(n)
+        cand, i = base, 1
+        while cand in used:
+            i += 1
+            cand = f"{base}_{i}"
+        used.add(cand)
+        out[n] = cand
+    return out
+
+
+# ----------------------------------------------------------------------------- expressions
+
+def _expr(e: Expr, env: dict[str, str]) -> str:
+    """Promela text for `e`; `env` maps SyncIR variable names to Promela names."""
+    if isinstance(e, Const):
+        return str(e.value) if e.value >= 0 else f"({e.value})"
+    if isinstance(e, Var):
+        if e.name not in env:
+            raise LowerError(f"undefined variable {e.name!r}")
+        return env[e.name]
+    if isinstance(e, UnOp):
+        a = _expr(e.arg, env)
+        return f"(-{a})" if e.op == "-" else f"({a} == 0)"
+    if isinstance(e, Select):
+        return f"(({_expr(e.cond, env)} != 0) -> {_expr(e.then, env)} : {_expr(e.else_, env)})"
+    assert isinstance(e, BinOp)
+    a, b = _expr(e.lhs, env), _expr(e.rhs, env)
+    op = e.op
+    if op == "//":  # floor division (divisor > 0)
+        return f"(({a} >= 0) -> ({a} / {b}) : (-((-{a} + {b} - 1) / {b})))"
+    if op == "%":
+        return f"((({a} % {b}) + {b}) % {b})"
+    if op in ("min", "max"):
+        cmp = "<=" if op == "min" else ">="
+        return f"(({a} {cmp} {b}) -> {a} : {b})"
+    if op in ("and", "or"):
+        return f"(({a} != 0) {'&&' if op == 'and' else '||'} ({b} != 0))"
+    return f"({a} {op} {b})"
+
+
+def _fold(e: Expr) -> Expr:
+    """Constant-fold + - * on constants (keeps barrier indices readable)."""
+    if isinstance(e, BinOp) and e.op in ("+", "-", "*"):
+        a, b = _fold(e.lhs), _fold(e.rhs)
+        if isinstance(a, Const) and isinstance(b, Const):
+            return Const({"+": a.value + b.value, "-": a.value - b.value,
+                          "*": a.value * b.value}[e.op])
+        return BinOp(e.op, a, b)
+    return e
+
+
+# ----------------------------------------------------------------------------- the lowering
+
+class _Lowering:
+    def __init__(self, kernel: Kernel):
+        self.k = kernel
+        self.flat = flatten(kernel)
+        self.params = _unique([p.name for p in kernel.params], "P_")
+        self.mbars = _unique([m.name for m in kernel.mbarriers], "mb_")
+        self.first_gid, g = [], 0
+        for p in kernel.processes:
+            self.first_gid.append(g)
+            g += p.instances
+        self.proctypes = [f"p{i}_{_ident(p.role)}" for i, p in enumerate(kernel.processes)]
+        self.async_keys, self.async_base = [], {}
+        for pi, fp in enumerate(self.flat):
+            for pc, ins in enumerate(fp.code):
+                if isinstance(ins, Op) and isinstance(ins.stmt, TmaLoad):
+                    self.async_base[(pi, pc)] = len(self.async_keys)
+                    size = kernel.mbarrier(ins.stmt.bar.name).size
+                    self.async_keys += [(pi, pc, c, i) for c in range(kernel.num_ctas)
+                                        for i in range(size)]
+        self._named_layout()
+
+    # -- named barriers: one slot per (cta, id) used, or all 16 per CTA when an id is dynamic
+    def _named_layout(self):
+        ids, dynamic = set(), False
+        for pi, fp in enumerate(self.flat):
+            for ins in fp.code:
+                if isinstance(ins, Op) and isinstance(ins.stmt, (BarSync, BarArrive)):
+                    bid = _fold(ins.stmt.barrier_id)
+                    if isinstance(bid, Const):
+                        if not 0 <= bid.value < NUM_NAMED_BARRIERS:
+                            raise LowerError(f"{ins.loc}: named barrier id {bid.value} outside 0..15")
+                        ids.add((fp.process.cta, bid.value))
+                    else:
+                        dynamic = True
+        self.named_dynamic = dynamic
+        if dynamic:
+            self.named_slots = [(c, i) for c in range(self.k.num_ctas)
+                                for i in range(NUM_NAMED_BARRIERS)]
+        else:
+            self.named_slots = sorted(ids)
+        self.named_slot = {k: n for n, k in enumerate(self.named_slots)}
+
+    def nb(self, cta: int, bid: Expr, env) -> str:
+        bid = _fold(bid)
+        if isinstance(bid, Const):
+            return f"nb[{self.named_slot[(cta, bid.value)]}]"
+        return f"nb[{cta * NUM_NAMED_BARRIERS} + {_expr(bid, env)}]"
+
+    # -- mbarrier element of a reference, as Promela lvalue text
+    def mb(self, ref: MBarRef, cta: int, env) -> str:
+        size = self.k.mbarrier(ref.name).size
+        c = Const(cta) if ref.cta is None else ref.cta
+        idx = _fold(BinOp("+", BinOp("*", c, Const(size)), ref.index))
+        return f"{self.mbars[ref.name]}[{_expr(idx, env)}]"
+
+    # ------------------------------------------------------------------ the whole model
+    def model(self) -> str:
+        out = [f"/* warpspin: kernel {self.k.name} (generated; docs/semantics.md) */",
+               "typedef MBar { byte vis; int exp; int pend; int tx; short n; short by };",
+               "typedef NBar { int exp; int arr; int gen };"]
+        for p in self.k.params:
+            out.append(f"int {self.params[p.name]};")
+        for m in self.k.mbarriers:
+            out.append(f"MBar {self.mbars[m.name]}[{m.size * self.k.num_ctas}];")
+        if self.named_slots:
+            out.append(f"NBar nb[{len(self.named_slots)}];")
+        out.append(f"int live[{self.k.num_ctas}];")
+        if self.async_keys:
+            out.append(f"int infl[{len(self.async_keys)}];")
+        out.append("")
+        for c in range(self.k.num_ctas):
+            out += self.publish_inline(c)
+        for pi in range(len(self.flat)):
+            out += self.proctype(pi)
+        if self.async_keys:
+            out += self.async_proctype()
+        out += self.init()
+        return "\n".join(out) + "\n"
+
+    def publish_inline(self, cta: int) -> list[str]:
+        """Completion of a CTA barrier publishes the fenced mbarrier inits of that CTA."""
+        lines = [f"inline publish_{cta}() {{"]
+        for m in self.k.mbarriers:
+            for i in range(m.size):
+                el = f"{self.mbars[m.name]}[{cta * m.size + i}]"
+                lines.append(f"  if :: {el}.vis == 2 -> {el}.vis = 3 :: else fi;")
+        lines.append("  skip\n}")
+        return lines
+
+    def init(self) -> list[str]:
+        lines = ["init {", "  atomic {"]
+        for p in self.k.params:
+            v = self.params[p.name]
+            opts = " ".join(f":: {v} = {x}" for x in p.values)
+            lines.append(f"    if {opts} fi;")
+            lines.append(f'    printf("WS|P|{p.name}|%d\\n", {v});')
+        for c in range(self.k.num_ctas):
+            lines.append(f"    live[{c}] = {self.k.cta_threads(c)};")
+        for pi, p in enumerate(self.k.processes):
+            for j in range(p.instances):
+                lines.append(f"    run {self.proctypes[pi]}({j});")
+        if self.async_keys:
+            lines.append("    run async_ops();")
+        lines += ["  }", "}"]
+        return lines
+
+    # ------------------------------------------------------------------ one process
+    def proctype(self, pi: int) -> list[str]:
+        fp = self.flat[pi]
+        p = fp.process
+        ctx = _Ctx(self, pi)
+        lines = [f"proctype {self.proctypes[pi]}(byte inst) {{"]
+        init = dict(p.init)
+        for n in fp.locals:
+            lines.append(f"  int {ctx.locals[n]} = {init.get(n, 0)};")
+        for name in ctx.obs:
+            lines.append(f"  short {ctx.obs[name]}[{self.k.mbarrier(name).size}];")
+        code = fp.code
+        if not isinstance(code[0], VISIBLE):
+            lines.append("  atomic { true;")
+            lines += ["    " + s for s in ctx.continuation("I", 0)]
+            lines.append("  };")
+        for pc, ins in enumerate(code):
+            if not isinstance(ins, VISIBLE):
+                continue
+            guard, body = ctx.visible(pc, ins)
+            lines.append(f"L{pc}: atomic {{ {guard} ->")
+            lines += ["    " + s for s in body]
+            if isinstance(ins, End):
+                lines.append("    goto end_exit")
+            else:
+                lines += ["    " + s for s in ctx.continuation(str(pc), pc + 1)]
+            lines.append("  };")
+        lines += ["end_exit: false", "}", ""]
+        return lines
+
+    def async_proctype(self) -> list[str]:
+        lines = ["proctype async_ops() {", "end: do"]
+        env = dict(self.params)
+        for slot, (pi, pc, cta, idx) in enumerate(self.async_keys):
+            st = self.flat[pi].code[pc].stmt
+            if expr_vars(st.bytes) - set(self.params):
+                raise LowerError(f"{st.loc}: TMA byte count depends on process locals "
+                                 f"({', '.join(sorted(expr_vars(st.bytes) - set(self.params)))})")
+            el = f"{self.mbars[st.bar.name]}[{cta * self.k.mbarrier(st.bar.name).size + idx}]"
+            viol = _viol_text(pi, "-1", pc)
+            body = [f'printf("WS|C|{pi}|{pc}|{cta}|{idx}\\n");',
+                    f"{el}.tx = {el}.tx - {_expr(st.bytes, env)};",
+                    *_tx_check(el, viol), *_try_complete(el, viol)]
+            lines.append(f"  :: atomic {{ infl[{slot}] > 0 -> infl[{slot}]--;")
+            lines += ["       " + s for s in body]
+            lines.append("     }")
+        lines += ["od", "}", ""]
+        return lines
+
+
+def _viol_text(pi: int, inst: str, pc: int):
+    """Promela for a violation of `kind` at (process, instance, pc): print, then fail."""
+    def viol(kind: str) -> str:
+        if inst == "-1":
+            return f'printf("WS|V|{kind}|{pi}|-1|{pc}\\n"); assert(false)'
+        return f'printf("WS|V|{kind}|{pi}|%d|{pc}\\n", {inst}); assert(false)'
+    return viol
+
+
+def _tx_check(el: str, viol) -> list[str]:
+    return [f"if :: ({el}.tx > {TX_LIMIT} || {el}.tx < -{TX_LIMIT}) -> {viol('tx-mismatch')}",
+            "   :: else fi;"]
+
+
+def _try_complete(el: str, viol) -> list[str]:
+    return [f"if :: ({el}.pend == 0 && {el}.tx == 0) ->",
+            f"     if :: {el}.n >= {PHASE_LIMIT} -> {viol('phase-bound')} :: else fi;",
+            f"     {el}.n = {el}.n + 1; {el}.pend = {el}.exp",
+            "   :: else fi;"]
+
+
+class _Ctx:
+    """Lowering of one process: its locals and the text of its instructions."""
+
+    def __init__(self, low: _Lowering, pi: int):
+        self.low, self.pi = low, pi
+        self.fp = low.flat[pi]
+        self.p = self.fp.process
+        self.locals = _unique(self.fp.locals, "l_")
+        self.env = {**low.params, **self.locals}
+        waited = sorted({ins.stmt.bar.name for ins in self.fp.code if isinstance(ins, Op)
+                         and isinstance(ins.stmt, (MbarWait, MbarTestWait))})
+        self.obs = _unique(waited, "o_")
+        self.inited = sorted({ins.stmt.bar.name for ins in self.fp.code if isinstance(ins, Op)
+                              and isinstance(ins.stmt, MbarInit)})
+        self.gid = f"({low.first_gid[pi]} + inst)" if low.first_gid[pi] else "inst"
+
+    def e(self, x: Expr) -> str:
+        return _expr(x, self.env)
+
+    # -- local code after a visible instruction, up to the next visible one(s)
+    def continuation(self, tag: str, start: int) -> list[str]:
+        code = self.fp.code
+        if isinstance(code[start], VISIBLE):
+            return [f"goto L{start}"]
+        order, seen, todo = [], set(), [start]
+        while todo:
+            pc = todo.pop()
+            if pc in seen or isinstance(code[pc], VISIBLE):
+                continue
+            seen.add(pc)
+            order.append(pc)
+            ins = code[pc]
+            succ = [ins.target] if isinstance(ins, Goto) else [pc + 1]
+            if isinstance(ins, Branch):
+                succ.append(ins.target)
+            todo += succ
+
+        def to(pc: int) -> str:
+            return f"goto L{pc}" if isinstance(code[pc], VISIBLE) else f"goto C{tag}_{pc}"
+
+        viol = _viol_text(self.pi, "inst", -1)
+        out = []
+        for pc in sorted(order, key=lambda x: (x != start, x)):
+            ins = code[pc]
+            lab = f"C{tag}_{pc}:"
+            if isinstance(ins, Let):
+                out.append(f"{lab} {self.locals[ins.var]} = {self.e(ins.value)}; {to(pc + 1)};")
+            elif isinstance(ins, Goto):
+                out.append(f"{lab} {to(ins.target)};")
+            elif isinstance(ins, Branch):
+                out.append(f"{lab} if :: ({self.e(ins.cond)} != 0) -> {to(pc + 1)} "
+                           f":: else -> {to(ins.target)} fi;")
+            elif isinstance(ins, Bound):
+                c = self.locals[ins.counter]
+                v = _viol_text(self.pi, "inst", pc)
+                out.append(f"{lab} if :: {c} >= {ins.limit} -> {v('loop-bound')} "
+                           f":: else -> {c} = {c} + 1 fi; {to(pc + 1)};")
+        del viol
+        return out
+
+    # -- one visible instruction: (guard, body lines)
+    def visible(self, pc: int, ins) -> tuple[str, list[str]]:
+        viol = _viol_text(self.pi, "inst", pc)
+        step = f'printf("WS|S|{self.pi}|%d|{pc}\\n", inst);'
+        if isinstance(ins, End):
+            return "true", [step, *self.exit(viol)]
+        if isinstance(ins, BarResume):
+            nb = self.low.nb(self.p.cta, ins.stmt.barrier_id, self.env)
+            return f"({nb}.gen != {self.locals[ins.snap]})", [step]
+        st = ins.stmt
+        if isinstance(st, (MbarWait, MbarTestWait)):
+            el = self.low.mb(st.bar, self.p.cta, self.env)
+            par = f"({self.e(st.parity)} & 1)"
+            o = f"{self.obs[st.bar.name]}[{self.e(st.bar.index)}]"
+            bad = self.bad_vis(el, tma=False)
+            aliased = f"(({el}.n - {o} >= 2 && {par} == ({o} & 1)) || {el}.n - {o} >= 3)"
+            passed = f"(({el}.n & 1) != {par})"
+            body = [step,
+                    f"if :: {bad} -> {viol('uninitialized-barrier')}",
+                    f"   :: else -> if :: {aliased} -> {viol('parity-aliasing')} :: else fi",
+                    "fi;"]
+            if isinstance(st, MbarTestWait):
+                d = self.locals[st.dest]
+                body += [f"if :: {passed} -> {o} = {el}.n; {d} = 1 :: else -> {d} = 0 fi;"]
+                return "true", body
+            body += [f"{o} = {el}.n;"]  # enabled and no violation: it passes
+            return f"({passed} || {aliased} || {bad})", body
+        return "true", [step, *self.effect(pc, st, viol)]
+
+    def bad_vis(self, el: str, tma: bool) -> str:
+        other = f"({el}.by != {self.gid} && {el}.vis < 3)"
+        own = f" || ({el}.by == {self.gid} && {el}.vis < 2)" if tma else ""
+        return f"({el}.vis == 0 || {other}{own})"
+
+    def effect(self, pc: int, st, viol) -> list[str]:
+        T = self.p.threads
+        if isinstance(st, MbarInit):
+            el = self.low.mb(st.bar, self.p.cta, self.env)
+            cnt = self.e(st.count)
+            return [f"if :: {el}.vis != 0 -> {viol('barrier-reinit')} :: else fi;",
+                    f"if :: ({cnt} < 1 || {cnt} > {TX_LIMIT}) -> {viol('arrival-mismatch')} "
+                    ":: else fi;",
+                    f"{el}.vis = 1; {el}.exp = {cnt}; {el}.pend = {cnt}; {el}.tx = 0; "
+                    f"{el}.n = 0; {el}.by = {self.gid};"]
+        if isinstance(st, MbarInitFence):
+            out = []
+            for name in self.inited:
+                m = self.low.mbars[name]
+                for i in range(self.low.k.mbarrier(name).size * self.low.k.num_ctas):
+                    out.append(f"if :: ({m}[{i}].vis == 1 && {m}[{i}].by == {self.gid}) -> "
+                               f"{m}[{i}].vis = 2 :: else fi;")
+            return out
+        if isinstance(st, (MbarArrive, MbarArriveExpectTx, MbarExpectTx)):
+            el = self.low.mb(st.bar, self.p.cta, self.env)
+            out = [f"if :: {self.bad_vis(el, tma=False)} -> {viol('uninitialized-barrier')} "
+                   ":: else fi;"]
+            if isinstance(st, (MbarArriveExpectTx, MbarExpectTx)):
+                out += [f"{el}.tx = {el}.tx + {T} * {self.e(st.bytes)};", *_tx_check(el, viol)]
+            if isinstance(st, MbarExpectTx):
+                return out + _try_complete(el, viol)
+            cnt = f"{T} * {self.e(st.count)}" if isinstance(st, MbarArrive) else str(T)
+            return out + [f"if :: ({cnt} > {el}.pend) -> {viol('arrival-mismatch')} :: else fi;",
+                          f"{el}.pend = {el}.pend - {cnt};", *_try_complete(el, viol)]
+        if isinstance(st, (BarSync, BarArrive)):
+            return self.bar_arrive(pc, st, viol)
+        if isinstance(st, TmaLoad):
+            el = self.low.mb(st.bar, self.p.cta, self.env)
+            size = self.low.k.mbarrier(st.bar.name).size
+            c = Const(self.p.cta) if st.bar.cta is None else st.bar.cta
+            slot = _fold(BinOp("+", BinOp("+", Const(self.low.async_base[(self.pi, pc)]),
+                                          BinOp("*", c, Const(size))), st.bar.index))
+            s = self.e(slot)
+            return [f"if :: {self.bad_vis(el, tma=True)} -> {viol('uninitialized-barrier')} "
+                    ":: else fi;",
+                    f"infl[{s}] = infl[{s}] + 1;"]
+        if isinstance(st, Unsupported):
+            return []  # the pipeline refuses kernels with reachable Unsupported ops
+        raise LowerError(f"{st.loc}: cannot lower {type(st).__name__}")
+
+    def bar_arrive(self, pc: int, st, viol) -> list[str]:
+        T, cta = self.p.threads, self.p.cta
+        nb = self.low.nb(cta, st.barrier_id, self.env)
+        out = []
+        if self.low.named_dynamic:
+            bid = self.e(st.barrier_id)
+            out.append(f"if :: ({bid} < 0 || {bid} >= {NUM_NAMED_BARRIERS}) -> "
+                       f"{viol('model-error')} :: else fi;")
+        if T % 32 != 0:
+            out.append(viol("divergent-barrier") + ";")
+        want = "(-1)" if st.threads is None else self.e(st.threads)
+        if st.threads is not None:
+            out.append(f"if :: ({want} <= 0 || {want} % 32 != 0) -> {viol('arrival-mismatch')} "
+                       ":: else fi;")
+        out += [f"if :: {nb}.exp == 0 -> {nb}.exp = {want}",
+                f"   :: else -> if :: {nb}.exp != {want} -> {viol('arrival-mismatch')} :: else fi",
+                "fi;"]
+        if isinstance(st, BarSync):
+            snap = self.fp.code[pc + 1].snap
+            out.append(f"{self.locals[snap]} = {nb}.gen;")
+        target = f"(({nb}.exp == -1) -> live[{cta}] : {nb}.exp)"
+        out += [f"{nb}.arr = {nb}.arr + {T};",
+                f"if :: {nb}.arr > {target} -> {viol('arrival-mismatch')} :: else fi;",
+                f"if :: {nb}.arr == {target} -> {self.complete_named(nb, cta)} :: else fi;"]
+        return out
+
+    def complete_named(self, nb: str, cta: int) -> str:
+        return f"{nb}.gen = {nb}.gen + 1; {nb}.arr = 0; {nb}.exp = 0; publish_{cta}()"
+
+    def exit(self, viol) -> list[str]:
+        cta, low = self.p.cta, self.low
+        out = [f"live[{cta}] = live[{cta}] - {self.p.threads};"]
+        if low.named_dynamic:
+            slots = [f"nb[{cta * NUM_NAMED_BARRIERS + i}]" for i in range(NUM_NAMED_BARRIERS)]
+        else:
+            slots = [f"nb[{n}]" for n, (c, _) in enumerate(low.named_slots) if c == cta]
+        for nb in slots:
+            out.append(f"if :: ({nb}.exp == -1 && {nb}.arr > 0 && {nb}.arr >= live[{cta}]) -> "
+                       f"{self.complete_named(nb, cta)} :: else fi;")
+        pending = [f"infl[{n}]" for n, key in enumerate(low.async_keys) if key[2] == cta]
+        if pending:
+            out.append(f"if :: (live[{cta}] == 0 && {' + '.join(pending)} > 0) -> "
+                       f"{viol('pending-at-exit')} :: else fi;")
+        return out
+
+
+def lower(kernel: Kernel) -> LoweredModel:
+    low = _Lowering(kernel)
+    text = low.model()
+    return LoweredModel(kernel, text, low.flat, tuple(low.proctypes), tuple(low.first_gid),
+                        tuple(low.async_keys), tuple(low.named_slots))
