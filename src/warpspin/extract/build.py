@@ -1,0 +1,92 @@
+"""Assemble a SyncIR ``Kernel`` from per-warp walks: thread classes, mbarrier arrays, params."""
+from __future__ import annotations
+
+import re
+from typing import Mapping, Optional, Union
+
+from ..frontend.mlir_data import TracedKernel
+from ..syncir.ir import Kernel, MBarrierDecl, Param, Process, expr_vars, walk_stmts
+from .cleanup import finish, stmt_exprs
+from .walker import Context, WarpWalker, to_loc
+
+ParamValue = Union[int, tuple[int, int]]
+
+
+class ExtractError(Exception):
+    """The kernel cannot be turned into SyncIR as asked (e.g. a parameter needs a value)."""
+
+
+def short_name(k: TracedKernel) -> str:
+    name = re.sub(r"^kernel_cutlass_", "", k.name)
+    name = re.split(r"_{2,}|_object_at_|_CopyAtom|_tensor", name)[0] or name
+    return re.sub(r"\W", "_", name)[:48] or "kernel"
+
+
+def _units(k: TracedKernel) -> list[tuple[int, int, int]]:
+    """(cta, warp, threads in that warp) for every warp of every CTA of one cluster."""
+    if k.block_dim is None:
+        raise ExtractError("the kernel has no static block size (nvvm.reqntid); warpspin needs one")
+    n = k.threads_per_block
+    units = []
+    for cta in range(k.cluster_size):
+        for w in range((n + 31) // 32):
+            units.append((cta, w, min(32, n - 32 * w)))
+    return units
+
+
+def _role(labels: list[str], first: int, last: int) -> str:
+    for lab in labels:
+        if lab.startswith("role="):
+            return re.sub(r"\W", "_", lab[5:])
+    return f"warp{first}" if last - first == 1 else f"warps{first}_{last - 1}"
+
+
+def _params(ctx: Context, used: set[str], given: Mapping[str, ParamValue]) -> tuple[Param, ...]:
+    out, missing = [], []
+    for name in sorted(used):
+        info = ctx.params[name]
+        v = given.get(name, info.default)
+        if v is None:
+            missing.append(f"  --param {name}=N   ({info.what}, {info.loc})")
+            continue
+        lo, hi = (v, v) if isinstance(v, int) else v
+        out.append(Param(name, lo, hi))
+    if missing:
+        raise ExtractError("the synchronization depends on launch values with no concrete value; "
+                           "give them:\n" + "\n".join(missing))
+    return tuple(out)
+
+
+def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) -> Kernel:
+    ctx = Context(k)
+    walks = []
+    for cta, warp, lanes in _units(k):
+        w = WarpWalker(ctx, warp, lanes, cta)
+        stmts, _ = w.block(k.body.blocks[0], [w.val(a.value) for a in k.args])
+        walks.append((cta, warp, lanes, finish(stmts), w.labels))
+
+    # consecutive warps of one CTA with the same body and width form one process
+    procs: list[Process] = []
+    i = 0
+    while i < len(walks):
+        cta, w0, lanes, body, labels = walks[i]
+        j = i + 1
+        while j < len(walks) and walks[j][0] == cta and walks[j][2] == lanes and walks[j][3] == body:
+            j += 1
+        procs.append(Process(role=_role(labels, w0, w0 + j - i), body=body, cta=cta,
+                             warps=(w0, w0 + j - i), threads=lanes, instances=j - i))
+        i = j
+    names = [p.role for p in procs]
+    procs = [p if names.count(p.role) == 1 else
+             Process(f"{p.role}_cta{p.cta}", p.body, p.cta, p.warps, p.threads, p.instances)
+             for p in procs]
+
+    used: set[str] = set()
+    for p in procs:
+        for s in walk_stmts(p.body):
+            for e in stmt_exprs(s):
+                used |= expr_vars(e) & set(ctx.params)
+    bars = tuple(MBarrierDecl(name, size, loc) for name, size, loc in ctx.arrays.values())
+    return Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
+                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
+                  loc=to_loc(k.loc))

@@ -1,0 +1,122 @@
+"""Reading static facts out of CuTe type strings (static integers live in types, not operands):
+``!cute.int_tuple<"4">``, ``!cute.ptr<i64, smem, align<8>>``,
+``!cute.memref<f32, smem, align<1024>, "((4096,1),(1)):((1,0),(0))">``, atom types with
+``copy_bits = N``."""
+from __future__ import annotations
+
+import re
+from typing import Optional, Union
+
+ELEM_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "i128": 16, "f16": 2, "bf16": 2,
+              "f32": 4, "f64": 8, "f8E4M3FN": 1, "f8E5M2": 1, "tf32": 4}
+
+Shape = Union[int, None, tuple]  # None = dynamic ("?")
+
+
+def quoted(type_str: str) -> list[str]:
+    return re.findall(r'"([^"]*)"', type_str)
+
+
+def int_tuple_value(type_str: str) -> Optional[str]:
+    """The text inside ``!cute.int_tuple<"...">`` (or shape/stride/coord), else None."""
+    m = re.match(r'!cute\.(int_tuple|shape|stride|coord)<"([^"]*)">', type_str)
+    return m.group(2) if m else None
+
+
+def static_int(type_str: str) -> Optional[int]:
+    """A static scalar held in an int-tuple-like type: ``!cute.int_tuple<"4">`` -> 4."""
+    v = int_tuple_value(type_str)
+    if v is not None and re.fullmatch(r"-?\d+", v):
+        return int(v)
+    return None
+
+
+def is_dynamic_scalar(type_str: str) -> bool:
+    """``!cute.int_tuple<"?">`` / ``"?{div=64}"``: one dynamic leaf."""
+    v = int_tuple_value(type_str)
+    return v is not None and re.fullmatch(r"\?(\{[^}]*\})?", v) is not None
+
+
+def elem_bytes(type_str: str) -> Optional[int]:
+    """Element size of ``!cute.ptr<T, ...>`` / ``!cute.memref<T, ...>``."""
+    m = re.match(r"!cute\.(ptr|memref)<(\w+)", type_str)
+    return ELEM_BYTES.get(m.group(2)) if m else None
+
+
+def is_smem(type_str: str) -> bool:
+    return ", smem" in type_str or "ptr<3>" in type_str
+
+
+def parse_shape(text: str) -> Shape:
+    """``"((4096,1),(1))"`` -> ((4096, 1), (1,)); ``?`` leaves -> None."""
+    pos = 0
+
+    def parse():
+        nonlocal pos
+        if text[pos] == "(":
+            pos += 1
+            items = []
+            while text[pos] != ")":
+                items.append(parse())
+                if text[pos] == ",":
+                    pos += 1
+            pos += 1
+            return tuple(items)
+        m = re.compile(r"-?\d+|\?(\{[^}]*\})?").match(text, pos)
+        if not m:
+            raise ValueError(f"bad shape {text!r} at {pos}")
+        pos = m.end()
+        return None if m.group(0).startswith("?") else int(m.group(0))
+
+    return parse()
+
+
+def size(shape: Shape) -> Optional[int]:
+    if shape is None:
+        return None
+    if isinstance(shape, int):
+        return shape
+    total = 1
+    for s in shape:
+        n = size(s)
+        if n is None:
+            return None
+        total *= n
+    return total
+
+
+def layout_shape(type_str: str) -> Optional[Shape]:
+    """Shape of the (last) quoted ``"shape:stride"`` layout in a memref/layout/tensor type."""
+    qs = quoted(type_str)
+    if not qs:
+        return None
+    text = qs[-1].split(":")[0]
+    try:
+        return parse_shape(text)
+    except (ValueError, IndexError):
+        return None
+
+
+def memref_bytes(type_str: str) -> Optional[int]:
+    eb, shape = elem_bytes(type_str), layout_shape(type_str)
+    n = size(shape) if shape is not None else None
+    return eb * n if eb is not None and n is not None else None
+
+
+def copy_bits(type_str: str) -> Optional[int]:
+    m = re.search(r"copy_bits = (\d+)", type_str)
+    return int(m.group(1)) if m else None
+
+
+def rest_size(type_str: str) -> Optional[int]:
+    """Product of the modes after the first of a partitioned tensor type (the atom repeats)."""
+    shape = layout_shape(type_str)
+    if not isinstance(shape, tuple) or not shape:
+        return 1 if isinstance(shape, int) else None
+    return size(tuple(shape[1:])) if len(shape) > 1 else 1
+
+
+def atom_kind(type_str: str) -> str:
+    """``!cute_nvgpu.atom.tma_load<...>`` -> ``tma_load``."""
+    m = re.match(r"!cute_nvgpu\.atom\.(\w+)", type_str)
+    return m.group(1) if m else ""

@@ -1,0 +1,658 @@
+"""Per-warp abstract evaluation of a traced kernel into SyncIR statements.
+
+One ``WarpWalker`` runs the kernel body for one warp of one CTA with the thread ids folded
+(``tid.x = 32*warp + lane``), so warp-uniform role predicates resolve to constants and the
+untaken branches vanish.  What remains dynamic (loop counters, pipeline state, launch
+parameters) becomes SyncIR ``Expr``s over locals and parameters.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
+from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, Const, Exit, Expr, For, If, Lanes, Loc,
+                         MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
+                         MbarInitFence, MbarTestWait, MbarWait, Stmt, TmaLoad, Unsupported,
+                         Select, UnOp, Var, While, expr_vars)
+from . import cute_types as ct
+from .values import (ELECT, LANE, Alloc, Atom, Folder, Ptr, Unknown, Value, lane_values,
+                     lin_add, lin_expr, lin_scale, linear, opaque)
+
+INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "index"}
+CMP = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
+ARITH = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "//",
+         "arith.divui": "//", "arith.floordivsi": "//", "arith.remsi": "%", "arith.remui": "%",
+         "arith.andi": "&", "arith.ori": "|", "arith.xori": "^", "arith.minsi": "min",
+         "arith.maxsi": "max", "arith.minui": "min", "arith.maxui": "max"}
+PASS_THROUGH = {"arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast",
+                "arith.index_castui", "builtin.unrealized_conversion_cast",
+                "cute_nvgpu.arch.make_warp_uniform", "cute.recast_iter", "cute.derefine",
+                "cute.assume", "cute.get_scalars", "cute.get_leaves"}
+# No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
+IGNORED = {"nvvm.fence.proxy", "llvm.fence", "nvvm.setmaxregister", "nvvm.bar.warp.sync",
+           "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
+           "nvvm.wgmma.wait.group.sync.aligned", "cute_nvgpu.prefetch_tma_desc",
+           "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep"}
+# Sync-relevant families the SyncIR cannot express yet: always an explicit Unsupported.
+UNSUPPORTED_PREFIXES = (
+    "nvvm.cluster.", "nvvm.cp.async", "nvvm.tcgen05", "cute_nvgpu.arch.sm100",
+    "nvvm.clusterlaunchcontrol", "nvvm.store.async", "cute_nvgpu.update_tma_desc",
+    "cute_nvgpu.copy_tma_desc", "nvvm.griddepcontrol", "nvvm.mbarrier.", "nvvm.barrier",
+    "nvvm.fence.", "nvvm.elect", "cute_nvgpu.arch.alloc_smem", "cute_nvgpu.arch.get_dyn_smem",
+)
+ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|griddepcontrol|"
+                      r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit", re.I)
+
+
+BIG_EXPR = 6  # expression nodes kept inline before a value gets its own local
+
+
+def _size(e: Expr) -> int:
+    if isinstance(e, BinOp):
+        return 1 + _size(e.lhs) + _size(e.rhs)
+    if isinstance(e, Select):
+        return 1 + _size(e.cond) + _size(e.then) + _size(e.else_)
+    if isinstance(e, UnOp):
+        return 1 + _size(e.arg)
+    return 1
+
+
+def to_loc(sl: SourceLoc) -> Loc:
+    return Loc(sl.file or "<unknown>", sl.line or 0, sl.lib_frame)
+
+
+def _ident(s: str) -> str:
+    s = re.sub(r"\W+", "_", s).strip("_")
+    return s if s and not s[0].isdigit() else f"p_{s}"
+
+
+@dataclass
+class ParamInfo:
+    name: str
+    what: str
+    loc: Loc
+    default: Optional[tuple[int, int]] = None
+
+
+@dataclass
+class Context:
+    """State shared by the walkers of one kernel: launch parameters and mbarrier arrays."""
+
+    kernel: TracedKernel
+    params: dict[str, ParamInfo] = field(default_factory=dict)
+    arrays: dict[tuple[int, int], tuple[str, int, Loc]] = field(default_factory=dict)
+
+    def param(self, key: str, what: str, loc: Loc, default=None) -> Var:
+        name = _ident(key)
+        if name not in self.params:
+            self.params[name] = ParamInfo(name, what, loc, default)
+        return Var(name)
+
+    def array(self, alloc: Alloc, byte_off: int, loc: Loc) -> Optional[tuple[str, int, int]]:
+        """(array name, field offset, field size) holding ``byte_off`` of ``alloc``."""
+        field_ = None
+        for name, size, off in alloc.fields:
+            if off <= byte_off < off + size:
+                field_ = (name, off, size)
+        if field_ is None:
+            if alloc.fields or not alloc.size:
+                return None
+            field_ = (f"smem{alloc.uid}", 0, alloc.size)
+        fname, off, size = field_
+        key = (alloc.uid, off)
+        if key not in self.arrays:
+            taken = {n for n, _, _ in self.arrays.values()}
+            name = _ident(fname)
+            if name in taken:
+                name = f"{name}_{alloc.uid}"
+            self.arrays[key] = (name, size // 8, loc)
+        return self.arrays[key][0], off, size
+
+
+class WarpWalker:
+    def __init__(self, ctx: Context, warp: int, lanes: int, cta: int = 0):
+        self.ctx, self.k = ctx, ctx.kernel
+        self.warp, self.lanes, self.cta = warp, lanes, cta
+        self.f = Folder(lanes)
+        self.env: dict[int, Value] = {}
+        self.labels: list[str] = []
+        for a in self.k.args:
+            if a.type in INT_TYPES:
+                self.env[a.value] = ctx.param(f"arg{a.index}", f"kernel argument {a.index} ({a.type})",
+                                              to_loc(self.k.loc))
+            else:
+                self.env[a.value] = Unknown(f"arg{a.index}", uniform=True)
+
+    # -- values ----------------------------------------------------------------------------
+    def val(self, vid: int) -> Value:
+        v = self.env.get(vid)
+        return v if v is not None else Unknown(f"%{vid}")
+
+    def expr(self, vid: int) -> Expr:
+        v = self.val(vid)
+        if isinstance(v, Expr):
+            return v
+        if v is ELECT:
+            return opaque("elect.sync value")
+        if isinstance(v, Unknown):
+            return opaque(v.reason)
+        return opaque(type(v).__name__.lower())
+
+    def is_uniform(self, v: Value) -> bool:
+        if isinstance(v, Expr):
+            return all(n in self.ctx.params for n in expr_vars(v))
+        return isinstance(v, Unknown) and v.uniform
+
+    def loc(self, op: Op) -> Loc:
+        return to_loc(op.loc)
+
+    def origin(self, op: Op) -> str:
+        what = op.loc.lib_frame or op.name.split(".")[-1]
+        return f"{what}@L{op.loc.line}" if op.loc.line else f"{what}#{op.uid}"
+
+    def set_unknown_results(self, op: Op) -> None:
+        """Results of an op we do not model: static ints from types, launch-uniform ints as
+        parameters, everything else opaque."""
+        operands = [self.val(o) for o in op.operands]
+        uniform = all(self.is_uniform(v) for v in operands)
+        for r, t in zip(op.results, op.result_types):
+            static = ct.static_int(t)
+            if static is not None:
+                self.env[r] = Const(static)
+            elif (t in INT_TYPES or ct.is_dynamic_scalar(t)) and uniform and operands:
+                self.env[r] = self.ctx.param(f"{self.origin(op)}", f"{op.name} at {op.loc.short()}",
+                                             self.loc(op))
+            elif t in INT_TYPES or ct.is_dynamic_scalar(t):
+                self.env[r] = opaque(f"{op.name}@{op.loc.short()}")
+            else:
+                self.env[r] = Unknown(f"{op.name}@{op.loc.short()}", uniform)
+
+    # -- blocks ----------------------------------------------------------------------------
+    def block(self, b: Block, args: list[Value]) -> tuple[list[Stmt], Optional[Op]]:
+        for a, v in zip(b.args, args):
+            self.env[a] = v
+        out: list[Stmt] = []
+        for op in b.ops:
+            if op.name in ("scf.yield", "scf.condition"):
+                return out, op
+            self.op(op, out)
+        return out, None
+
+    def op(self, op: Op, out: list[Stmt]) -> None:
+        h = HANDLERS.get(op.name)
+        if h is not None:
+            h(self, op, out)
+        elif op.name in ARITH:
+            self.arith(op, out)
+        elif op.name in PASS_THROUGH:
+            self.env[op.results[0]] = self.val(op.operands[0]) if op.operands else Unknown(op.name)
+            for r in op.results[1:]:
+                self.env[r] = Unknown(op.name)
+        elif op.name.startswith("nvvm.read.ptx.sreg."):
+            self.sreg(op)
+        elif op.name in IGNORED:
+            pass
+        elif op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
+            self.asm(op, out)
+        elif op.name.startswith(UNSUPPORTED_PREFIXES):
+            out.append(Unsupported(op.name, self.loc(op)))
+            self.set_unknown_results(op)
+        elif op.regions:
+            out.append(Unsupported(f"{op.name} (region op)", self.loc(op)))
+            self.set_unknown_results(op)
+        else:
+            self.set_unknown_results(op)
+
+    # -- integers --------------------------------------------------------------------------
+    def constant(self, op: Op, out) -> None:
+        v = op.attrs.get("value")
+        t = op.result_types[0]
+        if isinstance(v, bool) or (isinstance(v, int) and t in INT_TYPES):
+            self.env[op.result] = Const(int(v))
+        else:
+            self.env[op.result] = Unknown(f"constant {t}", uniform=True)
+
+    def arith(self, op: Op, out: list) -> None:
+        if op.result_types[0] not in INT_TYPES:
+            self.set_unknown_results(op)
+            return
+        a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
+        self.bind(op, self.f.binop(ARITH[op.name], a, b), out)
+
+    def bind(self, op: Op, e: Expr, out: list) -> None:
+        """Result of integer arithmetic: kept inline while small, else a local (so repeated
+        state updates, e.g. an unrolled producer_tail, do not nest without bound)."""
+        if _size(e) > BIG_EXPR and expr_vars(e) - set(self.ctx.params) - {LANE}:
+            name = f"v{op.uid}"
+            out.append(Assign(name, e, self.loc(op)))
+            e = Var(name)
+        self.env[op.result] = e
+
+    def ceildiv(self, op: Op, out) -> None:
+        a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
+        self.env[op.result] = self.f.binop("//", self.f.binop("+", a, self.f.binop("-", b, Const(1))), b)
+
+    def shift(self, op: Op, out) -> None:
+        a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
+        if isinstance(b, Const) and b.value >= 0:
+            k = Const(1 << b.value)
+            self.env[op.result] = self.f.binop("*" if op.name == "arith.shli" else "//", a, k)
+        else:
+            self.env[op.result] = opaque(f"{op.name}@{op.loc.short()}")
+
+    def cmpi(self, op: Op, out) -> None:
+        pred = op.attrs.get("predicate")
+        sym = CMP.get(pred) if isinstance(pred, int) else None
+        if sym is None:
+            self.set_unknown_results(op)
+            return
+        self.bind(op, self.f.binop(sym, self.expr(op.operands[0]), self.expr(op.operands[1])), out)
+
+    def select(self, op: Op, out) -> None:
+        c = self.val(op.operands[0])
+        t, e = self.val(op.operands[1]), self.val(op.operands[2])
+        if isinstance(c, Expr) and isinstance(t, Expr) and isinstance(e, Expr):
+            self.bind(op, self.f.select(c, t, e), out)
+        elif isinstance(c, Const):
+            self.env[op.result] = t if c.value else e
+        elif t == e:
+            self.env[op.result] = t
+        else:
+            self.set_unknown_results(op)
+
+    def sreg(self, op: Op) -> None:
+        reg = op.name[len("nvvm.read.ptx.sreg."):]
+        bx, by, bz = self.k.block_dim or (None, None, None)
+        lin = Const(32 * self.warp) + Var(LANE)
+        cx, cy, cz = self.k.cluster_dim or (1, 1, 1)
+        gx = self.k.grid_dim
+        if reg == "laneid":
+            v: Expr = Var(LANE)
+        elif reg == "tid.x" and bx:
+            v = lin if by in (None, 1) and bz in (None, 1) else self.f.binop("%", lin, Const(bx))
+        elif reg == "tid.y" and bx:
+            v = self.f.binop("%", self.f.binop("//", lin, Const(bx)), Const(by or 1))
+        elif reg == "tid.z" and bx:
+            v = self.f.binop("//", lin, Const(bx * (by or 1)))
+        elif reg.startswith("ntid.") and bx:
+            v = Const({"x": bx, "y": by, "z": bz}[reg[-1]])
+        elif reg == "cluster.ctarank":
+            v = Const(self.cta)
+        elif reg.startswith("cluster.nctaid.") or reg == "cluster.nctarank":
+            v = Const(cx * cy * cz if reg == "cluster.nctarank" else {"x": cx, "y": cy, "z": cz}[reg[-1]])
+        elif reg.startswith("cluster.ctaid."):
+            d = reg[-1]
+            v = Const({"x": self.cta % cx, "y": (self.cta // cx) % cy, "z": self.cta // (cx * cy)}[d])
+        elif reg.startswith("ctaid."):
+            d = reg[-1]
+            hi = None
+            if gx is not None:
+                hi = {"x": gx[0], "y": gx[1], "z": gx[2]}[d] - 1
+            v = self.ctx.param(f"ctaid_{d}", f"block index {d} (which CTA of the grid)",
+                               self.loc(op), (0, hi) if hi is not None else None)
+        elif reg.startswith("nctaid.") and gx is not None:
+            v = Const({"x": gx[0], "y": gx[1], "z": gx[2]}[reg[-1]])
+        else:
+            v = opaque(f"sreg {reg}")
+        self.env[op.result] = v
+
+    # -- pointers and barriers -------------------------------------------------------------
+    def alloca(self, op: Op, out) -> None:
+        t = op.result_types[0]
+        if not ct.is_smem(t):
+            self.env[op.result] = Unknown("register array")
+            return
+        fields = []
+        for f in op.attrs.get("smem.struct_fields") or []:
+            name, size, off = str(f).split(":")
+            fields.append((name, int(size), int(off)))
+        self.env[op.result] = Alloc(op.uid, ct.memref_bytes(t) or 0, tuple(fields))
+
+    def get_iter(self, op: Op, out) -> None:
+        base = self.val(op.operands[0])
+        if isinstance(base, Alloc):
+            self.env[op.result] = Ptr(base, elem=ct.elem_bytes(op.result_types[0]) or 1)
+        else:
+            self.set_unknown_results(op)
+
+    def add_offset(self, op: Op, out) -> None:
+        p = self.val(op.operands[0])
+        if not isinstance(p, Ptr):
+            self.set_unknown_results(op)
+            return
+        eb = ct.elem_bytes(op.operand_types[0]) or p.elem
+        terms, const = linear(self.expr(op.operands[1]))
+        self.env[op.result] = Ptr(p.alloc, lin_add(p.lin, lin_scale(terms, eb)),
+                                  p.const + const * eb, p.elem, p.cta, p.space)
+
+    def make_int_tuple(self, op: Op, out) -> None:
+        t = op.result_types[0]
+        static = ct.static_int(t)
+        if static is not None:
+            self.env[op.result] = Const(static)
+        elif ct.is_dynamic_scalar(t) and len(op.operands) == 1:
+            self.env[op.result] = self.val(op.operands[0])
+        else:
+            self.set_unknown_results(op)
+
+    def mapa(self, op: Op, out) -> None:
+        p = self.val(op.operands[0])
+        if isinstance(p, Ptr):
+            self.env[op.result] = Ptr(p.alloc, p.lin, p.const, p.elem, self.expr(op.operands[1]),
+                                      "dsmem")
+        else:
+            self.set_unknown_results(op)
+
+    def bar_ref(self, vid: int, op: Op) -> MBarRef | str:
+        """The mbarrier a pointer value designates, or why it cannot be resolved."""
+        p = self.val(vid)
+        if not isinstance(p, Ptr) or p.alloc is None:
+            return f"barrier address not traced to a shared-memory allocation ({p!r:.60})"
+        arr = self.ctx.array(p.alloc, p.const, self.loc(op))
+        if arr is None:
+            return f"barrier offset {p.const} outside the allocation's fields"
+        name, off, _ = arr
+        rel = p.const - off
+        if rel % 8 or any(c % 8 for _, c in p.lin):
+            return "barrier address not 8-byte aligned in the traced arithmetic"
+        index = lin_expr(tuple((x, c // 8) for x, c in p.lin), rel // 8, self.f)
+        return MBarRef(name, index, p.cta)
+
+    def mbar_stmt(self, op: Op, out: list, make: Callable[[MBarRef], Stmt]) -> None:
+        ref = self.bar_ref(op.operands[0], op)
+        if isinstance(ref, str):
+            out.append(Unsupported(f"{op.name}: {ref}", self.loc(op)))
+        else:
+            out.append(make(ref))
+            self.labels.extend(op.loc.labels)
+        for r in op.results:
+            self.env[r] = Unknown("mbarrier token")
+
+    def mbar_init(self, op, out):
+        self.mbar_stmt(op, out, lambda b: MbarInit(b, self.expr(op.operands[1]), self.loc(op)))
+
+    def mbar_arrive(self, op, out):
+        cnt = self.expr(op.operands[1]) if len(op.operands) > 1 else Const(1)
+        self.mbar_stmt(op, out, lambda b: MbarArrive(b, cnt, self.loc(op)))
+
+    def mbar_arrive_tx(self, op, out):
+        self.mbar_stmt(op, out, lambda b: MbarArriveExpectTx(b, self.expr(op.operands[1]), self.loc(op)))
+
+    def mbar_expect_tx(self, op, out):
+        self.mbar_stmt(op, out, lambda b: MbarExpectTx(b, self.expr(op.operands[1]), self.loc(op)))
+
+    def mbar_wait(self, op, out):
+        self.mbar_stmt(op, out, lambda b: MbarWait(b, self.expr(op.operands[1]), self.loc(op)))
+
+    def mbar_probe(self, op, out):
+        dest = f"t{op.uid}"
+        self.mbar_stmt(op, out, lambda b: MbarTestWait(dest, b, self.expr(op.operands[1]), self.loc(op)))
+        if op.results:
+            self.env[op.result] = Var(dest)
+
+    def fence_init(self, op, out):
+        out.append(MbarInitFence(self.loc(op)))
+
+    def _segments(self, op: Op) -> list[list[int]]:
+        sizes = op.attrs.get("operandSegmentSizes")
+        if not isinstance(sizes, tuple):
+            return [[o] for o in op.operands]
+        segs, i = [], 0
+        for n in sizes:
+            segs.append(op.operands[i:i + n])
+            i += n
+        return segs
+
+    def barrier(self, op, out):
+        segs = self._segments(op)
+        bid = self.expr(segs[0][0]) if segs and segs[0] else Const(0)
+        n = self.expr(segs[1][0]) if len(segs) > 1 and segs[1] else None
+        if len(segs) > 2 and segs[2]:
+            out.append(Unsupported("nvvm.barrier with a reduction predicate", self.loc(op)))
+            return
+        out.append(BarSync(bid, n, self.loc(op)))
+
+    def barrier_arrive(self, op, out):
+        out.append(BarArrive(self.expr(op.operands[0]), self.expr(op.operands[1]), self.loc(op)))
+
+    def elect(self, op, out):
+        self.env[op.result] = ELECT
+
+    def exit_(self, op, out):
+        out.append(Exit(self.loc(op)))
+
+    def asm(self, op: Op, out) -> None:
+        text = str(op.attrs.get("asm_string", ""))
+        if ASM_SYNC.search(text):
+            out.append(Unsupported(f"inline PTX {text.strip()[:60]!r}", self.loc(op)))
+        self.set_unknown_results(op)
+
+    # -- TMA -------------------------------------------------------------------------------
+    def make_exec(self, op, out):
+        self.env[op.result] = Atom(op.result_types[0])
+
+    def set_value(self, op, out):
+        a = self.val(op.operands[0])
+        m = re.search(r"<(\w+)>", str(op.attrs.get("field", "")))
+        if isinstance(a, Atom) and m:
+            self.env[op.result] = Atom(op.result_types[0],
+                                       a.fields + ((m.group(1), self.val(op.operands[1])),))
+        else:
+            self.set_unknown_results(op)
+
+    def copy(self, op: Op, out) -> None:
+        atom = self.val(op.operands[0])
+        t = op.operand_types[0]
+        kind = ct.atom_kind(t)
+        if kind == "tma_load":
+            self.tma_load(op, atom, out)
+        elif kind in ("tma_store", "tma_reduce", "bulk_copy_g2s", "bulk_copy_s2g", "tma_load_im2col"):
+            out.append(Unsupported(f"cute.copy with {kind} atom", self.loc(op)))
+        elif "tma_bar" in t or "mbar" in t:
+            out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
+        # other copies (registers, plain smem/gmem loads and stores) do not synchronize
+
+    def tma_load(self, op: Op, atom: Value, out) -> None:
+        if not isinstance(atom, Atom) or atom.get("tma_bar") is None:
+            out.append(Unsupported("TMA load without a traced tma_bar", self.loc(op)))
+            return
+        if atom.get("mcast_mask") is not None or "num_cta = 1" not in atom.type:
+            out.append(Unsupported("TMA multicast / multi-CTA load", self.loc(op)))
+            return
+        bits = ct.copy_bits(atom.type)
+        reps = ct.rest_size(op.operand_types[2]) if len(op.operand_types) > 2 else 1
+        if bits is None or reps is None:
+            out.append(Unsupported("TMA load with unknown byte count", self.loc(op)))
+            return
+        ref = self._ref_of(atom.get("tma_bar"), op)
+        if isinstance(ref, str):
+            out.append(Unsupported(f"TMA load: {ref}", self.loc(op)))
+            return
+        out.append(TmaLoad(ref, Const(bits // 8 * reps), self.loc(op)))
+
+    def _ref_of(self, value: Value, op: Op) -> MBarRef | str:
+        key = -1 - op.uid  # a private slot in env for a value that has no id
+        self.env[key] = value
+        try:
+            return self.bar_ref(key, op)
+        finally:
+            del self.env[key]
+
+    # -- control flow ----------------------------------------------------------------------
+    def region(self, op: Op, i: int, args: list[Value]) -> tuple[list[Stmt], list[Value]]:
+        if i >= len(op.regions) or not op.regions[i].blocks:
+            return [], []
+        stmts, term = self.block(op.regions[i].blocks[0], args)
+        ys = [self.val(v) for v in term.operands] if term is not None else []
+        return stmts, ys
+
+    def scf_if(self, op: Op, out: list) -> None:
+        c = self.val(op.operands[0])
+        loc = self.loc(op)
+        if isinstance(c, Const):
+            stmts, ys = self.region(op, 0 if c.value else 1, [])
+            out.extend(stmts)
+            self._bind(op, ys)
+            return
+        then, ty = self.region(op, 0, [])
+        else_, ey = self.region(op, 1, [])
+        if c is ELECT:
+            if then:
+                out.append(Lanes(1, tuple(then), loc))
+            if else_ and self.lanes > 1:
+                out.append(Lanes(self.lanes - 1, tuple(else_), loc))
+            self._merge_results(op, ty, ey, None, [], [])
+            return
+        cond = c if isinstance(c, Expr) else self.expr(op.operands[0])
+        if expr_vars(cond) == {LANE}:
+            vals = lane_values(cond, self.lanes)
+            if vals is not None:
+                k = sum(1 for v in vals if v)
+                if then and k:
+                    if k < self.lanes:
+                        out.append(Lanes(k, tuple(then), loc))
+                    else:
+                        out.extend(then)
+                if else_ and k < self.lanes:
+                    out.append(Lanes(self.lanes - k, tuple(else_), loc))
+                self._merge_results(op, ty, ey, None, [], [])
+                return
+        tvars, evars = [], []
+        self._merge_results(op, ty, ey, cond, tvars, evars)
+        if then or else_ or tvars:
+            out.append(If(cond, tuple(then + tvars), tuple(else_ + evars), loc))
+
+    def _merge_results(self, op: Op, ty, ey, cond, tassign: list, eassign: list) -> None:
+        """Results of a two-way if: equal values pass through; integers under a modelled
+        condition become locals assigned in both branches; the rest is opaque."""
+        for i, r in enumerate(op.results):
+            a = ty[i] if i < len(ty) else None
+            b = ey[i] if i < len(ey) else None
+            if a is not None and a == b:
+                self.env[r] = a
+            elif cond is not None and isinstance(a, Expr) and isinstance(b, Expr):
+                name = f"r{op.uid}_{i}"
+                tassign.append(Assign(name, a, self.loc(op)))
+                eassign.append(Assign(name, b, self.loc(op)))
+                self.env[r] = Var(name)
+            elif isinstance(a, Expr) or isinstance(b, Expr):
+                self.env[r] = opaque(f"value chosen per lane@{op.loc.short()}")
+            else:
+                self.env[r] = Unknown(f"scf.if result@{op.loc.short()}")
+
+    def _bind(self, op: Op, ys: list[Value]) -> None:
+        for r, v in zip(op.results, ys):
+            self.env[r] = v
+
+    def _carry(self, op: Op, name: str, inits: list[int], block: Block, yield_ops: list[int],
+               out: list, offset: int) -> list[Optional[str]]:
+        """Bind loop-carried block arguments; returns the local name per carried value (None
+        when the value is loop-invariant or not an integer)."""
+        names: list[Optional[str]] = []
+        for i, init in enumerate(inits):
+            arg = block.args[offset + i]
+            t = block.arg_types[offset + i]
+            if i < len(yield_ops) and yield_ops[i] == arg:
+                self.env[arg] = self.val(init)
+                names.append(None)
+            elif t in INT_TYPES:
+                var = f"{name}{op.uid}_{i}"
+                out.append(Assign(var, self.expr(init), self.loc(op)))
+                self.env[arg] = Var(var)
+                names.append(var)
+            else:
+                self.env[arg] = Unknown(f"loop-carried {t[:30]}@{op.loc.short()}")
+                names.append(None)
+        return names
+
+    def _update(self, names: list[Optional[str]], ys: list[Value], loc: Loc) -> list[Stmt]:
+        """Simultaneous assignment names := ys (through temporaries only when an update reads
+        another variable of the same update)."""
+        pairs = [(n, y if isinstance(y, Expr) else opaque("non-integer loop value"))
+                 for n, y in zip(names, ys) if n is not None]
+        pairs = [(n, e) for n, e in pairs if e != Var(n)]
+        targets = {n for n, _ in pairs}
+        if not any(expr_vars(e) & (targets - {n}) for n, e in pairs):
+            return [Assign(n, e, loc) for n, e in pairs]
+        return ([Assign(f"{n}_next", e, loc) for n, e in pairs]
+                + [Assign(n, Var(f"{n}_next"), loc) for n, _ in pairs])
+
+    def scf_for(self, op: Op, out: list) -> None:
+        lb, ub, step = (self.expr(v) for v in op.operands[:3])
+        body = op.regions[0].blocks[0]
+        term = body.ops[-1] if body.ops and body.ops[-1].name == "scf.yield" else None
+        yops = term.operands if term is not None else []
+        iv = f"k{op.uid}"
+        self.env[body.args[0]] = Var(iv)
+        names = self._carry(op, "c", op.operands[3:], body, yops, out, 1)
+        stmts, term = self.block(body, [self.val(a) for a in body.args])
+        ys = [self.val(v) for v in term.operands] if term is not None else []
+        stmts += self._update(names, ys, self.loc(op))
+        for r, n, y in zip(op.results, names, ys):
+            self.env[r] = Var(n) if n else y
+        if not isinstance(step, Const) or step.value <= 0:
+            out.append(Unsupported(f"scf.for with step {step!r:.40}", self.loc(op)))
+            return
+        out.append(For(iv, lb, ub, tuple(stmts), step.value, self.loc(op)))
+
+    def scf_while(self, op: Op, out: list) -> None:
+        before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        names = self._carry(op, "w", op.operands, before, [], out, 0)
+        pre, cterm = self.block(before, [self.val(a) for a in before.args])
+        cond = self.expr(cterm.operands[0]) if cterm is not None else opaque("while condition")
+        fwd = [self.val(v) for v in cterm.operands[1:]] if cterm is not None else []
+        cvar = f"wc{op.uid}"
+        fnames = []
+        head: list[Stmt] = list(pre) + [Assign(cvar, cond, self.loc(op))]
+        for i, (v, t) in enumerate(zip(fwd, after.arg_types)):
+            if isinstance(v, Expr):
+                fnames.append(f"wf{op.uid}_{i}")
+                head.append(Assign(fnames[-1], v, self.loc(op)))
+            else:
+                fnames.append(None)
+        fvals = [Var(n) if n else v for n, v in zip(fnames, fwd)]
+        body, term = self.block(after, fvals)
+        ys = [self.val(v) for v in term.operands] if term is not None else []
+        body += self._update(names, ys, self.loc(op))
+        body += head  # re-evaluate the condition for the next iteration
+        out.extend(head)
+        out.append(While(Var(cvar), tuple(body), loc=self.loc(op)))
+        for r, v in zip(op.results, fvals):
+            self.env[r] = v
+
+
+HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
+    "arith.constant": WarpWalker.constant,
+    "arith.cmpi": WarpWalker.cmpi,
+    "arith.select": WarpWalker.select,
+    "arith.ceildivsi": WarpWalker.ceildiv,
+    "arith.ceildivui": WarpWalker.ceildiv,
+    "arith.shli": WarpWalker.shift,
+    "arith.shrsi": WarpWalker.shift,
+    "arith.shrui": WarpWalker.shift,
+    "cute.memref.alloca": WarpWalker.alloca,
+    "cute.get_iter": WarpWalker.get_iter,
+    "cute.add_offset": WarpWalker.add_offset,
+    "cute.make_int_tuple": WarpWalker.make_int_tuple,
+    "nvvm.mapa": WarpWalker.mapa,
+    "nvvm.mbarrier.init": WarpWalker.mbar_init,
+    "nvvm.mbarrier.arrive": WarpWalker.mbar_arrive,
+    "nvvm.mbarrier.arrive.expect_tx": WarpWalker.mbar_arrive_tx,
+    "nvvm.mbarrier.expect_tx": WarpWalker.mbar_expect_tx,
+    "nvvm.mbarrier.try_wait.parity": WarpWalker.mbar_wait,
+    "nvvm.mbarrier.wait.parity": WarpWalker.mbar_probe,
+    "nvvm.fence.mbarrier.init": WarpWalker.fence_init,
+    "nvvm.barrier": WarpWalker.barrier,
+    "nvvm.barrier.arrive": WarpWalker.barrier_arrive,
+    "nvvm.barrier.cta.arrive": WarpWalker.barrier_arrive,
+    "nvvm.elect.sync": WarpWalker.elect,
+    "nvvm.exit": WarpWalker.exit_,
+    "cute_nvgpu.atom.make_exec_tma": WarpWalker.make_exec,
+    "cute_nvgpu.atom.set_value": WarpWalker.set_value,
+    "cute.copy": WarpWalker.copy,
+    "scf.if": WarpWalker.scf_if,
+    "scf.for": WarpWalker.scf_for,
+    "scf.while": WarpWalker.scf_while,
+}
