@@ -87,7 +87,8 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
     try:
         traced = trace(jit_fn, *args, arch=opts.arch)
     except TraceError as e:
-        return [_error(target, f"the kernel fails to trace: {e.message}", e.file or "", e.line or 0)]
+        return [_error(target, f"the kernel fails to trace: {getattr(e, 'message', e)}", getattr(e, "file", "") or "",
+                       getattr(e, "line", 0) or 0)]
     stats.seconds["trace"] = time.perf_counter() - t0
     if not traced:
         return [_error(target, "tracing produced no kernel launch (is the @cute.kernel launched?)")]
@@ -98,7 +99,8 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
         try:
             kernel = extract(tk, params=opts.params)
         except ExtractError as e:
-            r = _error(target, str(e.message), e.file or "", e.line or 0, kernel=tk.name)
+            r = _error(target, str(e), getattr(e, "file", "") or "", getattr(e, "line", 0) or 0,
+                       kernel=tk.name)
             results.append(r)
             continue
         kstats.seconds["extract"] = time.perf_counter() - t1
