@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import (Assign, BarSync, Exit, Expr, For, If, Kernel, Lanes, Loc, MbarTestWait, NOLOC,
-                 Process, Stmt, Var, While, BinOp, Const)
+from .ir import (Assign, BarSync, ClusterArrive, ClusterWait, Exit, Expr, For, If, Kernel, Lanes,
+                 Loc, MbarTestWait, NOLOC, Process, Stmt, Var, While, BinOp, Const)
+
+# hidden locals of the cluster barrier: arrived-and-not-yet-waited flag, generation at arrival
+CLUSTER_ARRIVED, CLUSTER_GEN = "_carr", "_cgen"
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,8 @@ def _locals(p: Process, code) -> set[str]:
             names.add(ins.snap)
         elif isinstance(ins, Op) and isinstance(ins.stmt, MbarTestWait):
             names.add(ins.stmt.dest)
+        elif isinstance(ins, Op) and isinstance(ins.stmt, (ClusterArrive, ClusterWait)):
+            names |= {CLUSTER_ARRIVED, CLUSTER_GEN}
     return names
 
 

@@ -10,8 +10,10 @@ import itertools
 from collections import deque
 from dataclasses import dataclass, field
 
-from .flat import (Bound, Branch, BarResume, End, FlatProcess, Goto, Let, Op, flatten)
-from .ir import (BarArrive, BarSync, BinOp, Const, Kernel, Loc, MBarRef, MbarArrive,
+from .flat import (CLUSTER_ARRIVED, CLUSTER_GEN, Bound, Branch, BarResume, End, FlatProcess, Goto,
+                   Let, Op, flatten)
+from .ir import (BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const, Kernel, Loc,
+                 MBarRef, MbarArrive,
                  MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait,
                  MbarWait, NOLOC, Select, TmaLoad, UnOp, Unsupported, Var)
 from .trace import Complete, Event, ParamChoice, Step
@@ -54,6 +56,7 @@ class State:
     nbars: tuple[tuple[int, int, int], ...]  # per (cta, id)
     alive: tuple[int, ...]                 # live threads per CTA
     inflight: tuple[int, ...]              # per async key (process, pc, cta, index)
+    cluster: tuple[int, int] = (0, 0)      # cluster barrier: (threads arrived, generation)
 
 
 def eval_expr(e, env) -> int:
@@ -170,6 +173,7 @@ class Machine:
                 nbars=tuple((0, 0, 0) for _ in range(self.kernel.num_ctas * NUM_NAMED_BARRIERS)),
                 alive=tuple(self.kernel.cta_threads(c) for c in range(self.kernel.num_ctas)),
                 inflight=tuple(0 for _ in self.async_keys),
+                cluster=(0, 0),
             )
             w = _Writer(self, s)
             for inst in self.instances:
@@ -204,6 +208,9 @@ class Machine:
             return s.nbars[cta * NUM_NAMED_BARRIERS + bid][NB_GEN] != env[ins.snap]
         if isinstance(ins, Op) and isinstance(ins.stmt, MbarWait):
             return self.wait_status(s, gid, ins.stmt) != "block"
+        if isinstance(ins, Op) and isinstance(ins.stmt, ClusterWait):
+            env = self.env(s, gid)
+            return env[CLUSTER_ARRIVED] == 0 or s.cluster[1] != env[CLUSTER_GEN]
         return True
 
     def wait_status(self, s: State, gid: int, st) -> str:
@@ -288,12 +295,14 @@ class _Writer:
         self.nbars = [list(x) for x in s.nbars]
         self.alive = list(s.alive)
         self.inflight = list(s.inflight)
+        self.cluster = list(s.cluster)
         self.log = log
 
     def freeze(self) -> State:
         return State(self.params, tuple(self.pcs), tuple(tuple(x) for x in self.locals),
                      tuple(tuple(x) for x in self.obs), tuple(tuple(x) for x in self.mbars),
-                     tuple(tuple(x) for x in self.nbars), tuple(self.alive), tuple(self.inflight))
+                     tuple(tuple(x) for x in self.nbars), tuple(self.alive), tuple(self.inflight),
+                     tuple(self.cluster))
 
     # -- environment
     def env(self, gid: int) -> dict[str, int]:
@@ -410,15 +419,48 @@ class _Writer:
         elif isinstance(st, (BarSync, BarArrive)):
             self.bar_arrive(gid, st, env, T)
         elif isinstance(st, TmaLoad):
-            slot = m.resolve(inst, st.bar, env)
-            self.check_vis(slot, gid, st, tma=True)
-            cta, name, idx = m.slot_key[slot]
-            self.inflight[m.async_slot[(inst.process, self.pcs[gid], cta, idx)]] += 1
+            for slot in self.tma_targets(inst, st, env, gid):
+                self.check_vis(slot, gid, st, tma=True)
+                cta, name, idx = m.slot_key[slot]
+                self.inflight[m.async_slot[(inst.process, self.pcs[gid], cta, idx)]] += 1
+        elif isinstance(st, ClusterArrive):
+            if env[CLUSTER_ARRIVED]:
+                self.fail("arrival-mismatch", f"{self.name(gid)} arrives on the cluster barrier "
+                          "twice without waiting in between", gid, st.loc)
+            self.set_local(gid, CLUSTER_ARRIVED, 1)
+            self.set_local(gid, CLUSTER_GEN, self.cluster[1])
+            self.cluster[0] += T
+            self.try_complete_cluster()
+        elif isinstance(st, ClusterWait):
+            if not env[CLUSTER_ARRIVED]:
+                self.fail("arrival-mismatch", f"{self.name(gid)} waits on the cluster barrier "
+                          "without having arrived on it", gid, st.loc)
+            self.set_local(gid, CLUSTER_ARRIVED, 0)
         elif isinstance(st, Unsupported):
             pass  # the pipeline refuses kernels with Unsupported ops before checking
         else:
             raise ModelError(f"unknown op {st!r}")
         self.pcs[gid] += 1
+
+    def tma_targets(self, inst: Instance, st: TmaLoad, env, gid: int) -> list[int]:
+        if st.multicast is None:
+            return [self.m.resolve(inst, st.bar, env)]
+        mask = eval_expr(st.multicast, env)
+        ctas = [c for c in range(self.m.kernel.num_ctas) if mask >> c & 1]
+        if not ctas or mask >> self.m.kernel.num_ctas:
+            self.fail("scope", f"multicast mask {mask:#x} names CTAs outside the cluster of "
+                      f"{self.m.kernel.num_ctas}", gid, st.loc)
+        idx = eval_expr(st.bar.index, env)
+        return [self.m.mbar_slot[(c, st.bar.name, idx)] for c in ctas]
+
+    def try_complete_cluster(self):
+        live = sum(self.alive)
+        if self.cluster[0] > 0 and self.cluster[0] >= live:
+            self.cluster[0] = 0
+            self.cluster[1] += 1
+            for mb in self.mbars:
+                if mb[VIS] == 2:
+                    mb[VIS] = 3
 
     def check_vis(self, slot: int, gid: int, st, tma: bool):
         mb = self.mbars[slot]
@@ -509,6 +551,7 @@ class _Writer:
             nb = self.nbars[cta * NUM_NAMED_BARRIERS + bid]
             if nb[NB_EXPECTED] == -1 and nb[NB_ARRIVED] > 0 and nb[NB_ARRIVED] >= self.alive[cta]:
                 self.complete_named(cta, bid)
+        self.try_complete_cluster()
         if self.alive[cta] == 0:
             for i, (pi, pc, tcta, idx) in enumerate(self.m.async_keys):
                 if tcta == cta and self.inflight[i] > 0:

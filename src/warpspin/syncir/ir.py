@@ -269,12 +269,30 @@ class BarArrive(Stmt):
 @dataclass(frozen=True)
 class TmaLoad(Stmt):
     """An async bulk copy (TMA load) issued once per executing process instance (the DSL elects one
-    lane per warp). It completes `bytes` of transaction on `bar` at any later point."""
+    lane per warp). It completes `bytes` of transaction on `bar` at any later point.
+    `multicast`: a CTA bit mask (an expression); the load then completes `bytes` on the barrier at
+    the same offset in every CTA of the mask (`bar.cta` must be None)."""
     bar: MBarRef
     bytes: Expr
     loc: Loc = NOLOC
+    multicast: Expr | None = None
 
-    def __post_init__(self): _lift_fields(self, "bytes")
+    def __post_init__(self): _lift_fields(self, "bytes", "multicast")
+
+
+@dataclass(frozen=True)
+class ClusterArrive(Stmt):
+    """barrier.cluster.arrive[.relaxed]: every thread of the cluster arrives once per phase.
+    The non-relaxed form releases: it publishes this CTA's fenced mbarrier inits cluster-wide once
+    the cluster barrier completes."""
+    relaxed: bool = False
+    loc: Loc = NOLOC
+
+
+@dataclass(frozen=True)
+class ClusterWait(Stmt):
+    """barrier.cluster.wait: blocks until the cluster barrier phase this thread arrived on completes."""
+    loc: Loc = NOLOC
 
 
 @dataclass(frozen=True)
@@ -360,7 +378,7 @@ class Unsupported(Stmt):
 
 
 SYNC_OPS = (MbarInit, MbarInitFence, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarWait,
-            MbarTestWait, BarSync, BarArrive, TmaLoad, Exit, Unsupported)
+            MbarTestWait, BarSync, BarArrive, TmaLoad, ClusterArrive, ClusterWait, Exit, Unsupported)
 
 
 # ----------------------------------------------------------------------------- processes, kernel

@@ -1,7 +1,7 @@
 """Readable text form of SyncIR (for --emit, test failures and docs)."""
 from __future__ import annotations
 
-from .ir import (Assign, BarArrive, BarSync, BinOp, Const, Exit, Expr, For, If, Kernel, Lanes,
+from .ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const, Exit, Expr, For, If, Kernel, Lanes,
                  MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
                  MbarTestWait, MbarWait, Process, Select, Stmt, TmaLoad, UnOp, Unsupported, Var,
                  While)
@@ -54,8 +54,13 @@ def fmt_op(s: Stmt) -> str:
             return f"bar.sync {fmt_expr(bid)}" + ("" if threads is None else f", threads={fmt_expr(threads)}")
         case BarArrive(bid, threads):
             return f"bar.arrive {fmt_expr(bid)}, threads={fmt_expr(threads)}"
-        case TmaLoad(bar, nbytes):
-            return f"tma.load -> {fmt_bar(bar)}, bytes={fmt_expr(nbytes)}"
+        case TmaLoad(bar, nbytes, _, mask):
+            mc = "" if mask is None else f", multicast={fmt_expr(mask)}"
+            return f"tma.load -> {fmt_bar(bar)}, bytes={fmt_expr(nbytes)}{mc}"
+        case ClusterArrive(relaxed):
+            return "barrier.cluster.arrive" + (".relaxed" if relaxed else "")
+        case ClusterWait():
+            return "barrier.cluster.wait"
         case Assign(var, value):
             return f"{var} = {fmt_expr(value)}"
         case Exit():

@@ -24,7 +24,8 @@ class InvalidKernel(ValueError):
 
 
 def _exprs(s: Stmt):
-    for f in ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start", "stop"):
+    for f in ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start", "stop",
+              "multicast"):
         e = getattr(s, f, None)
         if e is not None and not isinstance(e, (tuple, str, int)):
             yield e
@@ -75,6 +76,9 @@ def validate(k: Kernel) -> list[Problem]:
             bar = getattr(s, "bar", None)
             if isinstance(bar, MBarRef) and bar.name not in bars:
                 probs.append(Problem(f"{where}: unknown mbarrier array {bar.name!r}", loc))
+            if isinstance(s, TmaLoad) and s.multicast is not None and s.bar.cta is not None:
+                probs.append(Problem(f"{where}: a multicast TMA names its CTAs by the mask, not "
+                                     "by the barrier", loc))
             if isinstance(s, TmaLoad) and not expr_vars(s.bytes) <= params:
                 probs.append(Problem(f"{where}: TMA byte count must depend only on launch "
                                      "parameters", loc))
