@@ -1,5 +1,5 @@
 """Run SPIN on a lowered model: `spin -a`, compile pan.c, run pan under limits, parse the result,
-and map an error trail back to SyncIR trace events (docs/semantics.md, trail protocol).
+and map an error trail (replayed by `pan -r`) back to SyncIR trace events (docs/semantics.md, trail protocol).
 
 The search is exact (no bitstate, no hash compaction): a search that hit no limit and found no
 error has covered every reachable state. Any limit hit (memory, depth, time, vector size) puts a
@@ -46,9 +46,19 @@ class EngineResult:
     trail_output: str = ""
     pan_error: str = ""            # pan's own error line, e.g. "assertion violated 0 (at depth 9)"
 
+    options: str = ""              # how pan ran, for reports
+
     @property
     def violation(self) -> bool:
         return self.kind is not None
+
+    @property
+    def truncation(self) -> list[str]:
+        """Why the search is incomplete, in words (empty when it was not truncated)."""
+        words = {"memory": "memory limit reached", "depth": "search depth limit reached",
+                 "timeout": "time limit reached", "vector": "state vector too large (VECTORSZ)",
+                 "aborted": "pan stopped without statistics"}
+        return [words.get(t, t) for t in self.truncated]
 
 
 # ----------------------------------------------------------------------------- running
@@ -103,14 +113,17 @@ def _check_in(tmp, model, timeout_s, memory_mb, search, max_depth, vector_size) 
     out, timed_out, pan_s = _run_pan(args, tmp, max(1.0, timeout_s - compile_s))
     res = parse_pan(out)
     res.search, res.seconds, res.compile_seconds = search, pan_s, compile_s
+    res.options = (f"SPIN {search}, exact state storage, {' '.join(flags[1:])} "
+                   f"{' '.join(args[1:])}")
     if timed_out:
         res.truncated = tuple(dict.fromkeys((*res.truncated, "timeout")))
         res.complete = False
     if os.path.exists(os.path.join(tmp, "model.pml.trail")):
-        r = subprocess.run([SPIN, "-T", "-t", "model.pml"], cwd=tmp, capture_output=True,
+        # pan replays its own trail (-r), running the model's embedded C and printing WS| lines
+        r = subprocess.run(["./pan", "-r", "-n"], cwd=tmp, capture_output=True,
                            text=True, timeout=max(30.0, timeout_s))
         res.trail_output = r.stdout
-        res.events, kind = parse_trail(r.stdout)
+        res.events, kind = parse_trail(r.stdout, model)
         res.kind = kind or _pan_kind(res.pan_error)
         res.complete = False
     elif res.pan_error and not res.truncated:
@@ -178,24 +191,32 @@ def _pan_kind(pan_error: str) -> str:
     return "model-error" if pan_error else "deadlock"
 
 
-def parse_trail(text: str) -> tuple[list[Event], str | None]:
+def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None]:
     """The WS|... lines printed by `spin -t` -> (trace events, kind of the last WS|V line).
     Without a WS|V line the kind is None (SPIN's own error decides: an invalid end state is a
-    deadlock)."""
+    deadlock). Processes in the symmetric encoding print record positions (`WS|s`) and record
+    moves (`WS|M|<process>|<from>|<to>`); following the moves gives each step's instance."""
     events: list[Event] = []
     kind = None
+    who = {pi: list(range(model.kernel.processes[pi].instances)) for pi in model.symmetric}
     for line in text.splitlines():
         at = line.find("WS|")
         if at < 0:
             continue
         f = line[at:].strip().split("|")
-        tag = f[1]
+        tag, args = f[1], f[2:]
         if tag == "P":
-            events.append(ParamChoice(f[2], int(f[3])))
+            events.append(ParamChoice(args[0], int(args[1])))
         elif tag == "S":
-            events.append(Step(int(f[2]), int(f[3]), int(f[4])))
+            events.append(Step(*map(int, args[:3])))
+        elif tag == "s":
+            pi, slot, pc = map(int, args[:3])
+            events.append(Step(pi, who[pi][slot], pc))
+        elif tag == "M":
+            pi, src, dst = map(int, args[:3])
+            who[pi].insert(dst, who[pi].pop(src))
         elif tag == "C":
-            events.append(Complete(int(f[2]), int(f[3]), int(f[4]), int(f[5])))
+            events.append(Complete(*map(int, args[:4])))
         elif tag == "V":
-            kind = f[2]
+            kind = args[0]
     return events, kind

@@ -1,0 +1,2 @@
+"""SyncIR -> Promela."""
+from .promela import LowerError, LoweredModel, lower  # noqa: F401

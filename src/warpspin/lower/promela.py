@@ -42,6 +42,7 @@ class LoweredModel:
     first_gid: tuple[int, ...]                    # global instance number of instance 0, per process
     async_keys: tuple[tuple[int, int, int, int], ...]  # (process, pc, cta, index) per `infl` slot
     named_slots: tuple[tuple[int, int], ...]      # (cta, barrier id) per `nb` slot
+    symmetric: tuple[int, ...] = ()               # processes whose instances are sorted records
 
 
 # ----------------------------------------------------------------------------- names
@@ -107,7 +108,7 @@ def _fold(e: Expr) -> Expr:
 # ----------------------------------------------------------------------------- the lowering
 
 class _Lowering:
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, reduce: bool):
         self.k = kernel
         self.flat = flatten(kernel)
         self.params = _unique([p.name for p in kernel.params], "P_")
@@ -126,6 +127,12 @@ class _Lowering:
                     self.async_keys += [(pi, pc, c, i) for c in range(kernel.num_ctas)
                                         for i in range(size)]
         self._named_layout()
+        # processes in the symmetric encoding: several instances, none of which initializes an
+        # mbarrier (an initializer's identity is part of the barrier state: init_by)
+        self.symmetric = {pi for pi, fp in enumerate(self.flat) if reduce
+                          and fp.process.instances > 1
+                          and not any(isinstance(i, Op) and isinstance(i.stmt, MbarInit)
+                                      for i in fp.code)}
 
     # -- named barriers: one slot per (cta, id) used, or all 16 per CTA when an id is dynamic
     def _named_layout(self):
@@ -164,6 +171,7 @@ class _Lowering:
     # ------------------------------------------------------------------ the whole model
     def model(self) -> str:
         out = [f"/* warpspin: kernel {self.k.name} (generated; docs/semantics.md) */",
+               "c_code { static int ws_trail; }  /* embedded C: pan -r prints the WS| lines */",
                "typedef MBar { byte vis; int exp; int pend; int tx; short n; short by };",
                "typedef NBar { int exp; int arr; int gen };"]
         for p in self.k.params:
@@ -176,6 +184,8 @@ class _Lowering:
         if self.async_keys:
             out.append(f"int infl[{len(self.async_keys)}];")
         out.append("")
+        for pi in sorted(self.symmetric):
+            out += self.record_decls(pi)
         for c in range(self.k.num_ctas):
             out += self.publish_inline(c)
         for pi in range(len(self.flat)):
@@ -205,6 +215,13 @@ class _Lowering:
         for c in range(self.k.num_ctas):
             lines.append(f"    live[{c}] = {self.k.cta_threads(c)};")
         for pi, p in enumerate(self.k.processes):
+            if pi in self.symmetric:
+                locals_ = _unique(self.flat[pi].locals, "l_")
+                for j in range(p.instances):
+                    sets = [f"r{pi}[{j}].{locals_[n]} = {v};" for n, v in p.init if v]
+                    lines += [f"    {x}" for x in sets]
+                lines.append(f"    run {self.proctypes[pi]}();")
+                continue
             for j in range(p.instances):
                 lines.append(f"    run {self.proctypes[pi]}({j});")
         if self.async_keys:
@@ -214,36 +231,90 @@ class _Lowering:
 
     # ------------------------------------------------------------------ one process
     def proctype(self, pi: int) -> list[str]:
+        if pi in self.symmetric:
+            return self.symmetric_proctype(pi)
         fp = self.flat[pi]
-        p = fp.process
         ctx = _Ctx(self, pi)
         lines = [f"proctype {self.proctypes[pi]}(byte inst) {{"]
-        init = dict(p.init)
+        init = dict(fp.process.init)
         for n in fp.locals:
             lines.append(f"  int {ctx.locals[n]} = {init.get(n, 0)};")
         for name in ctx.obs:
             lines.append(f"  short {ctx.obs[name]}[{self.k.mbarrier(name).size}];")
-        code = fp.code
-        if not isinstance(code[0], VISIBLE):
-            lines.append("  atomic { true;")
-            lines += ["    " + s for s in ctx.continuation("I", 0)]
+        lines.append(f"  {_pc_type(fp)} pc = 0;")
+        if not isinstance(fp.code[0], VISIBLE):
+            lines += ["  d_step { true;", *_indent(ctx.continuation("I", 0), 4), "  };"]
+        lines.append("  do")
+        for pc, ins in enumerate(fp.code):
+            if isinstance(ins, VISIBLE):
+                lines += self.option(ctx, pc, ins, "}; break" if isinstance(ins, End) else "}")
+        lines += ["  od", "}", ""]
+        return lines
+
+    def option(self, ctx: "_Ctx", pc: int, ins, close: str, after: tuple[str, ...] = ()) -> list[str]:
+        """`:: d_step { guard -> step; local code up to the next visible pc }`."""
+        guard, body = ctx.visible(pc, ins)
+        at = f"{ctx.pc} == {pc}"
+        lines = [f"  :: d_step {{ {at if guard == 'true' else at + ' && ' + guard} ->",
+                 *_indent(body, 7)]
+        if not isinstance(ins, End):
+            lines += _indent(ctx.continuation(str(pc), pc + 1), 7)
+        return lines + _indent(after, 7) + [f"     {close}"]
+
+    # -- the symmetric encoding: the instances of a process are records of one array, kept
+    #    sorted, so states that differ only by a permutation of identical instances are one state.
+    def record_fields(self, pi: int) -> list[tuple[str, str, int]]:
+        """(type, name, array size or 0) of an instance record."""
+        fp = self.flat[pi]
+        fields = [(_pc_type(fp), "pc", 0)]
+        fields += [("int", v, 0) for v in _unique(fp.locals, "l_").values()]
+        fields += [("short", v, self.k.mbarrier(n).size)
+                   for n, v in _unique(waited_arrays(fp), "o_").items()]
+        return fields
+
+    def record_decls(self, pi: int) -> list[str]:
+        """The record type and array, and `ws_sort<pi>(i)` in C: moves record i to its place
+        (the others are sorted; any total order will do, so memcmp) and prints the move for the
+        trail (`WS|M`, printed only when pan replays a trail)."""
+        n = self.k.processes[pi].instances
+        decl = "; ".join(f"{t} {f}" + (f"[{k}]" if k else "") for t, f, k in self.record_fields(pi))
+        return [f"typedef R{pi} {{ {decl} }};",
+                f"R{pi} r{pi}[{n}];",
+                "c_code {",
+                f"  static void ws_sort{pi}(int i) {{",
+                f"    struct R{pi} t, *r = now.r{pi}; int j = i;",
+                f"    while (j > 0 && memcmp(&r[j], &r[j - 1], sizeof t) < 0)",
+                "    { t = r[j]; r[j] = r[j - 1]; r[j - 1] = t; j--; }",
+                f"    while (j < {n - 1} && memcmp(&r[j + 1], &r[j], sizeof t) < 0)",
+                "    { t = r[j]; r[j] = r[j + 1]; r[j + 1] = t; j++; }",
+                f'    if (j != i) Printf("WS|M|{pi}|%d|%d\\n", i, j);',
+                "  }",
+                "}", ""]
+
+    def symmetric_proctype(self, pi: int) -> list[str]:
+        fp = self.flat[pi]
+        n = self.k.processes[pi].instances
+        done = len(fp.code)  # the pc of an exited instance
+        lines = [f"proctype {self.proctypes[pi]}() {{"]
+        if not isinstance(fp.code[0], VISIBLE):
+            lines.append("  d_step { true;")
+            for i in range(n):
+                lines += _indent(_Ctx(self, pi, i).continuation("I", 0), 4)
             lines.append("  };")
-        for pc, ins in enumerate(code):
-            if not isinstance(ins, VISIBLE):
-                continue
-            guard, body = ctx.visible(pc, ins)
-            lines.append(f"L{pc}: atomic {{ {guard} ->")
-            lines += ["    " + s for s in body]
-            if isinstance(ins, End):
-                lines.append("    goto end_exit")
-            else:
-                lines += ["    " + s for s in ctx.continuation(str(pc), pc + 1)]
-            lines.append("  };")
-        lines += ["end_exit: false", "}", ""]
+        lines.append("  do")
+        for i in range(n):
+            ctx = _Ctx(self, pi, i)
+            for pc, ins in enumerate(fp.code):
+                if isinstance(ins, VISIBLE):
+                    after = (f"{ctx.pc} = {done};",) if isinstance(ins, End) else ()
+                    lines += self.option(ctx, pc, ins, "}",
+                                         after + (f"c_code {{ ws_sort{pi}({i}); }}",))
+        every = " && ".join(f"r{pi}[{i}].pc == {done}" for i in range(n))
+        lines += [f"  :: {every} -> break", "  od", "}", ""]
         return lines
 
     def async_proctype(self) -> list[str]:
-        lines = ["proctype async_ops() {", "end: do"]
+        lines = ["proctype async_ops() {", "end: do"]  # a valid end state: it may idle forever
         env = dict(self.params)
         for slot, (pi, pc, cta, idx) in enumerate(self.async_keys):
             st = self.flat[pi].code[pc].stmt
@@ -255,11 +326,24 @@ class _Lowering:
             body = [f'printf("WS|C|{pi}|{pc}|{cta}|{idx}\\n");',
                     f"{el}.tx = {el}.tx - {_expr(st.bytes, env)};",
                     *_tx_check(el, viol), *_try_complete(el, viol)]
-            lines.append(f"  :: atomic {{ infl[{slot}] > 0 -> infl[{slot}]--;")
+            lines.append(f"  :: d_step {{ infl[{slot}] > 0 -> infl[{slot}]--;")
             lines += ["       " + s for s in body]
             lines.append("     }")
         lines += ["od", "}", ""]
         return lines
+
+
+def _indent(lines, n: int) -> list[str]:
+    return [" " * n + x for x in lines]
+
+
+def _pc_type(fp: FlatProcess) -> str:
+    return "byte" if len(fp.code) < 255 else "short"
+
+
+def waited_arrays(fp: FlatProcess) -> list[str]:
+    return sorted({ins.stmt.bar.name for ins in fp.code if isinstance(ins, Op)
+                   and isinstance(ins.stmt, (MbarWait, MbarTestWait))})
 
 
 def _viol_text(pi: int, inst: str, pc: int):
@@ -284,20 +368,24 @@ def _try_complete(el: str, viol) -> list[str]:
 
 
 class _Ctx:
-    """Lowering of one process: its locals and the text of its instructions."""
+    """Lowering of one process: its locals and the text of its instructions. For a process of the
+    symmetric encoding, `slot` is the position of the instance's record in the sorted array."""
 
-    def __init__(self, low: _Lowering, pi: int):
+    def __init__(self, low: _Lowering, pi: int, slot: int | None = None):
         self.low, self.pi = low, pi
         self.fp = low.flat[pi]
         self.p = self.fp.process
-        self.locals = _unique(self.fp.locals, "l_")
+        self.symmetric = slot is not None
+        rec = f"r{pi}[{slot}]." if self.symmetric else ""
+        self.pc = rec + "pc"
+        self.inst = str(slot) if self.symmetric else "inst"
+        self.locals = {n: rec + v for n, v in _unique(self.fp.locals, "l_").items()}
         self.env = {**low.params, **self.locals}
-        waited = sorted({ins.stmt.bar.name for ins in self.fp.code if isinstance(ins, Op)
-                         and isinstance(ins.stmt, (MbarWait, MbarTestWait))})
-        self.obs = _unique(waited, "o_")
+        self.obs = {n: rec + v for n, v in _unique(waited_arrays(self.fp), "o_").items()}
         self.inited = sorted({ins.stmt.bar.name for ins in self.fp.code if isinstance(ins, Op)
                               and isinstance(ins.stmt, MbarInit)})
         self.gid = f"({low.first_gid[pi]} + inst)" if low.first_gid[pi] else "inst"
+        self.tag = "" if slot is None else f"s{slot}_"
 
     def e(self, x: Expr) -> str:
         return _expr(x, self.env)
@@ -305,8 +393,9 @@ class _Ctx:
     # -- local code after a visible instruction, up to the next visible one(s)
     def continuation(self, tag: str, start: int) -> list[str]:
         code = self.fp.code
+        tag = self.tag + tag
         if isinstance(code[start], VISIBLE):
-            return [f"goto L{start}"]
+            return [f"{self.pc} = {start}"]
         order, seen, todo = [], set(), [start]
         while todo:
             pc = todo.pop()
@@ -321,9 +410,8 @@ class _Ctx:
             todo += succ
 
         def to(pc: int) -> str:
-            return f"goto L{pc}" if isinstance(code[pc], VISIBLE) else f"goto C{tag}_{pc}"
+            return f"{self.pc} = {pc}; goto D{tag}" if isinstance(code[pc], VISIBLE) else f"goto C{tag}_{pc}"
 
-        viol = _viol_text(self.pi, "inst", -1)
         out = []
         for pc in sorted(order, key=lambda x: (x != start, x)):
             ins = code[pc]
@@ -337,16 +425,17 @@ class _Ctx:
                            f":: else -> {to(ins.target)} fi;")
             elif isinstance(ins, Bound):
                 c = self.locals[ins.counter]
-                v = _viol_text(self.pi, "inst", pc)
+                v = _viol_text(self.pi, self.inst, pc)
                 out.append(f"{lab} if :: {c} >= {ins.limit} -> {v('loop-bound')} "
                            f":: else -> {c} = {c} + 1 fi; {to(pc + 1)};")
-        del viol
-        return out
+        return out + [f"D{tag}: skip"]
 
     # -- one visible instruction: (guard, body lines)
     def visible(self, pc: int, ins) -> tuple[str, list[str]]:
-        viol = _viol_text(self.pi, "inst", pc)
-        step = f'printf("WS|S|{self.pi}|%d|{pc}\\n", inst);'
+        viol = _viol_text(self.pi, self.inst, pc)
+        # a record prints its position (WS|s); the trail parser follows the moves (WS|M)
+        tag = "s" if self.symmetric else "S"
+        step = f'printf("WS|{tag}|{self.pi}|%d|{pc}\\n", {self.inst});'
         if isinstance(ins, End):
             return "true", [step, *self.exit(viol)]
         if isinstance(ins, BarResume):
@@ -370,15 +459,18 @@ class _Ctx:
                 return "true", body
             body += [f"{o} = {el}.n;"]  # enabled and no violation: it passes
             return f"({passed} || {aliased} || {bad})", body
-        return "true", [step, *self.effect(pc, st, viol)]
+        T = self.p.threads if ins.lanes is None else ins.lanes
+        return "true", [step, *self.effect(pc, st, T, viol)]
 
     def bad_vis(self, el: str, tma: bool) -> str:
+        if self.symmetric:  # never an initializer (see _Lowering.symmetric)
+            return f"({el}.vis < 3)"
         other = f"({el}.by != {self.gid} && {el}.vis < 3)"
         own = f" || ({el}.by == {self.gid} && {el}.vis < 2)" if tma else ""
         return f"({el}.vis == 0 || {other}{own})"
 
-    def effect(self, pc: int, st, viol) -> list[str]:
-        T = self.p.threads
+    def effect(self, pc: int, st, T: int, viol) -> list[str]:
+        """The effect of sync op `st` executed by T threads of this instance."""
         if isinstance(st, MbarInit):
             el = self.low.mb(st.bar, self.p.cta, self.env)
             cnt = self.e(st.count)
@@ -407,7 +499,7 @@ class _Ctx:
             return out + [f"if :: ({cnt} > {el}.pend) -> {viol('arrival-mismatch')} :: else fi;",
                           f"{el}.pend = {el}.pend - {cnt};", *_try_complete(el, viol)]
         if isinstance(st, (BarSync, BarArrive)):
-            return self.bar_arrive(pc, st, viol)
+            return self.bar_arrive(pc, st, T, viol)
         if isinstance(st, TmaLoad):
             el = self.low.mb(st.bar, self.p.cta, self.env)
             size = self.low.k.mbarrier(st.bar.name).size
@@ -422,8 +514,8 @@ class _Ctx:
             return []  # the pipeline refuses kernels with reachable Unsupported ops
         raise LowerError(f"{st.loc}: cannot lower {type(st).__name__}")
 
-    def bar_arrive(self, pc: int, st, viol) -> list[str]:
-        T, cta = self.p.threads, self.p.cta
+    def bar_arrive(self, pc: int, st, T: int, viol) -> list[str]:
+        cta = self.p.cta
         nb = self.low.nb(cta, st.barrier_id, self.env)
         out = []
         if self.low.named_dynamic:
@@ -468,8 +560,10 @@ class _Ctx:
         return out
 
 
-def lower(kernel: Kernel) -> LoweredModel:
-    low = _Lowering(kernel)
+def lower(kernel: Kernel, reduce: bool = True) -> LoweredModel:
+    """Promela for `kernel`. With `reduce`, the identical instances of a process are one array of
+    records kept sorted (symmetry reduction, exact); without it, one Promela process each."""
+    low = _Lowering(kernel, reduce)
     text = low.model()
     return LoweredModel(kernel, text, low.flat, tuple(low.proctypes), tuple(low.first_gid),
-                        tuple(low.async_keys), tuple(low.named_slots))
+                        tuple(low.async_keys), tuple(low.named_slots), tuple(sorted(low.symmetric)))
