@@ -33,10 +33,12 @@ def is_dsl_file(path: str) -> bool:
 
 
 def _is_foreign(path: str) -> bool:
-    """Frames that are neither user code nor DSL API: stdlib, frozen modules, warpspin itself."""
+    """Frames that are neither user code nor DSL API: stdlib, frozen modules, warpspin itself.
+    Installed libraries (site-packages, e.g. quack) are user code: in a venv ``platstdlib`` is
+    the venv's ``lib/pythonX.Y``, a prefix of its site-packages."""
     return (
         path.startswith("<")
-        or any(path.startswith(p) for p in _STDLIB)
+        or (any(path.startswith(p) for p in _STDLIB) and f"{os.sep}site-packages{os.sep}" not in path)
         or path.startswith(_THIS_PKG)
     )
 
