@@ -65,14 +65,14 @@ class EngineResult:
 
 def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
           workdir: str | None = None, search: str = "bfs", max_depth: int = 1_000_000,
-          vector_size: int = 4096, keep: bool = False) -> EngineResult:
+          vector_size: int = 4096, opt: str = "-O1", keep: bool = False) -> EngineResult:
     """Model-check `model`. `search`: "bfs" (shortest counterexample, the default), "dfs", or
     "dfs-shortest" (DFS with pan -i: iteratively shortened counterexample)."""
     if search not in ("bfs", "dfs", "dfs-shortest"):
         raise ValueError(f"unknown search {search!r}")
     tmp = tempfile.mkdtemp(prefix="warpspin-", dir=workdir)
     try:
-        return _check_in(tmp, model, timeout_s, memory_mb, search, max_depth, vector_size)
+        return _check_in(tmp, model, timeout_s, memory_mb, search, max_depth, vector_size, opt)
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -89,17 +89,18 @@ def _run(cmd, cwd, timeout, what) -> subprocess.CompletedProcess:
 
 
 def hash_bits(memory_mb: int) -> int:
-    """pan -w: a hash table of 2^w 8-byte slots taking about an eighth of the memory limit."""
-    return max(12, min(28, int(math.log2(max(1, memory_mb) * 2**20 / 8 / 8))))
+    """pan -w: 2^w 8-byte slots, at most an eighth of the memory limit and at most 128 MB (pan's
+    default: a larger table costs time to clear on small models; chaining resolves conflicts)."""
+    return max(12, min(24, int(math.log2(max(1, memory_mb) * 2**20 / 8 / 8))))
 
 
-def _check_in(tmp, model, timeout_s, memory_mb, search, max_depth, vector_size) -> EngineResult:
+def _check_in(tmp, model, timeout_s, memory_mb, search, max_depth, vector_size, opt) -> EngineResult:
     start = time.monotonic()
     pml = os.path.join(tmp, "model.pml")
     with open(pml, "w") as f:
         f.write(model.text)
     _run([SPIN, "-a", "model.pml"], tmp, timeout_s, "spin -a")
-    flags = ["-O2", "-DSAFETY", "-DNOCLAIM", f"-DMEMLIM={int(memory_mb)}",
+    flags = [opt, "-DSAFETY", "-DNOCLAIM", f"-DMEMLIM={int(memory_mb)}",
              f"-DVECTORSZ={int(vector_size)}"]
     if search == "bfs":
         flags.append("-DBFS")
