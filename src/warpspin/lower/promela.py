@@ -1,18 +1,22 @@
 """SyncIR -> Promela (docs/semantics.md, implemented a second time; interp.py is the first).
 
-One proctype per SyncIR process, `run` once per instance. The proctype executes the flat code of
-`syncir.flat`, so program counters match the interpreter's:
+Each SyncIR process is a proctype executing the flat code of `syncir.flat`, so program counters
+match the interpreter's. Its body is one `do` with an option per visible instruction (Op,
+BarResume, End): `d_step { pc == v && enabled -> print WS|S; effect; local code up to the next
+visible instruction; pc = next }`. One visible step is thus one indivisible SPIN transition and
+stores one state, in BFS as in DFS (an `atomic` would store its inner states under BFS). A wait is
+enabled when it passes and also when it would be a violation, so violations are found where the
+hardware would block. A violation prints `WS|V|<kind>|...` after its step's `WS|S` line, then
+`assert(false)`. The End option leaves the `do`: an exited instance has terminated, an instance
+blocked at a wait has not, so SPIN's "invalid end state" is the deadlock of the spec.
 
-* every visible instruction (Op, BarResume, End) at pc `v` is one `atomic` labelled `L<v>`, whose
-  guard is its enabledness (a wait is also enabled when it would be a violation, so that the
-  violation is found even where hardware blocks), which prints `WS|S|...`, applies the effect and
-  then runs the local instructions (Let/Branch/Goto/Bound) that follow, up to the next visible
-  instruction, and jumps there. A `goto` out of an atomic ends it, so every visible step is one
-  SPIN transition and the state between two steps is one stored state.
-* a violation prints `WS|V|<kind>|...` after the `WS|S` line of its step, then `assert(false)`.
-* one `async_ops` proctype completes any in-flight TMA load at any time (`WS|C|...`).
-* an exited instance waits at the label `end_exit`, a valid end state; an instance blocked at a
-  wait is not, so SPIN's "invalid end state" is the deadlock of the spec.
+`async_ops` completes any in-flight TMA load at any time (`WS|C|...`); it idles at an `end` label.
+
+Symmetric encoding (`reduce=True`): the instances of a process that initializes no mbarrier are
+records of one array kept sorted (memcmp order, by an embedded-C insertion step after each
+step), so states that differ by a permutation of identical instances are one state. Such records
+print their position (`WS|s`) and every move (`WS|M`); `engine.spin.parse_trail` turns positions
+back into instance numbers. Embedded C is why trails are replayed by `pan -r`, not `spin -t`.
 """
 from __future__ import annotations
 
