@@ -14,7 +14,7 @@ from cutlass import Int32, Int64  # noqa: E402
 
 from warpspin.extract import ExtractError, extract  # noqa: E402
 from warpspin.frontend import trace  # noqa: E402
-from warpspin.syncir import (For, Lanes, MbarArrive, MbarArriveExpectTx, MbarInit, MbarWait,  # noqa: E402
+from warpspin.syncir import (ClusterArrive, ClusterWait, For, Lanes, MbarArrive, MbarArriveExpectTx, MbarInit, MbarWait,  # noqa: E402
                              TmaLoad, Unsupported, unsupported_ops, validate, walk_stmts)
 from warpspin.syncir.interp import explore  # noqa: E402
 
@@ -133,7 +133,7 @@ def _param_names(k):
     return []
 
 
-# ---- unsupported ops become explicit markers -----------------------------------------------------
+# ---- cluster barrier, multicast TMA, remote arrives -----------------------------------------------
 @cute.kernel
 def _cluster_kernel(n: Int32):
     bar = cutlass.memory.SmemAllocator().allocate_array(Int64, 1)
@@ -142,6 +142,7 @@ def _cluster_kernel(n: Int32):
     cute.arch.mbarrier_init_fence()
     cute.arch.cluster_arrive_relaxed()  # @cluster-arrive
     cute.arch.cluster_wait()
+    cute.arch.mbarrier_wait(bar, cute.arch.lane_idx() % 2)  # @unsupported
 
 
 @cute.jit
@@ -149,14 +150,40 @@ def _cluster_host(n: Int32):
     _cluster_kernel(n).launch(grid=(2, 1, 1), block=(32, 1, 1), cluster=(2, 1, 1))
 
 
-def test_unsupported_is_explicit_with_line():
+def test_cluster_barrier():
     (k,) = trace(_cluster_host, Int32(1))
     sk = extract(k)
     assert sk.num_ctas == 2 and {p.cta for p in sk.processes} == {0, 1}
+    (arrive, _) = [s for s in stmts(sk, ClusterArrive)]
+    assert arrive.relaxed and arrive.loc.line == _line(__file__, "# @cluster-arrive")
+    assert len(stmts(sk, ClusterWait)) == 2
+    # a wait whose parity differs between the lanes of a warp is not modelled: explicit marker
     uns = unsupported_ops(sk)
-    assert uns and all(isinstance(u, Unsupported) for u in uns)
-    arrive = [u for u in uns if "cluster.arrive" in u.what]
-    assert arrive and arrive[0].loc.line == _line(__file__, "# @cluster-arrive")
+    assert uns and all(u.loc.line == _line(__file__, "# @unsupported") for u in uns)
+    assert "lane" in uns[0].what
+
+
+import hopper_multicast as hm  # noqa: E402
+
+
+def test_multicast_shape():
+    sk = sk_of(hm.VARIANTS["correct"])
+    assert sk.num_ctas == 2
+    loads = stmts(sk, TmaLoad)
+    assert len(loads) == 2 and {(t.bytes.value, t.multicast.value) for t in loads} == {(8192, 3)}
+    # consumer_release: lane 0 arrives on its own CTA's empty barrier, lane 1 on the peer's
+    remote = [s for s in stmts(sk, MbarArrive)]
+    assert {s.bar.cta.value for s in remote} == {0, 1}
+    assert not unsupported_ops(sk)
+
+
+@pytest.mark.parametrize("name,kind", [
+    ("correct", "ok"),
+    ("no_multicast_wait", "uninitialized-barrier"),
+    ("local_mask", "deadlock"),
+])
+def test_multicast_verdicts(name, kind):
+    assert verdict(sk_of(hm.VARIANTS[name]), max_states=200_000) == kind
 
 
 def _line(path, marker):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
-from ..syncir.ir import (Assign, For, If, Lanes, MBarRef, MbarTestWait, Stmt, Unsupported, While,
+from ..syncir.ir import (Assign, Expr, For, If, Lanes, MBarRef, MbarTestWait, Stmt, Unsupported, While,
                          expr_vars, walk_stmts)
 from .values import LANE, OPAQUE_PREFIX
 
 _EXPR_FIELDS = ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start",
-                "stop")
+                "stop", "multicast")
 
 
 def stmt_exprs(s: Stmt) -> Iterable:
@@ -23,6 +23,30 @@ def stmt_exprs(s: Stmt) -> Iterable:
         yield bar.index
         if bar.cta is not None:
             yield bar.cta
+
+
+def subst_stmts(body, env: dict, folder) -> tuple[Stmt, ...]:
+    """Every expression of ``body`` (nested statements too) with ``env``'s variables replaced."""
+    from .values import subst
+
+    out = []
+    for s in body:
+        changes = {f: subst(getattr(s, f), env, folder) for f in _EXPR_FIELDS
+                   if isinstance(getattr(s, f, None), Expr)}
+        bar = getattr(s, "bar", None)
+        if isinstance(bar, MBarRef):
+            changes["bar"] = MBarRef(bar.name, subst(bar.index, env, folder),
+                                     None if bar.cta is None else subst(bar.cta, env, folder))
+        if isinstance(s, If):
+            changes.update(then=subst_stmts(s.then, env, folder), else_=subst_stmts(s.else_, env, folder))
+        elif isinstance(s, (For, While, Lanes)):
+            changes["body"] = subst_stmts(s.body, env, folder)
+        out.append(replace(s, **changes) if changes else s)
+    return tuple(out)
+
+
+def reads_var(body, name: str) -> bool:
+    return any(name in _reads(s) for s in walk_stmts(tuple(body)))
 
 
 def _reads(s: Stmt) -> set[str]:

@@ -65,6 +65,7 @@ class Atom:
 
     type: str
     fields: tuple[tuple[str, object], ...] = ()
+    src: Optional[int] = None  # the value id of the non-exec atom (a kernel argument)
 
     def get(self, key: str):
         for k, v in self.fields:
@@ -234,3 +235,21 @@ def lin_expr(terms, const: int, folder: Folder) -> Expr:
     if e is None:
         return Const(const)
     return folder.binop("+", e, Const(const)) if const else e
+
+
+# -- substitution (per-lane expansion) --------------------------------------------------------
+def subst(e: Expr, env: dict[str, int], folder: Folder) -> Expr:
+    """``e`` with the variables of ``env`` replaced by constants, folded."""
+    if isinstance(e, Var):
+        return Const(env[e.name]) if e.name in env else e
+    if isinstance(e, BinOp):
+        return folder.binop(e.op, subst(e.lhs, env, folder), subst(e.rhs, env, folder))
+    if isinstance(e, UnOp):
+        a = subst(e.arg, env, folder)
+        if isinstance(a, Const):
+            return Const(-a.value if e.op == "-" else int(not a.value))
+        return UnOp(e.op, a)
+    if isinstance(e, Select):
+        return folder.select(subst(e.cond, env, folder), subst(e.then, env, folder),
+                             subst(e.else_, env, folder))
+    return e

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
-from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, Const, Exit, Expr, For, If, Lanes, Loc,
+from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
+                         Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
                          MbarInitFence, MbarTestWait, MbarWait, Stmt, TmaLoad, Unsupported,
                          Select, UnOp, Var, While, expr_vars)
 from . import cute_types as ct
+from .cleanup import reads_var, subst_stmts
 from .values import (ELECT, LANE, Alloc, Atom, Folder, Ptr, Unknown, Value, lane_values,
                      lin_add, lin_expr, lin_scale, linear, opaque)
 
@@ -29,12 +31,16 @@ ARITH = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi":
 PASS_THROUGH = {"arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast",
                 "arith.index_castui", "builtin.unrealized_conversion_cast",
                 "cute_nvgpu.arch.make_warp_uniform", "cute.recast_iter", "cute.derefine",
-                "cute.assume", "cute.get_scalars", "cute.get_leaves"}
+                "cute.assume", "cute.get_scalars", "cute.get_leaves", "llvm.ptrtoint", "cute.ptrtoint",
+    "cute.inttoptr"}
 # No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
 IGNORED = {"nvvm.fence.proxy", "llvm.fence", "nvvm.setmaxregister", "nvvm.bar.warp.sync",
            "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
            "nvvm.wgmma.wait.group.sync.aligned", "cute_nvgpu.prefetch_tma_desc",
-           "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep"}
+           "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
+           # bulk async groups (TMA store, bulk S2G) complete by themselves; griddepcontrol waits
+           # for the previous grid, outside this kernel (assumed to finish)
+           "nvvm.cp.async.bulk.commit.group", "nvvm.cp.async.bulk.wait_group", "nvvm.griddepcontrol"}
 # Sync-relevant families the SyncIR cannot express yet: always an explicit Unsupported.
 UNSUPPORTED_PREFIXES = (
     "nvvm.cluster.", "nvvm.cp.async", "nvvm.tcgen05", "cute_nvgpu.arch.sm100",
@@ -42,10 +48,15 @@ UNSUPPORTED_PREFIXES = (
     "cute_nvgpu.copy_tma_desc", "nvvm.griddepcontrol", "nvvm.mbarrier.", "nvvm.barrier",
     "nvvm.fence.", "nvvm.elect", "cute_nvgpu.arch.alloc_smem", "cute_nvgpu.arch.get_dyn_smem",
 )
+ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(?:\.v(\d))?\.[bsuf](\d+)\s+"
+                      r"\[[^\]]*\]\s*,\s*[^,]+,\s*\[\{?\$r?(\d+)\}?\]")
+ASM_IGNORED = re.compile(r"^\s*(griddepcontrol\.(wait|launch_dependents)|"
+                         r"cp\.async\.bulk\.(commit_group|wait_group(\.read)?\s+\d+))\s*;\s*$")
 ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|griddepcontrol|"
                       r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit", re.I)
 
 
+MAX_LANE_SPLIT = 8  # a lane-dependent body run by at most this many lanes is expanded per lane
 BIG_EXPR = 6  # expression nodes kept inline before a value gets its own local
 
 
@@ -83,6 +94,15 @@ class Context:
     kernel: TracedKernel
     params: dict[str, ParamInfo] = field(default_factory=dict)
     arrays: dict[tuple[int, int], tuple[str, int, Loc]] = field(default_factory=dict)
+    tma_split: dict[int, int] = field(default_factory=dict)  # TMA atom value -> CTAs sharing a box
+
+    def __post_init__(self):
+        # tma_partition(atom, cta_coord, cta_layout, ...): each CTA of cta_layout loads its slice
+        for op in self.kernel.ops_named("cute_nvgpu.atom.tma_partition"):
+            shape = ct.layout_shape(op.operand_types[2]) if len(op.operand_types) > 2 else None
+            n = ct.size(shape) if shape is not None else None
+            if n and n > 1:
+                self.tma_split[op.operands[0]] = n
 
     def param(self, key: str, what: str, loc: Loc, default=None) -> Var:
         name = _ident(key)
@@ -420,25 +440,49 @@ class WarpWalker:
     def elect(self, op, out):
         self.env[op.result] = ELECT
 
+    def cluster_arrive(self, op, out):
+        out.append(ClusterArrive(op.name.endswith(".relaxed"), self.loc(op)))
+
+    def cluster_wait(self, op, out):
+        out.append(ClusterWait(self.loc(op)))
+
     def exit_(self, op, out):
         out.append(Exit(self.loc(op)))
 
     def asm(self, op: Op, out) -> None:
-        text = str(op.attrs.get("asm_string", ""))
-        if ASM_SYNC.search(text):
-            out.append(Unsupported(f"inline PTX {text.strip()[:60]!r}", self.loc(op)))
+        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+        m = ST_ASYNC.search(text)
+        if m:
+            self.st_async(op, m, out)
+        elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):
+            out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
         self.set_unknown_results(op)
+
+    def st_async(self, op: Op, m: re.Match, out) -> None:
+        """``st.async...mbarrier::complete_tx::bytes.vN.T [dst], v, [mbar]``: an async store into
+        a (remote) CTA's shared memory that completes its size in bytes on ``mbar``; modelled as
+        a copy issued by each executing thread."""
+        vec = int(m.group(1) or 1)
+        bits = int(m.group(2))
+        i = int(m.group(3))
+        ref = self._ref_of(self.val(op.operands[i]), op) if i < len(op.operands) else "no operand"
+        if isinstance(ref, str):
+            out.append(Unsupported(f"st.async: {ref}", self.loc(op)))
+            return
+        out.append(Lanes(self.lanes, (TmaLoad(ref, Const(vec * bits // 8), self.loc(op)),), self.loc(op)))
 
     # -- TMA -------------------------------------------------------------------------------
     def make_exec(self, op, out):
-        self.env[op.result] = Atom(op.result_types[0])
+        self.env[op.result] = Atom(op.result_types[0], src=op.operands[0] if op.operands else None)
 
     def set_value(self, op, out):
         a = self.val(op.operands[0])
+        if not isinstance(a, Atom) and op.operand_types[0].startswith("!cute_nvgpu.atom."):
+            a = Atom(op.operand_types[0])
         m = re.search(r"<(\w+)>", str(op.attrs.get("field", "")))
         if isinstance(a, Atom) and m:
             self.env[op.result] = Atom(op.result_types[0],
-                                       a.fields + ((m.group(1), self.val(op.operands[1])),))
+                                       a.fields + ((m.group(1), self.val(op.operands[1])),), a.src)
         else:
             self.set_unknown_results(op)
 
@@ -448,18 +492,22 @@ class WarpWalker:
         kind = ct.atom_kind(t)
         if kind == "tma_load":
             self.tma_load(op, atom, out)
-        elif kind in ("tma_store", "tma_reduce", "bulk_copy_g2s", "bulk_copy_s2g", "tma_load_im2col"):
+        elif kind == "bulk_copy_g2s":  # not elected: every executing thread issues it
+            self.tma_load(op, atom, out, per_thread=True)
+        elif kind in ("tma_store", "tma_reduce", "bulk_copy_s2g"):
+            pass  # completes by itself (bulk groups); see docs/dsl-ir.md
+        elif kind == "tma_load_im2col":
             out.append(Unsupported(f"cute.copy with {kind} atom", self.loc(op)))
         elif "tma_bar" in t or "mbar" in t:
             out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
         # other copies (registers, plain smem/gmem loads and stores) do not synchronize
 
-    def tma_load(self, op: Op, atom: Value, out) -> None:
+    def tma_load(self, op: Op, atom: Value, out, per_thread: bool = False) -> None:
         if not isinstance(atom, Atom) or atom.get("tma_bar") is None:
             out.append(Unsupported("TMA load without a traced tma_bar", self.loc(op)))
             return
-        if atom.get("mcast_mask") is not None or "num_cta = 1" not in atom.type:
-            out.append(Unsupported("TMA multicast / multi-CTA load", self.loc(op)))
+        if "num_cta = 1" not in atom.type and not per_thread:
+            out.append(Unsupported("TMA load for a CTA pair (num_cta != 1)", self.loc(op)))
             return
         bits = ct.copy_bits(atom.type)
         reps = ct.rest_size(op.operand_types[2]) if len(op.operand_types) > 2 else 1
@@ -470,7 +518,43 @@ class WarpWalker:
         if isinstance(ref, str):
             out.append(Unsupported(f"TMA load: {ref}", self.loc(op)))
             return
-        out.append(TmaLoad(ref, Const(bits // 8 * reps), self.loc(op)))
+        nbytes = bits // 8 * reps
+        mask: Optional[Expr] = None
+        if atom.get("mcast_mask") is not None:
+            # the box is split among the CTAs of tma_partition's cta_layout (num_multicast)
+            mask = self.expr_of(atom.get("mcast_mask"))
+            nbytes //= self.ctx.tma_split.get(atom.src, 1)
+        elif isinstance(op.attrs.get("multicast_layout"), str):
+            group = self.block_mcast(op.attrs["multicast_layout"])
+            if group is None:
+                out.append(Unsupported(f"TMA load with multicast_layout "
+                                       f"{op.attrs['multicast_layout']}", self.loc(op)))
+                return
+            if len(group) > 1:
+                mask = Const(sum(1 << r for r in group))
+                nbytes //= len(group)
+        stmt = TmaLoad(ref, Const(nbytes), self.loc(op), mask)
+        out.append(Lanes(self.lanes, (stmt,), self.loc(op)) if per_thread else stmt)
+
+    def block_mcast(self, attr: str) -> Optional[list[int]]:
+        """CTA ranks sharing this CTA's tile for ``cute.copy {multicast_layout = (cm,cn):(dm,dn)}``
+        (the block-copy API; the compiler slices the box and builds the mask): direction (1,0)
+        ("M") shares among the CTAs of the same m, (0,1) ("N") among those of the same n."""
+        m = re.search(r'"\((\d+),(\d+)\):\((\d+),(\d+)\)"', attr)
+        if not m:
+            return None
+        cm, cn, dm, dn = (int(x) for x in m.groups())
+        if (dm, dn) not in ((1, 0), (0, 1)) or cm * cn != self.k.cluster_size:
+            return None
+        me_m, me_n = self.cta % cm, self.cta // cm
+        if (dm, dn) == (1, 0):
+            return [me_m + n * cm for n in range(cn)]
+        return [m_ + me_n * cm for m_ in range(cm)]
+
+    def expr_of(self, value: Value) -> Expr:
+        if isinstance(value, Expr):
+            return value
+        return opaque(getattr(value, "reason", type(value).__name__.lower()))
 
     def _ref_of(self, value: Value, op: Op) -> MBarRef | str:
         key = -1 - op.uid  # a private slot in env for a value that has no id
@@ -511,18 +595,26 @@ class WarpWalker:
             if vals is not None:
                 k = sum(1 for v in vals if v)
                 if then and k:
-                    if k < self.lanes:
-                        out.append(Lanes(k, tuple(then), loc))
-                    else:
-                        out.extend(then)
+                    out.extend(self._lanes([l for l, v in enumerate(vals) if v], then, loc))
                 if else_ and k < self.lanes:
-                    out.append(Lanes(self.lanes - k, tuple(else_), loc))
+                    out.extend(self._lanes([l for l, v in enumerate(vals) if not v], else_, loc))
                 self._merge_results(op, ty, ey, None, [], [])
                 return
         tvars, evars = [], []
         self._merge_results(op, ty, ey, cond, tvars, evars)
         if then or else_ or tvars:
             out.append(If(cond, tuple(then + tvars), tuple(else_ + evars), loc))
+
+    def _lanes(self, lanes: list[int], body: list[Stmt], loc: Loc) -> list[Stmt]:
+        """``body`` run by the given lanes of the warp: ``Lanes(k)`` (or the body itself for the
+        whole warp); when the body still depends on the lane index (e.g. a remote arrive at CTA
+        ``lane % n``), one ``Lanes(1)`` copy per lane with the lane substituted (serializing the
+        lanes only adds interleavings)."""
+        if len(lanes) <= MAX_LANE_SPLIT and reads_var(body, LANE):
+            return [Lanes(1, subst_stmts(tuple(body), {LANE: l}, self.f), loc) for l in lanes]
+        if len(lanes) == self.lanes:
+            return list(body)
+        return [Lanes(len(lanes), tuple(body), loc)]
 
     def _merge_results(self, op: Op, ty, ey, cond, tassign: list, eassign: list) -> None:
         """Results of a two-way if: equal values pass through; integers under a modelled
@@ -649,6 +741,9 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "nvvm.barrier.cta.arrive": WarpWalker.barrier_arrive,
     "nvvm.elect.sync": WarpWalker.elect,
     "nvvm.exit": WarpWalker.exit_,
+    "nvvm.cluster.arrive": WarpWalker.cluster_arrive,
+    "nvvm.cluster.arrive.relaxed": WarpWalker.cluster_arrive,
+    "nvvm.cluster.wait": WarpWalker.cluster_wait,
     "cute_nvgpu.atom.make_exec_tma": WarpWalker.make_exec,
     "cute_nvgpu.atom.set_value": WarpWalker.set_value,
     "cute.copy": WarpWalker.copy,
