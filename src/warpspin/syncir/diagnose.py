@@ -90,7 +90,7 @@ def diagnose_deadlock(r: Replay) -> Diagnosis:
     for b in waits:  # the expected count exceeds the arrivals that can come
         slot = _slot(m, b)
         name = b.barrier.split("[")[0]
-        arrivers = m.arrivers.get(name, set())
+        arrivers = m.arrivers.get((b.cta, name), set())
         arrived = set(log.arrivals.get(slot, []))
         if b.pending_arrivals and arrivers and arrivers <= arrived:
             at = log.init_loc.get(slot, b.loc)

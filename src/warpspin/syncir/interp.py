@@ -138,12 +138,15 @@ class Machine:
                         for k in range(size):
                             self.async_keys.append((pi, pc, cta, k))
         self.async_slot = {k: i for i, k in enumerate(self.async_keys)}
-        # static arrivers per barrier array (for deadlock classification)
-        self.arrivers: dict[str, set[int]] = {}
+        # static arrivers per (CTA, barrier array), for deadlock classification: local arrives
+        # reach their own CTA, remote ones (bar.cta given) any CTA
+        self.arrivers: dict[tuple[int, str], set[int]] = {}
         for inst in self.instances:
             for ins in self.flat[inst.process].code:
                 if isinstance(ins, Op) and isinstance(ins.stmt, (MbarArrive, MbarArriveExpectTx)):
-                    self.arrivers.setdefault(ins.stmt.bar.name, set()).add(inst.gid)
+                    bar = ins.stmt.bar
+                    for cta in (range(kernel.num_ctas) if bar.cta is not None else (inst.cta,)):
+                        self.arrivers.setdefault((cta, bar.name), set()).add(inst.gid)
 
     # ------------------------------------------------------------------ helpers
 
@@ -676,7 +679,11 @@ def replay(kernel: Kernel, events: list[Event], expect_kind: str | None = None) 
     m = Machine(kernel)
     log = ReplayLog()
     choices = {e.name: e.value for e in events if isinstance(e, ParamChoice)}
-    starts = [s for c, s in m.initial_states() if all(choices.get(p.name) == p.value for p in c)]
+    try:
+        starts = [s for c, s in m.initial_states() if all(choices.get(p.name) == p.value for p in c)]
+    except Violation as v:  # a local loop ran past its bound before any step
+        ok = expect_kind in (None, v.kind)
+        return Replay(ok, v, None, log, m, 0, "" if ok else f"start hits {v.kind}")
     if len(starts) != 1:
         return Replay(False, None, None, log, m, 0, f"parameter choices {choices} do not fix a start")
     s = starts[0]
