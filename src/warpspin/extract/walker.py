@@ -95,6 +95,7 @@ class Context:
     params: dict[str, ParamInfo] = field(default_factory=dict)
     arrays: dict[tuple[int, int], tuple[str, int, Loc]] = field(default_factory=dict)
     tma_split: dict[int, int] = field(default_factory=dict)  # TMA atom value -> CTAs sharing a box
+    _by_key: dict = field(default_factory=dict)
 
     def __post_init__(self):
         # tma_partition(atom, cta_coord, cta_layout, ...): each CTA of cta_layout loads its slice
@@ -104,11 +105,33 @@ class Context:
             if n and n > 1:
                 self.tma_split[op.operands[0]] = n
 
-    def param(self, key: str, what: str, loc: Loc, default=None) -> Var:
+    def param(self, key: str, what: str, loc: Loc, default=None, same_as=None) -> Var:
+        """The launch parameter ``key``; ``same_as``: a structural key of the computation, so
+        the same launch value computed in two places (a producer and a consumer branch) is one
+        parameter."""
+        if same_as is not None and same_as in self._by_key:
+            return Var(self._by_key[same_as])
         name = _ident(key)
         if name not in self.params:
             self.params[name] = ParamInfo(name, what, loc, default)
+        if same_as is not None:
+            self._by_key[same_as] = name
         return Var(name)
+
+    def vkey(self, vid: int, depth: int = 0):
+        """Structural key of a value: kernel argument index, or (op, attributes, operand keys);
+        None for block arguments other than the kernel's and for deep chains."""
+        info = self.kernel.value_info.get(vid)
+        if info is None or depth > 40:
+            return None
+        if info.is_block_arg:
+            return ("arg", info.index) if info.region == -1 else None
+        op = info.op
+        keys = tuple(self.vkey(o, depth + 1) for o in op.operands)
+        if any(k is None for k in keys):
+            return None
+        attrs = tuple(sorted((k, repr(v)) for k, v in op.attrs.items()))
+        return (op.name, attrs, tuple(op.result_types), keys, info.index)
 
     def array(self, alloc: Alloc, byte_off: int, loc: Loc) -> Optional[tuple[str, int, int]]:
         """(array name, field offset, field size) holding ``byte_off`` of ``alloc``."""
@@ -183,7 +206,7 @@ class WarpWalker:
                 self.env[r] = Const(static)
             elif (t in INT_TYPES or ct.is_dynamic_scalar(t)) and uniform and operands:
                 self.env[r] = self.ctx.param(f"{self.origin(op)}", f"{op.name} at {op.loc.short()}",
-                                             self.loc(op))
+                                             self.loc(op), same_as=self.ctx.vkey(r))
             elif t in INT_TYPES or ct.is_dynamic_scalar(t):
                 self.env[r] = opaque(f"{op.name}@{op.loc.short()}")
             else:

@@ -17,6 +17,7 @@ _DSL_MARK = f"{os.sep}nvidia_cutlass_dsl{os.sep}"
 _STDLIB = tuple(
     p for p in {sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")} if p
 )
+_WRAPPER_FILES = {"typing_extensions.py"}  # decorator wrappers (e.g. @deprecated) between frames
 _THIS_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../warpspin
 
 # DSL internals that only carry tracing (AST rewriting, op wrappers): never a "library call".
@@ -40,6 +41,7 @@ def _is_foreign(path: str) -> bool:
         path.startswith("<")
         or (any(path.startswith(p) for p in _STDLIB) and f"{os.sep}site-packages{os.sep}" not in path)
         or path.startswith(_THIS_PKG)
+        or os.path.basename(path) in _WRAPPER_FILES
     )
 
 
