@@ -185,7 +185,79 @@ def find_kernels(module_op) -> list:
     return found
 
 
+_HOST_ARITH = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "//",
+               "arith.floordivsi": "//", "arith.remsi": "%", "arith.divui": "//",
+               "arith.remui": "%", "arith.ceildivsi": "ceildiv"}
+_HOST_CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast",
+               "builtin.unrealized_conversion_cast")
+
+
+def _host_expr(v, fn_args: list, depth: int = 0) -> Optional[tuple]:
+    """A launch operand as an expression over the host function's arguments."""
+    from cutlass._mlir import ir
+
+    v = _raw(v)
+    if depth > 20:
+        return None
+    for i, a in enumerate(fn_args):
+        if v == a:
+            return ("host", i)
+    owner = v.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if not isinstance(owner, ir.Operation):
+        return None
+    name = owner.name
+    if name == "arith.constant":
+        val = attr_value(owner.attributes["value"])
+        return ("const", int(val)) if isinstance(val, (int, bool)) else None
+    if name in _HOST_CASTS and len(owner.operands) == 1:
+        return _host_expr(owner.operands[0], fn_args, depth + 1)
+    if name in _HOST_ARITH and len(owner.operands) == 2:
+        a = _host_expr(owner.operands[0], fn_args, depth + 1)
+        b = _host_expr(owner.operands[1], fn_args, depth + 1)
+        return (_HOST_ARITH[name], a, b) if a is not None and b is not None else None
+    return None
+
+
+def launch_args(module_op) -> dict[str, list[Optional[tuple]]]:
+    """kernel symbol -> the host expression of each kernel argument, from ``cuda.launch*``."""
+    from cutlass._mlir import ir
+
+    out: dict[str, list[Optional[tuple]]] = {}
+
+    def visit_fn(fn):
+        entry = fn.regions[0].blocks[0]
+        fn_args = [_raw(a) for a in entry.arguments]
+
+        def visit(op):
+            op = _as_op(op)
+            if op.name in ("cuda.launch_ex", "cuda.launch", "gpu.launch_func"):
+                callee = str(op_attrs(op).get("callee") or op_attrs(op).get("kernel") or "")
+                sym = callee.rsplit("@", 1)[-1]
+                out[sym] = [_host_expr(o, fn_args) for o in op.operands]
+            return ir.WalkResult.ADVANCE
+
+        fn.walk(visit, ir.WalkOrder.PRE_ORDER)
+
+    for op in module_op.regions[0].blocks[0].operations:
+        op = _as_op(op)
+        if op.name == "func.func" and op.regions and op.regions[0].blocks:
+            visit_fn(op)
+    return out
+
+
 def convert_module(module_op, **kw) -> list[TracedKernel]:
     """Every kernel of a live module.  Call with the module's context entered (the hook's)."""
     with module_op.context, raw_values():
-        return [convert_kernel(k, **kw) for k in find_kernels(module_op)]
+        kernels = [convert_kernel(k, **kw) for k in find_kernels(module_op)]
+        try:
+            launches = launch_args(module_op)
+        except Exception:  # host side is a convenience; never fail the trace for it
+            launches = {}
+        for k in kernels:
+            ops = launches.get(k.name)
+            if ops and len(ops) >= len(k.args):
+                for a, h in zip(k.args, ops[len(ops) - len(k.args):]):
+                    a.host = h
+        return kernels

@@ -138,6 +138,11 @@ class KernelArg:
     value: ValueId
     type: str
     attrs: dict[str, Any] = field(default_factory=dict)
+    # What the host function passes at launch: ("host", i) for its i-th argument, ("const", v),
+    # or (arith op, operand, operand); None when not an integer computation.
+    host: Optional[tuple] = None
+    name: str = ""  # a readable name (the host function's parameter), when known
+    example: Optional[int] = None  # its value for the example arguments of the trace, when known
 
 
 @dataclass

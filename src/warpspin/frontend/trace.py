@@ -137,7 +137,77 @@ def trace(jit_fn, *args, arch: str = DEFAULT_ARCH, clean: bool = True, keep_text
                            f"{collector.failure!r}") from collector.failure
     if not collector.kernels:
         raise TraceError(f"{getattr(jit_fn, '__name__', jit_fn)!s} launched no kernel")
+    for k in collector.kernels:
+        bind_example_args(k, jit_fn, args)
     return collector.kernels
+
+
+def _host_params(jit_fn) -> list[str]:
+    import inspect
+
+    fn = getattr(jit_fn, "__call__", jit_fn) if not inspect.isfunction(jit_fn) else jit_fn
+    fn = getattr(fn, "__wrapped__", fn)
+    try:
+        ps = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    if ps and ps[0].name == "self" and not inspect.ismethod(fn):
+        ps = ps[1:]
+    return [p.name for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _example_int(x) -> Optional[int]:
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, int):
+        return x
+    v = getattr(x, "value", None)  # cutlass.Int32(8) etc.
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _eval_host(e, values: list) -> Optional[int]:
+    if e is None:
+        return None
+    if e[0] == "const":
+        return e[1]
+    if e[0] == "host":
+        return values[e[1]] if e[1] < len(values) else None
+    a, b = _eval_host(e[1], values), _eval_host(e[2], values)
+    if a is None or b is None:
+        return None
+    if e[0] in ("//", "%", "ceildiv") and b <= 0:
+        return None
+    return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0,
+            "%": a % b if b else 0, "ceildiv": -(-a // b) if b else 0}[e[0]]
+
+
+def _fmt_host(e, names: list[str]) -> str:
+    if e[0] == "const":
+        return str(e[1])
+    if e[0] == "host":
+        return names[e[1]] if e[1] < len(names) else f"host{e[1]}"
+    return f"({_fmt_host(e[1], names)} {e[0]} {_fmt_host(e[2], names)})"
+
+
+def bind_example_args(k: TracedKernel, jit_fn, args: tuple) -> None:
+    """Name the kernel's integer arguments after the host function's parameters and give them
+    the example values they get in this trace (``Int32(8)`` -> 8), when the host function
+    passes them through (possibly with arithmetic).  Positional: host arguments that the DSL
+    does not pass to the MLIR function (``Constexpr``) would shift them, so nothing is bound
+    unless the counts agree."""
+    names = _host_params(jit_fn)
+    values = [_example_int(a) for a in args]
+    ok = len(names) == len(args)
+    for a in k.args:
+        h = a.host
+        if h is None:
+            continue
+        if h[0] == "host" and ok and h[1] < len(names):
+            a.name = names[h[1]]
+        elif ok:
+            a.name = _fmt_host(h, names)
+        if ok:
+            a.example = _eval_host(h, values)
 
 
 @contextlib.contextmanager

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import time
 
-from ..engine import check as spin_check
+from ..engine import EngineError, check as spin_check
 from ..lower import lower
-from ..syncir import (BOUND_KINDS, Kernel, fmt_op, unsupported_ops, validate)
-from ..syncir.diagnose import diagnose_deadlock
-from ..syncir.flat import BarResume, End, Op
+from ..syncir import BOUND_KINDS, Kernel, unsupported_ops, validate
+from ..syncir.diagnose import describe_steps, diagnose_deadlock
 from ..syncir.interp import replay
 from ..syncir.trace import Complete, ParamChoice, Step
 from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, BlockedWait,
@@ -44,19 +43,25 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
         os.makedirs(emit_promela, exist_ok=True)
         with open(os.path.join(emit_promela, f"{_safe(kernel.name)}.pml"), "w") as f:
             f.write(model.text)
-    er = spin_check(model, timeout_s=timeout_s, memory_mb=memory_mb)
+    try:
+        er = spin_check(model, timeout_s=timeout_s, memory_mb=memory_mb)
+    except EngineError as e:
+        res.verdict = ERROR
+        res.reasons = [f"internal error: SPIN could not check the generated model: {e}"]
+        return res
     stats.seconds["check"] = time.perf_counter() - t0
     stats.states, stats.transitions = er.states, er.transitions
     stats.depth, stats.memory_mb = er.depth, er.memory_mb
-    res.config["search"] = er.options
+    res.config["search"] = er.search + (" symmetric" if model.symmetric else "")
 
     if er.kind is None:
         if er.complete:
             res.verdict = VERIFIED
         else:
             res.verdict = INCONCLUSIVE
-            res.reasons = [f"the search was truncated: {why}; no violation was found in the part "
-                           "searched" for why in er.truncation] or ["the search did not complete"]
+            res.reasons = [f"the search was truncated ({_TRUNCATION.get(why, why)}); no violation "
+                           "was found in the part searched" for why in er.truncated] \
+                or ["the search did not complete"]
         return res
 
     rp = replay(kernel, er.events, expect_kind=_engine_kind(er.kind))
@@ -71,7 +76,7 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
         res.reasons = [f"model bound reached: {v.message}"]
         res.reason_locations = [Location(v.loc.file, v.loc.line, frame=v.loc.frame or "")]
         return res
-    trace = _trace_steps(rp.machine, er.events)
+    trace = _trace_steps(rp.machine, er.events, describe_steps(rp.machine, er.events))
     if v.kind == "deadlock":
         d = diagnose_deadlock(rp)
         kind, message = d.kind, d.message
@@ -97,6 +102,15 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     return res
 
 
+_TRUNCATION = {
+    "memory": "memory limit reached: raise --memory",
+    "timeout": "time limit reached: raise --timeout",
+    "depth": "search depth limit reached",
+    "vector": "state vector too large for the compiled verifier",
+    "aborted": "the verifier stopped without statistics",
+}
+
+
 def _engine_kind(kind: str) -> str:
     return "deadlock" if kind in ("deadlock", "invalid-end-state") else kind
 
@@ -107,35 +121,21 @@ def _role(kernel: Kernel, process: int, instance: int) -> str:
     return kernel.processes[process].instance_name(instance)
 
 
-def _trace_steps(machine, events) -> list[TraceStep]:
+def _trace_steps(machine, events, texts: list[str]) -> list[TraceStep]:
     out = []
-    n = 0
-    for ev in events:
-        if isinstance(ev, ParamChoice):
-            continue
-        n += 1
+    steps = [ev for ev in events if not isinstance(ev, ParamChoice)]
+    for n, (ev, op) in enumerate(zip(steps, texts), start=1):
         if isinstance(ev, Step):
             p = machine.kernel.processes[ev.process]
             ins = machine.flat[ev.process].code[ev.pc]
-            if isinstance(ins, Op):
-                op = fmt_op(ins.stmt)
-            elif isinstance(ins, BarResume):
-                op = f"(resumes after {fmt_op(ins.stmt)})"
-            else:
-                op = "exit"
             who = p.instance_name(ev.instance) if ev.instance >= 0 else f"{p.role}[*]"
+            if p.cta or machine.kernel.num_ctas > 1:
+                who = f"{who}@cta{p.cta}"
             out.append(TraceStep(n, who, op, ins.loc.file, ins.loc.line, ins.loc.frame or "", p.cta))
         elif isinstance(ev, Complete):
-            ins = machine.flat[ev.process].code[ev.pc]
-            st = ins.stmt
-            op = f"(TMA completes {st.bar.name}[{ev.index}]: -{_bytes(machine, st)} tx bytes)"
+            st = machine.flat[ev.process].code[ev.pc].stmt
             out.append(TraceStep(n, "tma", op, st.loc.file, st.loc.line, st.loc.frame or "", ev.cta))
     return out
-
-
-def _bytes(machine, st) -> str:
-    from ..syncir.printer import fmt_expr
-    return fmt_expr(st.bytes)
 
 
 def _config(kernel: Kernel) -> dict:

@@ -99,6 +99,15 @@ def diagnose_deadlock(r: Replay) -> Diagnosis:
                              f"{b.barrier} expects {b.expected_arrivals} arrivals per phase, but "
                              f"everything that arrives on it has arrived and brought only {got}; "
                              f"{b.role} waits forever", at, tuple(blocked), (b.loc,))
+    for b in blocked:  # a named barrier counting more threads than ever arrive on it
+        if b.op == "bar.sync" and b.expected_arrivals:
+            bid = int(b.barrier.rsplit(" ", 1)[1])
+            can = _named_participants(m, b.cta, bid)
+            if b.expected_arrivals > can:
+                return Diagnosis("arrival-mismatch",
+                                 f"{b.barrier} counts {b.expected_arrivals} threads, but only {can} "
+                                 f"threads ever arrive on it; {b.role} waits forever",
+                                 b.loc, tuple(blocked))
     primary = None
     for b in waits:  # a phase bit that was not flipped
         if b.last_observed and b.parity != (b.last_observed & 1):
@@ -116,7 +125,82 @@ def diagnose_deadlock(r: Replay) -> Diagnosis:
     return Diagnosis("deadlock", why, primary.loc, tuple(blocked))
 
 
+def _named_participants(m: Machine, cta: int, bid: int) -> int:
+    """Threads of the CTA whose code has a bar.sync/bar.arrive that can name barrier `bid`."""
+    from .ir import BarArrive, BarSync, Const
+    total = 0
+    for inst in m.instances:
+        if inst.cta != cta:
+            continue
+        for ins in m.flat[inst.process].code:
+            if isinstance(ins, Op) and isinstance(ins.stmt, (BarSync, BarArrive)):
+                bid_e = ins.stmt.barrier_id
+                if not isinstance(bid_e, Const) or bid_e.value == bid:
+                    total += inst.threads if ins.lanes is None else ins.lanes
+                    break
+    return total
+
+
 def _slot(m: Machine, b: Blocked) -> int:
     name, rest = b.barrier.split("[", 1)
     idx = int(rest.split("]", 1)[0])
     return m.mbar_slot[(b.cta, name, idx)]
+
+
+def concrete_op(stmt, env) -> str:
+    """fmt_op with every operand evaluated in `env` (e.g. `mbarrier.wait empty[1], parity=0`)."""
+    from dataclasses import fields, replace
+    from .interp import ModelError
+    from .ir import Const, Expr, MBarRef
+    from .printer import fmt_op
+
+    def ev(e):
+        try:
+            return Const(eval_expr(e, env))
+        except ModelError:
+            return e
+
+    changes = {}
+    for f in fields(stmt):
+        v = getattr(stmt, f.name)
+        if isinstance(v, MBarRef):
+            changes[f.name] = MBarRef(v.name, ev(v.index), None if v.cta is None else ev(v.cta))
+        elif isinstance(v, Expr):
+            changes[f.name] = ev(v)
+    return fmt_op(replace(stmt, **changes))
+
+
+def describe_steps(m: Machine, events) -> list[str]:
+    """One line per non-parameter event, with operand values as they were at that step."""
+    from .flat import BarResume, End
+    from .trace import Complete, ParamChoice, Step
+    out = []
+    starts = [s for c, s in m.initial_states()
+              if all(e in events for e in c)]
+    s = starts[0] if starts else None
+    for ev in events:
+        if isinstance(ev, ParamChoice):
+            continue
+        text = ""
+        if isinstance(ev, Step) and s is not None:
+            gid = m.pick_instance(s, ev)
+            ins = m.flat[ev.process].code[ev.pc]
+            env = m.env(s, gid)
+            if isinstance(ins, Op):
+                text = concrete_op(ins.stmt, env)
+            elif isinstance(ins, BarResume):
+                text = f"(resumes after {concrete_op(ins.stmt, env)})"
+            elif isinstance(ins, End):
+                text = "exit"
+        elif isinstance(ev, Complete):
+            st = m.flat[ev.process].code[ev.pc].stmt
+            env = dict(zip(m.param_names, s.params)) if s is not None else {}
+            cta = f"@cta{ev.cta}" if m.kernel.num_ctas > 1 else ""
+            text = f"(TMA completes {st.bar.name}[{ev.index}]{cta}: {eval_expr(st.bytes, env)} bytes)"
+        out.append(text)
+        if s is not None:
+            try:
+                s = m.step(s, ev)
+            except Exception:
+                s = None
+    return out

@@ -16,7 +16,7 @@ RING_FILE = "ring.py"
 LINE = {
     "init_full": 10, "init_empty": 11, "fence": 12, "sync": 13,
     "producer_loop": 20, "producer_acquire": 21, "arrive_expect_tx": 22, "tma_load": 23,
-    "consumer_loop": 30, "consumer_wait": 31, "consumer_release": 32,
+    "consumer_loop": 30, "consumer_wait": 31, "consumer_release": 32, "consumer_sync": 33,
 }
 
 RING_BUGS = ("missing-release", "arrivals-too-few", "arrivals-too-many", "no-flip", "consumer-no-flip", "trip-mismatch",
@@ -33,7 +33,7 @@ RING_BUG_EXPECT = {
     "trip-mismatch": ("deadlock", "consumer_wait"),
     "tx-bytes": ("tx-mismatch", "arrive_expect_tx"),
     "two-behind": ("parity-aliasing", None),
-    "named-count": ("deadlock", "sync"),
+    "named-count": ("arrival-mismatch", "consumer_sync"),
     "before-init": ("uninitialized-barrier", None),
 }
 
@@ -92,14 +92,11 @@ def ring(stages: int = 4, trips: int | str = 8, consumers: int = 1, consumer_thr
     consumer_trips = K + 1 if bug == "trip-mismatch" else K
     arrive = MbarArrive(MBarRef("empty", Var("s")), 1, _l("consumer_release"))
     release = {"missing-release": (), "arrivals-too-many": (arrive,)}.get(bug, (Lanes(1, (arrive,)),))
-    consumer_sync = (BarSync(Const(1), Const(consumers * consumer_threads), _l("sync")),) \
-        if bug == "named-count" else ()
     consumer = (
         *sync,
         For("k", 0, consumer_trips, (
             MbarWait(MBarRef("full", Var("s")), Var("ph"), _l("consumer_wait")),
             *release,
-            *consumer_sync,
             *advance("s", "ph", stages, flip=bug != "consumer-no-flip"),
         ), loc=_l("consumer_loop")),
     )
@@ -107,7 +104,7 @@ def ring(stages: int = 4, trips: int | str = 8, consumers: int = 1, consumer_thr
         consumer = consumer[:-1] + (For("k", 0, consumer_trips, (
             MbarWait(MBarRef("full", Var("s")), Var("ph"), _l("consumer_wait")),
             *release,
-            BarSync(Const(1), Const(consumers * consumer_threads + 32), _l("sync")),
+            BarSync(Const(1), Const(consumers * consumer_threads + 32), _l("consumer_sync")),
             *advance("s", "ph", stages),
         ), loc=_l("consumer_loop")),)
     procs = []

@@ -1,0 +1,110 @@
+"""End to end on SyncIR protocols: lower, real SPIN, replay, diagnosis, verdicts, reports."""
+import json
+
+import pytest
+
+from warpspin.api import CheckOptions, verify_kernel
+from warpspin.cli import main as cli_main
+from warpspin.syncir import (BarSync, Elect, Kernel, Loc, MBarRef, MBarrierDecl, MbarInit, Process,
+                             Unsupported, While, Var, Assign)
+from warpspin.syncir.protocols import LINE, RING_BUG_EXPECT, RING_BUGS, exchange, ring
+
+
+def kind_of(result):
+    return result.violations[0].kind if result.violations else result.verdict
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4, 8])
+@pytest.mark.parametrize("warpgroups", [1, 2, 3])
+@pytest.mark.parametrize("trips", [0, 1, 5])
+def test_correct_ring_verifies(stages, warpgroups, trips):
+    r = verify_kernel(ring(stages, trips, consumers=warpgroups, consumer_threads=128))
+    assert r.verdict == "verified", str(r)
+    assert r.stats.states > 0
+
+
+def test_ring_with_consumer_warps_verifies():
+    r = verify_kernel(ring(4, 6, consumers=4, consumer_threads=32))
+    assert r.verdict == "verified", str(r)
+
+
+def test_exchange_verifies_and_unflipped_exchange_does_not():
+    assert verify_kernel(exchange(4)).verdict == "verified"
+    assert verify_kernel(exchange(4, flip=False)).verdict == "violation"
+
+
+@pytest.mark.parametrize("bug", RING_BUGS)
+def test_ring_bug_is_caught_with_kind_and_line(bug):
+    r = verify_kernel(ring(2, 4, consumers=2, bug=bug))
+    want_kind, want_line = RING_BUG_EXPECT[bug]
+    assert r.verdict == "violation", str(r)
+    v = r.violations[0]
+    assert v.kind == want_kind, str(r)
+    if want_line:
+        assert v.locations[0].file == "ring.py"
+        assert v.locations[0].line == LINE[want_line], str(r)
+    assert v.replayed and v.trace, "every counterexample is replayed and shown"
+
+
+def test_deadlock_report_names_blocked_waits():
+    r = verify_kernel(ring(2, 4, consumers=2, bug="missing-release"))
+    text = str(r)
+    assert text.splitlines()[1].startswith("ring.py:21: error[deadlock]:")
+    assert "blocked forever:" in text and "empty[0]" in text and "pending" in text
+    assert "interleaving" in text
+
+
+def test_truncated_search_is_inconclusive_never_verified():
+    r = verify_kernel(ring(4, 16, consumers=4), opts=CheckOptions(memory_mb=8))
+    assert r.verdict == "inconclusive", str(r)
+    assert any("memory" in why for why in r.reasons)
+
+
+def test_unsupported_op_gives_unsupported_with_line():
+    k = Kernel("k", (Process("p", (Unsupported("llvm.inline_asm \"foo;\"", Loc("k.py", 42)),)),))
+    r = verify_kernel(k)
+    assert r.verdict == "unsupported"
+    assert "inline_asm" in r.reasons[0] and r.reason_locations[0].line == 42
+
+
+def test_loop_bound_gives_inconclusive():
+    body = (Assign("i", 0), While(Var("i").lt(100), (BarSync(), Assign("i", Var("i") + 1)), max_iters=3))
+    r = verify_kernel(Kernel("k", (Process("p", body),)))
+    assert r.verdict == "inconclusive" and "bound" in r.reasons[0]
+
+
+def test_invalid_syncir_is_an_error():
+    k = Kernel("k", (Process("p", (Elect((MbarInit(MBarRef("nope"), 1),)),)),))
+    assert verify_kernel(k).verdict == "error"
+
+
+def test_json_contract(tmp_path):
+    r = verify_kernel(ring(2, 3, consumers=2, bug="tx-bytes"), target="t.py:f")
+    d = json.loads(r.to_json())
+    assert d["target"] == "t.py:f" and d["verdict"] == "violation"
+    v = d["violations"][0]
+    assert v["kind"] == "tx-mismatch"
+    assert {"file", "line", "role"} <= set(v["locations"][0])
+    assert {"step", "process", "op", "file", "line"} <= set(v["trace"][0])
+    assert {"processes", "states", "transitions", "seconds", "memory_mb"} <= set(d["stats"])
+    assert {"trace", "extract", "check", "total"} <= set(d["stats"]["seconds"])
+
+
+def test_cli_exit_status_and_json(tmp_path, capsys):
+    f = tmp_path / "targets.py"
+    f.write_text("from warpspin.syncir.protocols import ring\n"
+                 "def good():\n    return ring(2, 2, 1)\n"
+                 "def bad():\n    return ring(2, 4, 2, bug='missing-release')\n"
+                 "def both():\n    return [ring(2, 2, 1), ring(2, 2, 2, bug='tx-bytes')]\n")
+    assert cli_main(["check", f"{f}:good"]) == 0
+    assert "VERIFIED" in capsys.readouterr().out
+    assert cli_main(["check", f"{f}:bad"]) == 1
+    assert "error[deadlock]" in capsys.readouterr().out
+    assert cli_main(["check", "--json", f"{f}:both"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert [t["verdict"] for t in d["targets"]] == ["verified", "violation"]
+    assert cli_main(["check", f"{f}:missing"]) == 3
+    assert cli_main(["check", f"{tmp_path}/nofile.py:f"]) == 3
+    emit = tmp_path / "pml"
+    assert cli_main(["check", "--emit-promela", str(emit), f"{f}:good"]) == 0
+    assert list(emit.glob("*.pml"))
