@@ -191,3 +191,31 @@ def _line(path, marker):
         hits = [i + 1 for i, t in enumerate(f) if t.rstrip().endswith(marker) or marker in t.split("#")[0]]
     assert len(hits) == 1, (marker, hits)
     return hits[0]
+
+
+# ---- host example arguments become concrete params ------------------------------------------------
+@cute.kernel
+def _count_kernel(n: Int32, m: Int32):
+    bar = cutlass.memory.SmemAllocator().allocate_array(Int64, 1)
+    with cute.arch.elect_one():
+        cute.arch.mbarrier_init(bar, 1)
+    cute.arch.sync_threads()
+    for i in cutlass.range(n, unroll=1):
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(bar)
+        cute.arch.mbarrier_wait(bar, i % m)
+
+
+@cute.jit
+def _count_host(steps: Int32, period: Int32):
+    _count_kernel(steps + 1, period).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_example_args_become_params():
+    (k,) = trace(_count_host, Int32(3), Int32(2))
+    sk = extract(k)
+    assert {(p.name, p.lo, p.hi) for p in sk.params} == {("arg0", 4, 4), ("period", 2, 2)}
+    assert verdict(sk) == "ok"
+    sk = extract(k, params={"period": (1, 2)})  # the explicit route overrides the example
+    assert {(p.name, p.lo, p.hi) for p in sk.params} == {("arg0", 4, 4), ("period", 1, 2)}
+    assert verdict(sk) == "deadlock"  # period 1: every wait asks for parity 0; the 2nd blocks

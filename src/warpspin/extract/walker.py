@@ -163,8 +163,13 @@ class WarpWalker:
         self.labels: list[str] = []
         for a in self.k.args:
             if a.type in INT_TYPES:
-                self.env[a.value] = ctx.param(f"arg{a.index}", f"kernel argument {a.index} ({a.type})",
-                                              to_loc(self.k.loc))
+                what = f"kernel argument {a.index} ({a.type})"
+                if a.name:
+                    what += f" = host `{a.name}`"
+                ex = getattr(a, "example", None)
+                self.env[a.value] = ctx.param(
+                    a.name if a.name and re.fullmatch(r"\w+", a.name) else f"arg{a.index}", what,
+                    to_loc(self.k.loc), None if ex is None else (ex, ex))
             else:
                 self.env[a.value] = Unknown(f"arg{a.index}", uniform=True)
 

@@ -192,16 +192,15 @@ _HOST_CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast",
                "builtin.unrealized_conversion_cast")
 
 
-def _host_expr(v, fn_args: list, depth: int = 0) -> Optional[tuple]:
+def _host_expr(v, fn_args: dict, depth: int = 0) -> Optional[tuple]:
     """A launch operand as an expression over the host function's arguments."""
     from cutlass._mlir import ir
 
     v = _raw(v)
     if depth > 20:
         return None
-    for i, a in enumerate(fn_args):
-        if v == a:
-            return ("host", i)
+    if v in fn_args:  # a dict: ir.Value hashes by identity; ``==`` may be overloaded
+        return ("host", fn_args[v])
     owner = v.owner
     if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
         owner = owner.operation
@@ -220,22 +219,23 @@ def _host_expr(v, fn_args: list, depth: int = 0) -> Optional[tuple]:
     return None
 
 
-def launch_args(module_op) -> dict[str, list[Optional[tuple]]]:
-    """kernel symbol -> the host expression of each kernel argument, from ``cuda.launch*``."""
+def launch_args(module_op) -> dict[str, tuple[int, list[Optional[tuple]]]]:
+    """kernel symbol -> (host function's argument count, the host expression of each launch
+    operand), from ``cuda.launch*``."""
     from cutlass._mlir import ir
 
-    out: dict[str, list[Optional[tuple]]] = {}
+    out: dict[str, tuple[int, list[Optional[tuple]]]] = {}
 
     def visit_fn(fn):
         entry = fn.regions[0].blocks[0]
-        fn_args = [_raw(a) for a in entry.arguments]
+        fn_args = {_raw(a): i for i, a in enumerate(entry.arguments)}
 
         def visit(op):
             op = _as_op(op)
             if op.name in ("cuda.launch_ex", "cuda.launch", "gpu.launch_func"):
                 callee = str(op_attrs(op).get("callee") or op_attrs(op).get("kernel") or "")
                 sym = callee.rsplit("@", 1)[-1]
-                out[sym] = [_host_expr(o, fn_args) for o in op.operands]
+                out[sym] = (len(fn_args), [_host_expr(o, fn_args) for o in op.operands])
             return ir.WalkResult.ADVANCE
 
         fn.walk(visit, ir.WalkOrder.PRE_ORDER)
@@ -256,7 +256,8 @@ def convert_module(module_op, **kw) -> list[TracedKernel]:
         except Exception:  # host side is a convenience; never fail the trace for it
             launches = {}
         for k in kernels:
-            ops = launches.get(k.name)
+            nargs, ops = launches.get(k.name, (None, []))
+            k.host_nargs = nargs
             if ops and len(ops) >= len(k.args):
                 for a, h in zip(k.args, ops[len(ops) - len(k.args):]):
                     a.host = h

@@ -158,6 +158,7 @@ class TracedKernel:
     grid_dim: Optional[tuple[int, int, int]] = None  # only when the grid is static
     arch: Optional[str] = None
     function_name: str = ""  # the host function the DSL traced
+    host_nargs: Optional[int] = None  # arguments of that host function in MLIR
     loc: SourceLoc = UNKNOWN_LOC
     mlir_text: Optional[str] = field(default=None, repr=False)  # optional generic-free dump
     value_info: dict[ValueId, ValueInfo] = field(default_factory=dict, repr=False)

@@ -197,7 +197,7 @@ def bind_example_args(k: TracedKernel, jit_fn, args: tuple) -> None:
     unless the counts agree."""
     names = _host_params(jit_fn)
     values = [_example_int(a) for a in args]
-    ok = len(names) == len(args)
+    ok = len(names) == len(args) == k.host_nargs
     for a in k.args:
         h = a.host
         if h is None:
