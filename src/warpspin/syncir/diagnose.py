@@ -90,7 +90,10 @@ def diagnose_deadlock(r: Replay) -> Diagnosis:
     for b in waits:  # the expected count exceeds the arrivals that can come
         slot = _slot(m, b)
         name = b.barrier.split("[")[0]
+        # who can arrive: statically, anyone with an arrive op on the array; of those, the ones
+        # that did arrive on this very barrier (arrays mix roles: full and empty in one array)
         arrivers = m.arrivers.get((b.cta, name), set())
+        arrivers = (arrivers & log.ever_arrived.get(slot, set())) or arrivers
         arrived = set(log.arrivals.get(slot, []))
         if b.pending_arrivals and arrivers and arrivers <= arrived:
             at = log.init_loc.get(slot, b.loc)

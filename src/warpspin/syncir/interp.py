@@ -281,6 +281,7 @@ class Machine:
 class ReplayLog:
     """Diagnostics kept while replaying a trace (not part of the explored state)."""
     arrivals: dict[int, list[int]] = field(default_factory=dict)   # slot -> gids, current phase
+    ever_arrived: dict[int, set[int]] = field(default_factory=dict)  # slot -> gids, any phase
     last_expect: dict[int, Loc] = field(default_factory=dict)      # slot -> loc of last expect_tx
     init_loc: dict[int, Loc] = field(default_factory=dict)
 
@@ -493,6 +494,7 @@ class _Writer:
         mb[PENDING] -= count
         if self.log is not None:
             self.log.arrivals.setdefault(slot, []).append(gid)
+            self.log.ever_arrived.setdefault(slot, set()).add(gid)
         self.try_complete(slot, gid, loc)
 
     def try_complete(self, slot: int, gid: int = -1, loc: Loc = NOLOC):
