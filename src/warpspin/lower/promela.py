@@ -23,10 +23,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..syncir.flat import BarResume, Bound, Branch, End, FlatProcess, Goto, Let, Op, VISIBLE, flatten
-from ..syncir.ir import (BarArrive, BarSync, BinOp, Const, Expr, Kernel, MBarRef, MbarArrive,
-                         MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait,
-                         MbarWait, Select, TmaLoad, UnOp, Unsupported, Var, expr_vars)
+from ..syncir.flat import (CLUSTER_ARRIVED, CLUSTER_GEN, BarResume, Bound, Branch, End,
+                           FlatProcess, Goto, Let, Op, VISIBLE, flatten)
+from ..syncir.ir import (BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const, Expr,
+                         Kernel, MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
+                         MbarInitFence, MbarTestWait, MbarWait, Select, TmaLoad, UnOp, Unsupported,
+                         Var, expr_vars)
 
 TX_LIMIT = (1 << 20) - 1
 PHASE_LIMIT = 32767
@@ -131,6 +133,8 @@ class _Lowering:
                     self.async_keys += [(pi, pc, c, i) for c in range(kernel.num_ctas)
                                         for i in range(size)]
         self._named_layout()
+        self.cluster = any(isinstance(i, Op) and isinstance(i.stmt, (ClusterArrive, ClusterWait))
+                           for fp in self.flat for i in fp.code)
         # processes in the symmetric encoding: several instances, none of which initializes an
         # mbarrier (an initializer's identity is part of the barrier state: init_by)
         self.symmetric = {pi for pi, fp in enumerate(self.flat) if reduce
@@ -185,6 +189,8 @@ class _Lowering:
         if self.named_slots:
             out.append(f"NBar nb[{len(self.named_slots)}];")
         out.append(f"int live[{self.k.num_ctas}];")
+        if self.cluster:
+            out.append("int cl_arr; int cl_gen;  /* cluster barrier: threads arrived, generation */")
         if self.async_keys:
             out.append(f"int infl[{len(self.async_keys)}];")
         out.append("")
@@ -192,6 +198,8 @@ class _Lowering:
             out += self.record_decls(pi)
         for c in range(self.k.num_ctas):
             out += self.publish_inline(c)
+        if self.cluster:
+            out += self.cluster_inline()
         for pi in range(len(self.flat)):
             out += self.proctype(pi)
         if self.async_keys:
@@ -208,6 +216,15 @@ class _Lowering:
                 lines.append(f"  if :: {el}.vis == 2 -> {el}.vis = 3 :: else fi;")
         lines.append("  skip\n}")
         return lines
+
+    def cluster_inline(self) -> list[str]:
+        """Completion check of the cluster barrier: every live thread of the cluster arrived;
+        publishes the fenced mbarrier inits of every CTA (interp.try_complete_cluster)."""
+        live = " + ".join(f"live[{c}]" for c in range(self.k.num_ctas))
+        return ["inline cluster_try_complete() {",
+                f"  if :: (cl_arr > 0 && cl_arr >= {live}) -> cl_arr = 0; cl_gen = cl_gen + 1;",
+                *[f"       publish_{c}();" for c in range(self.k.num_ctas)],
+                "     :: else fi", "}"]
 
     def init(self) -> list[str]:
         lines = ["init {", "  atomic {"]
@@ -446,6 +463,11 @@ class _Ctx:
             nb = self.low.nb(self.p.cta, ins.stmt.barrier_id, self.env)
             return f"({nb}.gen != {self.locals[ins.snap]})", [step]
         st = ins.stmt
+        if isinstance(st, ClusterWait):
+            carr, cgen = self.locals[CLUSTER_ARRIVED], self.locals[CLUSTER_GEN]
+            return (f"({carr} == 0 || cl_gen != {cgen})",
+                    [step, f"if :: {carr} == 0 -> {viol('arrival-mismatch')} :: else fi;",
+                     f"{carr} = 0;"])
         if isinstance(st, (MbarWait, MbarTestWait)):
             el = self.low.mb(st.bar, self.p.cta, self.env)
             par = f"({self.e(st.parity)} & 1)"
@@ -504,6 +526,13 @@ class _Ctx:
                           f"{el}.pend = {el}.pend - {cnt};", *_try_complete(el, viol)]
         if isinstance(st, (BarSync, BarArrive)):
             return self.bar_arrive(pc, st, T, viol)
+        if isinstance(st, ClusterArrive):
+            carr, cgen = self.locals[CLUSTER_ARRIVED], self.locals[CLUSTER_GEN]
+            return [f"if :: {carr} != 0 -> {viol('arrival-mismatch')} :: else fi;",
+                    f"{carr} = 1; {cgen} = cl_gen; cl_arr = cl_arr + {T};",
+                    "cluster_try_complete();"]
+        if isinstance(st, TmaLoad) and st.multicast is not None:
+            return self.multicast(pc, st, viol)
         if isinstance(st, TmaLoad):
             el = self.low.mb(st.bar, self.p.cta, self.env)
             size = self.low.k.mbarrier(st.bar.name).size
@@ -517,6 +546,23 @@ class _Ctx:
         if isinstance(st, Unsupported):
             return []  # the pipeline refuses kernels with reachable Unsupported ops
         raise LowerError(f"{st.loc}: cannot lower {type(st).__name__}")
+
+    def multicast(self, pc: int, st: TmaLoad, viol) -> list[str]:
+        """One in-flight load per CTA of the mask, on the same element (interp.tma_targets)."""
+        n = self.low.k.num_ctas
+        size = self.low.k.mbarrier(st.bar.name).size
+        mask, idx = self.e(st.multicast), self.e(st.bar.index)
+        out = [f"if :: ({mask} == 0 || ({mask} >> {n}) != 0) -> {viol('scope')} :: else fi;"]
+        base = self.low.async_base[(self.pi, pc)]
+        for c in range(n):
+            el = f"{self.low.mbars[st.bar.name]}[{c * size} + {idx}]"
+            slot = f"infl[{base + c * size} + {idx}]"
+            out.append(f"if :: (({mask} >> {c}) & 1) != 0 ->")
+            out.append(f"     if :: {self.bad_vis(el, tma=True)} -> "
+                       f"{viol('uninitialized-barrier')} :: else fi;")
+            out.append(f"     {slot} = {slot} + 1")
+            out.append("   :: else fi;")
+        return out
 
     def bar_arrive(self, pc: int, st, T: int, viol) -> list[str]:
         cta = self.p.cta
@@ -557,6 +603,8 @@ class _Ctx:
         for nb in slots:
             out.append(f"if :: ({nb}.exp == -1 && {nb}.arr > 0 && {nb}.arr >= live[{cta}]) -> "
                        f"{self.complete_named(nb, cta)} :: else fi;")
+        if low.cluster:
+            out.append("cluster_try_complete();")
         pending = [f"infl[{n}]" for n, key in enumerate(low.async_keys) if key[2] == cta]
         if pending:
             out.append(f"if :: (live[{cta}] == 0 && {' + '.join(pending)} > 0) -> "
