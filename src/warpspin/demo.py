@@ -10,7 +10,8 @@ from .api import CheckOptions, check_target
 
 
 def example_targets(root: str = "examples") -> list[tuple[str, str]]:
-    """(target, expected) for every name in each example module's TARGETS list."""
+    """(target, expected verdict or kind, params) for every name in each example module's TARGETS
+    list (or its VARIANTS dict), with EXPECT and PARAMS from the module when it has them."""
     out = []
     for path in sorted(glob.glob(os.path.join(root, "*.py"))):
         if os.path.basename(path).startswith("_"):
@@ -18,11 +19,12 @@ def example_targets(root: str = "examples") -> list[tuple[str, str]]:
         try:
             module = _module(path)
         except ValueError as e:
-            out.append((f"{path}:?", f"error: {e}"))
+            out.append((f"{path}:?", f"error: {e}", {}))
             continue
         expect = getattr(module, "EXPECT", {})
-        for name in getattr(module, "TARGETS", []):
-            out.append((f"{path}:{name}", expect.get(name, "?")))
+        params = getattr(module, "PARAMS", {})
+        for name in getattr(module, "TARGETS", None) or list(getattr(module, "VARIANTS", {})):
+            out.append((f"{path}:{name}", expect.get(name, "?"), params.get(name, {})))
     return out
 
 
@@ -42,9 +44,9 @@ def _module(path: str):
 def main() -> int:
     rows = []
     mismatches = 0
-    for target, expected in example_targets():
+    for target, expected, params in example_targets():
         t0 = time.perf_counter()
-        for r in check_target(target, CheckOptions(timeout_s=120)):
+        for r in check_target(target, CheckOptions(timeout_s=300, params=params)):
             got = r.violations[0].kind if r.violations else r.verdict
             where = ""
             if r.violations and r.violations[0].locations:

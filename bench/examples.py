@@ -1,0 +1,41 @@
+"""Bench: trace, extract and check seconds for every variant of every CuTe DSL example.
+
+    python bench/examples.py [examples/hopper_pipeline.py ...]
+
+One row per kernel: example, variant, processes, states, trace s, extract s, check s, total s,
+verdict. Seconds are this machine's, one core; nothing here asserts on them.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+from warpspin.api import CheckOptions, check_target
+from warpspin.demo import _module
+
+
+def main(argv: list[str]) -> int:
+    paths = argv or sorted(p for p in glob.glob("examples/*.py")
+                           if not os.path.basename(p).startswith(("_", "syncir")))
+    head = ("example", "variant", "processes", "states", "trace s", "extract s", "check s",
+            "total s", "verdict")
+    print(" | ".join(head))
+    print(" | ".join("---" for _ in head))
+    for path in paths:
+        mod = _module(path)
+        params = getattr(mod, "PARAMS", {})
+        for name in getattr(mod, "VARIANTS", {}):
+            opts = CheckOptions(timeout_s=300, params=params.get(name, {}))
+            for r in check_target(f"{path}:{name}", opts):
+                s = r.stats.seconds
+                verdict = r.violations[0].kind if r.violations else r.verdict
+                print(" | ".join(str(x) for x in (
+                    os.path.basename(path), name, r.stats.processes, f"{r.stats.states:,}",
+                    f"{s.get('trace', 0):.2f}", f"{s.get('extract', 0):.2f}", f"{s.get('check', 0):.2f}",
+                    f"{s.get('total', 0):.2f}", verdict)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
