@@ -1,0 +1,70 @@
+"""quack-kernels' SM90 GEMM, traced on the CPU through the library's own compile, extracted and
+checked end to end.  Needs: pip install torch==2.13.0 quack-kernels triton (CPU torch)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytestmark = pytest.mark.dsl
+pytest.importorskip("cutlass")
+try:
+    import quack.gemm as qg  # noqa: E402
+except Exception as e:  # not installed, or its imports (torch, triton) are missing
+    pytest.skip(f"quack-kernels is not importable ({type(e).__name__}: {e}); "
+                "pip install torch==2.13.0 quack-kernels triton", allow_module_level=True)
+
+from cutlass import BFloat16  # noqa: E402
+
+from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
+from warpspin.extract import extract  # noqa: E402
+from warpspin.frontend import capture  # noqa: E402
+from warpspin.syncir import MbarArriveExpectTx, TmaLoad, unsupported_ops, walk_stmts  # noqa: E402
+
+
+def quack_sm90_gemm(tile=(64, 128), cluster_m=1, pingpong=False, persistent=False):
+    """Trace quack.gemm's SM90 kernel for bf16 A/B/D (K-major A and B), bypassing quack's disk
+    cache and GPU query (``__wrapped__``, ``device_capacity=(9, 0)``)."""
+    with capture("sm_90a") as kernels:
+        qg._compile_gemm.__wrapped__(
+            BFloat16, BFloat16, BFloat16, None, "k", "k", "n", None,
+            tile, (cluster_m, 1, 1), pingpong, persistent, False,
+            None, None, 0, 0, 0, False, None, False, False, False, False, False,
+            (9, 0), None, 0, None)
+    (k,) = kernels
+    return k
+
+
+K_TILES = "ceil_div_L1292"  # cute.ceil_div(len_k, tile_k) at quack/gemm_sm90.py:1292 (dynamic K)
+
+
+def test_extract_shape():
+    k = quack_sm90_gemm()
+    sk = extract(k, params={K_TILES: 2})
+    assert [(p.warps, p.instances) for p in sk.processes] == [((0, 1), 1), ((1, 4), 3), ((4, 5), 1),
+                                                            ((5, 8), 3)]
+    loads = [s for p in sk.processes for s in walk_stmts(p.body) if isinstance(s, TmaLoad)]
+    etx = [s for p in sk.processes for s in walk_stmts(p.body) if isinstance(s, MbarArriveExpectTx)]
+    # one A tile (64x64 bf16) and one B tile (128x64 bf16) per stage, announced together
+    assert sorted(t.bytes.value for t in loads) == [8192, 16384]
+    assert [e.bytes.value for e in etx] == [8192 + 16384]
+    assert all(t.loc.file.endswith("quack/copy_utils.py") for t in loads)
+    assert not unsupported_ops(sk)
+
+
+@pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
+def test_verified():
+    k = quack_sm90_gemm()
+    sk = extract(k, params={K_TILES: 2})
+    r = verify_kernel(sk, opts=CheckOptions(timeout_s=300, memory_mb=2048))
+    assert r.verdict == "verified", str(r)
+
+
+def test_persistent_scheduler_is_unsupported():
+    """The persistent tile scheduler hands the next tile to the other warps through shared memory;
+    whether a tile is valid (the loop condition) is a loaded value: an explicit UNSUPPORTED."""
+    k = quack_sm90_gemm(persistent=True)
+    sk = extract(k, params={K_TILES: 2, "IntValue___mul___L558": 2, "ctaid_z": 0})
+    uns = unsupported_ops(sk)
+    assert uns and all("cute.memref.load" in u.what for u in uns)
+    assert {u.loc.file.rsplit("/", 1)[-1] for u in uns} == {"gemm_sm90.py"}
