@@ -19,7 +19,7 @@ from cutlass import BFloat16  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.extract import extract  # noqa: E402
 from warpspin.frontend import capture  # noqa: E402
-from warpspin.syncir import MbarArriveExpectTx, TmaLoad, unsupported_ops, walk_stmts  # noqa: E402
+from warpspin.syncir import MbarArrive, MbarArriveExpectTx, TmaLoad, unsupported_ops, walk_stmts  # noqa: E402
 
 
 def quack_sm90_gemm(tile=(64, 128), cluster_m=1, pingpong=False, persistent=False):
@@ -68,3 +68,17 @@ def test_persistent_scheduler_is_unsupported():
     uns = unsupported_ops(sk)
     assert uns and all("cute.memref.load" in u.what for u in uns)
     assert {u.loc.file.rsplit("/", 1)[-1] for u in uns} == {"gemm_sm90.py"}
+
+
+def test_cluster2_multicast_extracts():
+    """Cluster (2,1,1): B is multicast to both CTAs (the block-copy API's multicast_layout), each
+    consumer warp releases the stage in both CTAs (get_hier_coord on the cluster layout, mapa)."""
+    k = quack_sm90_gemm(cluster_m=2)
+    sk = extract(k, params={K_TILES: 2})
+    assert sk.num_ctas == 2 and not unsupported_ops(sk)
+    loads = {(t.bytes.value, None if t.multicast is None else t.multicast.value)
+             for p in sk.processes for t in walk_stmts(p.body) if isinstance(t, TmaLoad)}
+    assert loads == {(8192, None), (16384 // 2, 3)}  # own A tile; half of B, to both CTAs
+    ctas = {s.bar.cta.value for p in sk.processes for s in walk_stmts(p.body)
+            if isinstance(s, MbarArrive) and s.bar.cta is not None}
+    assert ctas == {0, 1}

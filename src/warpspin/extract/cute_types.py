@@ -120,3 +120,24 @@ def atom_kind(type_str: str) -> str:
     """``!cute_nvgpu.atom.tma_load<...>`` -> ``tma_load``."""
     m = re.match(r"!cute_nvgpu\.atom\.(\w+)", type_str)
     return m.group(1) if m else ""
+
+
+def _flatten(t) -> list:
+    if isinstance(t, tuple):
+        return [x for i in t for x in _flatten(i)]
+    return [t]
+
+
+def flat_layout(type_str: str) -> Optional[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """``!cute.layout<"(1,2,1,1):(0,1,0,0)">`` -> ((1, 2, 1, 1), (0, 1, 0, 0)); static only."""
+    qs = quoted(type_str)
+    if not qs or ":" not in qs[-1]:
+        return None
+    sh, st = qs[-1].split(":", 1)
+    try:
+        shape, stride = _flatten(parse_shape(sh)), _flatten(parse_shape(st))
+    except (ValueError, IndexError):
+        return None
+    if len(shape) != len(stride) or None in shape or None in stride:
+        return None
+    return tuple(shape), tuple(stride)

@@ -75,6 +75,13 @@ class Atom:
 
 
 @dataclass(frozen=True)
+class Leaves:
+    """A coordinate / int tuple with one integer expression per leaf."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A non-integer value not modelled (tensor, layout, float ...)."""
 
@@ -89,7 +96,7 @@ class _Elect:
 
 ELECT = _Elect()
 
-Value = Union[Expr, Ptr, Alloc, Atom, Unknown, _Elect]
+Value = Union[Expr, Ptr, Alloc, Atom, Leaves, Unknown, _Elect]
 
 
 # -- folding ----------------------------------------------------------------------------------

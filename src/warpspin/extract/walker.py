@@ -19,7 +19,7 @@ from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, Clust
                          Select, UnOp, Var, While, expr_vars)
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
-from .values import (ELECT, LANE, Alloc, Atom, Folder, Ptr, Unknown, Value, lane_values,
+from .values import (ELECT, LANE, Alloc, Atom, Folder, Leaves, Ptr, Unknown, Value, lane_values,
                      lin_add, lin_expr, lin_scale, linear, opaque)
 
 INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "index"}
@@ -31,7 +31,7 @@ ARITH = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi":
 PASS_THROUGH = {"arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast",
                 "arith.index_castui", "builtin.unrealized_conversion_cast",
                 "cute_nvgpu.arch.make_warp_uniform", "cute.recast_iter", "cute.derefine",
-                "cute.assume", "cute.get_scalars", "cute.get_leaves", "llvm.ptrtoint", "cute.ptrtoint",
+                "cute.assume", "cute.get_scalars", "cute.to_int_tuple", "llvm.ptrtoint", "cute.ptrtoint",
     "cute.inttoptr"}
 # No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
 IGNORED = {"nvvm.fence.proxy", "llvm.fence", "nvvm.setmaxregister", "nvvm.bar.warp.sync",
@@ -384,6 +384,47 @@ class WarpWalker:
             self.env[op.result] = self.val(op.operands[0])
         else:
             self.set_unknown_results(op)
+
+    def hier_coord(self, op: Op, out) -> None:
+        """``cute.get_hier_coord(idx, layout)`` on a static layout: the coordinate whose image
+        is ``idx``, one leaf expression per mode (a select over the few indices it can take)."""
+        flat = ct.flat_layout(op.operand_types[1])
+        idx = self.expr(op.operands[0])
+        if flat is None or len(flat[0]) > 8 or ct.size(flat[0]) > 64:
+            self.set_unknown_results(op)
+            return
+        shape, stride = flat
+        table: dict[int, tuple[int, ...]] = {}
+        for n in range(ct.size(shape)):
+            crd, r = [], n
+            for s_ in shape:
+                crd.append(r % s_)
+                r //= s_
+            table.setdefault(sum(c * d for c, d in zip(crd, stride)), tuple(crd))
+        items = sorted(table.items(), reverse=True)
+        compact = sorted(table) == list(range(ct.size(shape)))
+        leaves = []
+        for i in range(len(shape)):
+            # a compact layout: idx is taken to lie in its codomain (the last case needs no test)
+            e: Expr = Const(items[0][1][i]) if compact else \
+                opaque(f"get_hier_coord out of range@{op.loc.short()}")
+            for image, crd in items[1:] if compact else items:
+                e = self.f.select(self.f.binop("==", idx, Const(image)), Const(crd[i]), e)
+            leaves.append(e)
+        self.env[op.result] = Leaves(tuple(leaves))
+
+    def get_leaves(self, op: Op, out) -> None:
+        v = self.val(op.operands[0])
+        for i, (r, t) in enumerate(zip(op.results, op.result_types)):
+            static = ct.static_int(t)
+            if static is not None:
+                self.env[r] = Const(static)
+            elif isinstance(v, Leaves) and i < len(v.items):
+                self.env[r] = v.items[i]
+            elif len(op.results) == 1:
+                self.env[r] = v
+            else:
+                self.env[r] = Unknown(f"leaf {i}@{op.loc.short()}")
 
     def mapa(self, op: Op, out) -> None:
         p = self.val(op.operands[0])
@@ -757,6 +798,8 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute.add_offset": WarpWalker.add_offset,
     "cute.make_int_tuple": WarpWalker.make_int_tuple,
     "nvvm.mapa": WarpWalker.mapa,
+    "cute.get_hier_coord": WarpWalker.hier_coord,
+    "cute.get_leaves": WarpWalker.get_leaves,
     "nvvm.mbarrier.init": WarpWalker.mbar_init,
     "nvvm.mbarrier.arrive": WarpWalker.mbar_arrive,
     "nvvm.mbarrier.arrive.expect_tx": WarpWalker.mbar_arrive_tx,
