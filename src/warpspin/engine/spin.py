@@ -47,6 +47,7 @@ class EngineResult:
     pan_error: str = ""            # pan's own error line, e.g. "assertion violated 0 (at depth 9)"
 
     options: str = ""              # how pan ran, for reports
+    reductions: tuple[str, ...] = ()  # the model's reductions (LoweredModel.reductions)
 
     @property
     def violation(self) -> bool:
@@ -65,17 +66,71 @@ class EngineResult:
 
 def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
           workdir: str | None = None, search: str = "bfs", max_depth: int = 1_000_000,
-          vector_size: int = 4096, opt: str = "-O1", keep: bool = False) -> EngineResult:
+          vector_size: int = 4096, opt: str | None = None, keep: bool = False,
+          collapse: bool | None = None) -> EngineResult:
     """Model-check `model`. `search`: "bfs" (shortest counterexample, the default), "dfs", or
-    "dfs-shortest" (DFS with pan -i: iteratively shortened counterexample)."""
+    "dfs-shortest" (DFS with pan -i: iteratively shortened counterexample). `opt`: the C
+    compiler's optimization (default: -O0 for small models, where compiling dominates, -O1 else).
+    `collapse`: pan's -DCOLLAPSE state compression (exact; default: on for reduced models)."""
     if search not in ("bfs", "dfs", "dfs-shortest"):
         raise ValueError(f"unknown search {search!r}")
+    if opt is None:
+        opt = "-O0" if len(model.text) < 12_000 else "-O1"
+    if collapse is None:
+        collapse = bool(model.reductions)
+    start = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="warpspin-", dir=workdir)
     try:
-        return _check_in(tmp, model, timeout_s, memory_mb, search, max_depth, vector_size, opt)
+        res = _check_in(tmp, model, model.text, timeout_s, memory_mb, search, max_depth,
+                        vector_size, opt, collapse)
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
+    res.reductions = model.reductions
+    if model.cta_procs:
+        res.events = _other_ctas(model, res, timeout_s - (time.monotonic() - start), memory_mb,
+                                 vector_size, opt, collapse, workdir)
+    return res
+
+
+def _other_ctas(model, res, timeout_s, memory_mb, vector_size, opt, collapse, workdir):
+    """Independent identical CTAs: the trail is CTA 0's. A violation of a step stands as it is
+    (the other CTAs have not moved). A deadlock of the kernel needs every other CTA at a terminal
+    state too: append, for each, the shortest path to a terminal state of the component (a
+    second BFS with a probe that stops at the first state where nothing else can move), or, if
+    that search fails, a copy of CTA 0's own deadlocking trail."""
+    events = res.events
+    if res.kind != "deadlock" or not events:
+        return events
+    steps = [e for e in events if not isinstance(e, ParamChoice)]
+    params = [e for e in events if isinstance(e, ParamChoice)]
+    tail = steps
+    tmp = tempfile.mkdtemp(prefix="warpspin-", dir=workdir)
+    try:
+        probe = _check_in(tmp, model, model.probe_text, max(10.0, timeout_s), memory_mb, "bfs",
+                          1_000_000, vector_size, opt, collapse, params=params)
+        if "WS|T" in probe.trail_output and "WS|V" not in probe.trail_output:
+            got = [e for e in probe.events if not isinstance(e, ParamChoice)]
+            got_params = [e for e in probe.events if isinstance(e, ParamChoice)]
+            if got_params == params and len(got) <= len(steps):
+                tail = got
+    except EngineError:
+        pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = list(events)
+    for c in range(1, len(model.cta_procs)):
+        out += [_to_cta(model, e, c) for e in tail]
+    return out
+
+
+def _to_cta(model, ev, cta: int):
+    """An event of CTA 0 (in the original kernel's process numbering) as the same event of
+    CTA `cta`."""
+    j = model.cta_procs[0].index(ev.process)
+    if isinstance(ev, Step):
+        return Step(model.cta_procs[cta][j], ev.instance, ev.pc)
+    return Complete(model.cta_procs[cta][j], ev.pc, cta, ev.index)
 
 
 def _run(cmd, cwd, timeout, what) -> subprocess.CompletedProcess:
@@ -94,11 +149,15 @@ def hash_bits(memory_mb: int) -> int:
     return max(12, min(24, int(math.log2(max(1, memory_mb) * 2**20 / 8 / 8))))
 
 
-def _check_in(tmp, model, timeout_s, memory_mb, search, max_depth, vector_size, opt) -> EngineResult:
+def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_size, opt,
+              collapse, params=None) -> EngineResult:
     start = time.monotonic()
+    if params is not None:  # fix the parameters to the values of a trail (probe runs)
+        for p in params:
+            text = _fix_param(text, model, p)
     pml = os.path.join(tmp, "model.pml")
     with open(pml, "w") as f:
-        f.write(model.text)
+        f.write(text)
     _run([SPIN, "-a", "model.pml"], tmp, timeout_s, "spin -a")
     flags = [opt, "-DSAFETY", "-DNOCLAIM", f"-DMEMLIM={int(memory_mb)}",
              f"-DVECTORSZ={int(vector_size)}"]
@@ -106,6 +165,8 @@ def _check_in(tmp, model, timeout_s, memory_mb, search, max_depth, vector_size, 
         flags.append("-DBFS")
     if search == "dfs-shortest":
         flags.append("-DREACH")
+    if collapse:
+        flags.append("-DCOLLAPSE")
     _run([CC, *flags, "-o", "pan", "pan.c"], tmp, timeout_s, "gcc pan.c")
     compile_s = time.monotonic() - start
     args = ["./pan", f"-w{hash_bits(memory_mb)}", f"-m{max_depth}", "-n"]
@@ -130,6 +191,13 @@ def _check_in(tmp, model, timeout_s, memory_mb, search, max_depth, vector_size, 
     elif res.pan_error and not res.truncated:
         raise EngineError(f"pan reported an error but wrote no trail:\n{out}")
     return res
+
+
+def _fix_param(text: str, model, choice) -> str:
+    """The model with launch parameter `choice.name` fixed to `choice.value`."""
+    from ..lower.promela import _unique
+    v = _unique([p.name for p in model.lowered.params], "P_")[choice.name]
+    return re.sub(rf"if (:: {v} = -?\d+ ?)+fi;", f"{v} = {choice.value};", text, count=1)
 
 
 def _run_pan(args, cwd, timeout) -> tuple[str, bool, float]:
@@ -199,7 +267,8 @@ def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None
     moves (`WS|M|<process>|<from>|<to>`); following the moves gives each step's instance."""
     events: list[Event] = []
     kind = None
-    who = {pi: list(range(model.kernel.processes[pi].instances)) for pi in model.symmetric}
+    who = {pi: list(range(model.lowered.processes[pi].instances)) for pi in model.symmetric}
+    orig = model.original_process
     for line in text.splitlines():
         at = line.find("WS|")
         if at < 0:
@@ -209,15 +278,17 @@ def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None
         if tag == "P":
             events.append(ParamChoice(args[0], int(args[1])))
         elif tag == "S":
-            events.append(Step(*map(int, args[:3])))
+            pi, inst, pc = map(int, args[:3])
+            events.append(Step(orig(pi), inst, pc))
         elif tag == "s":
             pi, slot, pc = map(int, args[:3])
-            events.append(Step(pi, who[pi][slot], pc))
+            events.append(Step(orig(pi), who[pi][slot], pc))
         elif tag == "M":
             pi, src, dst = map(int, args[:3])
             who[pi].insert(dst, who[pi].pop(src))
         elif tag == "C":
-            events.append(Complete(*map(int, args[:4])))
+            pi, pc, cta, idx = map(int, args[:4])
+            events.append(Complete(orig(pi), pc, cta, idx))
         elif tag == "V":
             kind = args[0]
     return events, kind

@@ -21,14 +21,15 @@ back into instance numbers. Embedded C is why trails are replayed by `pan -r`, n
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from . import analysis
 from ..syncir.flat import (CLUSTER_ARRIVED, CLUSTER_GEN, BarResume, Bound, Branch, End,
                            FlatProcess, Goto, Let, Op, VISIBLE, flatten)
 from ..syncir.ir import (BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const, Expr,
                          Kernel, MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
                          MbarInitFence, MbarTestWait, MbarWait, Select, TmaLoad, UnOp, Unsupported,
-                         Var, expr_vars)
+                         Var, expr_vars, walk_stmts)
 
 TX_LIMIT = (1 << 20) - 1
 PHASE_LIMIT = 32767
@@ -49,6 +50,21 @@ class LoweredModel:
     async_keys: tuple[tuple[int, int, int, int], ...]  # (process, pc, cta, index) per `infl` slot
     named_slots: tuple[tuple[int, int], ...]      # (cta, barrier id) per `nb` slot
     symmetric: tuple[int, ...] = ()               # processes whose instances are sorted records
+    # every reduction applied (docs/semantics.md, "Reductions"); the verdict names them
+    reductions: tuple[str, ...] = ()
+    # independent identical CTAs: the model is CTA 0 alone (`checked`, a 1-CTA kernel);
+    # cta_procs[c][j] is the process of `kernel` that is process j of `checked` in CTA c
+    checked: Kernel | None = None
+    cta_procs: tuple[tuple[int, ...], ...] = ()
+    probe_text: str = ""  # the model plus a monitor that stops at the first terminal state
+
+    @property
+    def lowered(self) -> Kernel:
+        """The kernel the Promela text models (the component, for independent CTAs)."""
+        return self.checked if self.checked is not None else self.kernel
+
+    def original_process(self, pi: int, cta: int = 0) -> int:
+        return self.cta_procs[cta][pi] if self.cta_procs else pi
 
 
 # ----------------------------------------------------------------------------- names
@@ -116,7 +132,12 @@ def _fold(e: Expr) -> Expr:
 class _Lowering:
     def __init__(self, kernel: Kernel, reduce: bool):
         self.k = kernel
+        self.reduce = reduce
         self.flat = flatten(kernel)
+        # reduced encoding: narrow local types (value ranges) and dead-variable resets
+        pr = {p.name: (p.lo, p.hi) for p in kernel.params}
+        self.ranges = [analysis.ranges(fp, pr) if reduce else None for fp in self.flat]
+        self.live = [analysis.liveness(fp) if reduce else None for fp in self.flat]
         self.params = _unique([p.name for p in kernel.params], "P_")
         self.mbars = _unique([m.name for m in kernel.mbarriers], "mb_")
         self.first_gid, g = [], 0
@@ -259,7 +280,7 @@ class _Lowering:
         lines = [f"proctype {self.proctypes[pi]}(byte inst) {{"]
         init = dict(fp.process.init)
         for n in fp.locals:
-            lines.append(f"  int {ctx.locals[n]} = {init.get(n, 0)};")
+            lines.append(f"  {self.ltype(pi, n)} {ctx.locals[n]} = {init.get(n, 0)};")
         for name in ctx.obs:
             lines.append(f"  short {ctx.obs[name]}[{self.k.mbarrier(name).size}];")
         lines.append(f"  {_pc_type(fp)} pc = 0;")
@@ -268,7 +289,8 @@ class _Lowering:
         lines.append("  do")
         for pc, ins in enumerate(fp.code):
             if isinstance(ins, VISIBLE):
-                lines += self.option(ctx, pc, ins, "}; break" if isinstance(ins, End) else "}")
+                lines += self.option(ctx, pc, ins, "}; break" if isinstance(ins, End) else "}",
+                                     tuple(ctx.resets(None)) if isinstance(ins, End) else ())
         lines += ["  od", "}", ""]
         return lines
 
@@ -284,11 +306,16 @@ class _Lowering:
 
     # -- the symmetric encoding: the instances of a process are records of one array, kept
     #    sorted, so states that differ only by a permutation of identical instances are one state.
+    def ltype(self, pi: int, name: str) -> str:
+        """Promela type of a local: `int`, or the narrowest type of its value range."""
+        r = self.ranges[pi]
+        return analysis.ctype(r[name]) if r is not None else "int"
+
     def record_fields(self, pi: int) -> list[tuple[str, str, int]]:
         """(type, name, array size or 0) of an instance record."""
         fp = self.flat[pi]
         fields = [(_pc_type(fp), "pc", 0)]
-        fields += [("int", v, 0) for v in _unique(fp.locals, "l_").values()]
+        fields += [(self.ltype(pi, n), v, 0) for n, v in _unique(fp.locals, "l_").items()]
         fields += [("short", v, self.k.mbarrier(n).size)
                    for n, v in _unique(waited_arrays(fp), "o_").items()]
         return fields
@@ -327,7 +354,8 @@ class _Lowering:
             ctx = _Ctx(self, pi, i)
             for pc, ins in enumerate(fp.code):
                 if isinstance(ins, VISIBLE):
-                    after = (f"{ctx.pc} = {done};",) if isinstance(ins, End) else ()
+                    after = ((*ctx.resets(None), f"{ctx.pc} = {done};") if isinstance(ins, End)
+                             else ())
                     lines += self.option(ctx, pc, ins, "}",
                                          after + (f"c_code {{ ws_sort{pi}({i}); }}",))
         every = " && ".join(f"r{pi}[{i}].pc == {done}" for i in range(n))
@@ -411,12 +439,25 @@ class _Ctx:
     def e(self, x: Expr) -> str:
         return _expr(x, self.env)
 
+    def resets(self, pc: int | None) -> list[str]:
+        """Dead-variable reset on reaching visible pc `pc` (None: exit): locals that are not
+        live there, and the `obs` of barrier arrays never waited on again, become 0."""
+        lv = self.low.live[self.pi]
+        if lv is None:
+            return []
+        live, arrays = (lv[0][pc], lv[1][pc]) if pc is not None else ((), ())
+        out = [f"{v} = 0;" for n, v in self.locals.items() if n not in live]
+        for name, o in self.obs.items():
+            if name not in arrays:
+                out += [f"{o}[{i}] = 0;" for i in range(self.low.k.mbarrier(name).size)]
+        return out
+
     # -- local code after a visible instruction, up to the next visible one(s)
     def continuation(self, tag: str, start: int) -> list[str]:
         code = self.fp.code
         tag = self.tag + tag
         if isinstance(code[start], VISIBLE):
-            return [f"{self.pc} = {start}"]
+            return [" ".join([*self.resets(start), f"{self.pc} = {start}"])]
         order, seen, todo = [], set(), [start]
         while todo:
             pc = todo.pop()
@@ -431,7 +472,9 @@ class _Ctx:
             todo += succ
 
         def to(pc: int) -> str:
-            return f"{self.pc} = {pc}; goto D{tag}" if isinstance(code[pc], VISIBLE) else f"goto C{tag}_{pc}"
+            if isinstance(code[pc], VISIBLE):
+                return " ".join([*self.resets(pc), f"{self.pc} = {pc}; goto D{tag}"])
+            return f"goto C{tag}_{pc}"
 
         out = []
         for pc in sorted(order, key=lambda x: (x != start, x)):
@@ -612,10 +655,69 @@ class _Ctx:
         return out
 
 
+def independent_ctas(kernel: Kernel) -> tuple[Kernel, tuple[tuple[int, ...], ...]] | None:
+    """When no op crosses CTAs (no remote mbarrier reference, no multicast, no cluster barrier)
+    and every CTA runs the same processes, the CTAs are independent identical components: return
+    CTA 0 as a 1-CTA kernel and, per CTA, its processes (indices into kernel.processes) in the
+    component's order. None otherwise. Exactness: docs/semantics.md, "Reductions"."""
+    if kernel.num_ctas < 2:
+        return None
+    for p in kernel.processes:
+        for s in walk_stmts(p.body):
+            if isinstance(s, (ClusterArrive, ClusterWait)):
+                return None
+            if isinstance(s, TmaLoad) and s.multicast is not None:
+                return None
+            bar = getattr(s, "bar", None)
+            if bar is not None and bar.cta is not None:
+                return None
+    per = [[i for i, p in enumerate(kernel.processes) if p.cta == c] for c in range(kernel.num_ctas)]
+    if any(p.cta not in range(kernel.num_ctas) for p in kernel.processes):
+        return None
+    base = [replace(kernel.processes[i], cta=0) for i in per[0]]
+    if not base:
+        return None
+    for c in range(1, kernel.num_ctas):
+        if [replace(kernel.processes[i], cta=0) for i in per[c]] != base:
+            return None
+    comp = Kernel(kernel.name, tuple(base), kernel.mbarriers, kernel.params, 1, kernel.loc)
+    return comp, tuple(tuple(x) for x in per)
+
+
+PROBE = """
+/* terminal-state probe: the first state in which no other process can move (a deadlock or the
+   end of every instance) stops the search; BFS makes its trail the shortest such path */
+proctype ws_probe() { timeout -> printf("WS|T\\n"); assert(false) }
+"""
+
+
 def lower(kernel: Kernel, reduce: bool = True) -> LoweredModel:
-    """Promela for `kernel`. With `reduce`, the identical instances of a process are one array of
-    records kept sorted (symmetry reduction, exact); without it, one Promela process each."""
-    low = _Lowering(kernel, reduce)
+    """Promela for `kernel`. With `reduce` (the default), the exact reductions of
+    docs/semantics.md ("Reductions") apply and are listed in `LoweredModel.reductions`:
+    independent identical CTAs (one is checked), identical instances of a process as sorted
+    records (symmetry), narrow local types, dead-variable resets. `reduce=False` is the plain
+    encoding: one Promela process per instance, every CTA, `int` locals."""
+    checked, cta_procs, reductions = None, (), []
+    if reduce:
+        split = independent_ctas(kernel)
+        if split is not None:
+            checked, cta_procs = split
+            reductions.append(f"independent-ctas: {kernel.num_ctas} identical CTAs, no op "
+                              "crosses CTAs; one is checked")
+    k = checked if checked is not None else kernel
+    low = _Lowering(k, reduce)
     text = low.model()
+    if low.symmetric:
+        reductions.append("symmetric-instances: identical instances of "
+                          + ", ".join(k.processes[pi].role for pi in sorted(low.symmetric))
+                          + " as sorted records")
+    if reduce:
+        reductions += ["narrow-types: locals typed by their value range",
+                       "dead-variable-reset: dead locals and obs reset at each step"]
+    probe = ""
+    if checked is not None:
+        probe = text.replace("  atomic {\n", "  atomic {\n    run ws_probe();\n", 1)
+        probe = probe.replace("\ninit {", PROBE + "\ninit {", 1)
     return LoweredModel(kernel, text, low.flat, tuple(low.proctypes), tuple(low.first_gid),
-                        tuple(low.async_keys), tuple(low.named_slots), tuple(sorted(low.symmetric)))
+                        tuple(low.async_keys), tuple(low.named_slots), tuple(sorted(low.symmetric)),
+                        tuple(reductions), checked, cta_procs, probe)
