@@ -36,7 +36,8 @@ def device(out: str, timeout: float = 30.0) -> int:
         for v in _variants(path):
             t0 = time.time()
             p = subprocess.run([sys.executable, path, "--run", v, str(timeout)], capture_output=True,
-                               text=True, env=dict(os.environ, PYTHONPATH=ROOT + "/src"))
+                               text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                                   [ROOT + "/src", os.environ.get("PYTHONPATH", "")])))
             outcome = {0: "ran, correct", 1: "ran, wrong result or error", 2: "hang"}.get(p.returncode, f"exit {p.returncode}")
             rows.append({"example": ex, "variant": v, "outcome": outcome, "seconds": round(time.time() - t0, 1),
                          "log": (p.stdout + p.stderr)[-1500:]})
