@@ -13,6 +13,7 @@ before returning.  No MLIR object outlives the hook and no file is written.
 from __future__ import annotations
 
 import contextlib
+import os
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
@@ -96,17 +97,24 @@ def _clean_clone(module):
 
 # -- errors -------------------------------------------------------------------------------------
 def _user_frame(exc: BaseException) -> tuple[Optional[str], Optional[int]]:
-    """Innermost traceback frame in user code, over the exception and its causes."""
+    """Innermost traceback frame in user code, over the exception and its causes. Frames of
+    installed libraries (site-packages, e.g. quack) count only when no other frame does."""
     seen = set()
     e: Optional[BaseException] = exc
-    best = (None, None)
+    best = lib = (None, None)
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         for fs in traceback.extract_tb(e.__traceback__):
-            if not is_dsl_file(fs.filename) and not _is_foreign(fs.filename):
+            if is_dsl_file(fs.filename) or _is_foreign(fs.filename):
+                continue
+            if f"{os.sep}site-packages{os.sep}" in fs.filename:
+                lib = (fs.filename, fs.lineno)
+            else:
                 best = (fs.filename, fs.lineno)
+        if best[0] is not None:
+            return best
         e = e.__cause__ or e.__context__
-    return best
+    return best if best[0] is not None else lib
 
 
 def _dsl_message(exc: BaseException) -> str:
