@@ -4,7 +4,8 @@ import shutil
 
 import pytest
 
-from rings import Bug, ring
+from warpspin.api import CheckOptions, verify_kernel
+from warpspin.syncir.protocols import RING_BUGS, RING_BUG_EXPECT, ring
 from warpspin.engine import check
 from warpspin.engine.spin import parse_pan, parse_trail
 from warpspin.lower import lower
@@ -38,24 +39,34 @@ def test_correct_ring_verifies():
     assert r.states > 0 and r.transitions >= r.states and r.events == []
 
 
-@pytest.mark.parametrize("bug", [b for b in Bug if b is not Bug.NONE])
+@pytest.mark.parametrize("bug", RING_BUGS)
 @pytest.mark.parametrize("reduce", [True, False])
 def test_broken_rings_agree_with_interpreter(bug, reduce):
-    r = agree_with_interpreter(ring(stages=2, trips=3, consumers=2, bug=bug), reduce)
-    if bug is not Bug.NO_EMPTY_WAIT and bug is not Bug.CONSUMER_PARITY and bug is not Bug.PRODUCER_TRIPS:
-        assert r.kind == __import__("rings").expected_kind(bug)
+    agree_with_interpreter(ring(stages=2, trips=3, consumers=2, bug=bug), reduce)
+
+
+@pytest.mark.parametrize("bug", RING_BUGS)
+@pytest.mark.parametrize("reduce", [True, False])
+def test_ring_bug_expectations(bug, reduce):
+    """The canonical ring's bugs, classified by the pipeline, in both encodings."""
+    res = verify_kernel(ring(stages=2, trips=3, consumers=2, bug=bug),
+                        opts=CheckOptions(reduce=reduce, timeout_s=120))
+    assert res.verdict == "violation", res.reasons
+    assert res.violations[0].kind == RING_BUG_EXPECT[bug][0]
 
 
 def test_trace_events_are_sensible():
-    k = ring(stages=2, trips=(1, 3), consumers=2, bug=Bug.EMPTY_COUNT)
+    k = ring(stages=2, trips="K", trips_range=(1, 3), consumers=2, bug="missing-release")
     r = check(lower(k))
     assert r.kind == "deadlock"
     params = [e for e in r.events if isinstance(e, ParamChoice)]
-    assert {p.name for p in params} == {"K", "S"} and r.events[:len(params)] == params
+    assert {p.name for p in params} == {"K"} and r.events[:len(params)] == params
     # the producer blocks on empty[0] at trip 3 (the first reuse of stage 0): K = 3 is shortest
     assert next(p.value for p in params if p.name == "K") == 3
     steps = [e for e in r.events if isinstance(e, Step)]
-    assert [s.pc for s in steps if s.process == 0][:2] == [0, 1]  # the producer's inits
+    flat = lower(k).flat[0].code
+    first = [type(flat[s.pc].stmt).__name__ for s in steps if s.process == 0][:2]
+    assert first == ["MbarInit", "MbarInit"]  # the producer's inits
     assert {s.instance for s in steps if s.process == 1} == {0, 1}
     completes = [e for e in r.events if isinstance(e, Complete)]
     assert completes and all(c.process == 0 and c.cta == 0 for c in completes)
@@ -104,7 +115,7 @@ def test_pending_at_exit():
 
 @pytest.mark.parametrize("search", ["dfs", "dfs-shortest"])
 def test_dfs_searches(search):
-    k = ring(stages=2, trips=3, consumers=2, bug=Bug.CONSUMER_TRIPS)
+    k = ring(stages=2, trips=3, consumers=2, bug="trip-mismatch")
     r = check(lower(k), search=search)
     assert r.kind == "deadlock"
     assert interp.replay(k, r.events, expect_kind="deadlock").ok

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from rings import Bug, ring
+from warpspin.syncir.protocols import RING_BUGS, ring
 from warpspin.lower import LowerError, lower
 from warpspin.lower.promela import _expr
 from warpspin.syncir.interp import eval_expr
@@ -24,10 +24,11 @@ def spin_syntax(text: str, tmp_path) -> None:
     assert r.returncode == 0 and "error" not in r.stdout.lower(), r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("bug", list(Bug))
+@pytest.mark.parametrize("bug", (None,) + RING_BUGS)
 @pytest.mark.parametrize("reduce", [True, False])
 def test_ring_lowers_to_valid_promela(bug, reduce, tmp_path):
-    spin_syntax(lower(ring(stages=3, trips=(1, 4), consumers=2, bug=bug), reduce=reduce).text, tmp_path)
+    k = ring(stages=3, trips="K", trips_range=(1, 4), consumers=2, ctas=2, bug=bug)
+    spin_syntax(lower(k, reduce=reduce).text, tmp_path)
 
 
 def test_layout_metadata():

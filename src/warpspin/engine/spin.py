@@ -75,7 +75,7 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
     if search not in ("bfs", "dfs", "dfs-shortest"):
         raise ValueError(f"unknown search {search!r}")
     if opt is None:
-        opt = "-O0" if len(model.text) < 12_000 else "-O1"
+        opt = "-O0" if len(model.text) < 40_000 else "-O1"
     if collapse is None:
         collapse = bool(model.reductions)
     start = time.monotonic()
