@@ -1,0 +1,80 @@
+"""Bench (issue 3): the canonical ring (syncir.protocols.ring) at growing sizes, plain and reduced
+encodings, checked with SPIN (engine.check, one core). One row per model: states, pan and total
+seconds, memory, verdict, reductions applied.
+
+    python bench/scale.py                     # default grid, writes bench/scale.md
+    python bench/scale.py --nc 8 16 --s 4 --k 64 --ctas 2 --reduced-only
+    python bench/scale.py --quick
+
+Plain models are skipped where the reduced model of the same ring already has more than
+--plain-limit states (the plain one is exponentially larger). Timings are this machine's.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from warpspin.engine import check
+from warpspin.lower import lower
+from warpspin.syncir.protocols import ring
+
+HEAD = ("NC", "S", "K", "CTAs", "encoding", "states", "pan s", "total s", "MB", "result")
+
+
+def run(nc, s, k, ctas, reduce, timeout, memory):
+    t0 = time.perf_counter()
+    m = lower(ring(stages=s, trips=k, consumers=nc, ctas=ctas), reduce=reduce)
+    r = check(m, timeout_s=timeout, memory_mb=memory)
+    total = time.perf_counter() - t0
+    if r.kind:
+        verdict = r.kind
+    elif r.complete:
+        verdict = "verified"
+    else:
+        verdict = "inconclusive (" + ", ".join(r.truncated) + ")"
+    return r, (nc, s, k, ctas, "reduced" if reduce else "plain", f"{r.states:,}",
+               f"{r.seconds:.2f}", f"{total:.2f}", f"{r.memory_mb:.0f}", verdict)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nc", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    ap.add_argument("--s", type=int, nargs="+", default=[2, 4, 8])
+    ap.add_argument("--k", type=int, nargs="+", default=[4, 16, 64])
+    ap.add_argument("--ctas", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--reduced-only", action="store_true")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--memory", type=int, default=2048)
+    ap.add_argument("--plain-limit", type=int, default=30_000)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.nc, args.s, args.k, args.ctas = [1, 2, 4], [2], [4], [1, 2]
+    rows = []
+    print(" | ".join(HEAD))
+    print(" | ".join("---" for _ in HEAD), flush=True)
+    for ctas in args.ctas:
+        for s in args.s:
+            for k in args.k:
+                if k < s:
+                    continue
+                for nc in args.nc:
+                    r, row = run(nc, s, k, ctas, True, args.timeout, args.memory)
+                    rows.append(row)
+                    print(" | ".join(map(str, row)), flush=True)
+                    if not args.reduced_only and r.complete and r.states <= args.plain_limit:
+                        _, row = run(nc, s, k, ctas, False, args.timeout, args.memory)
+                        rows.append(row)
+                        print(" | ".join(map(str, row)), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("| " + " | ".join(HEAD) + " |\n|" + "---|" * len(HEAD) + "\n")
+            for row in rows:
+                f.write("| " + " | ".join(map(str, row)) + " |\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
