@@ -137,15 +137,32 @@ def variant(bug: str | None = None, *, stages: int = 2, k_tiles: int = 3, consum
     return HopperMulticast(stages, consumer_warps, bug), _args(k_tiles)
 
 
-VARIANTS = {"correct": lambda **kw: variant(None, **kw),
-            **{b: (lambda b: lambda **kw: variant(b, **kw))(b) for b in BUGS}}
+def correct(**kw):
+    return variant(None, **kw)
 
 
-def run_on_device(name: str, k_tiles: int = 8, m_tiles: int = 2) -> None:
+def no_multicast_wait(**kw):
+    return variant("no_multicast_wait", **kw)
+
+
+def local_mask(**kw):
+    return variant("local_mask", **kw)
+
+
+VARIANTS = {"correct": correct, **{b: globals()[b] for b in BUGS}}
+# what `warpspin check` must say (make demo and tests/test_examples.py check it)
+EXPECT = {"correct": "verified", "no_multicast_wait": "uninitialized-barrier",
+          "local_mask": "tx-mismatch"}
+EXPECT_AT = {"no_multicast_wait": "cute.copy(atom, tAgA[None, k], tAsA[None, state.index],",
+             "local_mask": "pipe.producer_acquire(state)"}
+
+
+def run_on_device(name: str, k_tiles: int = 3, m_tiles: int = 2) -> None:
+    """Runs the configuration `warpspin check` checks (2 stages, 1 consumer warp, 3 k-tiles)."""
     import torch
     from cutlass.cute.runtime import from_dlpack
 
-    fn = HopperMulticast(2, 4, None if name == "correct" else name)
+    fn = HopperMulticast(2, 1, None if name == "correct" else name)
     a = torch.randn(TM * m_tiles, TK * k_tiles, device="cuda", dtype=torch.float32)
     c = torch.zeros(TM * m_tiles, TK, device="cuda", dtype=torch.float32)
     args = (from_dlpack(a, assumed_align=16), from_dlpack(c, assumed_align=16))

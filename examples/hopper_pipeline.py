@@ -183,6 +183,20 @@ VARIANTS = {
     "correct_dynamic_k": correct_dynamic_k,
     **{b: globals()[b] for b in BUGS},
 }
+# what `warpspin check` must say (make demo and tests/test_examples.py check it)
+EXPECT = {"correct": "verified", "correct_one_consumer": "verified", "correct_dynamic_k": "verified",
+          "missing_release": "deadlock", "wrong_arrive_count": "arrival-mismatch",
+          "phase_not_flipped": "parity-aliasing", "trip_count_mismatch": "deadlock",
+          "wrong_tx_bytes": "tx-mismatch", "role_exits_early": "arrival-mismatch"}
+# the source line each violation must point at (tests/test_examples.py finds it by its text)
+EXPECT_AT = {"missing_release": "pipe.producer_acquire(state)",
+             "wrong_arrive_count": "pipe = pipeline.PipelineTmaAsync.create(",
+             "phase_not_flipped": "pipe.consumer_wait(state)",
+             "trip_count_mismatch": "pipe.producer_tail(state)",
+             "wrong_tx_bytes": "pipe.producer_acquire(state)",
+             "role_exits_early": "pipe = pipeline.PipelineTmaAsync.create("}
+# the k-tile count of correct_dynamic_k is a dynamic tensor extent: proved for 1..8 tiles
+PARAMS = {"correct_dynamic_k": {"size_L89": (1, 8)}}
 
 
 # -- running on a GPU ------------------------------------------------------------------------------

@@ -115,6 +115,13 @@ def no_init_sync(**kw):
 
 
 VARIANTS = {"correct": correct, **{b: globals()[b] for b in BUGS}}
+# what `warpspin check` must say (make demo and tests/test_examples.py check it)
+EXPECT = {"correct": "verified", "wrong_init_count": "arrival-mismatch", "wrong_parity": "deadlock",
+          "missing_arrive": "deadlock", "no_init_sync": "uninitialized-barrier"}
+EXPECT_AT = {"wrong_init_count": "cute.arch.mbarrier_arrive(full + s)",
+             "wrong_parity": "cute.arch.mbarrier_wait(full + s, parity)",
+             "missing_arrive": "cute.arch.mbarrier_wait(empty + s, ((k // stages) % 2) ^ 1)",
+             "no_init_sync": "cute.arch.mbarrier_wait(full + s, parity)"}
 
 
 def run_on_device(name: str, steps: int = 6) -> None:

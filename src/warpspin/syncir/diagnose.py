@@ -112,7 +112,15 @@ def diagnose_deadlock(r: Replay) -> Diagnosis:
                                  f"threads ever arrive on it; {b.role} waits forever",
                                  b.loc, tuple(blocked))
     primary = None
-    for b in waits:  # a phase bit that was not flipped
+    for b in waits:  # a barrier nothing ever arrived on: the arrive is missing
+        slot = _slot(m, b)
+        if b.pending_arrivals and not log.ever_arrived.get(slot):
+            primary = b
+            why = (f"{b.role} waits forever on {b.barrier}: no thread ever arrived on it "
+                   f"({b.pending_arrivals} arrivals expected per phase); is an arrive or a "
+                   "release missing?")
+            break
+    for b in waits if primary is None else ():  # a phase bit that was not flipped
         if b.last_observed and b.parity != (b.last_observed & 1):
             primary = b
             why = (f"{b.role} waits on {b.barrier} with parity {b.parity} again: the phase it "
