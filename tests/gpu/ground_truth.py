@@ -53,9 +53,13 @@ def compare(path: str) -> int:
     print("| example | variant | warpspin | where | on the H200 | agrees |")
     print("|---|---|---|---|---|---|")
     bad = 0
+    from warpspin.demo import _module
+    mods = {}
     for r in rows:
         target = f"examples/{r['example']}:{r['variant']}"
-        res = check_target(target, CheckOptions(timeout_s=300))[0]
+        mod = mods.setdefault(r["example"], _module(os.path.join(ROOT, "examples", r["example"])))
+        params = getattr(mod, "PARAMS", {}).get(r["variant"], {})
+        res = check_target(target, CheckOptions(timeout_s=300, params=params))[0]
         got = res.violations[0].kind if res.violations else res.verdict
         where = ""
         if res.violations:
