@@ -16,7 +16,7 @@ def _short(path: str) -> str:
 def render_text(r: Result, max_steps: int = 200) -> str:
     out: list[str] = []
     s = r.stats
-    cfg = ", ".join(f"{k}={v}" for k, v in r.config.items())
+    cfg = ", ".join(f"{k}={'+'.join(v) if isinstance(v, list) else v}" for k, v in r.config.items())
     head = f"{r.target or r.kernel}: "
     if r.verdict == VERIFIED:
         out.append(f"{head}VERIFIED: no deadlock or synchronization error in any interleaving "

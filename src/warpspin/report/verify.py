@@ -37,14 +37,8 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
         return res
 
     t0 = time.perf_counter()
-    model = lower(kernel, reduce=reduce)
-    if emit_promela:
-        import os
-        os.makedirs(emit_promela, exist_ok=True)
-        with open(os.path.join(emit_promela, f"{_safe(kernel.name)}.pml"), "w") as f:
-            f.write(model.text)
     try:
-        er = spin_check(model, timeout_s=timeout_s, memory_mb=memory_mb)
+        model, er = _search(kernel, reduce, timeout_s, memory_mb, emit_promela)
     except EngineError as e:
         res.verdict = ERROR
         res.reasons = [f"internal error: SPIN could not check the generated model: {e}"]
@@ -52,7 +46,8 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     stats.seconds["check"] = time.perf_counter() - t0
     stats.states, stats.transitions = er.states, er.transitions
     stats.depth, stats.memory_mb = er.depth, er.memory_mb
-    res.config["search"] = er.search + (" symmetric" if model.symmetric else "")
+    res.config["search"] = er.search
+    res.config["reductions"] = [r.split(":")[0] for r in model.reductions] or ["none (plain encoding)"]
 
     if er.kind is None:
         if er.complete:
@@ -100,6 +95,29 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
                       for b in blocked),
     )]
     return res
+
+
+def _search(kernel: Kernel, reduce: bool, timeout_s: float, memory_mb: int, emit: str | None):
+    """Lower and check; a reduced model whose monitored side condition fails (wait/arrive fusion,
+    docs/semantics.md R6) is searched again without that reduction."""
+    import inspect
+    fuse_ok = "fuse" in inspect.signature(lower).parameters
+    model = lower(kernel, reduce=reduce, **({"fuse": reduce} if fuse_ok else {}))
+    _emit(model, kernel, emit)
+    er = spin_check(model, timeout_s=timeout_s, memory_mb=memory_mb)
+    if er.kind == "reduction-unsound":
+        model = lower(kernel, reduce=reduce, fuse=False)
+        _emit(model, kernel, emit)
+        er = spin_check(model, timeout_s=timeout_s, memory_mb=memory_mb)
+    return model, er
+
+
+def _emit(model, kernel: Kernel, emit: str | None):
+    if emit:
+        import os
+        os.makedirs(emit, exist_ok=True)
+        with open(os.path.join(emit, f"{_safe(kernel.name)}.pml"), "w") as f:
+            f.write(model.text)
 
 
 _TRUNCATION = {
