@@ -1,0 +1,26 @@
+"""Under `make test` (WARPSPIN_REQUIRE_ALL=1, what CI runs) a skipped test is a failure: the
+Makefile installs SPIN, the CuTe DSL and quack, so a skip there means a broken set-up that would
+otherwise pass silently."""
+import os
+
+import pytest
+
+REQUIRE_ALL = bool(os.environ.get("WARPSPIN_REQUIRE_ALL"))
+
+
+def _fail_skips(report):
+    if REQUIRE_ALL and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under WARPSPIN_REQUIRE_ALL: {report.longrepr}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_skips(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_skips(outcome.get_result())
