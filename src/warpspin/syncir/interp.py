@@ -59,6 +59,16 @@ class State:
     cluster: tuple[int, int] = (0, 0)      # cluster barrier: (threads arrived, generation)
 
 
+_BINOPS = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "min": min, "max": max, "^": lambda a, b: a ^ b, "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b, "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+    "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
+    ">=": lambda a, b: int(a >= b), "and": lambda a, b: int(bool(a) and bool(b)),
+    "or": lambda a, b: int(bool(a) or bool(b)),
+}
+
+
 def eval_expr(e, env) -> int:
     if isinstance(e, Const):
         return e.value
@@ -79,14 +89,7 @@ def eval_expr(e, env) -> int:
             if b <= 0:
                 raise ModelError(f"division by {b}")
             return a // b if op == "//" else a % b
-        return {
-            "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-            "min": lambda: min(a, b), "max": lambda: max(a, b),
-            "^": lambda: a ^ b, "&": lambda: a & b, "|": lambda: a | b,
-            "==": lambda: int(a == b), "!=": lambda: int(a != b), "<": lambda: int(a < b),
-            "<=": lambda: int(a <= b), ">": lambda: int(a > b), ">=": lambda: int(a >= b),
-            "and": lambda: int(bool(a) and bool(b)), "or": lambda: int(bool(a) or bool(b)),
-        }[op]()
+        return _BINOPS[op](a, b)
     raise ModelError(f"not an expression: {e!r}")
 
 
