@@ -17,11 +17,16 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from ..lower.promela import LoweredModel
+from ..lower.promela import LoweredModel, lower
 from ..syncir.trace import Complete, Event, ParamChoice, Step
 
 SPIN = shutil.which("spin") or "/usr/bin/spin"
 CC = shutil.which("gcc") or "gcc"
+
+
+# EngineResult.kind when R6's monitored condition failed: the fused model says nothing about the
+# kernel; check `lower(kernel, reduce, fuse=False)` instead (lower_and_check does)
+REDUCTION_UNSOUND = "reduction-unsound"
 
 
 class EngineError(Exception):
@@ -48,6 +53,11 @@ class EngineResult:
 
     options: str = ""              # how pan ran, for reports
     reductions: tuple[str, ...] = ()  # the model's reductions (LoweredModel.reductions)
+    # lower_and_check: the fused (R6) model reported reduction-unsound and this result is the
+    # unfused model's; fused_states/fused_seconds are the first run's
+    refused: bool = False
+    fused_states: int = 0
+    fused_seconds: float = 0.0
 
     @property
     def violation(self) -> bool:
@@ -91,6 +101,24 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
         res.events = _other_ctas(model, res, timeout_s - (time.monotonic() - start), memory_mb,
                                  vector_size, opt, collapse, workdir)
     return res
+
+
+def lower_and_check(kernel, reduce: bool = True, fuse: bool | None = None,
+                    **kw) -> tuple[LoweredModel, EngineResult]:
+    """Lower `kernel` and check it; when the fused model (R6) reports `reduction-unsound`,
+    re-lower with `fuse=False` and check that (each run gets `kw`'s limits). Returns the model
+    the result belongs to (its trail's kernel is `model.kernel`) and the result."""
+    model = lower(kernel, reduce=reduce, fuse=fuse)
+    res = check(model, **kw)
+    if res.kind != REDUCTION_UNSOUND:
+        return model, res
+    first = res
+    model = lower(kernel, reduce=reduce, fuse=False)
+    res = check(model, **kw)
+    res.refused = True
+    res.fused_states = first.states
+    res.fused_seconds = first.seconds + first.compile_seconds
+    return model, res
 
 
 def _other_ctas(model, res, timeout_s, memory_mb, vector_size, opt, collapse, workdir):

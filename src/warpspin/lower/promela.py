@@ -57,6 +57,8 @@ class LoweredModel:
     checked: Kernel | None = None
     cta_procs: tuple[tuple[int, ...], ...] = ()
     probe_text: str = ""  # the model plus a monitor that stops at the first terminal state
+    # R6 wait->arrive fusion: (process, wait pc, release pc) of every fused block
+    fused: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def lowered(self) -> Kernel:
@@ -130,10 +132,15 @@ def _fold(e: Expr) -> Expr:
 # ----------------------------------------------------------------------------- the lowering
 
 class _Lowering:
-    def __init__(self, kernel: Kernel, reduce: bool):
+    def __init__(self, kernel: Kernel, reduce: bool, fuse: bool = False):
         self.k = kernel
         self.reduce = reduce
         self.flat = flatten(kernel)
+        # R6: fusable blocks, per process {wait pc: release pc}; monitored barrier arrays
+        self.fusable = [fusable_blocks(fp) if fuse else {} for fp in self.flat]
+        self.monitored = sorted({fp.code[w].stmt.bar.name for pi, fp in enumerate(self.flat)
+                                 for w in self.fusable[pi]})
+        self.atw = _unique(self.monitored, "atw_")
         # reduced encoding: narrow local types (value ranges) and dead-variable resets
         pr = {p.name: (p.lo, p.hi) for p in kernel.params}
         self.ranges = [analysis.ranges(fp, pr) if reduce else None for fp in self.flat]
@@ -192,10 +199,17 @@ class _Lowering:
 
     # -- mbarrier element of a reference, as Promela lvalue text
     def mb(self, ref: MBarRef, cta: int, env) -> str:
-        size = self.k.mbarrier(ref.name).size
-        c = Const(cta) if ref.cta is None else ref.cta
-        idx = _fold(BinOp("+", BinOp("*", c, Const(size)), ref.index))
-        return f"{self.mbars[ref.name]}[{_expr(idx, env)}]"
+        return f"{self.mbars[ref.name]}[{_expr(mb_index(self.k, ref, cta), env)}]"
+
+    def monitor(self, name: str, idx: str, viol) -> list[str]:
+        """R6 monitor, in the phase-completion (and init) code of element `idx` of array `name`:
+        an instance sitting at a fused wait on it whose parity test passes now (parity
+        1 - (n & 1)) makes the fusion unsound: report `reduction-unsound` (docs/semantics.md R6)."""
+        if name not in self.atw:
+            return []
+        el = f"{self.mbars[name]}[{idx}]"
+        return [f"if :: {self.atw[name]}[({idx}) * 2 + 1 - ({el}.n & 1)] > 0 -> "
+                f"{viol('reduction-unsound')} :: else fi;"]
 
     # ------------------------------------------------------------------ the whole model
     def model(self) -> str:
@@ -214,6 +228,12 @@ class _Lowering:
             out.append("int cl_arr; int cl_gen;  /* cluster barrier: threads arrived, generation */")
         if self.async_keys:
             out.append(f"int infl[{len(self.async_keys)}];")
+        if self.monitored:
+            out.append("/* R6 monitor: instances at a fused wait, per (element, parity) */")
+            many = sum(p.instances for p in self.k.processes) > 255
+            for name in self.monitored:
+                n = 2 * self.k.mbarrier(name).size * self.k.num_ctas
+                out.append(f"{'short' if many else 'byte'} {self.atw[name]}[{n}];")
         out.append("")
         for pi in sorted(self.symmetric):
             out += self.record_decls(pi)
@@ -296,12 +316,49 @@ class _Lowering:
 
     def option(self, ctx: "_Ctx", pc: int, ins, close: str, after: tuple[str, ...] = ()) -> list[str]:
         """`:: d_step { guard -> step; local code up to the next visible pc }`."""
+        if pc in self.fusable[ctx.pi]:
+            return self.fused_option(ctx, pc, ins, close, after)
         guard, body = ctx.visible(pc, ins)
         at = f"{ctx.pc} == {pc}"
         lines = [f"  :: d_step {{ {at if guard == 'true' else at + ' && ' + guard} ->",
                  *_indent(body, 7)]
         if not isinstance(ins, End):
             lines += _indent(ctx.continuation(str(pc), pc + 1), 7)
+        return lines + _indent(after, 7) + [f"     {close}"]
+
+    def fused_option(self, ctx: "_Ctx", w: int, ins, close: str, after=()) -> list[str]:
+        """R6 (docs/semantics.md): the wait at `w`, and when it passes cleanly and the release
+        at r = fusable[w] names another element than the wait, also the `Let`s and the release,
+        in one d_step (both steps print their WS|S lines). Otherwise the wait alone, as in the
+        unfused model. Leaving w decrements the monitor counter of (element, parity)."""
+        code = ctx.fp.code
+        r = self.fusable[ctx.pi][w]
+        st, rel = ins.stmt, code[r]
+        guard, wbody = ctx.visible(w, ins)
+        _, bad, aliased, passed = ctx.wait_conds(st)
+        clean = f"({passed} && !{aliased} && !{bad})"
+        lets = code[w + 1:r]
+        diff = "true"
+        if isinstance(rel.stmt, BarArrive) or rel.stmt.bar.name != st.bar.name:
+            pass
+        else:
+            eb = mb_index(self.k, rel.stmt.bar, ctx.p.cta)
+            for let in reversed(lets):
+                eb = _subst(eb, let.var, let.value)
+            ea = mb_index(self.k, st.bar, ctx.p.cta)
+            diff = f"({ctx.e(ea)} != {ctx.e(eb)})"
+        _, rbody = ctx.visible(r, rel)
+        fused = [*wbody, *[f"{ctx.locals[x.var]} = {ctx.e(x.value)};" for x in lets], *rbody,
+                 *ctx.continuation(f"F{w}", r + 1)]
+        alone = [*wbody, *ctx.continuation(str(w), w + 1)]
+        at = f"{ctx.pc} == {w}"
+        lines = [f"  :: d_step {{ {at if guard == 'true' else at + ' && ' + guard} ->",
+                 *_indent(ctx.at_w(w, -1), 7),
+                 f"       if :: ({clean} && {diff}) ->",
+                 *_indent(fused, 12),
+                 "          :: else ->",
+                 *_indent(alone, 12),
+                 "       fi;"]
         return lines + _indent(after, 7) + [f"     {close}"]
 
     # -- the symmetric encoding: the instances of a process are records of one array, kept
@@ -372,9 +429,11 @@ class _Lowering:
                                  f"({', '.join(sorted(expr_vars(st.bytes) - set(self.params)))})")
             el = f"{self.mbars[st.bar.name]}[{cta * self.k.mbarrier(st.bar.name).size + idx}]"
             viol = _viol_text(pi, "-1", pc)
+            gidx = str(cta * self.k.mbarrier(st.bar.name).size + idx)
             body = [f'printf("WS|C|{pi}|{pc}|{cta}|{idx}\\n");',
                     f"{el}.tx = {el}.tx - {_expr(st.bytes, env)};",
-                    *_tx_check(el, viol), *_try_complete(el, viol)]
+                    *_tx_check(el, viol),
+                    *_try_complete(el, viol, self.monitor(st.bar.name, gidx, viol))]
             lines.append(f"  :: d_step {{ infl[{slot}] > 0 -> infl[{slot}]--;")
             lines += ["       " + s for s in body]
             lines.append("     }")
@@ -409,8 +468,50 @@ def _tx_check(el: str, viol) -> list[str]:
             "   :: else fi;"]
 
 
-def _try_complete(el: str, viol) -> list[str]:
+def mb_index(k: Kernel, ref: MBarRef, cta: int) -> Expr:
+    """Index of the element `ref` names (in CTA `cta` when it names no CTA) in its array."""
+    size = k.mbarrier(ref.name).size
+    c = Const(cta) if ref.cta is None else ref.cta
+    return _fold(BinOp("+", BinOp("*", c, Const(size)), ref.index))
+
+
+def _subst(e: Expr, var: str, value: Expr) -> Expr:
+    if isinstance(e, Var):
+        return value if e.name == var else e
+    if isinstance(e, UnOp):
+        return UnOp(e.op, _subst(e.arg, var, value))
+    if isinstance(e, BinOp):
+        return BinOp(e.op, _subst(e.lhs, var, value), _subst(e.rhs, var, value))
+    if isinstance(e, Select):
+        return Select(_subst(e.cond, var, value), _subst(e.then, var, value),
+                      _subst(e.else_, var, value))
+    return e
+
+
+FUSABLE_RELEASES = (MbarArrive, MbarArriveExpectTx, MbarExpectTx, TmaLoad, BarArrive)
+
+
+def fusable_blocks(fp: FlatProcess) -> dict[int, int]:
+    """R6 (docs/semantics.md): {w: r} for every visible `MbarWait` at pc w > 0 followed by
+    `Let`s only (straight line) up to a release op at pc r that never blocks (an arrive,
+    expect-tx, a non-multicast TMA issue or a bar.arrive)."""
+    out = {}
+    for w, ins in enumerate(fp.code):
+        if w == 0 or not (isinstance(ins, Op) and isinstance(ins.stmt, MbarWait)):
+            continue
+        r = w + 1
+        while r < len(fp.code) and isinstance(fp.code[r], Let):
+            r += 1
+        rel = fp.code[r] if r < len(fp.code) else None
+        if (isinstance(rel, Op) and isinstance(rel.stmt, FUSABLE_RELEASES)
+                and not (isinstance(rel.stmt, TmaLoad) and rel.stmt.multicast is not None)):
+            out[w] = r
+    return out
+
+
+def _try_complete(el: str, viol, mon: list[str] = ()) -> list[str]:
     return [f"if :: ({el}.pend == 0 && {el}.tx == 0) ->",
+            *[f"     {m}" for m in mon],
             f"     if :: {el}.n >= {PHASE_LIMIT} -> {viol('phase-bound')} :: else fi;",
             f"     {el}.n = {el}.n + 1; {el}.pend = {el}.exp",
             "   :: else fi;"]
@@ -457,7 +558,7 @@ class _Ctx:
         code = self.fp.code
         tag = self.tag + tag
         if isinstance(code[start], VISIBLE):
-            return [" ".join([*self.resets(start), f"{self.pc} = {start}"])]
+            return [" ".join([*self.resets(start), *self.at_w(start, 1), f"{self.pc} = {start}"])]
         order, seen, todo = [], set(), [start]
         while todo:
             pc = todo.pop()
@@ -473,7 +574,8 @@ class _Ctx:
 
         def to(pc: int) -> str:
             if isinstance(code[pc], VISIBLE):
-                return " ".join([*self.resets(pc), f"{self.pc} = {pc}; goto D{tag}"])
+                return " ".join([*self.resets(pc), *self.at_w(pc, 1),
+                                 f"{self.pc} = {pc}; goto D{tag}"])
             return f"goto C{tag}_{pc}"
 
         out = []
@@ -513,11 +615,8 @@ class _Ctx:
                      f"{carr} = 0;"])
         if isinstance(st, (MbarWait, MbarTestWait)):
             el = self.low.mb(st.bar, self.p.cta, self.env)
-            par = f"({self.e(st.parity)} & 1)"
             o = f"{self.obs[st.bar.name]}[{self.e(st.bar.index)}]"
-            bad = self.bad_vis(el, tma=False)
-            aliased = f"(({el}.n - {o} >= 2 && {par} == ({o} & 1)) || {el}.n - {o} >= 3)"
-            passed = f"(({el}.n & 1) != {par})"
+            _, bad, aliased, passed = self.wait_conds(st)
             body = [step,
                     f"if :: {bad} -> {viol('uninitialized-barrier')}",
                     f"   :: else -> if :: {aliased} -> {viol('parity-aliasing')} :: else fi",
@@ -531,6 +630,30 @@ class _Ctx:
         T = self.p.threads if ins.lanes is None else ins.lanes
         return "true", [step, *self.effect(pc, st, T, viol)]
 
+    def wait_conds(self, st) -> tuple[str, str, str, str]:
+        """(element, bad visibility, aliased, parity passes) of a wait or test-wait."""
+        el = self.low.mb(st.bar, self.p.cta, self.env)
+        par = f"({self.e(st.parity)} & 1)"
+        o = f"{self.obs[st.bar.name]}[{self.e(st.bar.index)}]"
+        bad = self.bad_vis(el, tma=False)
+        aliased = f"(({el}.n - {o} >= 2 && {par} == ({o} & 1)) || {el}.n - {o} >= 3)"
+        passed = f"(({el}.n & 1) != {par})"
+        return el, bad, aliased, passed
+
+    def at_w(self, pc: int, delta: int) -> list[str]:
+        """R6 monitor bookkeeping: an instance reaching (+1) or leaving (-1) the fused wait at
+        `pc` counts in atw[element * 2 + parity]."""
+        if pc not in self.low.fusable[self.pi]:
+            return []
+        st = self.fp.code[pc].stmt
+        a = self.low.atw[st.bar.name]
+        i = (f"({self.e(mb_index(self.low.k, st.bar, self.p.cta))}) * 2 + "
+             f"({self.e(st.parity)} & 1)")
+        return [f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"]
+
+    def mon(self, ref: MBarRef, viol) -> list[str]:
+        return self.low.monitor(ref.name, self.e(mb_index(self.low.k, ref, self.p.cta)), viol)
+
     def bad_vis(self, el: str, tma: bool) -> str:
         if self.symmetric:  # never an initializer (see _Lowering.symmetric)
             return f"({el}.vis < 3)"
@@ -543,7 +666,8 @@ class _Ctx:
         if isinstance(st, MbarInit):
             el = self.low.mb(st.bar, self.p.cta, self.env)
             cnt = self.e(st.count)
-            return [f"if :: {el}.vis != 0 -> {viol('barrier-reinit')} :: else fi;",
+            return [*self.mon(st.bar, viol),
+                    f"if :: {el}.vis != 0 -> {viol('barrier-reinit')} :: else fi;",
                     f"if :: ({cnt} < 1 || {cnt} > {TX_LIMIT}) -> {viol('arrival-mismatch')} "
                     ":: else fi;",
                     f"{el}.vis = 1; {el}.exp = {cnt}; {el}.pend = {cnt}; {el}.tx = 0; "
@@ -562,11 +686,12 @@ class _Ctx:
                    ":: else fi;"]
             if isinstance(st, (MbarArriveExpectTx, MbarExpectTx)):
                 out += [f"{el}.tx = {el}.tx + {T} * {self.e(st.bytes)};", *_tx_check(el, viol)]
+            mon = self.mon(st.bar, viol)
             if isinstance(st, MbarExpectTx):
-                return out + _try_complete(el, viol)
+                return out + _try_complete(el, viol, mon)
             cnt = f"{T} * {self.e(st.count)}" if isinstance(st, MbarArrive) else str(T)
             return out + [f"if :: ({cnt} > {el}.pend) -> {viol('arrival-mismatch')} :: else fi;",
-                          f"{el}.pend = {el}.pend - {cnt};", *_try_complete(el, viol)]
+                          f"{el}.pend = {el}.pend - {cnt};", *_try_complete(el, viol, mon)]
         if isinstance(st, (BarSync, BarArrive)):
             return self.bar_arrive(pc, st, T, viol)
         if isinstance(st, ClusterArrive):
@@ -691,12 +816,19 @@ proctype ws_probe() { timeout -> printf("WS|T\\n"); assert(false) }
 """
 
 
-def lower(kernel: Kernel, reduce: bool = True) -> LoweredModel:
+def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> LoweredModel:
     """Promela for `kernel`. With `reduce` (the default), the exact reductions of
     docs/semantics.md ("Reductions") apply and are listed in `LoweredModel.reductions`:
     independent identical CTAs (one is checked), identical instances of a process as sorted
     records (symmetry), narrow local types, dead-variable resets. `reduce=False` is the plain
-    encoding: one Promela process per instance, every CTA, `int` locals."""
+    encoding: one Promela process per instance, every CTA, `int` locals.
+
+    `fuse` (default: `reduce`): R6, wait->release fusion with a monitored right-mover condition.
+    When its condition fails in a reachable state the model reports kind `reduction-unsound`
+    (engine.check's `EngineResult.kind`); the caller must then check `lower(kernel, reduce,
+    fuse=False)` instead (engine.spin.lower_and_check does both)."""
+    if fuse is None:
+        fuse = reduce
     checked, cta_procs, reductions = None, (), []
     if reduce:
         split = independent_ctas(kernel)
@@ -705,7 +837,7 @@ def lower(kernel: Kernel, reduce: bool = True) -> LoweredModel:
             reductions.append(f"independent-ctas: {kernel.num_ctas} identical CTAs, no op "
                               "crosses CTAs; one is checked")
     k = checked if checked is not None else kernel
-    low = _Lowering(k, reduce)
+    low = _Lowering(k, reduce, fuse)
     text = low.model()
     if low.symmetric:
         reductions.append("symmetric-instances: identical instances of "
@@ -714,10 +846,14 @@ def lower(kernel: Kernel, reduce: bool = True) -> LoweredModel:
     if reduce:
         reductions += ["narrow-types: locals typed by their value range",
                        "dead-variable-reset: dead locals and obs reset at each step"]
+    fused = tuple((pi, w, r) for pi, f in enumerate(low.fusable) for w, r in sorted(f.items()))
+    if fused:
+        reductions.append(f"R6: wait-release fusion of {len(fused)} block(s) (a passing wait and "
+                          "the release after it are one step; monitored, exact)")
     probe = ""
     if checked is not None:
         probe = text.replace("  atomic {\n", "  atomic {\n    run ws_probe();\n", 1)
         probe = probe.replace("\ninit {", PROBE + "\ninit {", 1)
     return LoweredModel(kernel, text, low.flat, tuple(low.proctypes), tuple(low.first_gid),
                         tuple(low.async_keys), tuple(low.named_slots), tuple(sorted(low.symmetric)),
-                        tuple(reductions), checked, cta_procs, probe)
+                        tuple(reductions), checked, cta_procs, probe, fused)
