@@ -54,8 +54,10 @@ def test_deadlock_report_names_blocked_waits():
     assert "interleaving" in text
 
 
-def test_truncated_search_is_inconclusive_never_verified():
-    r = verify_kernel(ring(4, 16, consumers=4), opts=CheckOptions(memory_mb=8))
+@pytest.mark.parametrize("reduce", [False, True])
+def test_truncated_search_is_inconclusive_never_verified(reduce):
+    kernel = ring(4, 16, consumers=4) if not reduce else ring(8, 64, consumers=16)
+    r = verify_kernel(kernel, opts=CheckOptions(memory_mb=8, reduce=reduce))
     assert r.verdict == "inconclusive", str(r)
     assert any("memory" in why for why in r.reasons)
 

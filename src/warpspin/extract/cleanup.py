@@ -3,26 +3,10 @@ surviving statement that still depends on something not understood into ``Unsupp
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable
 
 from ..syncir.ir import (Assign, Expr, For, If, Lanes, MBarRef, MbarTestWait, Stmt, Unsupported, While,
-                         expr_vars, walk_stmts)
+                         EXPR_FIELDS, expr_vars, stmt_exprs, walk_stmts)
 from .values import LANE, OPAQUE_PREFIX
-
-_EXPR_FIELDS = ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start",
-                "stop", "multicast")
-
-
-def stmt_exprs(s: Stmt) -> Iterable:
-    for f in _EXPR_FIELDS:
-        e = getattr(s, f, None)
-        if e is not None and not isinstance(e, (tuple, str, int)):
-            yield e
-    bar = getattr(s, "bar", None)
-    if isinstance(bar, MBarRef):
-        yield bar.index
-        if bar.cta is not None:
-            yield bar.cta
 
 
 def subst_stmts(body, env: dict, folder) -> tuple[Stmt, ...]:
@@ -31,7 +15,7 @@ def subst_stmts(body, env: dict, folder) -> tuple[Stmt, ...]:
 
     out = []
     for s in body:
-        changes = {f: subst(getattr(s, f), env, folder) for f in _EXPR_FIELDS
+        changes = {f: subst(getattr(s, f), env, folder) for f in EXPR_FIELDS
                    if isinstance(getattr(s, f, None), Expr)}
         bar = getattr(s, "bar", None)
         if isinstance(bar, MBarRef):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .flat import BarResume, Op
 from .interp import (EXPECTED, N, NB_ARRIVED, NB_EXPECTED, NUM_NAMED_BARRIERS, PENDING, TX,
-                     Machine, Replay, ReplayLog, State, eval_expr)
+                     Machine, Replay, State, eval_expr)
 from .ir import Loc, MbarWait
 
 

@@ -168,7 +168,6 @@ def flatten_process(p: Process) -> FlatProcess:
 
 
 def _locals(p: Process, code) -> set[str]:
-    from .ir import expr_vars
     names = {n for n, _ in p.init}
     for ins in code:
         if isinstance(ins, Let):

@@ -7,7 +7,7 @@ Semantics: docs/semantics.md (implemented by interp.py and lower/).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Union
 
 
@@ -436,6 +436,23 @@ class Kernel:
 
     def cta_threads(self, cta: int) -> int:
         return sum(p.threads * p.instances for p in self.processes if p.cta == cta)
+
+
+EXPR_FIELDS = ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start", "stop",
+               "multicast")
+
+
+def stmt_exprs(s: Stmt):
+    """The expressions a statement reads itself (not those of nested bodies)."""
+    for f in EXPR_FIELDS:
+        e = getattr(s, f, None)
+        if isinstance(e, Expr):
+            yield e
+    bar = getattr(s, "bar", None)
+    if isinstance(bar, MBarRef):
+        yield bar.index
+        if bar.cta is not None:
+            yield bar.cta
 
 
 def walk_stmts(body: tuple[Stmt, ...]):

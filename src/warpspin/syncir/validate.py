@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import (Assign, BarArrive, BarSync, For, If, Kernel, Lanes, Loc, MBarRef, MbarTestWait,
-                 NOLOC, Stmt, TmaLoad, Unsupported, While, expr_vars, walk_stmts)
+from .ir import (Assign, For, Kernel, Lanes, Loc, MBarRef, MbarTestWait,
+                 NOLOC, TmaLoad, Unsupported, While, expr_vars, stmt_exprs,
+                 walk_stmts)
 
 
 @dataclass(frozen=True)
@@ -21,19 +22,6 @@ class InvalidKernel(ValueError):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("invalid SyncIR:\n" + "\n".join(f"  {p}" for p in problems))
-
-
-def _exprs(s: Stmt):
-    for f in ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start", "stop",
-              "multicast"):
-        e = getattr(s, f, None)
-        if e is not None and not isinstance(e, (tuple, str, int)):
-            yield e
-    bar = getattr(s, "bar", None)
-    if isinstance(bar, MBarRef):
-        yield bar.index
-        if bar.cta is not None:
-            yield bar.cta
 
 
 def validate(k: Kernel) -> list[Problem]:
@@ -70,7 +58,7 @@ def validate(k: Kernel) -> list[Problem]:
                 names.add(s.dest)
         for s in walk_stmts(p.body):
             loc = getattr(s, "loc", NOLOC)
-            for e in _exprs(s):
+            for e in stmt_exprs(s):
                 for v in expr_vars(e) - names:
                     probs.append(Problem(f"{where}: variable {v!r} is never assigned", loc))
             bar = getattr(s, "bar", None)
