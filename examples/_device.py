@@ -26,3 +26,20 @@ def run_with_watchdog(script: str, variant: str, timeout: float = 20.0) -> int:
         return 1
     print(f"{variant}: OK")
     return 0
+
+
+def example_main(script: str, variants: dict, run_on_device, argv: list[str]) -> int:
+    """The command line every example shares:
+    `--run VARIANT [TIMEOUT]` runs it on the GPU under a watchdog, `--child VARIANT` is that run's
+    child process, and no argument traces every variant on the CPU."""
+    if len(argv) >= 2 and argv[0] == "--run":
+        return run_with_watchdog(script, argv[1], timeout=float(argv[2]) if len(argv) > 2 else 20)
+    if len(argv) >= 2 and argv[0] == "--child":
+        run_on_device(argv[1])
+        return 0
+    from warpspin.frontend import trace
+
+    for name, make in variants.items():
+        fn, args = make()
+        print(name, [(k.name[:40], k.block_dim, k.cluster_dim) for k in trace(fn, *args)])
+    return 0

@@ -141,21 +141,7 @@ def run_on_device(name: str, steps: int = 6) -> None:
         raise SystemExit(f"{name}: WRONG RESULT")
 
 
-def _main(argv: list[str]) -> int:
-    if len(argv) >= 2 and argv[0] == "--run":
-        from _device import run_with_watchdog
-
-        return run_with_watchdog(__file__, argv[1], timeout=float(argv[2]) if len(argv) > 2 else 20)
-    if len(argv) >= 2 and argv[0] == "--child":
-        run_on_device(argv[1])
-        return 0
-    from warpspin.frontend import trace
-
-    for name, make in VARIANTS.items():
-        fn, args = make()
-        print(name, [(k.name[:40], k.block_dim) for k in trace(fn, *args)])
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+    from _device import example_main
+
+    sys.exit(example_main(__file__, VARIANTS, run_on_device, sys.argv[1:]))
