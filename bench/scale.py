@@ -1,6 +1,8 @@
 """Bench (issue 3): the canonical ring (syncir.protocols.ring) at growing sizes, plain and reduced
 encodings, checked with SPIN (engine.check, one core). One row per model: states, pan and total
-seconds, memory, verdict, reductions applied.
+seconds, memory, verdict. Encodings: `fused` (reduce=True with R6 wait-release fusion, through
+engine.lower_and_check: a `reduction-unsound` run falls back to `reduced` and says so),
+`reduced` (reduce=True, fuse=False), `plain` (reduce=False).
 
     python bench/scale.py                     # default grid, writes bench/scale.md
     python bench/scale.py --nc 8 16 --s 4 --k 64 --ctas 2 --reduced-only
@@ -15,17 +17,21 @@ import argparse
 import sys
 import time
 
-from warpspin.engine import check
+from warpspin.engine import check, lower_and_check
 from warpspin.lower import lower
 from warpspin.syncir.protocols import ring
 
 HEAD = ("NC", "S", "K", "CTAs", "encoding", "states", "pan s", "total s", "MB", "result")
 
 
-def run(nc, s, k, ctas, reduce, timeout, memory):
+def run(nc, s, k, ctas, encoding, timeout, memory):
     t0 = time.perf_counter()
-    m = lower(ring(stages=s, trips=k, consumers=nc, ctas=ctas), reduce=reduce)
-    r = check(m, timeout_s=timeout, memory_mb=memory)
+    kern = ring(stages=s, trips=k, consumers=nc, ctas=ctas)
+    if encoding == "fused":
+        _, r = lower_and_check(kern, reduce=True, fuse=True, timeout_s=timeout, memory_mb=memory)
+    else:
+        m = lower(kern, reduce=encoding == "reduced", fuse=False)
+        r = check(m, timeout_s=timeout, memory_mb=memory)
     total = time.perf_counter() - t0
     if r.kind:
         verdict = r.kind
@@ -33,7 +39,9 @@ def run(nc, s, k, ctas, reduce, timeout, memory):
         verdict = "verified"
     else:
         verdict = "inconclusive (" + ", ".join(r.truncated) + ")"
-    return r, (nc, s, k, ctas, "reduced" if reduce else "plain", f"{r.states:,}",
+    if getattr(r, "refused", False):
+        verdict += " (R6 refused: unfused)"
+    return r, (nc, s, k, ctas, encoding, f"{r.states:,}",
                f"{r.seconds:.2f}", f"{total:.2f}", f"{r.memory_mb:.0f}", verdict)
 
 
@@ -43,7 +51,8 @@ def main(argv=None) -> int:
     ap.add_argument("--s", type=int, nargs="+", default=[2, 4, 8])
     ap.add_argument("--k", type=int, nargs="+", default=[4, 16, 64])
     ap.add_argument("--ctas", type=int, nargs="+", default=[1, 2, 4])
-    ap.add_argument("--reduced-only", action="store_true")
+    ap.add_argument("--encodings", nargs="+", default=["fused", "reduced", "plain"])
+    ap.add_argument("--reduced-only", action="store_true", help="fused only")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--memory", type=int, default=2048)
@@ -61,13 +70,15 @@ def main(argv=None) -> int:
                 if k < s:
                     continue
                 for nc in args.nc:
-                    r, row = run(nc, s, k, ctas, True, args.timeout, args.memory)
-                    rows.append(row)
-                    print(" | ".join(map(str, row)), flush=True)
-                    if not args.reduced_only and r.complete and r.states <= args.plain_limit:
-                        _, row = run(nc, s, k, ctas, False, args.timeout, args.memory)
+                    small = True
+                    for enc in (["fused"] if args.reduced_only else args.encodings):
+                        if enc == "plain" and not small:
+                            continue
+                        r, row = run(nc, s, k, ctas, enc, args.timeout, args.memory)
                         rows.append(row)
                         print(" | ".join(map(str, row)), flush=True)
+                        if enc == "reduced":
+                            small = r.complete and r.states <= args.plain_limit
     if args.out:
         with open(args.out, "w") as f:
             f.write("| " + " | ".join(HEAD) + " |\n|" + "---|" * len(HEAD) + "\n")
