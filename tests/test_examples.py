@@ -10,6 +10,7 @@ if not os.environ.get("WARPSPIN_REQUIRE_ALL"):  # make test (CI) installs the DS
 
 from warpspin.api import CheckOptions, check_target  # noqa: E402
 from warpspin.demo import _module  # noqa: E402
+from sourcelines import line_of  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,14 +26,6 @@ def _cases():
             yield pytest.param(path, v, mod, id=f"{name[:-3]}:{v}")
 
 
-def _line_of(path: str, snippet: str) -> int:
-    lines = open(path).read().splitlines()
-    hits = [i + 1 for i, text in enumerate(lines) if snippet in text and "EXPECT_AT" not in text
-            and not text.lstrip().startswith('"')]
-    assert len(hits) == 1, f"{snippet!r} must appear once in the code of {path}: {hits}"
-    return hits[0]
-
-
 @pytest.mark.parametrize("path,variant,mod", list(_cases()))
 def test_example(path, variant, mod):
     expect = mod.EXPECT[variant]
@@ -46,6 +39,6 @@ def test_example(path, variant, mod):
         if where:
             loc = r.violations[0].locations[0]
             assert os.path.abspath(loc.file) == os.path.abspath(path), str(r)
-            assert loc.line == _line_of(path, where), str(r)
+            assert loc.line == line_of(path, where), str(r)
         if r.violations:
             assert r.violations[0].replayed and r.violations[0].trace

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from sourcelines import line_of
+
 pytestmark = pytest.mark.dsl
 cutlass = pytest.importorskip("cutlass")
 
@@ -57,7 +59,7 @@ def test_raw_ring_shape():
     assert [l.stop.value for l in loops] == [6, 6]
     (arr,) = [s for s in stmts(sk, MbarArrive) if s.bar.name == "full"]
     assert arr.loc.file.endswith("raw_mbarrier.py")
-    assert arr.loc.line == _line(rm.__file__, "cute.arch.mbarrier_arrive(full + s)")
+    assert arr.loc.line == line_of(rm.__file__, "cute.arch.mbarrier_arrive(full + s)")
     assert arr.loc.frame == "mbarrier_arrive"
 
 
@@ -85,7 +87,7 @@ def test_pipeline_shape():
     assert counts == [1, 1, 4, 4]  # full: 1 producer thread; empty: one lane per consumer warp
     (tma,) = stmts(sk, TmaLoad)
     assert tma.bytes.value == 64 * 64 * 4
-    assert tma.loc.line == _line(hp.__file__, "cute.copy(atom, tAgA[None, k]")
+    assert tma.loc.line == line_of(hp.__file__, "cute.copy(atom, tAgA[None, k]")
     (etx,) = stmts(sk, MbarArriveExpectTx)
     assert etx.bytes.value == 64 * 64 * 4 and etx.loc.frame == "PipelineTmaAsync.producer_acquire"
     assert etx.bar == tma.bar
@@ -155,11 +157,11 @@ def test_cluster_barrier():
     sk = extract(k)
     assert sk.num_ctas == 2 and {p.cta for p in sk.processes} == {0, 1}
     (arrive, _) = [s for s in stmts(sk, ClusterArrive)]
-    assert arrive.relaxed and arrive.loc.line == _line(__file__, "# @cluster-arrive")
+    assert arrive.relaxed and arrive.loc.line == line_of(__file__, "# @cluster-arrive")
     assert len(stmts(sk, ClusterWait)) == 2
     # a wait whose parity differs between the lanes of a warp is not modelled: explicit marker
     uns = unsupported_ops(sk)
-    assert uns and all(u.loc.line == _line(__file__, "# @unsupported") for u in uns)
+    assert uns and all(u.loc.line == line_of(__file__, "# @unsupported") for u in uns)
     assert "lane" in uns[0].what
 
 
@@ -184,14 +186,6 @@ def test_multicast_shape():
 ])
 def test_multicast_verdicts(name, kind):
     assert verdict(sk_of(hm.VARIANTS[name]), max_states=200_000) == kind
-
-
-def _line(path, marker):
-    with open(path) as f:
-        hits = [i + 1 for i, t in enumerate(f) if (t.rstrip().endswith(marker) or marker in t.split("#")[0])
-                and "EXPECT_AT" not in t and not t.lstrip().startswith('"')]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
 
 
 # ---- host example arguments become concrete params ------------------------------------------------

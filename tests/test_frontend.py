@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from sourcelines import line_of
+
 pytestmark = pytest.mark.dsl
 cutlass = pytest.importorskip("cutlass")
 
@@ -18,15 +20,6 @@ from warpspin.frontend.dump import format_kernel  # noqa: E402
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 sys.path.insert(0, EXAMPLES)
-
-
-def line_of(path: str, marker: str) -> int:
-    """1-based number of the one line of ``path`` with ``marker`` in its code or at its end."""
-    with open(path) as f:
-        hits = [i + 1 for i, text in enumerate(f)
-                if text.rstrip().endswith(marker) or marker in text.split("#")[0]]
-    assert len(hits) == 1, (marker, hits)
-    return hits[0]
 
 
 # ---- a small raw-mbarrier kernel defined here, so its lines are known ---------------------------
