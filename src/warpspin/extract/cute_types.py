@@ -116,6 +116,18 @@ def rest_size(type_str: str) -> Optional[int]:
     return size(tuple(shape[1:])) if len(shape) > 1 else 1
 
 
+def atom_repeats(dst_type: str, bits: int) -> int:
+    """How often an atom of ``bits`` covers the first mode of the destination: a TMA partition
+    is ``((atom_v, rest_v), rest...)`` and ``rest_v`` > 1 when the box is narrower than the tile
+    (flash-attn's 128-wide head dim loaded as two 64-column swizzled boxes: dst
+    ``((8192,2),(1))``, atom 8192 elements).  1 when it cannot be told."""
+    shape, eb = layout_shape(dst_type), elem_bytes(dst_type)
+    if not isinstance(shape, tuple) or not shape or not eb or bits % (8 * eb):
+        return 1
+    n, atom = size(shape[0]), bits // (8 * eb)
+    return n // atom if n and atom and n > atom and n % atom == 0 else 1
+
+
 def atom_kind(type_str: str) -> str:
     """``!cute_nvgpu.atom.tma_load<...>`` -> ``tma_load``."""
     m = re.match(r"!cute_nvgpu\.atom\.(\w+)", type_str)

@@ -28,6 +28,9 @@ ARITH = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi":
          "arith.divui": "//", "arith.floordivsi": "//", "arith.remsi": "%", "arith.remui": "%",
          "arith.andi": "&", "arith.ori": "|", "arith.xori": "^", "arith.minsi": "min",
          "arith.maxsi": "max", "arith.minui": "min", "arith.maxui": "max"}
+# scalar int-tuple arithmetic (cute.tuple_div/mod: floor semantics, as for arith.floordivsi)
+TUPLE_ARITH = {"cute.tuple_add": "+", "cute.tuple_sub": "-", "cute.tuple_mul": "*",
+               "cute.tuple_div": "//", "cute.tuple_mod": "%"}
 PASS_THROUGH = {"arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast",
                 "arith.index_castui", "builtin.unrealized_conversion_cast",
                 "cute_nvgpu.arch.make_warp_uniform", "cute.recast_iter", "cute.derefine",
@@ -40,7 +43,10 @@ IGNORED = {"nvvm.fence.proxy", "llvm.fence", "nvvm.setmaxregister", "nvvm.bar.wa
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
            # bulk async groups (TMA store, bulk S2G) complete by themselves; griddepcontrol waits
            # for the previous grid, outside this kernel (assumed to finish)
-           "nvvm.cp.async.bulk.commit.group", "nvvm.cp.async.bulk.wait_group", "nvvm.griddepcontrol"}
+           "nvvm.cp.async.bulk.commit.group", "nvvm.cp.async.bulk.wait_group", "nvvm.griddepcontrol",
+           # Ampere cp.async groups: a thread waits only for its own copies, which complete by
+           # themselves (cp.async.mbarrier.arrive, which does synchronize, stays unsupported)
+           "nvvm.cp.async.commit.group", "nvvm.cp.async.wait.group"}
 # Sync-relevant families the SyncIR cannot express yet: always an explicit Unsupported.
 UNSUPPORTED_PREFIXES = (
     "nvvm.cluster.", "nvvm.cp.async", "nvvm.tcgen05", "cute_nvgpu.arch.sm100",
@@ -278,6 +284,18 @@ class WarpWalker:
             e = Var(name)
         self.env[op.result] = e
 
+    def tuple_arith(self, op: Op, out) -> None:
+        """``cute.tuple_add/sub/mul/div/mod`` on scalar int tuples: integer arithmetic."""
+        if len(op.operands) != 2 or not (ct.is_dynamic_scalar(op.result_types[0])
+                                         or ct.static_int(op.result_types[0]) is not None):
+            self.set_unknown_results(op)
+            return
+        a, b = self.val(op.operands[0]), self.val(op.operands[1])
+        if not (isinstance(a, Expr) and isinstance(b, Expr)):
+            self.set_unknown_results(op)
+            return
+        self.bind(op, self.f.binop(TUPLE_ARITH[op.name], a, b), out)
+
     def ceildiv(self, op: Op, out) -> None:
         a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
         self.env[op.result] = self.f.binop("//", self.f.binop("+", a, self.f.binop("-", b, Const(1))), b)
@@ -342,6 +360,9 @@ class WarpWalker:
                                self.loc(op), (0, hi) if hi is not None else None)
         elif reg.startswith("nctaid.") and gx is not None:
             v = Const({"x": gx[0], "y": gx[1], "z": gx[2]}[reg[-1]])
+        elif reg.startswith("nctaid."):  # a dynamic grid (a persistent kernel's tile stride)
+            v = self.ctx.param(f"nctaid_{reg[-1]}", f"grid size {reg[-1]} (CTAs in the grid)",
+                               self.loc(op))
         else:
             v = opaque(f"sreg {reg}")
         self.env[op.result] = v
@@ -423,8 +444,13 @@ class WarpWalker:
                 self.env[r] = v.items[i]
             elif len(op.results) == 1:
                 self.env[r] = v
+            elif self.is_uniform(v) and ct.is_dynamic_scalar(t):
+                # a leaf of a launch-uniform shape (a kernel tensor's extent): a parameter
+                self.env[r] = self.ctx.param(f"{self.origin(op)}_{i}",
+                                             f"leaf {i} of {op.name} at {op.loc.short()}",
+                                             self.loc(op), same_as=self.ctx.vkey(r))
             else:
-                self.env[r] = Unknown(f"leaf {i}@{op.loc.short()}")
+                self.env[r] = Unknown(f"leaf {i}@{op.loc.short()}", self.is_uniform(v))
 
     def mapa(self, op: Op, out) -> None:
         p = self.val(op.operands[0])
@@ -503,6 +529,12 @@ class WarpWalker:
             return
         out.append(BarSync(bid, n, self.loc(op)))
 
+    def barrier_cta_sync(self, op, out):
+        """``nvvm.barrier.cta.sync(id, count) {aligned}``: ``barrier.sync id, count`` (the
+        non-aligned form only relaxes warp convergence, which instances assume anyway)."""
+        n = self.expr(op.operands[1]) if len(op.operands) > 1 else None
+        out.append(BarSync(self.expr(op.operands[0]), n, self.loc(op)))
+
     def barrier_arrive(self, op, out):
         out.append(BarArrive(self.expr(op.operands[0]), self.expr(op.operands[1]), self.loc(op)))
 
@@ -580,6 +612,8 @@ class WarpWalker:
             return
         bits = ct.copy_bits(atom.type)
         reps = ct.rest_size(op.operand_types[2]) if len(op.operand_types) > 2 else 1
+        if bits is not None and reps is not None and len(op.operand_types) > 2:
+            reps *= ct.atom_repeats(op.operand_types[2], bits)
         if bits is None or reps is None:
             out.append(Unsupported("TMA load with unknown byte count", self.loc(op)))
             return
@@ -800,6 +834,11 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "nvvm.mapa": WarpWalker.mapa,
     "cute.get_hier_coord": WarpWalker.hier_coord,
     "cute.get_leaves": WarpWalker.get_leaves,
+    "cute.tuple_add": WarpWalker.tuple_arith,
+    "cute.tuple_sub": WarpWalker.tuple_arith,
+    "cute.tuple_mul": WarpWalker.tuple_arith,
+    "cute.tuple_div": WarpWalker.tuple_arith,
+    "cute.tuple_mod": WarpWalker.tuple_arith,
     "nvvm.mbarrier.init": WarpWalker.mbar_init,
     "nvvm.mbarrier.arrive": WarpWalker.mbar_arrive,
     "nvvm.mbarrier.arrive.expect_tx": WarpWalker.mbar_arrive_tx,
@@ -808,6 +847,7 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "nvvm.mbarrier.wait.parity": WarpWalker.mbar_probe,
     "nvvm.fence.mbarrier.init": WarpWalker.fence_init,
     "nvvm.barrier": WarpWalker.barrier,
+    "nvvm.barrier.cta.sync": WarpWalker.barrier_cta_sync,
     "nvvm.barrier.arrive": WarpWalker.barrier_arrive,
     "nvvm.barrier.cta.arrive": WarpWalker.barrier_arrive,
     "nvvm.elect.sync": WarpWalker.elect,
