@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import time
 
-from ..engine import EngineError, check as spin_check
-from ..lower import lower
+from ..engine import EngineError, lower_and_check
 from ..syncir import BOUND_KINDS, Kernel, unsupported_ops, validate
 from ..syncir.diagnose import describe_steps, diagnose_deadlock
 from ..syncir.interp import replay
@@ -38,7 +37,8 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
 
     t0 = time.perf_counter()
     try:
-        model, er = _search(kernel, reduce, timeout_s, memory_mb, emit_promela)
+        model, er = lower_and_check(kernel, reduce=reduce, timeout_s=timeout_s, memory_mb=memory_mb)
+        _emit(model, kernel, emit_promela)
     except EngineError as e:
         res.verdict = ERROR
         res.reasons = [f"internal error: SPIN could not check the generated model: {e}"]
@@ -48,6 +48,8 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     stats.depth, stats.memory_mb = er.depth, er.memory_mb
     res.config["search"] = er.search
     res.config["reductions"] = [r.split(":")[0] for r in model.reductions] or ["none (plain encoding)"]
+    if getattr(er, "refused", False):
+        res.config["reductions"].append("R6 refused: its monitored condition failed, searched unfused")
 
     if er.kind is None:
         if er.complete:
@@ -95,21 +97,6 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
                       for b in blocked),
     )]
     return res
-
-
-def _search(kernel: Kernel, reduce: bool, timeout_s: float, memory_mb: int, emit: str | None):
-    """Lower and check; a reduced model whose monitored side condition fails (wait/arrive fusion,
-    docs/semantics.md R6) is searched again without that reduction."""
-    import inspect
-    fuse_ok = "fuse" in inspect.signature(lower).parameters
-    model = lower(kernel, reduce=reduce, **({"fuse": reduce} if fuse_ok else {}))
-    _emit(model, kernel, emit)
-    er = spin_check(model, timeout_s=timeout_s, memory_mb=memory_mb)
-    if er.kind == "reduction-unsound":
-        model = lower(kernel, reduce=reduce, fuse=False)
-        _emit(model, kernel, emit)
-        er = spin_check(model, timeout_s=timeout_s, memory_mb=memory_mb)
-    return model, er
 
 
 def _emit(model, kernel: Kernel, emit: str | None):
