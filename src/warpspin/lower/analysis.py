@@ -12,7 +12,7 @@ import math
 
 from ..syncir.flat import (CLUSTER_ARRIVED, CLUSTER_GEN, BarResume, Bound, Branch, End,
                            FlatProcess, Goto, Let, Op)
-from ..syncir.ir import (BinOp, ClusterArrive, ClusterWait, Const, Expr, MbarTestWait, MbarWait,
+from ..syncir.ir import (stmt_exprs, BinOp, ClusterArrive, ClusterWait, Const, Expr, MbarTestWait, MbarWait,
                          Select, UnOp, Var, expr_vars)
 
 INF = math.inf
@@ -30,20 +30,6 @@ def _succ(code, pc: int) -> list[int]:
     return [pc + 1]
 
 
-def _stmt_exprs(st) -> list[Expr]:
-    out = []
-    for name in ("count", "bytes", "parity", "barrier_id", "threads", "multicast"):
-        v = getattr(st, name, None)
-        if isinstance(v, Expr):
-            out.append(v)
-    bar = getattr(st, "bar", None)
-    if bar is not None:
-        out.append(bar.index)
-        if bar.cta is not None:
-            out.append(bar.cta)
-    return out
-
-
 def uses_defs(ins) -> tuple[set[str], set[str]]:
     """Locals (and parameters: callers ignore those) read and written by one instruction."""
     if isinstance(ins, Let):
@@ -56,7 +42,7 @@ def uses_defs(ins) -> tuple[set[str], set[str]]:
         return {ins.snap} | expr_vars(ins.stmt.barrier_id), set()
     if isinstance(ins, Op):
         st = ins.stmt
-        uses = set().union(*[expr_vars(e) for e in _stmt_exprs(st)]) if _stmt_exprs(st) else set()
+        uses = set().union(set(), *(expr_vars(e) for e in stmt_exprs(st)))
         defs = set()
         if isinstance(st, MbarTestWait):
             defs.add(st.dest)
