@@ -86,7 +86,7 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
     if search not in ("bfs", "dfs", "dfs-shortest"):
         raise ValueError(f"unknown search {search!r}")
     if opt is None:
-        opt = "-O0" if len(model.text) < 40_000 else "-O1"
+        opt = _default_opt(model)
     if collapse is None:
         collapse = False
     start = time.monotonic()
@@ -120,6 +120,14 @@ def lower_and_check(kernel, reduce: bool = True, fuse: bool | None = None,
     res.fused_states = first.states
     res.fused_seconds = first.seconds + first.compile_seconds
     return model, res
+
+
+def _default_opt(model: LoweredModel) -> str:
+    """-O0 where compiling pan.c costs more than the search gains from -O1: small models, and
+    models of at most 10 warps in a CTA (8 consumer warps, S=4, K=64: 1.4 s with -O0, 1.7 s with
+    -O1; 16 warps: -O1 wins, docs/spin.md)."""
+    warps = sum(p.instances for p in model.kernel.processes if p.cta == 0)
+    return "-O0" if len(model.text) < 40_000 or warps <= 10 else "-O1"
 
 
 def _other_ctas(model, res, timeout_s, memory_mb, vector_size, opt, collapse, workdir):
