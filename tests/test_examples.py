@@ -42,3 +42,25 @@ def test_example(path, variant, mod):
             assert loc.line == line_of(path, where), str(r)
         if r.violations:
             assert r.violations[0].replayed and r.violations[0].trace
+
+
+def _small_cases():
+    """Example variants small enough for the plain encoding too (one Promela process per warp)."""
+    for case in _cases():
+        path, variant, mod = case.values
+        name = os.path.basename(path)
+        if name in ("raw_mbarrier.py", "hopper_multicast.py", "syncir_ring.py") or \
+                (name == "hopper_pipeline.py" and variant in ("correct_one_consumer", "wrong_tx_bytes")):
+            yield case
+
+
+@pytest.mark.parametrize("path,variant,mod", list(_small_cases()))
+def test_example_plain_and_reduced_agree(path, variant, mod):
+    """The reductions are exact: the plain encoding gives the same verdict and kind."""
+    params = getattr(mod, "PARAMS", {}).get(variant, {})
+    kinds = []
+    for reduce in (True, False):
+        r = check_target(f"{path}:{variant}", CheckOptions(timeout_s=300, params=params,
+                                                           reduce=reduce))[0]
+        kinds.append(r.violations[0].kind if r.violations else r.verdict)
+    assert kinds[0] == kinds[1] == mod.EXPECT[variant]
