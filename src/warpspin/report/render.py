@@ -1,7 +1,7 @@
 """Text rendering of a Result, shaped like a compiler diagnostic."""
 from __future__ import annotations
 
-from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, Result)
+from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
 
 def _short(path: str) -> str:
@@ -19,8 +19,9 @@ def render_text(r: Result, max_steps: int = 200) -> str:
     cfg = ", ".join(f"{k}={'+'.join(v) if isinstance(v, list) else v}" for k, v in r.config.items())
     head = f"{r.target or r.kernel}: "
     if r.verdict == VERIFIED:
-        out.append(f"{head}VERIFIED: no deadlock or synchronization error in any interleaving "
+        out.append(f"{head}VERIFIED: no deadlock and no barrier-protocol error in any interleaving "
                    f"({s.states:,} states, {s.seconds.get('total', 0):.2f} s{'; ' + cfg if cfg else ''})")
+        out.append(f"  = note: {NOT_CHECKED}")
         return "\n".join(out)
     if r.verdict in (INCONCLUSIVE, UNSUPPORTED, ERROR):
         label = {INCONCLUSIVE: "INCONCLUSIVE", UNSUPPORTED: "UNSUPPORTED", ERROR: "ERROR"}[r.verdict]

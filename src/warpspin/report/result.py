@@ -6,6 +6,12 @@ from dataclasses import asdict, dataclass, field
 VERIFIED, VIOLATION, INCONCLUSIVE, UNSUPPORTED, ERROR = (
     "verified", "violation", "inconclusive", "unsupported", "error")
 
+# What a search covers (docs/semantics.md) and what it does not yet: a VERIFIED says both.
+CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
+           "uninitialized-barrier", "barrier-reinit", "divergent-barrier", "pending-at-exit", "scope")
+NOT_CHECKED = ("data races on shared-memory buffers, generic/async proxy ordering, tensormap "
+               "updates, TMA stores and bulk groups, cluster lifetime and TMEM are not checked yet")
+
 
 @dataclass(frozen=True)
 class Location:
@@ -91,6 +97,7 @@ class Result:
             "reasons": list(self.reasons),
             "reason_locations": [asdict(l) for l in self.reason_locations],
             "config": dict(self.config),
+            "properties": {"checked": list(CHECKED), "not_checked": NOT_CHECKED},
             "stats": {"processes": self.stats.processes, "states": self.stats.states,
                       "transitions": self.stats.transitions, "depth": self.stats.depth,
                       "seconds": dict(self.stats.seconds), "memory_mb": self.stats.memory_mb},
