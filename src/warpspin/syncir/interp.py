@@ -606,7 +606,11 @@ def violation_kinds(kernel: Kernel, max_states: int = 200_000) -> tuple[set[str]
     m = Machine(kernel)
     seen: set[State] = set()
     queue: deque[State] = deque()
-    for _, s in m.initial_states():
+    try:
+        starts = m.initial_states()
+    except Violation as v:  # a local loop ran past its bound before any step
+        return {v.kind}, True
+    for _, s in starts:
         if s not in seen:
             seen.add(s)
             queue.append(s)
@@ -635,7 +639,11 @@ def explore(kernel: Kernel, max_states: int = 200_000) -> Outcome:
     m = Machine(kernel)
     parent: dict[State, tuple[State | None, tuple[Event, ...]]] = {}
     queue: deque[State] = deque()
-    for choices, s in m.initial_states():
+    try:
+        starts = m.initial_states()
+    except Violation as v:  # a local loop ran past its bound before any step
+        return Outcome(v, [], 0)
+    for choices, s in starts:
         if s not in parent:
             parent[s] = (None, choices)
             queue.append(s)
