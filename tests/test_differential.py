@@ -10,6 +10,8 @@ import os
 import shutil
 
 import pytest
+
+from warpspin.syncir.flat import VISIBLE, flatten
 from hypothesis import HealthCheck, given, settings
 
 from protocol_gen import protocols
@@ -51,7 +53,12 @@ def spin_agrees(k, reduce: bool, max_states: int = 50_000, fuse: bool = False):
     if fuse and not r.refused and any(x.startswith("R6") for x in r.reductions):
         assert got >= want
     else:
-        assert got == want
+        # a process encoded as its own proctype whose code starts with local computation spends
+        # one (invisible) SPIN step on it, so BFS is shortest in SPIN steps: at most that many
+        # visible steps longer than the interpreter's shortest (docs/spin.md, "Trails")
+        hidden = sum(fp.process.instances for fp in flatten(k)
+                     if not isinstance(fp.code[0], VISIBLE))
+        assert want <= got <= want + hidden, (got, want, hidden)
     return r
 
 

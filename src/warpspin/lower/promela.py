@@ -282,6 +282,12 @@ class _Lowering:
                 for j in range(p.instances):
                     sets = [f"r{pi}[{j}].{locals_[n]} = {v};" for n, v in p.init if v]
                     lines += [f"    {x}" for x in sets]
+                if not isinstance(self.flat[pi].code[0], VISIBLE):
+                    # the records are global: their local start-up code runs here, inside init's
+                    # atomic block, so it costs no step of the search (counterexamples stay
+                    # shortest in visible steps)
+                    for j in range(p.instances):
+                        lines += _indent(_Ctx(self, pi, j).continuation(f"I{pi}_", 0), 4)
                 lines.append(f"    run {self.proctypes[pi]}();")
                 continue
             for j in range(p.instances):
@@ -401,11 +407,6 @@ class _Lowering:
         n = self.k.processes[pi].instances
         done = len(fp.code)  # the pc of an exited instance
         lines = [f"proctype {self.proctypes[pi]}() {{"]
-        if not isinstance(fp.code[0], VISIBLE):
-            lines.append("  d_step { true;")
-            for i in range(n):
-                lines += _indent(_Ctx(self, pi, i).continuation("I", 0), 4)
-            lines.append("  };")
         lines.append("  do")
         for i in range(n):
             ctx = _Ctx(self, pi, i)
