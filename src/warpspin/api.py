@@ -87,8 +87,7 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
     try:
         traced = trace(jit_fn, *args, arch=opts.arch)
     except TraceError as e:
-        return [_error(target, f"the kernel fails to trace: {getattr(e, 'message', e)}", getattr(e, "file", "") or "",
-                       getattr(e, "line", 0) or 0)]
+        return [_error(target, f"the kernel fails to trace: {e.message}", e.file or "", e.line or 0)]
     stats.seconds["trace"] = time.perf_counter() - t0
     if not traced:
         return [_error(target, "tracing produced no kernel launch (is the @cute.kernel launched?)")]
@@ -99,9 +98,7 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
         try:
             kernel = extract(tk, params=opts.params)
         except ExtractError as e:
-            r = _error(target, str(e), getattr(e, "file", "") or "", getattr(e, "line", 0) or 0,
-                       kernel=tk.name)
-            results.append(r)
+            results.append(_error(target, str(e), kernel=tk.name))
             continue
         kstats.seconds["extract"] = time.perf_counter() - t1
         results.append(verify_kernel(kernel, target=target, opts=opts, stats=kstats))

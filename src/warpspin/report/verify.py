@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from ..engine import EngineError, lower_and_check
+from ..lower import LowerError
 from ..syncir import BOUND_KINDS, Kernel, unsupported_ops, validate
 from ..syncir.diagnose import describe_steps, diagnose_deadlock
 from ..syncir.interp import replay
@@ -39,16 +40,16 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     try:
         model, er = lower_and_check(kernel, reduce=reduce, timeout_s=timeout_s, memory_mb=memory_mb)
         _emit(model, kernel, emit_promela)
-    except EngineError as e:
+    except (LowerError, EngineError) as e:
         res.verdict = ERROR
-        res.reasons = [f"internal error: SPIN could not check the generated model: {e}"]
+        res.reasons = [f"internal error: the kernel could not be model-checked: {e}"]
         return res
     stats.seconds["check"] = time.perf_counter() - t0
     stats.states, stats.transitions = er.states, er.transitions
     stats.depth, stats.memory_mb = er.depth, er.memory_mb
     res.config["search"] = er.search
     res.config["reductions"] = [r.split(":")[0] for r in model.reductions] or ["none (plain encoding)"]
-    if getattr(er, "refused", False):
+    if er.refused:
         res.config["reductions"].append("R6 refused: its monitored condition failed, searched unfused")
 
     if er.kind is None:
