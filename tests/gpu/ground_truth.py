@@ -2,9 +2,20 @@
 every verified one must run and give correct results. Not run by CI (needs an sm_90a GPU).
 
     # on the GPU machine (DSL from .dslbundle): run each variant in a child with a watchdog
-    python tests/gpu/ground_truth.py device out.json
+    python tests/gpu/ground_truth.py device out.json [--hang S] [--jobs N] [--only FILE.py,...]
     # here (CPU, SPIN): warpspin's verdict per variant, side by side, as a markdown table
     python tests/gpu/ground_truth.py compare out.json > docs/ground-truth.md
+
+How `device` runs a variant: one child process per variant calls the example's own
+``run_on_device(variant)`` (what ``python examples/FILE.py --run VARIANT`` runs), with
+``cute.compile`` wrapped so that the child reports when the kernel is compiled and then waits for
+a go.  Up to ``--jobs`` children import and compile at the same time (CPU work), but only one at a
+time is let go to launch on the GPU, so no two kernels share the GPU and a hung kernel cannot slow
+down another.  The hang watchdog (``--hang`` seconds, 10 by default) starts at the go, so it
+measures the launch and the check alone, not Python start-up and compilation.  A child that does
+not exit within it is killed: outcome "hang".  Exit 0: "ran, correct"; any other exit (wrong
+result, CUDA error): "ran, wrong result or error"; a failure before the kernel was compiled:
+"error before launch".
 """
 from __future__ import annotations
 
@@ -13,37 +24,135 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EXAMPLES = ["hopper_pipeline.py", "raw_mbarrier.py", "hopper_multicast.py"]
+EXAMPLES = ["hopper_pipeline.py", "raw_mbarrier.py", "hopper_multicast.py",
+            "cluster_grouped_multicast.py", "st_async_lanes.py"]
+COMPILED = "@@ground_truth: compiled"
 
 
-def _variants(path: str) -> list[str]:
+def _load(path: str):
     spec = importlib.util.spec_from_file_location("gt_" + os.path.basename(path)[:-3], path)
     mod = importlib.util.module_from_spec(spec)
     sys.path.insert(0, os.path.dirname(path))
     spec.loader.exec_module(mod)
-    return list(getattr(mod, "VARIANTS", {}))
+    return mod
 
 
-def device(out: str, timeout: float = 30.0) -> int:
-    rows = []
+def _variants(path: str) -> list[str]:
+    return list(getattr(_load(path), "VARIANTS", {}))
+
+
+def child(path: str, variant: str) -> int:
+    """The child: run_on_device(variant), stopping once after the first compile until the parent
+    says go (a line on stdin)."""
+    import cutlass.cute as cute
+
+    class Gate:
+        def __init__(self, orig):
+            self.orig, self.gone = orig, False
+
+        def __call__(self, *a, **kw):
+            compiled = self.orig(*a, **kw)
+            if not self.gone:
+                self.gone = True
+                print(COMPILED, flush=True)
+                sys.stdin.readline()
+            return compiled
+
+        def __getitem__(self, k):
+            return self.orig[k]
+
+        def __getattr__(self, k):
+            return getattr(self.orig, k)
+
+    cute.compile = Gate(cute.compile)
+    mod = _load(path)
+    mod.run_on_device(variant)
+    return 0
+
+
+class _Run:
+    """One variant's child process, its output collected by a thread."""
+
+    def __init__(self, ex: str, variant: str):
+        self.ex, self.variant = ex, variant
+        self.out: list[str] = []
+        self.compiled = threading.Event()
+        self.t0 = time.time()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [ROOT + "/src", os.path.join(ROOT, "examples"), os.environ.get("PYTHONPATH", "")]),
+            PYTHONUNBUFFERED="1")
+        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "child",
+                                   os.path.join(ROOT, "examples", ex), variant],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, env=env)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            if line.strip() == COMPILED:
+                self.compiled.set()
+            else:
+                self.out.append(line)
+        self.compiled.set()  # exited (before or after compiling)
+
+    def log(self) -> str:
+        return "".join(self.out)[-1500:]
+
+
+def device(out: str, hang: float = 10.0, jobs: int = 4, only: list[str] | None = None,
+           compile_timeout: float = 300.0) -> int:
+    todo = []
     for ex in EXAMPLES:
         path = os.path.join(ROOT, "examples", ex)
-        if not os.path.exists(path):
-            continue
-        for v in _variants(path):
-            t0 = time.time()
-            p = subprocess.run([sys.executable, path, "--run", v, str(timeout)], capture_output=True,
-                               text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                                   [ROOT + "/src", os.environ.get("PYTHONPATH", "")])))
-            outcome = {0: "ran, correct", 1: "ran, wrong result or error", 2: "hang"}.get(p.returncode, f"exit {p.returncode}")
-            rows.append({"example": ex, "variant": v, "outcome": outcome, "seconds": round(time.time() - t0, 1),
-                         "log": (p.stdout + p.stderr)[-1500:]})
-            print(f"{ex}:{v}: {outcome} ({rows[-1]['seconds']} s)", flush=True)
-    with open(out, "w") as f:
-        json.dump(rows, f, indent=1)
+        if os.path.exists(path) and (not only or ex in only):
+            todo += [(ex, v) for v in _variants(path)]
+    rows = []
+    started: list[_Run] = []
+    nxt = 0
+    for i in range(len(todo)):
+        while nxt < len(todo) and nxt < i + jobs:   # keep up to `jobs` children compiling ahead
+            started.append(_Run(*todo[nxt]))
+            nxt += 1
+        r = started[i]
+        r.compiled.wait(compile_timeout)
+        compile_s = round(time.time() - r.t0, 1)
+        # compile_seconds: from the child's start to its kernel being compiled (including the
+        # time it waited for a CPU among the others); seconds: from the go to the exit or the kill
+        row = {"example": r.ex, "variant": r.variant, "compile_seconds": compile_s}
+        if r.p.poll() is not None or not r.compiled.is_set():
+            if r.p.poll() is None:
+                r.p.kill()
+            r.p.wait()
+            r.reader.join(5)
+            row.update(outcome="error before launch", seconds=None, log=r.log())
+        else:
+            t1 = time.time()
+            try:
+                r.p.stdin.write("go\n")
+                r.p.stdin.flush()
+            except BrokenPipeError:
+                pass
+            try:
+                rc = r.p.wait(timeout=hang)
+                outcome = "ran, correct" if rc == 0 else "ran, wrong result or error"
+            except subprocess.TimeoutExpired:
+                r.p.kill()
+                r.p.wait()
+                outcome = "hang"
+            secs = round(time.time() - t1, 2)
+            r.reader.join(5)
+            log = r.log() + (f"{r.variant}: HANG (no exit {hang:.0f} s after launch)\n" if outcome == "hang" else "")
+            row.update(outcome=outcome, seconds=secs, log=log)
+        rows.append(row)
+        print(f"{r.ex}:{r.variant}: {row['outcome']} (ready after {compile_s} s, run {row['seconds']} s)",
+              flush=True)
+        with open(out, "w") as f:  # after every variant: a run cut short still leaves its rows
+            json.dump(rows, f, indent=1)
     return 0
 
 
@@ -81,6 +190,20 @@ def compare(path: str) -> int:
     return 1 if bad else 0
 
 
+def _main(argv: list[str]) -> int:
+    mode = argv[0]
+    if mode == "child":
+        return child(argv[1], argv[2])
+    if mode == "compare":
+        return compare(argv[1])
+    opts = {"--hang": 10.0, "--jobs": 4, "--only": ""}
+    rest = argv[2:]
+    while rest:
+        k, v, rest = rest[0], rest[1], rest[2:]
+        opts[k] = type(opts[k])(v)
+    return device(argv[1], hang=opts["--hang"], jobs=opts["--jobs"],
+                  only=[x for x in opts["--only"].split(",") if x] or None)
+
+
 if __name__ == "__main__":
-    mode, path = sys.argv[1], sys.argv[2]
-    sys.exit(device(path) if mode == "device" else compare(path))
+    sys.exit(_main(sys.argv[1:]))
