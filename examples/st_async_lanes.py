@@ -142,16 +142,19 @@ def run_on_device(name: str, launches: int = LAUNCHES) -> None:
     from cutlass.cute.runtime import from_dlpack
 
     fn = StAsyncExchange(*CONFIGS[name])
-    x = torch.randint(-2**31, 2**31 - 1, (32 * CLUSTER,), device="cuda", dtype=torch.int32)
+    base = torch.randint(-2**30, 2**30, (32 * CLUSTER,), device="cuda", dtype=torch.int32)
+    x = base.clone()
     out = torch.zeros(32 * CLUSTER, device="cuda", dtype=torch.int32)
     tx, to = from_dlpack(x, assumed_align=16), from_dlpack(out, assumed_align=16)
     compiled = cute.compile(fn, tx, to)
-    want = x.view(CLUSTER, 32) if fn.target == "self" else x.view(CLUSTER, 32).flip(0)
     wrong = 0
     for i in range(launches):
+        # new words every launch: a word read before it landed shows the previous launch's value
+        x.copy_(base + i)
         out.zero_()
         compiled(tx, to)
         torch.cuda.synchronize()
+        want = x.view(CLUSTER, 32) if fn.target == "self" else x.view(CLUSTER, 32).flip(0)
         bad = (out.view(CLUSTER, 32) != want).sum().item()
         if bad:
             wrong += 1
