@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..lower.promela import LoweredModel, lower
+from ..lower.trail import fix_param, parse_trail
 from ..syncir.trace import Complete, Event, ParamChoice, Step
 
 SPIN = shutil.which("spin") or "/usr/bin/spin"
@@ -191,7 +192,7 @@ def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_
     start = time.monotonic()
     if params is not None:  # fix the parameters to the values of a trail (probe runs)
         for p in params:
-            text = _fix_param(text, model, p)
+            text = fix_param(text, model, p)
     pml = os.path.join(tmp, "model.pml")
     with open(pml, "w") as f:
         f.write(text)
@@ -228,13 +229,6 @@ def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_
     elif res.pan_error and not res.truncated:
         raise EngineError(f"pan reported an error but wrote no trail:\n{out}")
     return res
-
-
-def _fix_param(text: str, model, choice) -> str:
-    """The model with launch parameter `choice.name` fixed to `choice.value`."""
-    from ..lower.promela import _unique
-    v = _unique([p.name for p in model.lowered.params], "P_")[choice.name]
-    return re.sub(rf"if (:: {v} = -?\d+ ?)+fi;", f"{v} = {choice.value};", text, count=1)
 
 
 def _run_pan(args, cwd, timeout) -> tuple[str, bool, float]:
@@ -295,37 +289,3 @@ def _pan_kind(pan_error: str) -> str:
     if "invalid array index" in pan_error:
         return "model-error"
     return "model-error" if pan_error else "deadlock"
-
-
-def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None]:
-    """The WS|... lines printed by `spin -t` -> (trace events, kind of the last WS|V line).
-    Without a WS|V line the kind is None (SPIN's own error decides: an invalid end state is a
-    deadlock). Processes in the symmetric encoding print record positions (`WS|s`) and record
-    moves (`WS|M|<process>|<from>|<to>`); following the moves gives each step's instance."""
-    events: list[Event] = []
-    kind = None
-    who = {pi: list(range(model.lowered.processes[pi].instances)) for pi in model.symmetric}
-    orig = model.original_process
-    for line in text.splitlines():
-        at = line.find("WS|")
-        if at < 0:
-            continue
-        f = line[at:].strip().split("|")
-        tag, args = f[1], f[2:]
-        if tag == "P":
-            events.append(ParamChoice(args[0], int(args[1])))
-        elif tag == "S":
-            pi, inst, pc = map(int, args[:3])
-            events.append(Step(orig(pi), inst, pc))
-        elif tag == "s":
-            pi, slot, pc = map(int, args[:3])
-            events.append(Step(orig(pi), who[pi][slot], pc))
-        elif tag == "M":
-            pi, src, dst = map(int, args[:3])
-            who[pi].insert(dst, who[pi].pop(src))
-        elif tag == "C":
-            pi, pc, cta, idx = map(int, args[:4])
-            events.append(Complete(orig(pi), pc, cta, idx))
-        elif tag == "V":
-            kind = args[0]
-    return events, kind

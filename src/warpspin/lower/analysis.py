@@ -1,27 +1,34 @@
-"""Static analyses of flat SyncIR code for the reduced lowering (docs/semantics.md, "Reductions").
+"""Static analyses of flat SyncIR code for the lowering (docs/semantics.md, "Reductions" and
+"Integers"). What an op reads and writes comes from its rule (syncir/ops.py), never from a list
+of op types here.
 
-* `liveness`: the locals (and waited barrier arrays, for `obs`) that may still be read from each
-  pc on. A dead local is reset to 0 when an instance reaches a visible pc (dead-variable reset).
+* `liveness`: the locals (and observed barrier arrays) that may still be read from each pc on.
+  A dead local is reset to 0 when an instance reaches a visible pc (dead-variable reset).
 * `ranges`: an interval for every local over every reachable pc (abstract interpretation with
   widening), so locals get the narrowest Promela type that holds every value they can take.
-Both are conservative: an unknown value is the full `int` range, an unknown use is a use.
+* `integer_problems`: expressions whose value may not fit the model's 32-bit integers.
+All are conservative: an unknown value is the full range, an unknown use is a use.
 """
 from __future__ import annotations
 
 import math
 
-from ..syncir.flat import (CLUSTER_ARRIVED, CLUSTER_GEN, BarResume, Bound, Branch, End,
-                           FlatProcess, Goto, Let, Op)
-from ..syncir.ir import (stmt_exprs, BinOp, ClusterArrive, ClusterWait, Const, Expr, MbarTestWait, MbarWait,
-                         Select, UnOp, Var, expr_vars)
+from ..syncir.flat import Bound, Branch, Goto, Let, Op
+from ..syncir.ir import BinOp, Const, Expr, Select, UnOp, Var, expr_vars
+from ..syncir.layout import Layout
+from ..syncir.objects import (ASYNC_COPY, CLUSTER_BARRIER, INT32, LIMITS, MBARRIER, NAMED_BARRIER,
+                              OBSERVATION)
+from ..syncir.rules import (ClusterField, Inflight, Live, Local, MbarField, NamedField, Obs, Self,
+                            Set, When, expr_places, rule_exprs, rule_locals, walk_rule)
 
 INF = math.inf
 TOP = (-INF, INF)
+BAND = (-LIMITS.local_band, LIMITS.local_band)
 
 
-def _succ(code, pc: int) -> list[int]:
-    ins = code[pc]
-    if isinstance(ins, End):
+def _succ(fp, pc: int) -> list[int]:
+    ins = fp.code[pc]
+    if isinstance(ins, Op) and type(ins.stmt).__name__ == "Exit":
         return []
     if isinstance(ins, Goto):
         return [ins.target]
@@ -30,61 +37,68 @@ def _succ(code, pc: int) -> list[int]:
     return [pc + 1]
 
 
-def uses_defs(ins) -> tuple[set[str], set[str]]:
+def uses_defs(lay: Layout, pi: int, pc: int) -> tuple[set[str], set[str]]:
     """Locals (and parameters: callers ignore those) read and written by one instruction."""
+    ins = lay.flat[pi].code[pc]
     if isinstance(ins, Let):
         return expr_vars(ins.value), {ins.var}
     if isinstance(ins, Branch):
         return expr_vars(ins.cond), set()
     if isinstance(ins, Bound):
         return {ins.counter}, {ins.counter}
-    if isinstance(ins, BarResume):
-        return {ins.snap} | expr_vars(ins.stmt.barrier_id), set()
     if isinstance(ins, Op):
-        st = ins.stmt
-        uses = set().union(set(), *(expr_vars(e) for e in stmt_exprs(st)))
-        defs = set()
-        if isinstance(st, MbarTestWait):
-            defs.add(st.dest)
-        if isinstance(st, ClusterArrive):
-            uses.add(CLUSTER_ARRIVED)
-            defs |= {CLUSTER_ARRIVED, CLUSTER_GEN}
-        if isinstance(st, ClusterWait):
-            uses |= {CLUSTER_ARRIVED, CLUSTER_GEN}
-            defs.add(CLUSTER_ARRIVED)
-        return uses, defs
+        reads, writes = rule_locals(lay.rule(pi, pc))
+        # a write inside a branch of the rule may not happen: the old value stays live
+        conditional = {s.place.name for s in _conditional_sets(lay.rule(pi, pc).body)
+                       if isinstance(s.place, Local)}
+        return reads | conditional, writes
     return set(), set()
 
 
-def liveness(fp: FlatProcess) -> tuple[list[frozenset[str]], list[frozenset[str]]]:
-    """(live locals on entry to each pc, waited barrier arrays still reachable from each pc).
-    A BarSync's snapshot is written by the Op and read by the BarResume that follows it."""
-    code = fp.code
-    n = len(code)
+def _conditional_sets(body, inside: bool = False):
+    for s in body:
+        if isinstance(s, When):
+            yield from _conditional_sets(s.then, True)
+            yield from _conditional_sets(s.else_, True)
+        elif isinstance(s, Set) and inside:
+            yield s
+
+
+def observed_arrays(lay: Layout, pi: int, pc: int) -> set[str]:
+    ins = lay.flat[pi].code[pc]
+    if not isinstance(ins, Op):
+        return set()
+    out = set()
+    r = lay.rule(pi, pc)
+    for e in rule_exprs(r):
+        out |= {p.array for p in expr_places(e) if isinstance(p, Obs)}
+    return out
+
+
+def liveness(lay: Layout, pi: int) -> tuple[list[frozenset[str]], list[frozenset[str]]]:
+    """(live locals on entry to each pc, observed barrier arrays still read from each pc)."""
+    fp = lay.flat[pi]
+    n = len(fp.code)
     pred: list[list[int]] = [[] for _ in range(n)]
     for pc in range(n):
-        for s in _succ(code, pc):
+        for s in _succ(fp, pc):
             if s < n:
                 pred[s].append(pc)
-    ud = [uses_defs(code[pc]) for pc in range(n)]
-    for pc, ins in enumerate(code):  # the BarSync op writes the snapshot its BarResume reads
-        if isinstance(ins, BarResume) and pc > 0:
-            ud[pc - 1] = (ud[pc - 1][0], ud[pc - 1][1] | {ins.snap})
-    waits = [{ins.stmt.bar.name} if isinstance(ins, Op)
-             and isinstance(ins.stmt, (MbarWait, MbarTestWait)) else set() for ins in code]
+    ud = [uses_defs(lay, pi, pc) for pc in range(n)]
+    reads_obs = [observed_arrays(lay, pi, pc) for pc in range(n)]
     live = [set() for _ in range(n)]
     arr = [set() for _ in range(n)]
     work = list(range(n))
     while work:
         pc = work.pop()
         out, out_a = set(), set()
-        for s in _succ(code, pc):
+        for s in _succ(fp, pc):
             if s < n:
                 out |= live[s]
                 out_a |= arr[s]
         u, d = ud[pc]
         new = u | (out - d)
-        new_a = waits[pc] | out_a
+        new_a = reads_obs[pc] | out_a
         if new != live[pc] or new_a != arr[pc]:
             live[pc], arr[pc] = new, new_a
             work += pred[pc]
@@ -101,6 +115,10 @@ def _join(a, b):
     return (min(a[0], b[0]), max(a[1], b[1]))
 
 
+def _meet(a, b):
+    return (max(a[0], b[0]), min(a[1], b[1]))
+
+
 def _bits_hull(a, b):
     """Result range of ^ & | on non-negative operands."""
     if a[0] < 0 or b[0] < 0 or a[1] == INF or b[1] == INF:
@@ -109,26 +127,64 @@ def _bits_hull(a, b):
     return (0, (1 << int(hi).bit_length()) - 1)
 
 
-def interval(e: Expr, env: dict) -> tuple:
+def place_range(p, lay: Layout | None) -> tuple:
+    def fr(kind, name):
+        f = kind.field(name)
+        return (f.lo, f.hi)
+    if isinstance(p, MbarField):
+        return fr(MBARRIER, p.field)
+    if isinstance(p, NamedField):
+        return fr(NAMED_BARRIER, p.field)
+    if isinstance(p, ClusterField):
+        return fr(CLUSTER_BARRIER, p.field)
+    if isinstance(p, Live):
+        return (0, LIMITS.cta_threads)
+    if isinstance(p, Obs):
+        return fr(OBSERVATION, "obs")
+    if isinstance(p, Inflight):
+        return fr(ASYNC_COPY, "inflight")
+    return TOP
+
+
+def interval(e: Expr, env: dict, lay: Layout | None = None, visit=None) -> tuple:
+    """Interval of `e` given intervals of variables; `visit(e, interval)` sees every
+    sub-expression (the integer check)."""
+    r = _interval(e, env, lay, visit)
+    if visit is not None:
+        visit(e, r)
+    return r
+
+
+def _interval(e: Expr, env: dict, lay, visit) -> tuple:
     if isinstance(e, Const):
         return (e.value, e.value)
-    if isinstance(e, Var):
+    if isinstance(e, (Var, Local)):
         return env.get(e.name, TOP)
+    if isinstance(e, Self):
+        n = len(lay.instances) if lay is not None else INF
+        return (-2, n)
+    if isinstance(e, (MbarField, NamedField, ClusterField, Live, Obs, Inflight)):
+        for f in ("cta", "index", "bid"):
+            sub = getattr(e, f, None)
+            if isinstance(sub, Expr):
+                interval(sub, env, lay, visit)
+        return place_range(e, lay)
     if isinstance(e, UnOp):
-        a = interval(e.arg, env)
+        a = interval(e.arg, env, lay, visit)
         return (-a[1], -a[0]) if e.op == "-" else (0, 1)
     if isinstance(e, Select):
-        return _join(interval(e.then, env), interval(e.else_, env))
-    assert isinstance(e, BinOp)
-    a, b = interval(e.lhs, env), interval(e.rhs, env)
+        interval(e.cond, env, lay, visit)
+        return _join(interval(e.then, env, lay, visit), interval(e.else_, env, lay, visit))
+    assert isinstance(e, BinOp), e
+    a, b = interval(e.lhs, env, lay, visit), interval(e.rhs, env, lay, visit)
     op = e.op
     if op in ("==", "!=", "<", "<=", ">", ">=", "and", "or"):
         return (0, 1)
-    if op in ("+", "-", "*"):
-        if op == "+":
-            return (a[0] + b[0], a[1] + b[1])
-        if op == "-":
-            return (a[0] - b[1], a[1] - b[0])
+    if op == "+":
+        return (a[0] + b[0], a[1] + b[1])
+    if op == "-":
+        return (a[0] - b[1], a[1] - b[0])
+    if op == "*":
         if INF in (abs(a[0]), abs(a[1]), abs(b[0]), abs(b[1])):
             return TOP
         c = [x * y for x in a for y in b]
@@ -199,8 +255,11 @@ def _down(x):
     return next(t for t in _DOWN if x >= t)
 
 
-def ranges(fp: FlatProcess, params: dict[str, tuple[int, int]]) -> dict[str, tuple]:
-    """Interval of every local over every reachable pc."""
+def ranges(lay: Layout, pi: int, params: dict[str, tuple[int, int]]) -> dict[str, tuple]:
+    """Interval of every local over every reachable pc. A local whose interval leaves the
+    model's band is checked at run time (`integer-range`), so callers may intersect with
+    `BAND` (see `checked_locals`)."""
+    fp = lay.flat[pi]
     code = fp.code
     init = dict(fp.process.init)
     start = {**params, **{n: (init.get(n, 0), init.get(n, 0)) for n in fp.locals}}
@@ -222,7 +281,7 @@ def ranges(fp: FlatProcess, params: dict[str, tuple[int, int]]) -> dict[str, tup
         new = {k: _join(old[k], env[k]) for k in old}
         if new != old:
             visits[pc] += 1
-            if pc in heads and visits[pc] > 4:  # widen the bounds that still move, to the next type bound
+            if pc in heads and visits[pc] > 4:  # widen the bounds that still move
                 new = {k: (old[k][0] if new[k][0] >= old[k][0] else _down(new[k][0]),
                            old[k][1] if new[k][1] <= old[k][1] else _up(new[k][1])) for k in old}
             state[pc] = new
@@ -233,7 +292,7 @@ def ranges(fp: FlatProcess, params: dict[str, tuple[int, int]]) -> dict[str, tup
         env = state[pc]
         ins = code[pc]
         if isinstance(ins, Let):
-            push(pc + 1, {**env, ins.var: interval(ins.value, env)})
+            push(pc + 1, {**env, ins.var: interval(ins.value, env, lay)})
         elif isinstance(ins, Branch):
             push(pc + 1, _refine(ins.cond, env, True))
             push(ins.target, _refine(ins.cond, env, False))
@@ -242,22 +301,13 @@ def ranges(fp: FlatProcess, params: dict[str, tuple[int, int]]) -> dict[str, tup
         elif isinstance(ins, Bound):
             c = env[ins.counter]
             push(pc + 1, {**env, ins.counter: (c[0] + 1, min(c[1] + 1, ins.limit))})
-        elif isinstance(ins, End):
-            pass
-        else:
+        elif isinstance(ins, Op):
             out = dict(env)
-            if isinstance(ins, Op):
-                st = ins.stmt
-                if isinstance(st, MbarTestWait):
-                    out[st.dest] = _join(env[st.dest], (0, 1))
-                if isinstance(st, ClusterArrive):
-                    out[CLUSTER_ARRIVED] = _join(env[CLUSTER_ARRIVED], (1, 1))
-                    out[CLUSTER_GEN] = TOP
-                if isinstance(st, ClusterWait):
-                    out[CLUSTER_ARRIVED] = _join(env[CLUSTER_ARRIVED], (0, 0))
-            if isinstance(code[pc + 1] if pc + 1 < len(code) else None, BarResume):
-                out[code[pc + 1].snap] = TOP
-            push(pc + 1, out)
+            for s in walk_rule(lay.rule(pi, pc).body):
+                if isinstance(s, Set) and isinstance(s.place, Local):
+                    out[s.place.name] = _join(out[s.place.name], interval(s.value, env, lay))
+            for s in _succ(fp, pc):
+                push(s, out)
     result = {n: None for n in fp.locals}
     for env in state:
         if env is not None:
@@ -267,11 +317,51 @@ def ranges(fp: FlatProcess, params: dict[str, tuple[int, int]]) -> dict[str, tup
     return {n: _join(r if r is not None else start[n], (0, 0)) for n, r in result.items()}
 
 
-def ctype(r: tuple) -> str:
-    """The narrowest Promela integer type holding the interval."""
-    lo, hi = r
-    if lo >= 0 and hi <= 255:
-        return "byte"
-    if lo >= -32768 and hi <= 32767:
-        return "short"
-    return "int"
+def checked_locals(rng: dict[str, tuple]) -> set[str]:
+    """Locals whose proven interval leaves the band: each assignment to them is checked."""
+    return {n for n, r in rng.items() if r[0] < BAND[0] or r[1] > BAND[1]}
+
+
+def banded(rng: dict[str, tuple]) -> dict[str, tuple]:
+    return {n: _meet(r, BAND) for n, r in rng.items()}
+
+
+def integer_problems(lay: Layout, rngs: list[dict[str, tuple]]) -> list[tuple[str, object]]:
+    """(what, loc) for every expression of the model (process code and op rules) one of whose
+    sub-expressions may leave the 32-bit integers of the Promela model, given the parameter
+    ranges and the locals' (banded) intervals."""
+    from ..syncir.printer import fmt_expr
+    params = {p.name: (p.lo, p.hi) for p in lay.kernel.params}
+    out: list[tuple[str, object]] = []
+    for c in params.values():
+        if c[0] < INT32[0] or c[1] > INT32[1]:
+            out.append((f"a parameter range {c}", lay.kernel.loc))
+    for pi, fp in enumerate(lay.flat):
+        env = {**params, **banded(rngs[pi])}
+        for pc, ins in enumerate(fp.code):
+            if isinstance(ins, Let):
+                exprs = [ins.value]
+            elif isinstance(ins, Branch):
+                exprs = [ins.cond]
+            elif isinstance(ins, Op):
+                exprs = list(rule_exprs(lay.rule(pi, pc)))
+            else:
+                continue
+            for e in exprs:
+                bad = []
+
+                def visit(sub, r):
+                    if r[0] < INT32[0] or r[1] > INT32[1]:
+                        bad.append(sub)
+                interval(e, env, lay, visit)
+                if bad:
+                    out.append((fmt_expr(bad[0]), ins.loc))
+    for key in lay.async_keys:
+        env = dict(params)
+        for e in rule_exprs(lay.completion(key)):
+            bad = []
+            interval(e, env, lay, lambda sub, r: bad.append(sub)
+                     if r[0] < INT32[0] or r[1] > INT32[1] else None)
+            if bad:
+                out.append((fmt_expr(bad[0]), lay.flat[key[0]].code[key[1]].loc))
+    return out

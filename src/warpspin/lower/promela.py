@@ -1,39 +1,37 @@
-"""SyncIR -> Promela (docs/semantics.md, implemented a second time; interp.py is the first).
+"""SyncIR -> Promela. The op rules of syncir/ops.py are printed here (the interpreter executes the
+same rules); this module adds only the encoding: processes, steps, trails and the reductions.
 
 Each SyncIR process is a proctype executing the flat code of `syncir.flat`, so program counters
-match the interpreter's. Its body is one `do` with an option per visible instruction (Op,
-BarResume, End): `d_step { pc == v && enabled -> print WS|S; effect; local code up to the next
-visible instruction; pc = next }`. One visible step is thus one indivisible SPIN transition and
-stores one state, in BFS as in DFS (an `atomic` would store its inner states under BFS). A wait is
-enabled when it passes and also when it would be a violation, so violations are found where the
-hardware would block. A violation prints `WS|V|<kind>|...` after its step's `WS|S` line, then
-`assert(false)`. The End option leaves the `do`: an exited instance has terminated, an instance
-blocked at a wait has not, so SPIN's "invalid end state" is the deadlock of the spec.
+match the interpreter's. Its body is one `do` with an option per visible instruction:
+`d_step { pc == v && guard -> print WS|S; rule body; local code up to the next visible
+instruction; pc = next }`. One visible step is thus one indivisible SPIN transition and stores one
+state, in BFS as in DFS. A violation prints `WS|V|<kind>|...` after its step's `WS|S` line, then
+`assert(false)`. An exit leaves the `do`: an exited instance has terminated, an instance blocked
+at a wait has not, so SPIN's "invalid end state" is the deadlock of the spec.
 
-`async_ops` completes any in-flight TMA load at any time (`WS|C|...`); it idles at an `end` label.
+`async_ops` completes any in-flight copy at any time (`WS|C|...`); it idles at an `end` label.
 
-Symmetric encoding (`reduce=True`): the instances of a process that initializes no mbarrier are
-records of one array kept sorted (memcmp order, by an embedded-C insertion step after each
-step), so states that differ by a permutation of identical instances are one state. Such records
-print their position (`WS|s`) and every move (`WS|M`); `engine.spin.parse_trail` turns positions
-back into instance numbers. Embedded C is why trails are replayed by `pan -r`, not `spin -t`.
+Symmetric encoding (R1): the instances of a process are records of one array kept sorted
+(memcmp order, by an embedded-C insertion step after each step), so states that differ by a
+permutation of identical instances are one state. Such records print their position (`WS|s`) and
+every move (`WS|M`); `lower.trail.parse_trail` turns positions back into instance numbers.
+Embedded C is why trails are replayed by `pan -r`, not `spin -t`.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 from . import analysis
-from ..syncir.flat import (CLUSTER_ARRIVED, CLUSTER_GEN, BarResume, Bound, Branch, End,
-                           FlatProcess, Goto, Let, Op, VISIBLE, flatten)
-from ..syncir.ir import (BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const, Expr,
-                         Kernel, MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
-                         MbarInitFence, MbarTestWait, MbarWait, Select, TmaLoad, UnOp, Unsupported,
-                         Var, expr_vars, walk_stmts)
-
-TX_LIMIT = (1 << 20) - 1
-PHASE_LIMIT = 32767
-NUM_NAMED_BARRIERS = 16
+from . import reductions as red
+from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, is_exit
+from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var
+from ..syncir.layout import Layout
+from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
+                              ASYNC_COPY, ctype)
+from ..syncir.ops import DEAD_RESET, FUSION, NARROW_TYPES
+from ..syncir.rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField,
+                            NamedField, Obs, Self, Set, When)
 
 
 class LowerError(Exception):
@@ -44,26 +42,29 @@ class LowerError(Exception):
 class LoweredModel:
     kernel: Kernel
     text: str                                     # the Promela model
-    flat: tuple[FlatProcess, ...]
+    layout: Layout                                # of the lowered kernel (the component for R2)
     proctypes: tuple[str, ...]                    # proctype name per SyncIR process
-    first_gid: tuple[int, ...]                    # global instance number of instance 0, per process
-    async_keys: tuple[tuple[int, int, int, int], ...]  # (process, pc, cta, index) per `infl` slot
-    named_slots: tuple[tuple[int, int], ...]      # (cta, barrier id) per `nb` slot
     symmetric: tuple[int, ...] = ()               # processes whose instances are sorted records
     # every reduction applied (docs/semantics.md, "Reductions"); the verdict names them
     reductions: tuple[str, ...] = ()
+    refused: tuple[red.Decision, ...] = ()        # reductions not applied, and why
     # independent identical CTAs: the model is CTA 0 alone (`checked`, a 1-CTA kernel);
     # cta_procs[c][j] is the process of `kernel` that is process j of `checked` in CTA c
     checked: Kernel | None = None
     cta_procs: tuple[tuple[int, ...], ...] = ()
     probe_text: str = ""  # the model plus a monitor that stops at the first terminal state
-    # R6 wait->arrive fusion: (process, wait pc, release pc) of every fused block
+    # R6 wait->release fusion: (process, wait pc, release pc) of every fused block
     fused: tuple[tuple[int, int, int], ...] = ()
+    integer_problems: tuple[tuple[str, object], ...] = ()  # expressions beyond 32 bits
 
     @property
     def lowered(self) -> Kernel:
         """The kernel the Promela text models (the component, for independent CTAs)."""
         return self.checked if self.checked is not None else self.kernel
+
+    @property
+    def flat(self) -> tuple[FlatProcess, ...]:
+        return self.layout.flat
 
     def original_process(self, pi: int, cta: int = 0) -> int:
         return self.cta_procs[cta][pi] if self.cta_procs else pi
@@ -88,43 +89,23 @@ def _unique(names, prefix: str) -> dict[str, str]:
     return out
 
 
-# ----------------------------------------------------------------------------- expressions
-
-def _expr(e: Expr, env: dict[str, str]) -> str:
-    """Promela text for `e`; `env` maps SyncIR variable names to Promela names."""
-    if isinstance(e, Const):
-        return str(e.value) if e.value >= 0 else f"({e.value})"
-    if isinstance(e, Var):
-        if e.name not in env:
-            raise LowerError(f"undefined variable {e.name!r}")
-        return env[e.name]
-    if isinstance(e, UnOp):
-        a = _expr(e.arg, env)
-        return f"(-{a})" if e.op == "-" else f"({a} == 0)"
-    if isinstance(e, Select):
-        return f"(({_expr(e.cond, env)} != 0) -> {_expr(e.then, env)} : {_expr(e.else_, env)})"
-    assert isinstance(e, BinOp)
-    a, b = _expr(e.lhs, env), _expr(e.rhs, env)
-    op = e.op
-    if op == "//":  # floor division (divisor > 0)
-        return f"(({a} >= 0) -> ({a} / {b}) : (-((-{a} + {b} - 1) / {b})))"
-    if op == "%":
-        return f"((({a} % {b}) + {b}) % {b})"
-    if op in ("min", "max"):
-        cmp = "<=" if op == "min" else ">="
-        return f"(({a} {cmp} {b}) -> {a} : {b})"
-    if op in ("and", "or"):
-        return f"(({a} != 0) {'&&' if op == 'and' else '||'} ({b} != 0))"
-    return f"({a} {op} {b})"
+def param_names(kernel: Kernel) -> dict[str, str]:
+    return _unique([p.name for p in kernel.params], "P_")
 
 
 def _fold(e: Expr) -> Expr:
-    """Constant-fold + - * on constants (keeps barrier indices readable)."""
+    """Constant-fold + - * on constants (keeps indices readable)."""
     if isinstance(e, BinOp) and e.op in ("+", "-", "*"):
         a, b = _fold(e.lhs), _fold(e.rhs)
         if isinstance(a, Const) and isinstance(b, Const):
             return Const({"+": a.value + b.value, "-": a.value - b.value,
                           "*": a.value * b.value}[e.op])
+        if e.op == "*" and (a == Const(0) or b == Const(0)):
+            return Const(0)
+        if e.op == "+" and a == Const(0):
+            return b
+        if e.op in ("+", "-") and b == Const(0):
+            return a
         return BinOp(e.op, a, b)
     return e
 
@@ -132,102 +113,86 @@ def _fold(e: Expr) -> Expr:
 # ----------------------------------------------------------------------------- the lowering
 
 class _Lowering:
-    def __init__(self, kernel: Kernel, reduce: bool, fuse: bool = False):
+    def __init__(self, kernel: Kernel, reduce: bool, fuse: bool):
         self.k = kernel
         self.reduce = reduce
-        self.flat = flatten(kernel)
-        # R6: fusable blocks, per process {wait pc: release pc}; monitored barrier arrays
-        self.fusable = [fusable_blocks(fp) if fuse else {} for fp in self.flat]
+        self.lay = Layout(kernel)
+        self.flat = self.lay.flat
+        decisions = []
+        narrow = red.kernel_wide(kernel, NARROW_TYPES) if reduce else None
+        dead = red.kernel_wide(kernel, DEAD_RESET) if reduce else None
+        fusion = red.kernel_wide(kernel, FUSION) if reduce and fuse else None
+        for d in (narrow, dead, fusion):
+            if d is not None:
+                decisions.append(d)
+        self.decisions = decisions
+        # value ranges: always computed (the integer check needs them); used for types with R3
+        pr = {p.name: (p.lo, p.hi) for p in kernel.params}
+        self.ranges = [analysis.ranges(self.lay, pi, pr) for pi in range(len(self.flat))]
+        self.checked_locals = [analysis.checked_locals(r) for r in self.ranges]
+        self.narrow = narrow is not None and narrow.applied
+        self.dead = dead is not None and dead.applied
+        self.live = [analysis.liveness(self.lay, pi) if self.dead else None
+                     for pi in range(len(self.flat))]
+        self.fusable = [red.fusable_blocks(fp) if fusion is not None and fusion.applied else {}
+                        for fp in self.flat]
         self.monitored = sorted({fp.code[w].stmt.bar.name for pi, fp in enumerate(self.flat)
                                  for w in self.fusable[pi]})
         self.atw = _unique(self.monitored, "atw_")
-        # reduced encoding: narrow local types (value ranges) and dead-variable resets
-        pr = {p.name: (p.lo, p.hi) for p in kernel.params}
-        self.ranges = [analysis.ranges(fp, pr) if reduce else None for fp in self.flat]
-        self.live = [analysis.liveness(fp) if reduce else None for fp in self.flat]
-        self.params = _unique([p.name for p in kernel.params], "P_")
+        self.params = param_names(kernel)
         self.mbars = _unique([m.name for m in kernel.mbarriers], "mb_")
-        self.first_gid, g = [], 0
-        for p in kernel.processes:
-            self.first_gid.append(g)
-            g += p.instances
         self.proctypes = [f"p{i}_{_ident(p.role)}" for i, p in enumerate(kernel.processes)]
-        self.async_keys, self.async_base = [], {}
-        for pi, fp in enumerate(self.flat):
-            for pc, ins in enumerate(fp.code):
-                if isinstance(ins, Op) and isinstance(ins.stmt, TmaLoad):
-                    self.async_base[(pi, pc)] = len(self.async_keys)
-                    size = kernel.mbarrier(ins.stmt.bar.name).size
-                    self.async_keys += [(pi, pc, c, i) for c in range(kernel.num_ctas)
-                                        for i in range(size)]
-        self._named_layout()
-        self.cluster = any(isinstance(i, Op) and isinstance(i.stmt, (ClusterArrive, ClusterWait))
-                           for fp in self.flat for i in fp.code)
-        # processes in the symmetric encoding: several instances, none of which initializes an
-        # mbarrier (an initializer's identity is part of the barrier state: init_by)
-        self.symmetric = {pi for pi, fp in enumerate(self.flat) if reduce
-                          and fp.process.instances > 1
-                          and not any(isinstance(i, Op) and isinstance(i.stmt, MbarInit)
-                                      for i in fp.code)}
+        self.symmetric = set()
+        for pi in range(len(self.flat)):
+            if reduce:
+                d = red.symmetric(kernel, pi)
+                if d.applied:
+                    self.symmetric.add(pi)
+                elif kernel.processes[pi].instances > 1:
+                    decisions.append(d)
+        self.integer_problems = analysis.integer_problems(self.lay, self.ranges)
 
-    # -- named barriers: one slot per (cta, id) used, or all 16 per CTA when an id is dynamic
-    def _named_layout(self):
-        ids, dynamic = set(), False
-        for pi, fp in enumerate(self.flat):
-            for ins in fp.code:
-                if isinstance(ins, Op) and isinstance(ins.stmt, (BarSync, BarArrive)):
-                    bid = _fold(ins.stmt.barrier_id)
-                    if isinstance(bid, Const):
-                        if not 0 <= bid.value < NUM_NAMED_BARRIERS:
-                            raise LowerError(f"{ins.loc}: named barrier id {bid.value} outside 0..15")
-                        ids.add((fp.process.cta, bid.value))
-                    else:
-                        dynamic = True
-        self.named_dynamic = dynamic
-        if dynamic:
-            self.named_slots = [(c, i) for c in range(self.k.num_ctas)
-                                for i in range(NUM_NAMED_BARRIERS)]
-        else:
-            self.named_slots = sorted(ids)
-        self.named_slot = {k: n for n, k in enumerate(self.named_slots)}
+    # -- places
+    def mb_index(self, array: str, cta: Expr, index: Expr) -> Expr:
+        size = self.k.mbarrier(array).size
+        return _fold(BinOp("+", BinOp("*", cta, Const(size)), index))
 
-    def nb(self, cta: int, bid: Expr, env) -> str:
+    def async_index(self, p: Inflight) -> Expr:
+        keys = [k for k in self.lay.async_keys if k[0] == p.process and k[1] == p.pc]
+        base = self.lay.async_slot[keys[0]]
+        first = keys[0][2]
+        size = self.k.mbarrier(self.flat[p.process].code[p.pc].stmt.bar.name).size
+        return _fold(BinOp("+", Const(base), BinOp("+", BinOp("*", BinOp("-", p.cta, Const(first)),
+                                                                 Const(size)), p.index)))
+
+    def named(self, cta: int, bid: Expr, ctx) -> str:
         bid = _fold(bid)
         if isinstance(bid, Const):
-            return f"nb[{self.named_slot[(cta, bid.value)]}]"
-        return f"nb[{cta * NUM_NAMED_BARRIERS} + {_expr(bid, env)}]"
-
-    # -- mbarrier element of a reference, as Promela lvalue text
-    def mb(self, ref: MBarRef, cta: int, env) -> str:
-        return f"{self.mbars[ref.name]}[{_expr(mb_index(self.k, ref, cta), env)}]"
-
-    def monitor(self, name: str, idx: str, viol) -> list[str]:
-        """R6 monitor, in the phase-completion (and init) code of element `idx` of array `name`:
-        an instance sitting at a fused wait on it whose parity test passes now (parity
-        1 - (n & 1)) makes the fusion unsound: report `reduction-unsound` (docs/semantics.md R6)."""
-        if name not in self.atw:
-            return []
-        el = f"{self.mbars[name]}[{idx}]"
-        return [f"if :: {self.atw[name]}[({idx}) * 2 + 1 - ({el}.n & 1)] > 0 -> "
-                f"{viol('reduction-unsound')} :: else fi;"]
+            slot = self.lay.named_slot.get((cta, bid.value))
+            if slot is None:
+                raise LowerError(f"named barrier {bid.value} of CTA {cta} has no slot")
+            return f"nb[{slot}]"
+        return f"nb[{cta * LIMITS.named_barriers} + {ctx.e(bid)}]"
 
     # ------------------------------------------------------------------ the whole model
     def model(self) -> str:
         out = [f"/* warpspin: kernel {self.k.name} (generated; docs/semantics.md) */",
                "c_code { static int ws_trail; }  /* embedded C: pan -r prints the WS| lines */",
-               "typedef MBar { byte vis; int exp; int pend; int tx; short n; short by };",
-               "typedef NBar { int exp; int arr; int gen };"]
+               _typedef("MBar", MBARRIER), _typedef("NBar", NAMED_BARRIER)]
         for p in self.k.params:
             out.append(f"int {self.params[p.name]};")
         for m in self.k.mbarriers:
             out.append(f"MBar {self.mbars[m.name]}[{m.size * self.k.num_ctas}];")
-        if self.named_slots:
-            out.append(f"NBar nb[{len(self.named_slots)}];")
-        out.append(f"int live[{self.k.num_ctas}];")
-        if self.cluster:
-            out.append("int cl_arr; int cl_gen;  /* cluster barrier: threads arrived, generation */")
-        if self.async_keys:
-            out.append(f"int infl[{len(self.async_keys)}];")
+        if self.lay.named_slots:
+            out.append(f"NBar nb[{len(self.lay.named_slots)}];")
+        f = LIVE.fields[0]
+        out.append(f"{ctype(f.lo, f.hi)} live[{self.k.num_ctas}];")
+        if self.lay.cluster:
+            for f in CLUSTER_BARRIER.fields:
+                out.append(f"{ctype(f.lo, f.hi)} cl_{f.name};  /* cluster barrier: {f.doc} */")
+        if self.lay.async_keys:
+            f = ASYNC_COPY.fields[0]
+            out.append(f"{ctype(f.lo, f.hi)} infl[{len(self.lay.async_keys)}];")
         if self.monitored:
             out.append("/* R6 monitor: instances at a fused wait, per (element, parity) */")
             many = sum(p.instances for p in self.k.processes) > 255
@@ -237,35 +202,16 @@ class _Lowering:
         out.append("")
         for pi in sorted(self.symmetric):
             out += self.record_decls(pi)
-        for c in range(self.k.num_ctas):
-            out += self.publish_inline(c)
-        if self.cluster:
-            out += self.cluster_inline()
+        g = _GlobalCtx(self)
+        for name, body in self.lay.subrules.bodies.items():
+            out += [f"inline {name}() {{", *_indent(g.stmts(body, _viol_text("-1", "-1", "-1")), 2),
+                    "  skip", "}"]
         for pi in range(len(self.flat)):
             out += self.proctype(pi)
-        if self.async_keys:
+        if self.lay.async_keys:
             out += self.async_proctype()
         out += self.init()
         return "\n".join(out) + "\n"
-
-    def publish_inline(self, cta: int) -> list[str]:
-        """Completion of a CTA barrier publishes the fenced mbarrier inits of that CTA."""
-        lines = [f"inline publish_{cta}() {{"]
-        for m in self.k.mbarriers:
-            for i in range(m.size):
-                el = f"{self.mbars[m.name]}[{cta * m.size + i}]"
-                lines.append(f"  if :: {el}.vis == 2 -> {el}.vis = 3 :: else fi;")
-        lines.append("  skip\n}")
-        return lines
-
-    def cluster_inline(self) -> list[str]:
-        """Completion check of the cluster barrier: every live thread of the cluster arrived;
-        publishes the fenced mbarrier inits of every CTA (interp.try_complete_cluster)."""
-        live = " + ".join(f"live[{c}]" for c in range(self.k.num_ctas))
-        return ["inline cluster_try_complete() {",
-                f"  if :: (cl_arr > 0 && cl_arr >= {live}) -> cl_arr = 0; cl_gen = cl_gen + 1;",
-                *[f"       publish_{c}();" for c in range(self.k.num_ctas)],
-                "     :: else fi", "}"]
 
     def init(self) -> list[str]:
         lines = ["init {", "  atomic {"]
@@ -276,28 +222,38 @@ class _Lowering:
             lines.append(f'    printf("WS|P|{p.name}|%d\\n", {v});')
         for c in range(self.k.num_ctas):
             lines.append(f"    live[{c}] = {self.k.cta_threads(c)};")
+        for m in self.k.mbarriers:
+            for i in range(m.size * self.k.num_ctas):
+                for f in MBARRIER.fields:
+                    if f.init:
+                        lines.append(f"    {self.mbars[m.name]}[{i}].{f.name} = {f.init};")
         for pi, p in enumerate(self.k.processes):
             if pi in self.symmetric:
-                locals_ = _unique(self.flat[pi].locals, "l_")
                 for j in range(p.instances):
-                    sets = [f"r{pi}[{j}].{locals_[n]} = {v};" for n, v in p.init if v]
-                    lines += [f"    {x}" for x in sets]
-                if not isinstance(self.flat[pi].code[0], VISIBLE):
+                    ctx = _Ctx(self, pi, j)
+                    lines += [f"    {ctx.locals[n]} = {v};" for n, v in p.init if v]
+                if not isinstance(self.flat[pi].code[0], Op):
                     # the records are global: their local start-up code runs here, inside init's
-                    # atomic block, so it costs no step of the search (counterexamples stay
-                    # shortest in visible steps)
+                    # atomic block, so it costs no step of the search
                     for j in range(p.instances):
                         lines += _indent(_Ctx(self, pi, j).continuation(f"I{pi}_", 0), 4)
                 lines.append(f"    run {self.proctypes[pi]}();")
                 continue
             for j in range(p.instances):
                 lines.append(f"    run {self.proctypes[pi]}({j});")
-        if self.async_keys:
+        if self.lay.async_keys:
             lines.append("    run async_ops();")
         lines += ["  }", "}"]
         return lines
 
     # ------------------------------------------------------------------ one process
+    def ltype(self, pi: int, name: str) -> str:
+        """Promela type of a local: `int`, or the narrowest type of its value range (R3)."""
+        if not self.narrow:
+            return "int"
+        lo, hi = analysis.banded(self.ranges[pi])[name]
+        return ctype(lo, hi)
+
     def proctype(self, pi: int) -> list[str]:
         if pi in self.symmetric:
             return self.symmetric_proctype(pi)
@@ -308,15 +264,16 @@ class _Lowering:
         for n in fp.locals:
             lines.append(f"  {self.ltype(pi, n)} {ctx.locals[n]} = {init.get(n, 0)};")
         for name in ctx.obs:
-            lines.append(f"  short {ctx.obs[name]}[{self.k.mbarrier(name).size}];")
+            f = OBSERVATION.fields[0]
+            lines.append(f"  {ctype(f.lo, f.hi)} {ctx.obs[name]}[{self.k.mbarrier(name).size}];")
         lines.append(f"  {_pc_type(fp)} pc = 0;")
-        if not isinstance(fp.code[0], VISIBLE):
+        if not isinstance(fp.code[0], Op):
             lines += ["  d_step { true;", *_indent(ctx.continuation("I", 0), 4), "  };"]
         lines.append("  do")
-        for pc, ins in enumerate(fp.code):
-            if isinstance(ins, VISIBLE):
-                lines += self.option(ctx, pc, ins, "}; break" if isinstance(ins, End) else "}",
-                                     tuple(ctx.resets(None)) if isinstance(ins, End) else ())
+        for pc, ins in fp.ops():
+            end = is_exit(ins)
+            lines += self.option(ctx, pc, ins, "}; break" if end else "}",
+                                 tuple(ctx.resets(None)) if end else ())
         lines += ["  od", "}", ""]
         return lines
 
@@ -324,11 +281,11 @@ class _Lowering:
         """`:: d_step { guard -> step; local code up to the next visible pc }`."""
         if pc in self.fusable[ctx.pi]:
             return self.fused_option(ctx, pc, ins, close, after)
-        guard, body = ctx.visible(pc, ins)
+        guard, body = ctx.visible(pc)
         at = f"{ctx.pc} == {pc}"
-        lines = [f"  :: d_step {{ {at if guard == 'true' else at + ' && ' + guard} ->",
+        lines = [f"  :: d_step {{ {at if guard == '1' else at + ' && ' + guard} ->",
                  *_indent(body, 7)]
-        if not isinstance(ins, End):
+        if not is_exit(ins):
             lines += _indent(ctx.continuation(str(pc), pc + 1), 7)
         return lines + _indent(after, 7) + [f"     {close}"]
 
@@ -339,48 +296,42 @@ class _Lowering:
         unfused model. Leaving w decrements the monitor counter of (element, parity)."""
         code = ctx.fp.code
         r = self.fusable[ctx.pi][w]
-        st, rel = ins.stmt, code[r]
-        guard, wbody = ctx.visible(w, ins)
-        _, bad, aliased, passed = ctx.wait_conds(st)
-        clean = f"({passed} && !{aliased} && !{bad})"
+        st, rel = ins.stmt, code[r].stmt
+        guard, wbody = ctx.visible(w)
+        el, _, bad, aliased, passed = st.conditions(self.lay.ctx(ctx.pi, w))
+        clean = f"({ctx.e(passed)} && !{ctx.e(aliased)} && !{ctx.e(bad)})"
         lets = code[w + 1:r]
-        diff = "true"
-        if isinstance(rel.stmt, BarArrive) or rel.stmt.bar.name != st.bar.name:
-            pass
-        else:
-            eb = mb_index(self.k, rel.stmt.bar, ctx.p.cta)
+        diff = "1"
+        rbar = getattr(rel, "bar", None)
+        if rbar is not None and rbar.name == st.bar.name:
+            eb = self.mb_index(rbar.name, Const(ctx.p.cta) if rbar.cta is None else rbar.cta,
+                               rbar.index)
             for let in reversed(lets):
                 eb = _subst(eb, let.var, let.value)
-            ea = mb_index(self.k, st.bar, ctx.p.cta)
+            ea = self.mb_index(st.bar.name, Const(ctx.p.cta), st.bar.index)
             diff = f"({ctx.e(ea)} != {ctx.e(eb)})"
-        _, rbody = ctx.visible(r, rel)
+        _, rbody = ctx.visible(r)
         fused = [*wbody, *[f"{ctx.locals[x.var]} = {ctx.e(x.value)};" for x in lets], *rbody,
                  *ctx.continuation(f"F{w}", r + 1)]
         alone = [*wbody, *ctx.continuation(str(w), w + 1)]
         at = f"{ctx.pc} == {w}"
-        lines = [f"  :: d_step {{ {at if guard == 'true' else at + ' && ' + guard} ->",
-                 *_indent(ctx.at_w(w, -1), 7),
-                 f"       if :: ({clean} && {diff}) ->",
-                 *_indent(fused, 12),
-                 "          :: else ->",
-                 *_indent(alone, 12),
-                 "       fi;"]
-        return lines + _indent(after, 7) + [f"     {close}"]
+        return [f"  :: d_step {{ {at if guard == '1' else at + ' && ' + guard} ->",
+                *_indent(ctx.at_w(w, -1), 7),
+                f"       if :: ({clean} && {diff}) ->",
+                *_indent(fused, 12),
+                "          :: else ->",
+                *_indent(alone, 12),
+                "       fi;", *_indent(after, 7), f"     {close}"]
 
-    # -- the symmetric encoding: the instances of a process are records of one array, kept
-    #    sorted, so states that differ only by a permutation of identical instances are one state.
-    def ltype(self, pi: int, name: str) -> str:
-        """Promela type of a local: `int`, or the narrowest type of its value range."""
-        r = self.ranges[pi]
-        return analysis.ctype(r[name]) if r is not None else "int"
-
+    # -- the symmetric encoding
     def record_fields(self, pi: int) -> list[tuple[str, str, int]]:
         """(type, name, array size or 0) of an instance record."""
         fp = self.flat[pi]
+        f = OBSERVATION.fields[0]
         fields = [(_pc_type(fp), "pc", 0)]
         fields += [(self.ltype(pi, n), v, 0) for n, v in _unique(fp.locals, "l_").items()]
-        fields += [("short", v, self.k.mbarrier(n).size)
-                   for n, v in _unique(waited_arrays(fp), "o_").items()]
+        fields += [(ctype(f.lo, f.hi), v, self.k.mbarrier(n).size)
+                   for n, v in _unique(observed(self.lay, pi), "o_").items()]
         return fields
 
     def record_decls(self, pi: int) -> list[str]:
@@ -394,7 +345,7 @@ class _Lowering:
                 "c_code {",
                 f"  static void ws_sort{pi}(int i) {{",
                 f"    struct R{pi} t, *r = now.r{pi}; int j = i;",
-                f"    while (j > 0 && memcmp(&r[j], &r[j - 1], sizeof t) < 0)",
+                "    while (j > 0 && memcmp(&r[j], &r[j - 1], sizeof t) < 0)",
                 "    { t = r[j]; r[j] = r[j - 1]; r[j - 1] = t; j--; }",
                 f"    while (j < {n - 1} && memcmp(&r[j + 1], &r[j], sizeof t) < 0)",
                 "    { t = r[j]; r[j] = r[j + 1]; r[j + 1] = t; j++; }",
@@ -406,40 +357,34 @@ class _Lowering:
         fp = self.flat[pi]
         n = self.k.processes[pi].instances
         done = len(fp.code)  # the pc of an exited instance
-        lines = [f"proctype {self.proctypes[pi]}() {{"]
-        lines.append("  do")
+        lines = [f"proctype {self.proctypes[pi]}() {{", "  do"]
         for i in range(n):
             ctx = _Ctx(self, pi, i)
-            for pc, ins in enumerate(fp.code):
-                if isinstance(ins, VISIBLE):
-                    after = ((*ctx.resets(None), f"{ctx.pc} = {done};") if isinstance(ins, End)
-                             else ())
-                    lines += self.option(ctx, pc, ins, "}",
-                                         after + (f"c_code {{ ws_sort{pi}({i}); }}",))
+            for pc, ins in fp.ops():
+                after = ((*ctx.resets(None), f"{ctx.pc} = {done};") if is_exit(ins) else ())
+                lines += self.option(ctx, pc, ins, "}", after + (f"c_code {{ ws_sort{pi}({i}); }}",))
         every = " && ".join(f"r{pi}[{i}].pc == {done}" for i in range(n))
         lines += [f"  :: {every} -> break", "  od", "}", ""]
         return lines
 
     def async_proctype(self) -> list[str]:
         lines = ["proctype async_ops() {", "end: do"]  # a valid end state: it may idle forever
-        env = dict(self.params)
-        for slot, (pi, pc, cta, idx) in enumerate(self.async_keys):
-            st = self.flat[pi].code[pc].stmt
-            if expr_vars(st.bytes) - set(self.params):
-                raise LowerError(f"{st.loc}: TMA byte count depends on process locals "
-                                 f"({', '.join(sorted(expr_vars(st.bytes) - set(self.params)))})")
-            el = f"{self.mbars[st.bar.name]}[{cta * self.k.mbarrier(st.bar.name).size + idx}]"
-            viol = _viol_text(pi, "-1", pc)
-            gidx = str(cta * self.k.mbarrier(st.bar.name).size + idx)
-            body = [f'printf("WS|C|{pi}|{pc}|{cta}|{idx}\\n");',
-                    f"{el}.tx = {el}.tx - {_expr(st.bytes, env)};",
-                    *_tx_check(el, viol),
-                    *_try_complete(el, viol, self.monitor(st.bar.name, gidx, viol))]
-            lines.append(f"  :: d_step {{ infl[{slot}] > 0 -> infl[{slot}]--;")
-            lines += ["       " + s for s in body]
+        for slot, key in enumerate(self.lay.async_keys):
+            pi, pc, cta, idx = key
+            rule = self.lay.completion(key)
+            g = _GlobalCtx(self)
+            viol = _viol_text(str(pi), "-1", str(pc))
+            lines.append(f"  :: d_step {{ {g.e(rule.guard)} ->")
+            lines.append(f'       printf("WS|C|{pi}|{pc}|{cta}|{idx}\\n");')
+            lines += _indent(g.stmts(rule.body, viol), 7)
             lines.append("     }")
         lines += ["od", "}", ""]
         return lines
+
+
+def _typedef(name: str, kind) -> str:
+    fields = "; ".join(f"{ctype(f.lo, f.hi)} {f.name}" for f in kind.fields)
+    return f"typedef {name} {{ {fields} }};"
 
 
 def _indent(lines, n: int) -> list[str]:
@@ -450,30 +395,18 @@ def _pc_type(fp: FlatProcess) -> str:
     return "byte" if len(fp.code) < 255 else "short"
 
 
-def waited_arrays(fp: FlatProcess) -> list[str]:
-    return sorted({ins.stmt.bar.name for ins in fp.code if isinstance(ins, Op)
-                   and isinstance(ins.stmt, (MbarWait, MbarTestWait))})
+def observed(lay: Layout, pi: int) -> list[str]:
+    """The mbarrier arrays process pi observes (waits on), sorted."""
+    return sorted({a for a, _ in lay.obs_slots[pi]})
 
 
-def _viol_text(pi: int, inst: str, pc: int):
+def _viol_text(pi: str, inst: str, pc: str):
     """Promela for a violation of `kind` at (process, instance, pc): print, then fail."""
     def viol(kind: str) -> str:
-        if inst == "-1":
-            return f'printf("WS|V|{kind}|{pi}|-1|{pc}\\n"); assert(false)'
+        if inst.lstrip("-").isdigit():
+            return f'printf("WS|V|{kind}|{pi}|{inst}|{pc}\\n"); assert(false)'
         return f'printf("WS|V|{kind}|{pi}|%d|{pc}\\n", {inst}); assert(false)'
     return viol
-
-
-def _tx_check(el: str, viol) -> list[str]:
-    return [f"if :: ({el}.tx > {TX_LIMIT} || {el}.tx < -{TX_LIMIT}) -> {viol('tx-mismatch')}",
-            "   :: else fi;"]
-
-
-def mb_index(k: Kernel, ref: MBarRef, cta: int) -> Expr:
-    """Index of the element `ref` names (in CTA `cta` when it names no CTA) in its array."""
-    size = k.mbarrier(ref.name).size
-    c = Const(cta) if ref.cta is None else ref.cta
-    return _fold(BinOp("+", BinOp("*", c, Const(size)), ref.index))
 
 
 def _subst(e: Expr, var: str, value: Expr) -> Expr:
@@ -489,41 +422,107 @@ def _subst(e: Expr, var: str, value: Expr) -> Expr:
     return e
 
 
-FUSABLE_RELEASES = (MbarArrive, MbarArriveExpectTx, MbarExpectTx, TmaLoad, BarArrive)
+class _GlobalCtx:
+    """Printing of expressions and rule statements over global state (no instance)."""
+
+    symmetric = False
+
+    def __init__(self, low: _Lowering):
+        self.low = low
+        self.env: dict[str, str] = dict(low.params)
+        self.gid = "(-2)"
+
+    def e(self, x: Expr) -> str:
+        """Promela text for `x`."""
+        if isinstance(x, Const):
+            return str(x.value) if x.value >= 0 else f"({x.value})"
+        if isinstance(x, Var):
+            if x.name not in self.env:
+                raise LowerError(f"undefined variable {x.name!r}")
+            return self.env[x.name]
+        if isinstance(x, Self):
+            return self.gid
+        if isinstance(x, UnOp):
+            a = self.e(x.arg)
+            return f"(-{a})" if x.op == "-" else f"({a} == 0)"
+        if isinstance(x, Select):
+            return f"(({self.e(x.cond)} != 0) -> {self.e(x.then)} : {self.e(x.else_)})"
+        if isinstance(x, BinOp):
+            a, b = self.e(x.lhs), self.e(x.rhs)
+            op = x.op
+            if op == "//":  # floor division (divisor > 0)
+                return f"(({a} >= 0) -> ({a} / {b}) : (-((-{a} + {b} - 1) / {b})))"
+            if op == "%":
+                return f"((({a} % {b}) + {b}) % {b})"
+            if op in ("min", "max"):
+                cmp = "<=" if op == "min" else ">="
+                return f"(({a} {cmp} {b}) -> {a} : {b})"
+            if op in ("and", "or"):
+                return f"(({a} != 0) {'&&' if op == 'and' else '||'} ({b} != 0))"
+            return f"({a} {op} {b})"
+        return self.place(x)
+
+    def place(self, p) -> str:
+        low = self.low
+        if isinstance(p, MbarField):
+            return f"{low.mbars[p.array]}[{self.e(low.mb_index(p.array, p.cta, p.index))}].{p.field}"
+        if isinstance(p, NamedField):
+            return f"{low.named(p.cta, p.bid, self)}.{p.field}"
+        if isinstance(p, ClusterField):
+            return f"cl_{p.field}"
+        if isinstance(p, Live):
+            return f"live[{self.e(p.cta)}]"
+        if isinstance(p, Inflight):
+            return f"infl[{self.e(low.async_index(p))}]"
+        return self.instance_place(p)
+
+    def instance_place(self, p) -> str:
+        raise LowerError(f"{p!r} needs an executing instance")
+
+    def stmts(self, body, viol) -> list[str]:
+        out: list[str] = []
+        for s in body:
+            if isinstance(s, Set):
+                out.append(f"{self.place(s.place)} = {self.e(s.value)};")
+            elif isinstance(s, When):
+                then = self.stmts(s.then, viol) or ["skip"]
+                else_ = self.stmts(s.else_, viol) or ["skip"]
+                out.append(f"if :: ({self.e(s.cond)}) ->")
+                out += _indent(then, 6)
+                out.append("   :: else ->")
+                out += _indent(else_, 6)
+                out.append("fi;")
+            elif isinstance(s, Fail):
+                out.append(viol(s.kind) + ";")
+            elif isinstance(s, Hook):
+                out += self.hook(s, viol)
+            elif isinstance(s, Call):
+                out.append(f"{s.name}();")
+            else:
+                raise LowerError(f"not a rule statement: {s!r}")
+        return out
+
+    def hook(self, h: Hook, viol) -> list[str]:
+        """R6 monitor, at the phase completion (before n moves) and the init of a monitored
+        element: an instance sitting at a fused wait on it whose parity test passes now (parity
+        1 - (n & 1)) makes the fusion unsound: report `reduction-unsound` (docs/semantics.md R6)."""
+        low = self.low
+        if h.name not in ("phase", "init") or h.subject is None or h.subject.array not in low.atw:
+            return []
+        el = h.subject
+        idx = self.e(low.mb_index(el.array, el.cta, el.index))
+        n = self.place(el.n)
+        return [f"if :: {low.atw[el.array]}[({idx}) * 2 + 1 - ({n} & 1)] > 0 -> "
+                f"{viol('reduction-unsound')} :: else fi;"]
 
 
-def fusable_blocks(fp: FlatProcess) -> dict[int, int]:
-    """R6 (docs/semantics.md): {w: r} for every visible `MbarWait` at pc w > 0 followed by
-    `Let`s only (straight line) up to a release op at pc r that never blocks (an arrive,
-    expect-tx, a non-multicast TMA issue or a bar.arrive)."""
-    out = {}
-    for w, ins in enumerate(fp.code):
-        if w == 0 or not (isinstance(ins, Op) and isinstance(ins.stmt, MbarWait)):
-            continue
-        r = w + 1
-        while r < len(fp.code) and isinstance(fp.code[r], Let):
-            r += 1
-        rel = fp.code[r] if r < len(fp.code) else None
-        if (isinstance(rel, Op) and isinstance(rel.stmt, FUSABLE_RELEASES)
-                and not (isinstance(rel.stmt, TmaLoad) and rel.stmt.multicast is not None)):
-            out[w] = r
-    return out
-
-
-def _try_complete(el: str, viol, mon: list[str] = ()) -> list[str]:
-    return [f"if :: ({el}.pend == 0 && {el}.tx == 0) ->",
-            *[f"     {m}" for m in mon],
-            f"     if :: {el}.n >= {PHASE_LIMIT} -> {viol('phase-bound')} :: else fi;",
-            f"     {el}.n = {el}.n + 1; {el}.pend = {el}.exp",
-            "   :: else fi;"]
-
-
-class _Ctx:
+class _Ctx(_GlobalCtx):
     """Lowering of one process: its locals and the text of its instructions. For a process of the
     symmetric encoding, `slot` is the position of the instance's record in the sorted array."""
 
     def __init__(self, low: _Lowering, pi: int, slot: int | None = None):
-        self.low, self.pi = low, pi
+        super().__init__(low)
+        self.pi = pi
         self.fp = low.flat[pi]
         self.p = self.fp.process
         self.symmetric = slot is not None
@@ -532,14 +531,20 @@ class _Ctx:
         self.inst = str(slot) if self.symmetric else "inst"
         self.locals = {n: rec + v for n, v in _unique(self.fp.locals, "l_").items()}
         self.env = {**low.params, **self.locals}
-        self.obs = {n: rec + v for n, v in _unique(waited_arrays(self.fp), "o_").items()}
-        self.inited = sorted({ins.stmt.bar.name for ins in self.fp.code if isinstance(ins, Op)
-                              and isinstance(ins.stmt, MbarInit)})
-        self.gid = f"({low.first_gid[pi]} + inst)" if low.first_gid[pi] else "inst"
+        self.obs = {n: rec + v for n, v in _unique(observed(low.lay, pi), "o_").items()}
+        first = low.lay.first_gid[pi]
+        # a record never stores its identity (R1's precondition), so it compares as nobody
+        self.gid = "(-2)" if self.symmetric else (f"({first} + inst)" if first else "inst")
         self.tag = "" if slot is None else f"s{slot}_"
 
-    def e(self, x: Expr) -> str:
-        return _expr(x, self.env)
+    def instance_place(self, p) -> str:
+        if isinstance(p, Local):
+            if p.name not in self.locals:
+                raise LowerError(f"undefined local {p.name!r}")
+            return self.locals[p.name]
+        if isinstance(p, Obs):
+            return f"{self.obs[p.array]}[{self.e(p.index)}]"
+        raise LowerError(f"not a place: {p!r}")
 
     def resets(self, pc: int | None) -> list[str]:
         """Dead-variable reset on reaching visible pc `pc` (None: exit): locals that are not
@@ -554,16 +559,36 @@ class _Ctx:
                 out += [f"{o}[{i}] = 0;" for i in range(self.low.k.mbarrier(name).size)]
         return out
 
+    def visible(self, pc: int) -> tuple[str, list[str]]:
+        """(guard, body lines) of the visible instruction at pc: its rule, printed."""
+        rule = self.low.lay.rule(self.pi, pc)
+        viol = _viol_text(str(self.pi), self.inst, str(pc))
+        tag = "s" if self.symmetric else "S"  # a record prints its position (WS|s)
+        step = f'printf("WS|{tag}|{self.pi}|%d|{pc}\\n", {self.inst});'
+        guard = self.e(rule.guard)
+        return ("1" if guard == "1" else guard), [step, *self.stmts(rule.body, viol)]
+
+    def at_w(self, pc: int, delta: int) -> list[str]:
+        """R6 monitor bookkeeping: an instance reaching (+1) or leaving (-1) the fused wait at
+        `pc` counts in atw[element * 2 + parity]."""
+        if pc not in self.low.fusable[self.pi]:
+            return []
+        st = self.fp.code[pc].stmt
+        a = self.low.atw[st.bar.name]
+        i = (f"({self.e(self.low.mb_index(st.bar.name, Const(self.p.cta), st.bar.index))}) * 2 + "
+             f"({self.e(st.parity)} & 1)")
+        return [f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"]
+
     # -- local code after a visible instruction, up to the next visible one(s)
     def continuation(self, tag: str, start: int) -> list[str]:
         code = self.fp.code
         tag = self.tag + tag
-        if isinstance(code[start], VISIBLE):
+        if isinstance(code[start], Op):
             return [" ".join([*self.resets(start), *self.at_w(start, 1), f"{self.pc} = {start}"])]
         order, seen, todo = [], set(), [start]
         while todo:
             pc = todo.pop()
-            if pc in seen or isinstance(code[pc], VISIBLE):
+            if pc in seen or isinstance(code[pc], Op):
                 continue
             seen.add(pc)
             order.append(pc)
@@ -574,17 +599,23 @@ class _Ctx:
             todo += succ
 
         def to(pc: int) -> str:
-            if isinstance(code[pc], VISIBLE):
+            if isinstance(code[pc], Op):
                 return " ".join([*self.resets(pc), *self.at_w(pc, 1),
                                  f"{self.pc} = {pc}; goto D{tag}"])
             return f"goto C{tag}_{pc}"
 
+        band = LIMITS.local_band
+        checked = self.low.checked_locals[self.pi]
         out = []
         for pc in sorted(order, key=lambda x: (x != start, x)):
             ins = code[pc]
             lab = f"C{tag}_{pc}:"
+            v = _viol_text(str(self.pi), self.inst, str(pc))
             if isinstance(ins, Let):
-                out.append(f"{lab} {self.locals[ins.var]} = {self.e(ins.value)}; {to(pc + 1)};")
+                x = self.locals[ins.var]
+                check = (f" if :: ({x} > {band} || {x} < -{band}) -> {v('integer-range')} "
+                         ":: else fi;" if ins.var in checked else "")
+                out.append(f"{lab} {x} = {self.e(ins.value)};{check} {to(pc + 1)};")
             elif isinstance(ins, Goto):
                 out.append(f"{lab} {to(ins.target)};")
             elif isinstance(ins, Branch):
@@ -592,222 +623,9 @@ class _Ctx:
                            f":: else -> {to(ins.target)} fi;")
             elif isinstance(ins, Bound):
                 c = self.locals[ins.counter]
-                v = _viol_text(self.pi, self.inst, pc)
                 out.append(f"{lab} if :: {c} >= {ins.limit} -> {v('loop-bound')} "
                            f":: else -> {c} = {c} + 1 fi; {to(pc + 1)};")
         return out + [f"D{tag}: skip"]
-
-    # -- one visible instruction: (guard, body lines)
-    def visible(self, pc: int, ins) -> tuple[str, list[str]]:
-        viol = _viol_text(self.pi, self.inst, pc)
-        # a record prints its position (WS|s); the trail parser follows the moves (WS|M)
-        tag = "s" if self.symmetric else "S"
-        step = f'printf("WS|{tag}|{self.pi}|%d|{pc}\\n", {self.inst});'
-        if isinstance(ins, End):
-            return "true", [step, *self.exit(viol)]
-        if isinstance(ins, BarResume):
-            nb = self.low.nb(self.p.cta, ins.stmt.barrier_id, self.env)
-            return f"({nb}.gen != {self.locals[ins.snap]})", [step]
-        st = ins.stmt
-        if isinstance(st, ClusterWait):
-            carr, cgen = self.locals[CLUSTER_ARRIVED], self.locals[CLUSTER_GEN]
-            return (f"({carr} == 0 || cl_gen != {cgen})",
-                    [step, f"if :: {carr} == 0 -> {viol('arrival-mismatch')} :: else fi;",
-                     f"{carr} = 0;"])
-        if isinstance(st, (MbarWait, MbarTestWait)):
-            el = self.low.mb(st.bar, self.p.cta, self.env)
-            o = f"{self.obs[st.bar.name]}[{self.e(st.bar.index)}]"
-            _, bad, aliased, passed = self.wait_conds(st)
-            body = [step,
-                    f"if :: {bad} -> {viol('uninitialized-barrier')}",
-                    f"   :: else -> if :: {aliased} -> {viol('parity-aliasing')} :: else fi",
-                    "fi;"]
-            if isinstance(st, MbarTestWait):
-                d = self.locals[st.dest]
-                body += [f"if :: {passed} -> {o} = {el}.n; {d} = 1 :: else -> {d} = 0 fi;"]
-                return "true", body
-            body += [f"{o} = {el}.n;"]  # enabled and no violation: it passes
-            return f"({passed} || {aliased} || {bad})", body
-        T = self.p.threads if ins.lanes is None else ins.lanes
-        return "true", [step, *self.effect(pc, st, T, viol)]
-
-    def wait_conds(self, st) -> tuple[str, str, str, str]:
-        """(element, bad visibility, aliased, parity passes) of a wait or test-wait."""
-        el = self.low.mb(st.bar, self.p.cta, self.env)
-        par = f"({self.e(st.parity)} & 1)"
-        o = f"{self.obs[st.bar.name]}[{self.e(st.bar.index)}]"
-        bad = self.bad_vis(el, tma=False)
-        aliased = f"(({el}.n - {o} >= 2 && {par} == ({o} & 1)) || {el}.n - {o} >= 3)"
-        passed = f"(({el}.n & 1) != {par})"
-        return el, bad, aliased, passed
-
-    def at_w(self, pc: int, delta: int) -> list[str]:
-        """R6 monitor bookkeeping: an instance reaching (+1) or leaving (-1) the fused wait at
-        `pc` counts in atw[element * 2 + parity]."""
-        if pc not in self.low.fusable[self.pi]:
-            return []
-        st = self.fp.code[pc].stmt
-        a = self.low.atw[st.bar.name]
-        i = (f"({self.e(mb_index(self.low.k, st.bar, self.p.cta))}) * 2 + "
-             f"({self.e(st.parity)} & 1)")
-        return [f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"]
-
-    def mon(self, ref: MBarRef, viol) -> list[str]:
-        return self.low.monitor(ref.name, self.e(mb_index(self.low.k, ref, self.p.cta)), viol)
-
-    def bad_vis(self, el: str, tma: bool) -> str:
-        if self.symmetric:  # never an initializer (see _Lowering.symmetric)
-            return f"({el}.vis < 3)"
-        other = f"({el}.by != {self.gid} && {el}.vis < 3)"
-        own = f" || ({el}.by == {self.gid} && {el}.vis < 2)" if tma else ""
-        return f"({el}.vis == 0 || {other}{own})"
-
-    def effect(self, pc: int, st, T: int, viol) -> list[str]:
-        """The effect of sync op `st` executed by T threads of this instance."""
-        if isinstance(st, MbarInit):
-            el = self.low.mb(st.bar, self.p.cta, self.env)
-            cnt = self.e(st.count)
-            return [*self.mon(st.bar, viol),
-                    f"if :: {el}.vis != 0 -> {viol('barrier-reinit')} :: else fi;",
-                    f"if :: ({cnt} < 1 || {cnt} > {TX_LIMIT}) -> {viol('arrival-mismatch')} "
-                    ":: else fi;",
-                    f"{el}.vis = 1; {el}.exp = {cnt}; {el}.pend = {cnt}; {el}.tx = 0; "
-                    f"{el}.n = 0; {el}.by = {self.gid};"]
-        if isinstance(st, MbarInitFence):
-            out = []
-            for name in self.inited:
-                m = self.low.mbars[name]
-                for i in range(self.low.k.mbarrier(name).size * self.low.k.num_ctas):
-                    out.append(f"if :: ({m}[{i}].vis == 1 && {m}[{i}].by == {self.gid}) -> "
-                               f"{m}[{i}].vis = 2 :: else fi;")
-            return out
-        if isinstance(st, (MbarArrive, MbarArriveExpectTx, MbarExpectTx)):
-            el = self.low.mb(st.bar, self.p.cta, self.env)
-            out = [f"if :: {self.bad_vis(el, tma=False)} -> {viol('uninitialized-barrier')} "
-                   ":: else fi;"]
-            if isinstance(st, (MbarArriveExpectTx, MbarExpectTx)):
-                out += [f"{el}.tx = {el}.tx + {T} * {self.e(st.bytes)};", *_tx_check(el, viol)]
-            mon = self.mon(st.bar, viol)
-            if isinstance(st, MbarExpectTx):
-                return out + _try_complete(el, viol, mon)
-            cnt = f"{T} * {self.e(st.count)}" if isinstance(st, MbarArrive) else str(T)
-            return out + [f"if :: ({cnt} > {el}.pend) -> {viol('arrival-mismatch')} :: else fi;",
-                          f"{el}.pend = {el}.pend - {cnt};", *_try_complete(el, viol, mon)]
-        if isinstance(st, (BarSync, BarArrive)):
-            return self.bar_arrive(pc, st, T, viol)
-        if isinstance(st, ClusterArrive):
-            carr, cgen = self.locals[CLUSTER_ARRIVED], self.locals[CLUSTER_GEN]
-            return [f"if :: {carr} != 0 -> {viol('arrival-mismatch')} :: else fi;",
-                    f"{carr} = 1; {cgen} = cl_gen; cl_arr = cl_arr + {T};",
-                    "cluster_try_complete();"]
-        if isinstance(st, TmaLoad) and st.multicast is not None:
-            return self.multicast(pc, st, viol)
-        if isinstance(st, TmaLoad):
-            el = self.low.mb(st.bar, self.p.cta, self.env)
-            size = self.low.k.mbarrier(st.bar.name).size
-            c = Const(self.p.cta) if st.bar.cta is None else st.bar.cta
-            slot = _fold(BinOp("+", BinOp("+", Const(self.low.async_base[(self.pi, pc)]),
-                                          BinOp("*", c, Const(size))), st.bar.index))
-            s = self.e(slot)
-            return [f"if :: {self.bad_vis(el, tma=True)} -> {viol('uninitialized-barrier')} "
-                    ":: else fi;",
-                    f"infl[{s}] = infl[{s}] + 1;"]
-        if isinstance(st, Unsupported):
-            return []  # the pipeline refuses kernels with reachable Unsupported ops
-        raise LowerError(f"{st.loc}: cannot lower {type(st).__name__}")
-
-    def multicast(self, pc: int, st: TmaLoad, viol) -> list[str]:
-        """One in-flight load per CTA of the mask, on the same element (interp.tma_targets)."""
-        n = self.low.k.num_ctas
-        size = self.low.k.mbarrier(st.bar.name).size
-        mask, idx = self.e(st.multicast), self.e(st.bar.index)
-        out = [f"if :: ({mask} == 0 || ({mask} >> {n}) != 0) -> {viol('scope')} :: else fi;"]
-        base = self.low.async_base[(self.pi, pc)]
-        for c in range(n):
-            el = f"{self.low.mbars[st.bar.name]}[{c * size} + {idx}]"
-            slot = f"infl[{base + c * size} + {idx}]"
-            out.append(f"if :: (({mask} >> {c}) & 1) != 0 ->")
-            out.append(f"     if :: {self.bad_vis(el, tma=True)} -> "
-                       f"{viol('uninitialized-barrier')} :: else fi;")
-            out.append(f"     {slot} = {slot} + 1")
-            out.append("   :: else fi;")
-        return out
-
-    def bar_arrive(self, pc: int, st, T: int, viol) -> list[str]:
-        cta = self.p.cta
-        nb = self.low.nb(cta, st.barrier_id, self.env)
-        out = []
-        if self.low.named_dynamic:
-            bid = self.e(st.barrier_id)
-            out.append(f"if :: ({bid} < 0 || {bid} >= {NUM_NAMED_BARRIERS}) -> "
-                       f"{viol('model-error')} :: else fi;")
-        if T % 32 != 0:
-            out.append(viol("divergent-barrier") + ";")
-        want = "(-1)" if st.threads is None else self.e(st.threads)
-        if st.threads is not None:
-            out.append(f"if :: ({want} <= 0 || {want} % 32 != 0) -> {viol('arrival-mismatch')} "
-                       ":: else fi;")
-        out += [f"if :: {nb}.exp == 0 -> {nb}.exp = {want}",
-                f"   :: else -> if :: {nb}.exp != {want} -> {viol('arrival-mismatch')} :: else fi",
-                "fi;"]
-        if isinstance(st, BarSync):
-            snap = self.fp.code[pc + 1].snap
-            out.append(f"{self.locals[snap]} = {nb}.gen;")
-        target = f"(({nb}.exp == -1) -> live[{cta}] : {nb}.exp)"
-        out += [f"{nb}.arr = {nb}.arr + {T};",
-                f"if :: {nb}.arr > {target} -> {viol('arrival-mismatch')} :: else fi;",
-                f"if :: {nb}.arr == {target} -> {self.complete_named(nb, cta)} :: else fi;"]
-        return out
-
-    def complete_named(self, nb: str, cta: int) -> str:
-        return f"{nb}.gen = {nb}.gen + 1; {nb}.arr = 0; {nb}.exp = 0; publish_{cta}()"
-
-    def exit(self, viol) -> list[str]:
-        cta, low = self.p.cta, self.low
-        out = [f"live[{cta}] = live[{cta}] - {self.p.threads};"]
-        if low.named_dynamic:
-            slots = [f"nb[{cta * NUM_NAMED_BARRIERS + i}]" for i in range(NUM_NAMED_BARRIERS)]
-        else:
-            slots = [f"nb[{n}]" for n, (c, _) in enumerate(low.named_slots) if c == cta]
-        for nb in slots:
-            out.append(f"if :: ({nb}.exp == -1 && {nb}.arr > 0 && {nb}.arr >= live[{cta}]) -> "
-                       f"{self.complete_named(nb, cta)} :: else fi;")
-        if low.cluster:
-            out.append("cluster_try_complete();")
-        pending = [f"infl[{n}]" for n, key in enumerate(low.async_keys) if key[2] == cta]
-        if pending:
-            out.append(f"if :: (live[{cta}] == 0 && {' + '.join(pending)} > 0) -> "
-                       f"{viol('pending-at-exit')} :: else fi;")
-        return out
-
-
-def independent_ctas(kernel: Kernel) -> tuple[Kernel, tuple[tuple[int, ...], ...]] | None:
-    """When no op crosses CTAs (no remote mbarrier reference, no multicast, no cluster barrier)
-    and every CTA runs the same processes, the CTAs are independent identical components: return
-    CTA 0 as a 1-CTA kernel and, per CTA, its processes (indices into kernel.processes) in the
-    component's order. None otherwise. Exactness: docs/semantics.md, "Reductions"."""
-    if kernel.num_ctas < 2:
-        return None
-    for p in kernel.processes:
-        for s in walk_stmts(p.body):
-            if isinstance(s, (ClusterArrive, ClusterWait)):
-                return None
-            if isinstance(s, TmaLoad) and s.multicast is not None:
-                return None
-            bar = getattr(s, "bar", None)
-            if bar is not None and bar.cta is not None:
-                return None
-    per = [[i for i, p in enumerate(kernel.processes) if p.cta == c] for c in range(kernel.num_ctas)]
-    if any(p.cta not in range(kernel.num_ctas) for p in kernel.processes):
-        return None
-    base = [replace(kernel.processes[i], cta=0) for i in per[0]]
-    if not base:
-        return None
-    for c in range(1, kernel.num_ctas):
-        if [replace(kernel.processes[i], cta=0) for i in per[c]] != base:
-            return None
-    comp = Kernel(kernel.name, tuple(base), kernel.mbarriers, kernel.params, 1, kernel.loc)
-    return comp, tuple(tuple(x) for x in per)
 
 
 PROBE = """
@@ -819,7 +637,8 @@ proctype ws_probe() { timeout -> printf("WS|T\\n"); assert(false) }
 
 def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> LoweredModel:
     """Promela for `kernel`. With `reduce` (the default), the exact reductions of
-    docs/semantics.md ("Reductions") apply and are listed in `LoweredModel.reductions`:
+    docs/semantics.md ("Reductions") whose preconditions hold apply and are listed in
+    `LoweredModel.reductions` (those refused, with the op that refused them, in `refused`):
     independent identical CTAs (one is checked), identical instances of a process as sorted
     records (symmetry), narrow local types, dead-variable resets. `reduce=False` is the plain
     encoding: one Promela process per instance, every CTA, `int` locals.
@@ -830,13 +649,15 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
     fuse=False)` instead (engine.spin.lower_and_check does both)."""
     if fuse is None:
         fuse = reduce
-    checked, cta_procs, reductions = None, (), []
+    checked, cta_procs, reductions, refused = None, (), [], []
     if reduce:
-        split = independent_ctas(kernel)
-        if split is not None:
-            checked, cta_procs = split
+        d, comp, per = red.independent_ctas(kernel)
+        if d.applied:
+            checked, cta_procs = comp, per
             reductions.append(f"independent-ctas: {kernel.num_ctas} identical CTAs, no op "
                               "crosses CTAs; one is checked")
+        elif kernel.num_ctas > 1:
+            refused.append(d)
     k = checked if checked is not None else kernel
     low = _Lowering(k, reduce, fuse)
     text = low.model()
@@ -844,9 +665,11 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
         reductions.append("symmetric-instances: identical instances of "
                           + ", ".join(k.processes[pi].role for pi in sorted(low.symmetric))
                           + " as sorted records")
-    if reduce:
-        reductions += ["narrow-types: locals typed by their value range",
-                       "dead-variable-reset: dead locals and obs reset at each step"]
+    refused += [d for d in low.decisions if not d.applied]
+    if low.narrow:
+        reductions.append("narrow-types: locals typed by their value range")
+    if low.dead:
+        reductions.append("dead-variable-reset: dead locals and obs reset at each step")
     fused = tuple((pi, w, r) for pi, f in enumerate(low.fusable) for w, r in sorted(f.items()))
     if fused:
         reductions.append(f"R6: wait-release fusion of {len(fused)} block(s) (a passing wait and "
@@ -855,6 +678,6 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
     if checked is not None:
         probe = text.replace("  atomic {\n", "  atomic {\n    run ws_probe();\n", 1)
         probe = probe.replace("\ninit {", PROBE + "\ninit {", 1)
-    return LoweredModel(kernel, text, low.flat, tuple(low.proctypes), tuple(low.first_gid),
-                        tuple(low.async_keys), tuple(low.named_slots), tuple(sorted(low.symmetric)),
-                        tuple(reductions), checked, cta_procs, probe, fused)
+    return LoweredModel(kernel, text, low.lay, tuple(low.proctypes), tuple(sorted(low.symmetric)),
+                        tuple(reductions), tuple(refused), checked, cta_procs, probe, fused,
+                        tuple(low.integer_problems))

@@ -3,45 +3,35 @@
 The interpreter and the Promela lowering both execute this flat form, so a program counter (an
 index into `FlatProcess.code`) names the same step in both, and SPIN trails map back to SyncIR ops.
 
-Visible instructions (one model step each, shown in traces): Op, BarResume, End.
+Visible instructions (one model step each, shown in traces): `Op` (a sync op of ops.py, with
+the lanes that execute it; a `bar.sync` becomes its arrival and a `BarSyncResume`, an exit or
+the end of the body an `Exit`).
 Local instructions (no effect outside the process, run eagerly): Let, Branch, Goto, Bound.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .ir import (Assign, BarSync, ClusterArrive, ClusterWait, Exit, Expr, For, If, Kernel, Lanes,
-                 Loc, MbarTestWait, NOLOC, Process, Stmt, Var, While, BinOp, Const)
+from .ir import (Assign, BinOp, Const, Expr, For, If, Kernel, Lanes, Loc, NOLOC, Process, Stmt,
+                 Var, While)
+from .ops import BarSync, BarSyncResume, Exit, SyncOp, snap_var
 
-# hidden locals of the cluster barrier: arrived-and-not-yet-waited flag, generation at arrival
-CLUSTER_ARRIVED, CLUSTER_GEN = "_carr", "_cgen"
+
+class FlattenError(ValueError):
+    """The body cannot be flattened (invalid SyncIR that the validator reports first)."""
 
 
 @dataclass(frozen=True)
 class Op:
-    stmt: Stmt  # a sync op (ir.SYNC_OPS minus Exit)
+    stmt: SyncOp
     lanes: int | None = None  # threads of the instance that execute it (None: all of them)
 
     @property
     def loc(self) -> Loc:
         return self.stmt.loc
 
-
-@dataclass(frozen=True)
-class BarResume:
-    """Second half of a bar.sync: waits until the barrier generation moves past `snap`."""
-    stmt: BarSync
-    snap: str  # hidden local holding the generation seen at arrival
-
-    @property
-    def loc(self) -> Loc:
-        return self.stmt.loc
-
-
-@dataclass(frozen=True)
-class End:
-    """The process instance exits (explicit Exit or the end of its body)."""
-    loc: Loc
+    def threads(self, p: Process) -> int:
+        return p.threads if self.lanes is None else self.lanes
 
 
 @dataclass(frozen=True)
@@ -73,8 +63,12 @@ class Bound:
     loc: Loc = NOLOC
 
 
-VISIBLE = (Op, BarResume, End)
-Instr = Op | BarResume | End | Let | Branch | Goto | Bound
+VISIBLE = (Op,)
+Instr = Op | Let | Branch | Goto | Bound
+
+
+def is_exit(ins) -> bool:
+    return isinstance(ins, Op) and isinstance(ins.stmt, Exit)
 
 
 @dataclass(frozen=True)
@@ -87,9 +81,9 @@ class FlatProcess:
     def role(self) -> str:
         return self.process.role
 
-
-def snap_var(pc: int) -> str:
-    return f"_snap{pc}"
+    def ops(self):
+        """(pc, Op) of every visible instruction."""
+        return [(pc, ins) for pc, ins in enumerate(self.code) if isinstance(ins, Op)]
 
 
 def flatten_process(p: Process) -> FlatProcess:
@@ -129,7 +123,7 @@ def flatten_process(p: Process) -> FlatProcess:
                 patch(br, len(code))
         elif isinstance(s, For):
             if s.step <= 0:
-                raise ValueError(f"{s.loc}: loop step must be a positive constant")
+                raise FlattenError(f"{s.loc}: loop step must be a positive constant")
             stop = fresh("stop")
             emit(Let(s.var, s.start, s.loc))
             emit(Let(stop, s.stop, s.loc))
@@ -153,33 +147,31 @@ def flatten_process(p: Process) -> FlatProcess:
             lanes[0] = outer
         elif isinstance(s, Exit):
             if lanes[0] is not None:
-                raise ValueError(f"{s.loc}: exit inside a lane subset is not modelled")
-            emit(End(s.loc))
+                raise FlattenError(f"{s.loc}: exit inside a lane subset is not modelled")
+            emit(Op(s))
         elif isinstance(s, BarSync):
             at = emit(Op(s, lanes[0]))
-            emit(BarResume(s, snap_var(at)))
-        else:
+            emit(Op(BarSyncResume(s.barrier_id, snap_var(at), s.loc), lanes[0]))
+        elif isinstance(s, SyncOp):
             emit(Op(s, lanes[0]))
+        else:
+            raise FlattenError(f"{getattr(s, 'loc', NOLOC)}: not a SyncIR statement: {s!r}")
 
     body(p.body)
     last = p.body[-1].loc if p.body else NOLOC
-    emit(End(last))
+    emit(Op(Exit(last)))
     return FlatProcess(p, tuple(code), tuple(sorted(_locals(p, code))))
 
 
 def _locals(p: Process, code) -> set[str]:
     names = {n for n, _ in p.init}
-    for ins in code:
+    for pc, ins in enumerate(code):
         if isinstance(ins, Let):
             names.add(ins.var)
         elif isinstance(ins, Bound):
             names.add(ins.counter)
-        elif isinstance(ins, BarResume):
-            names.add(ins.snap)
-        elif isinstance(ins, Op) and isinstance(ins.stmt, MbarTestWait):
-            names.add(ins.stmt.dest)
-        elif isinstance(ins, Op) and isinstance(ins.stmt, (ClusterArrive, ClusterWait)):
-            names |= {CLUSTER_ARRIVED, CLUSTER_GEN}
+        elif isinstance(ins, Op):
+            names.update(ins.stmt.own_locals(pc))
     return names
 
 

@@ -1,36 +1,36 @@
-"""Reference interpreter of SyncIR: plain-Python semantics (docs/semantics.md).
+"""Reference interpreter of SyncIR: executes the op rules of ops.py (docs/semantics.md).
 
 Two uses: `replay` confirms every SPIN counterexample step by step before it is shown, and
 `explore` searches small models exhaustively (breadth-first, so counterexamples are shortest),
-as the oracle of the differential tests against the Promela lowering.
+as the oracle of the differential tests against the Promela lowering. Integers are unbounded
+here; the model bounds (phase counts, the band of a local's values) are checked by the rules and
+`run_local` exactly where the Promela model checks them.
+
+A state is one flat tuple of ints, laid out by `StateLayout`: the parameters, then per instance
+its pc, locals and observations, then the fields of every declared object.
 """
 from __future__ import annotations
 
 import itertools
+import string
 from collections import deque
 from dataclasses import dataclass, field
 
-from .flat import (CLUSTER_ARRIVED, CLUSTER_GEN, Bound, Branch, BarResume, End, FlatProcess, Goto,
-                   Let, Op, flatten)
-from .ir import (BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const, Kernel, Loc,
-                 MBarRef, MbarArrive,
-                 MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait,
-                 MbarWait, NOLOC, Select, TmaLoad, UnOp, Unsupported, Var)
-from .trace import Complete, Event, ParamChoice, Step
+from .flat import Bound, Branch, Goto, Let, Op, is_exit
+from .ir import BinOp, Const, Kernel, Loc, NOLOC, Select, UnOp, Var
+from .layout import Layout
+from .objects import CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER
+from .rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
+                    Obs, Self, Set, When)
+from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step  # noqa: F401 (re-exported)
 
-TX_LIMIT = (1 << 20) - 1
-PHASE_LIMIT = 32767
-NUM_NAMED_BARRIERS = 16
-
-# mbarrier tuple fields
-VIS, EXPECTED, PENDING, TX, N, INIT_BY = range(6)
-MB_FRESH = (0, 0, 0, 0, 0, -1)
-# named barrier tuple fields
-NB_EXPECTED, NB_ARRIVED, NB_GEN = range(3)
+MB_FIELDS = {f.name: i for i, f in enumerate(MBARRIER.fields)}
+NB_FIELDS = {f.name: i for i, f in enumerate(NAMED_BARRIER.fields)}
+CL_FIELDS = {f.name: i for i, f in enumerate(CLUSTER_BARRIER.fields)}
 
 
 class ModelError(Exception):
-    """The SyncIR itself is ill-formed at run time (division by zero, index out of range)."""
+    """The SyncIR itself is ill-formed at run time (an undefined variable, a missing object)."""
 
 
 @dataclass
@@ -46,17 +46,43 @@ class Violation(Exception):
         return f"{self.kind}: {self.message}"
 
 
-@dataclass(frozen=True)
-class State:
-    params: tuple[int, ...]
-    pcs: tuple[int, ...]                   # per global instance
-    locals: tuple[tuple[int, ...], ...]    # per global instance, in FlatProcess.locals order
-    obs: tuple[tuple[int, ...], ...]       # per global instance, per waited barrier slot
-    mbars: tuple[tuple[int, ...], ...]     # per barrier slot (cta, array, index)
-    nbars: tuple[tuple[int, int, int], ...]  # per (cta, id)
-    alive: tuple[int, ...]                 # live threads per CTA
-    inflight: tuple[int, ...]              # per async key (process, pc, cta, index)
-    cluster: tuple[int, int] = (0, 0)      # cluster barrier: (threads arrived, generation)
+State = tuple  # laid out by StateLayout
+
+
+class StateLayout:
+    """Offsets of everything in the interpreter's state vector."""
+
+    def __init__(self, lay: Layout):
+        k = lay.kernel
+        off = len(lay.param_names)
+        self.param = {n: i for i, n in enumerate(lay.param_names)}
+        self.base: list[int] = []           # per instance: its pc; locals and obs follow
+        self.local: list[dict[str, int]] = []
+        self.obs: list[dict[tuple[str, int], int]] = []
+        for inst in lay.instances:
+            fp = lay.flat[inst.process]
+            self.base.append(off)
+            self.local.append({n: off + 1 + i for i, n in enumerate(fp.locals)})
+            o = off + 1 + len(fp.locals)
+            self.obs.append({key: o + i for key, i in lay.obs_slots[inst.process].items()})
+            off = o + len(lay.obs_slots[inst.process])
+        self.mb = off
+        off += len(lay.elements) * len(MB_FIELDS)
+        self.nb = off
+        off += len(lay.named_slots) * len(NB_FIELDS)
+        self.cl = off
+        off += len(CL_FIELDS)
+        self.live = off
+        off += k.num_ctas
+        self.infl = off
+        off += len(lay.async_keys)
+        self.size = off
+
+    def mb_field(self, element: int, name: str) -> int:
+        return self.mb + element * len(MB_FIELDS) + MB_FIELDS[name]
+
+    def nb_field(self, slot: int, name: str) -> int:
+        return self.nb + slot * len(NB_FIELDS) + NB_FIELDS[name]
 
 
 _BINOPS = {
@@ -64,42 +90,26 @@ _BINOPS = {
     "min": min, "max": max, "^": lambda a, b: a ^ b, "&": lambda a, b: a & b,
     "|": lambda a, b: a | b, "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
     "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
-    ">=": lambda a, b: int(a >= b), "and": lambda a, b: int(bool(a) and bool(b)),
-    "or": lambda a, b: int(bool(a) or bool(b)),
+    ">=": lambda a, b: int(a >= b),
 }
 
 
-def eval_expr(e, env) -> int:
-    if isinstance(e, Const):
-        return e.value
-    if isinstance(e, Var):
-        try:
-            return env[e.name]
-        except KeyError:
-            raise ModelError(f"undefined variable {e.name!r}") from None
-    if isinstance(e, UnOp):
-        v = eval_expr(e.arg, env)
-        return -v if e.op == "-" else int(not v)
-    if isinstance(e, Select):
-        return eval_expr(e.then, env) if eval_expr(e.cond, env) else eval_expr(e.else_, env)
-    if isinstance(e, BinOp):
-        a, b = eval_expr(e.lhs, env), eval_expr(e.rhs, env)
-        op = e.op
-        if op in ("//", "%"):
-            if b <= 0:
-                raise ModelError(f"division by {b}")
-            return a // b if op == "//" else a % b
-        return _BINOPS[op](a, b)
-    raise ModelError(f"not an expression: {e!r}")
+def _div(op):
+    def f(a, b):
+        if b <= 0:
+            raise ModelError(f"division by {b}")
+        return a // b if op == "//" else a % b
+    return f
 
 
-@dataclass
-class Instance:
-    gid: int        # global instance index
-    process: int    # index into kernel.processes
-    index: int      # instance number within its process
-    cta: int
-    threads: int
+class _Fmt(string.Formatter):
+    def format_field(self, value, spec):
+        if spec == "threads":
+            return "all threads of the CTA" if value == -1 else f"{value} threads"
+        return super().format_field(value, spec)
+
+
+_FMT = _Fmt()
 
 
 class Machine:
@@ -107,485 +117,356 @@ class Machine:
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
-        self.flat: tuple[FlatProcess, ...] = flatten(kernel)
-        self.instances: list[Instance] = []
-        for pi, p in enumerate(kernel.processes):
-            for j in range(p.instances):
-                self.instances.append(Instance(len(self.instances), pi, j, p.cta, p.threads))
-        self.gid = {(i.process, i.index): i.gid for i in self.instances}
-        self.param_names = [p.name for p in kernel.params]
-        # barrier slots
-        self.mbar_slot: dict[tuple[int, str, int], int] = {}
-        for cta in range(kernel.num_ctas):
-            for m in kernel.mbarriers:
-                for k in range(m.size):
-                    self.mbar_slot[(cta, m.name, k)] = len(self.mbar_slot)
-        self.slot_key = {v: k for k, v in self.mbar_slot.items()}
-        # per process: the barrier arrays it waits on -> obs slots (array, index)
-        self.obs_slots: list[dict[tuple[str, int], int]] = []
-        for fp in self.flat:
-            names = sorted({ins.stmt.bar.name for ins in fp.code if isinstance(ins, Op)
-                            and isinstance(ins.stmt, (MbarWait, MbarTestWait))})
-            slots = {}
-            for n in names:
-                for k in range(kernel.mbarrier(n).size):
-                    slots[(n, k)] = len(slots)
-            self.obs_slots.append(slots)
-        # async keys: (process, pc, cta, index) for each TmaLoad
-        self.async_keys: list[tuple[int, int, int, int]] = []
-        for pi, fp in enumerate(self.flat):
-            for pc, ins in enumerate(fp.code):
-                if isinstance(ins, Op) and isinstance(ins.stmt, TmaLoad):
-                    size = kernel.mbarrier(ins.stmt.bar.name).size
-                    for cta in range(kernel.num_ctas):
-                        for k in range(size):
-                            self.async_keys.append((pi, pc, cta, k))
-        self.async_slot = {k: i for i, k in enumerate(self.async_keys)}
+        self.layout = Layout(kernel)
+        self.flat = self.layout.flat
+        self.instances = self.layout.instances
+        self.gid = self.layout.gid
+        self.param_names = self.layout.param_names
+        self.sl = StateLayout(self.layout)
+        self._steps: dict[tuple[int, int], tuple] = {}     # (gid, pc) -> (guard, body)
+        self._completions: dict[int, tuple] = {}           # async slot -> (guard, body)
+        self._subrules: dict[str, object] = {}
         # static arrivers per (CTA, barrier array), for deadlock classification: local arrives
-        # reach their own CTA, remote ones (bar.cta given) any CTA
+        # reach their own CTA, remote ones any CTA
         self.arrivers: dict[tuple[int, str], set[int]] = {}
         for inst in self.instances:
-            for ins in self.flat[inst.process].code:
-                if isinstance(ins, Op) and isinstance(ins.stmt, (MbarArrive, MbarArriveExpectTx)):
-                    bar = ins.stmt.bar
-                    for cta in (range(kernel.num_ctas) if bar.cta is not None else (inst.cta,)):
-                        self.arrivers.setdefault((cta, bar.name), set()).add(inst.gid)
+            for _, ins in self.flat[inst.process].ops():
+                st = ins.stmt
+                if type(st).__name__ in ("MbarArrive", "MbarArriveExpectTx"):
+                    for cta in (range(kernel.num_ctas) if st.bar.cta is not None else (inst.cta,)):
+                        self.arrivers.setdefault((cta, st.bar.name), set()).add(inst.gid)
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ compiling rules
+
+    def _expr(self, e, gid: int):
+        """A function of the state vector computing `e` for instance `gid` (-1: no instance)."""
+        sl, lay = self.sl, self.layout
+        if isinstance(e, Const):
+            c = e.value
+            return lambda v: c
+        if isinstance(e, Var) or isinstance(e, Local):
+            name = e.name
+            if gid >= 0 and name in sl.local[gid]:
+                i = sl.local[gid][name]
+            elif name in sl.param:
+                i = sl.param[name]
+            else:
+                raise ModelError(f"undefined variable {name!r}")
+            return lambda v: v[i]
+        if isinstance(e, Self):
+            return lambda v: gid
+        if isinstance(e, UnOp):
+            a = self._expr(e.arg, gid)
+            return (lambda v: -a(v)) if e.op == "-" else (lambda v: int(not a(v)))
+        if isinstance(e, Select):
+            c, t, f = (self._expr(x, gid) for x in (e.cond, e.then, e.else_))
+            return lambda v: t(v) if c(v) else f(v)
+        if isinstance(e, BinOp):
+            a, b = self._expr(e.lhs, gid), self._expr(e.rhs, gid)
+            if e.op == "and":
+                return lambda v: int(bool(a(v)) and bool(b(v)))
+            if e.op == "or":
+                return lambda v: int(bool(a(v)) or bool(b(v)))
+            f = _div(e.op) if e.op in ("//", "%") else _BINOPS[e.op]
+            return lambda v: f(a(v), b(v))
+        idx = self._place(e, gid)
+        return lambda v: v[idx(v)]
+
+    def _place(self, p, gid: int):
+        """A function of the state vector giving the offset of place `p`."""
+        sl, lay, k = self.sl, self.layout, self.kernel
+        if isinstance(p, MbarField):
+            size = k.mbarrier(p.array).size
+            base = lay.array_base[p.array]
+            cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)
+            fi = MB_FIELDS[p.field]
+            n = k.num_ctas
+
+            def at(v):
+                c, i = cta(v), idx(v)
+                if not (0 <= c < n and 0 <= i < size):
+                    raise ModelError(f"mbarrier {p.array}[{i}] in CTA {c} does not exist")
+                return sl.mb + (base + c * size + i) * len(MB_FIELDS) + fi
+            return at
+        if isinstance(p, NamedField):
+            bid = self._expr(p.bid, gid)
+            cta = p.cta
+
+            def at(v):
+                slot = lay.named_slot.get((cta, bid(v)))
+                if slot is None:
+                    raise ModelError(f"named barrier {bid(v)} of CTA {cta} is not modelled")
+                return sl.nb_field(slot, p.field)
+            return at
+        if isinstance(p, ClusterField):
+            i = sl.cl + CL_FIELDS[p.field]
+            return lambda v: i
+        if isinstance(p, Live):
+            cta = self._expr(p.cta, gid)
+            return lambda v: sl.live + cta(v)
+        if isinstance(p, Local):
+            if p.name not in sl.local[gid]:
+                raise ModelError(f"undefined local {p.name!r}")
+            i = sl.local[gid][p.name]
+            return lambda v: i
+        if isinstance(p, Obs):
+            idx = self._expr(p.index, gid)
+            slots = sl.obs[gid]
+            arr = p.array
+            return lambda v: slots[(arr, idx(v))]
+        if isinstance(p, Inflight):
+            cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)
+            pi, pc = p.process, p.pc
+            return lambda v: sl.infl + lay.async_slot[(pi, pc, cta(v), idx(v))]
+        raise ModelError(f"not an expression: {p!r}")
+
+    def _body(self, stmts, gid: int, loc: Loc):
+        """A function (v, log) -> None executing rule statements (raises Violation)."""
+        parts = [self._stmt(s, gid, loc) for s in stmts]
+
+        def run(v, log):
+            for f in parts:
+                f(v, log)
+        return run
+
+    def _stmt(self, s, gid: int, loc: Loc):
+        if isinstance(s, Set):
+            at, val = self._place(s.place, gid), self._expr(s.value, gid)
+
+            def run(v, log):
+                v[at(v)] = val(v)
+            return run
+        if isinstance(s, When):
+            c = self._expr(s.cond, gid)
+            t, f = self._body(s.then, gid, loc), self._body(s.else_, gid, loc)
+            return lambda v, log: t(v, log) if c(v) else f(v, log)
+        if isinstance(s, Fail):
+            args = [self._expr(a, gid) for a in s.args]
+            subject = self._element(s.subject, gid)
+            who = self.layout.instance_name(gid) if gid >= 0 else "an async copy"
+            kind, msg = s.kind, s.message
+
+            def run(v, log):
+                bar = self.layout.element_name(subject(v)) if subject else ""
+                text = _FMT.format(msg, *[a(v) for a in args], who=who, bar=bar)
+                raise Violation(kind, text, loc)
+            return run
+        if isinstance(s, Hook):
+            el = self._element(s.subject, gid)
+            name = s.name
+
+            def run(v, log):
+                if log is not None:
+                    log.hook(name, el(v) if el else -1, gid, loc)
+            return run
+        if isinstance(s, Call):
+            body = self._subrules.get(s.name)
+            if body is None:
+                body = self._subrules[s.name] = self._body(self.layout.subrules.bodies[s.name],
+                                                           -1, loc)
+            return body
+        raise ModelError(f"not a rule statement: {s!r}")
+
+    def _element(self, el, gid: int):
+        if el is None:
+            return None
+        size = self.kernel.mbarrier(el.array).size
+        base = self.layout.array_base[el.array]
+        cta, idx = self._expr(el.cta, gid), self._expr(el.index, gid)
+        return lambda v: base + cta(v) * size + idx(v)
+
+    def _compiled_step(self, gid: int, pc: int):
+        key = (gid, pc)
+        c = self._steps.get(key)
+        if c is None:
+            inst = self.instances[gid]
+            rule = self.layout.rule(inst.process, pc)
+            loc = self.flat[inst.process].code[pc].loc
+            c = self._steps[key] = (self._expr(rule.guard, gid), self._body(rule.body, gid, loc))
+        return c
+
+    def _compiled_completion(self, slot: int):
+        c = self._completions.get(slot)
+        if c is None:
+            key = self.layout.async_keys[slot]
+            rule = self.layout.completion(key)
+            loc = self.flat[key[0]].code[key[1]].loc
+            c = self._completions[slot] = (self._expr(rule.guard, -1), self._body(rule.body, -1, loc))
+        return c
+
+    # ------------------------------------------------------------------ states
 
     def env(self, s: State, gid: int) -> dict[str, int]:
-        inst = self.instances[gid]
-        fp = self.flat[inst.process]
-        env = dict(zip(self.param_names, s.params))
-        env.update(zip(fp.locals, s.locals[gid]))
+        env = {n: s[i] for n, i in self.sl.param.items()}
+        env.update({n: s[i] for n, i in self.sl.local[gid].items()})
         return env
+
+    def pc(self, s: State, gid: int) -> int:
+        return s[self.sl.base[gid]]
+
+    def mb(self, s: State, element: int) -> dict[str, int]:
+        base = self.sl.mb + element * len(MB_FIELDS)
+        return {n: s[base + i] for n, i in MB_FIELDS.items()}
+
+    def nb(self, s: State, slot: int) -> dict[str, int]:
+        base = self.sl.nb + slot * len(NB_FIELDS)
+        return {n: s[base + i] for n, i in NB_FIELDS.items()}
+
+    def obs(self, s: State, gid: int, array: str, index: int) -> int:
+        return s[self.sl.obs[gid][(array, index)]]
+
+    def live(self, s: State, cta: int) -> int:
+        return s[self.sl.live + cta]
+
+    def inflight(self, s: State, slot: int) -> int:
+        return s[self.sl.infl + slot]
+
+    def eval(self, e, s: State, gid: int) -> int:
+        return self._expr(e, gid)(s)
+
+    def element_of(self, ref, s: State, gid: int) -> int:
+        """The element number an MBarRef names for instance gid."""
+        inst = self.instances[gid]
+        cta = inst.cta if ref.cta is None else self.eval(ref.cta, s, gid)
+        idx = self.eval(ref.index, s, gid)
+        key = (cta, ref.name, idx)
+        if key not in self.layout.element:
+            raise ModelError(f"mbarrier {ref.name}[{idx}] in CTA {cta} does not exist")
+        return self.layout.element[key]
 
     def initial_states(self) -> list[tuple[tuple[ParamChoice, ...], State]]:
         out = []
-        ranges = [p.values for p in self.kernel.params]
-        for values in itertools.product(*ranges):
+        k, sl, lay = self.kernel, self.sl, self.layout
+        for values in itertools.product(*[p.values for p in k.params]):
             choices = tuple(ParamChoice(n, v) for n, v in zip(self.param_names, values))
-            locals_ = []
+            v = [0] * sl.size
+            v[:len(values)] = values
             for inst in self.instances:
-                fp = self.flat[inst.process]
-                init = dict(fp.process.init)
-                locals_.append(tuple(init.get(n, 0) for n in fp.locals))
-            s = State(
-                params=tuple(values),
-                pcs=tuple(0 for _ in self.instances),
-                locals=tuple(locals_),
-                obs=tuple(tuple(0 for _ in self.obs_slots[i.process]) for i in self.instances),
-                mbars=tuple(MB_FRESH for _ in self.mbar_slot),
-                nbars=tuple((0, 0, 0) for _ in range(self.kernel.num_ctas * NUM_NAMED_BARRIERS)),
-                alive=tuple(self.kernel.cta_threads(c) for c in range(self.kernel.num_ctas)),
-                inflight=tuple(0 for _ in self.async_keys),
-                cluster=(0, 0),
-            )
-            w = _Writer(self, s)
+                for n, x in self.flat[inst.process].process.init:
+                    v[sl.local[inst.gid][n]] = x
+            for n in range(len(lay.elements)):
+                for f in MBARRIER.fields:
+                    v[sl.mb_field(n, f.name)] = f.init
+            for c in range(k.num_ctas):
+                v[sl.live + c] = lay.cta_threads[c]
             for inst in self.instances:
-                w.run_local(inst.gid)
-            out.append((choices, w.freeze()))
+                self.run_local(v, inst.gid)
+            out.append((choices, tuple(v)))
         return out
 
     def at(self, s: State, gid: int):
-        return self.flat[self.instances[gid].process].code[s.pcs[gid]]
+        return self.flat[self.instances[gid].process].code[self.pc(s, gid)]
 
     def ended(self, s: State, gid: int) -> bool:
-        return s.pcs[gid] >= len(self.flat[self.instances[gid].process].code)
+        return self.pc(s, gid) >= len(self.flat[self.instances[gid].process].code)
+
+    def is_enabled(self, s: State, gid: int) -> bool:
+        guard, _ = self._compiled_step(gid, self.pc(s, gid))
+        return bool(guard(s))
 
     def enabled(self, s: State) -> list[Event]:
         evs: list[Event] = []
         for inst in self.instances:
-            if self.ended(s, inst.gid):
-                continue
-            if self.is_enabled(s, inst.gid):
-                evs.append(Step(inst.process, inst.index, s.pcs[inst.gid]))
-        for i, k in enumerate(self.async_keys):
-            if s.inflight[i] > 0:
-                evs.append(Complete(*k))
+            if not self.ended(s, inst.gid) and self.is_enabled(s, inst.gid):
+                evs.append(Step(inst.process, inst.index, self.pc(s, inst.gid)))
+        for slot, key in enumerate(self.layout.async_keys):
+            if s[self.sl.infl + slot] > 0:
+                evs.append(Complete(*key))
         return evs
-
-    def is_enabled(self, s: State, gid: int) -> bool:
-        ins = self.at(s, gid)
-        if isinstance(ins, BarResume):
-            env = self.env(s, gid)
-            cta = self.instances[gid].cta
-            bid = eval_expr(ins.stmt.barrier_id, env)
-            return s.nbars[cta * NUM_NAMED_BARRIERS + bid][NB_GEN] != env[ins.snap]
-        if isinstance(ins, Op) and isinstance(ins.stmt, MbarWait):
-            return self.wait_status(s, gid, ins.stmt) != "block"
-        if isinstance(ins, Op) and isinstance(ins.stmt, ClusterWait):
-            env = self.env(s, gid)
-            return env[CLUSTER_ARRIVED] == 0 or s.cluster[1] != env[CLUSTER_GEN]
-        return True
-
-    def wait_status(self, s: State, gid: int, st) -> str:
-        """'pass', 'block', or a violation kind for a wait/test-wait of instance gid."""
-        env = self.env(s, gid)
-        inst = self.instances[gid]
-        slot = self.resolve(inst, st.bar, env)
-        mb = s.mbars[slot]
-        if self.vis_violation(mb, gid, tma=False):
-            return "uninitialized-barrier"
-        parity = eval_expr(st.parity, env) & 1
-        _, name, idx = self.slot_key[slot]
-        o = s.obs[gid][self.obs_slots[inst.process][(name, idx)]]
-        lag = mb[N] - o
-        if (lag >= 2 and parity == (o & 1)) or lag >= 3:
-            return "parity-aliasing"
-        return "pass" if (mb[N] & 1) != parity else "block"
-
-    @staticmethod
-    def vis_violation(mb, gid: int, tma: bool) -> bool:
-        vis = mb[VIS]
-        if vis == 0:
-            return True
-        if vis >= 3:
-            return False
-        if mb[INIT_BY] != gid:
-            return True
-        return tma and vis < 2
-
-    def resolve(self, inst: Instance, ref: MBarRef, env) -> int:
-        cta = inst.cta if ref.cta is None else eval_expr(ref.cta, env)
-        idx = eval_expr(ref.index, env)
-        key = (cta, ref.name, idx)
-        if key not in self.mbar_slot:
-            raise ModelError(f"mbarrier {ref.name}[{idx}] in CTA {cta} does not exist")
-        return self.mbar_slot[key]
 
     def is_deadlock(self, s: State) -> bool:
         return (not self.enabled(s)) and any(not self.ended(s, i.gid) for i in self.instances)
 
     def step(self, s: State, ev: Event, log: "ReplayLog | None" = None) -> State:
         """Apply one event; raises Violation when the step violates a property."""
-        w = _Writer(self, s, log)
+        v = list(s)
         if isinstance(ev, Step):
             gid = self.pick_instance(s, ev)
-            w.exec_visible(gid)
-            w.run_local(gid)
+            inst = self.instances[gid]
+            at = self.sl.base[gid]
+            pc = v[at]
+            _, body = self._compiled_step(gid, pc)
+            try:
+                body(v, log)
+            except Violation as e:
+                e.process, e.instance, e.pc = inst.process, inst.index, pc
+                raise
+            code = self.flat[inst.process].code
+            v[at] = len(code) if is_exit(code[pc]) else pc + 1
+            self.run_local(v, gid)
         elif isinstance(ev, Complete):
-            w.complete(ev)
+            slot = self.layout.async_slot.get((ev.process, ev.pc, ev.cta, ev.index))
+            if slot is None or v[self.sl.infl + slot] == 0:
+                raise ModelError(f"no async op in flight for {ev}")
+            _, body = self._compiled_completion(slot)
+            try:
+                body(v, log)
+            except Violation as e:
+                e.process, e.instance, e.pc = ev.process, -1, ev.pc
+                raise
         else:
             raise ModelError(f"not a step: {ev}")
-        return w.freeze()
+        return tuple(v)
+
+    def run_local(self, v: list, gid: int):
+        """Local code after a step, up to the next visible instruction."""
+        inst = self.instances[gid]
+        code = self.flat[inst.process].code
+        at = self.sl.base[gid]
+        while v[at] < len(code):
+            pc = v[at]
+            ins = code[pc]
+            if isinstance(ins, Let):
+                x = self._expr(ins.value, gid)(v)
+                if abs(x) > LIMITS.local_band:
+                    raise Violation("integer-range", f"{self.layout.instance_name(gid)}: "
+                                    f"{ins.var} = {x} leaves the model's integer band "
+                                    f"±{LIMITS.local_band}", ins.loc, inst.process, inst.index, pc)
+                v[self.sl.local[gid][ins.var]] = x
+                v[at] = pc + 1
+            elif isinstance(ins, Branch):
+                v[at] = pc + 1 if self._expr(ins.cond, gid)(v) else ins.target
+            elif isinstance(ins, Goto):
+                v[at] = ins.target
+            elif isinstance(ins, Bound):
+                i = self.sl.local[gid][ins.counter]
+                if v[i] + 1 > ins.limit:
+                    raise Violation("loop-bound", f"{self.layout.instance_name(gid)}: while loop "
+                                    f"ran past its bound of {ins.limit} iterations", ins.loc,
+                                    inst.process, inst.index, pc)
+                v[i] += 1
+                v[at] = pc + 1
+            else:
+                return
 
     def pick_instance(self, s: State, ev: Step) -> int:
         if ev.instance >= 0:
             return self.gid[(ev.process, ev.instance)]
-        # counted processes name only the class: take the first instance at that pc
-        for inst in self.instances:
-            if inst.process == ev.process and s.pcs[inst.gid] == ev.pc:
+        for inst in self.instances:  # a step that names only the class: the first at that pc
+            if inst.process == ev.process and self.pc(s, inst.gid) == ev.pc:
                 return inst.gid
         raise ModelError(f"no instance of process {ev.process} at pc {ev.pc}")
 
 
 @dataclass
 class ReplayLog:
-    """Diagnostics kept while replaying a trace (not part of the explored state)."""
-    arrivals: dict[int, list[int]] = field(default_factory=dict)   # slot -> gids, current phase
-    ever_arrived: dict[int, set[int]] = field(default_factory=dict)  # slot -> gids, any phase
-    last_expect: dict[int, Loc] = field(default_factory=dict)      # slot -> loc of last expect_tx
+    """Diagnostics kept while replaying a trace (not part of the explored state); keys are
+    mbarrier element numbers."""
+    arrivals: dict[int, list[int]] = field(default_factory=dict)     # current phase: gids
+    ever_arrived: dict[int, set[int]] = field(default_factory=dict)  # any phase: gids
+    last_expect: dict[int, Loc] = field(default_factory=dict)
     init_loc: dict[int, Loc] = field(default_factory=dict)
 
-
-class _Writer:
-    """Mutable copy of a State for the duration of one step."""
-
-    def __init__(self, m: Machine, s: State, log: ReplayLog | None = None):
-        self.m = m
-        self.params = s.params
-        self.pcs = list(s.pcs)
-        self.locals = [list(x) for x in s.locals]
-        self.obs = [list(x) for x in s.obs]
-        self.mbars = [list(x) for x in s.mbars]
-        self.nbars = [list(x) for x in s.nbars]
-        self.alive = list(s.alive)
-        self.inflight = list(s.inflight)
-        self.cluster = list(s.cluster)
-        self.log = log
-
-    def freeze(self) -> State:
-        return State(self.params, tuple(self.pcs), tuple(tuple(x) for x in self.locals),
-                     tuple(tuple(x) for x in self.obs), tuple(tuple(x) for x in self.mbars),
-                     tuple(tuple(x) for x in self.nbars), tuple(self.alive), tuple(self.inflight),
-                     tuple(self.cluster))
-
-    # -- environment
-    def env(self, gid: int) -> dict[str, int]:
-        inst = self.m.instances[gid]
-        fp = self.m.flat[inst.process]
-        env = dict(zip(self.m.param_names, self.params))
-        env.update(zip(fp.locals, self.locals[gid]))
-        return env
-
-    def set_local(self, gid: int, name: str, value: int):
-        fp = self.m.flat[self.m.instances[gid].process]
-        self.locals[gid][fp.locals.index(name)] = value
-
-    def fail(self, kind: str, msg: str, gid: int = -1, loc: Loc = NOLOC):
-        if gid >= 0:
-            inst = self.m.instances[gid]
-            raise Violation(kind, msg, loc, inst.process, inst.index, self.pcs[gid])
-        raise Violation(kind, msg, loc)
-
-    def name(self, gid: int) -> str:
-        inst = self.m.instances[gid]
-        return self.m.kernel.processes[inst.process].instance_name(inst.index)
-
-    def bar_name(self, slot: int) -> str:
-        cta, name, idx = self.m.slot_key[slot]
-        return f"{name}[{idx}]" + (f" of CTA {cta}" if self.m.kernel.num_ctas > 1 else "")
-
-    # -- local code
-    def run_local(self, gid: int):
-        code = self.m.flat[self.m.instances[gid].process].code
-        while self.pcs[gid] < len(code):
-            ins = code[self.pcs[gid]]
-            if isinstance(ins, Let):
-                self.set_local(gid, ins.var, eval_expr(ins.value, self.env(gid)))
-                self.pcs[gid] += 1
-            elif isinstance(ins, Branch):
-                self.pcs[gid] = self.pcs[gid] + 1 if eval_expr(ins.cond, self.env(gid)) else ins.target
-            elif isinstance(ins, Goto):
-                self.pcs[gid] = ins.target
-            elif isinstance(ins, Bound):
-                v = self.env(gid)[ins.counter] + 1
-                if v > ins.limit:
-                    self.fail("loop-bound", f"{self.name(gid)}: while loop ran past its bound of "
-                              f"{ins.limit} iterations", gid, ins.loc)
-                self.set_local(gid, ins.counter, v)
-                self.pcs[gid] += 1
-            else:
-                return
-
-    # -- visible instructions
-    def exec_visible(self, gid: int):
-        m = self.m
-        inst = m.instances[gid]
-        code = m.flat[inst.process].code
-        ins = code[self.pcs[gid]]
-        if isinstance(ins, End):
-            self.exit(gid, ins.loc)
-            self.pcs[gid] = len(code)
-            return
-        if isinstance(ins, BarResume):
-            self.pcs[gid] += 1
-            return
-        st = ins.stmt
-        env = self.env(gid)
-        T = inst.threads if ins.lanes is None else ins.lanes
-        if isinstance(st, MbarInit):
-            slot = m.resolve(inst, st.bar, env)
-            mb = self.mbars[slot]
-            if mb[VIS] != 0:
-                self.fail("barrier-reinit", f"{self.name(gid)} initializes {self.bar_name(slot)} "
-                          "again while it is live (no mbarrier.inval)", gid, st.loc)
-            count = eval_expr(st.count, env)
-            if not 1 <= count <= TX_LIMIT:
-                self.fail("arrival-mismatch", f"{self.bar_name(slot)} initialized with count "
-                          f"{count}, outside 1..{TX_LIMIT}", gid, st.loc)
-            self.mbars[slot] = [1, count, count, 0, 0, gid]
-            if self.log is not None:
-                self.log.init_loc[slot] = st.loc
-        elif isinstance(st, MbarInitFence):
-            for slot, mb in enumerate(self.mbars):
-                if mb[VIS] == 1 and mb[INIT_BY] == gid:
-                    mb[VIS] = 2
-        elif isinstance(st, (MbarArrive, MbarArriveExpectTx, MbarExpectTx)):
-            slot = m.resolve(inst, st.bar, env)
-            self.check_vis(slot, gid, st, tma=False)
-            if isinstance(st, (MbarArriveExpectTx, MbarExpectTx)):
-                self.add_tx(slot, T * eval_expr(st.bytes, env), gid, st.loc)
-                if self.log is not None:
-                    self.log.last_expect[slot] = st.loc
-            if isinstance(st, MbarExpectTx):
-                self.try_complete(slot)
-            else:
-                count = T * (eval_expr(st.count, env) if isinstance(st, MbarArrive) else 1)
-                self.arrive(slot, count, gid, st.loc)
-        elif isinstance(st, (MbarWait, MbarTestWait)):
-            status = m.wait_status(self.freeze(), gid, st)
-            slot = m.resolve(inst, st.bar, env)
-            if status == "uninitialized-barrier":
-                self.check_vis(slot, gid, st, tma=False)
-            if status == "parity-aliasing":
-                _, name, idx = m.slot_key[slot]
-                o = self.obs[gid][m.obs_slots[inst.process][(name, idx)]]
-                self.fail("parity-aliasing",
-                          f"{self.name(gid)} waits on {self.bar_name(slot)} with parity "
-                          f"{eval_expr(st.parity, env) & 1}, but the barrier completed "
-                          f"{self.mbars[slot][N] - o} phases since this waiter last observed it: "
-                          "the parity no longer names the phase it waits for", gid, st.loc)
-            passed = status == "pass"
-            if passed:
-                _, name, idx = m.slot_key[slot]
-                self.obs[gid][m.obs_slots[inst.process][(name, idx)]] = self.mbars[slot][N]
-            if isinstance(st, MbarTestWait):
-                self.set_local(gid, st.dest, int(passed))
-        elif isinstance(st, (BarSync, BarArrive)):
-            self.bar_arrive(gid, st, env, T)
-        elif isinstance(st, TmaLoad):
-            for slot in self.tma_targets(inst, st, env, gid):
-                self.check_vis(slot, gid, st, tma=True)
-                cta, name, idx = m.slot_key[slot]
-                self.inflight[m.async_slot[(inst.process, self.pcs[gid], cta, idx)]] += 1
-        elif isinstance(st, ClusterArrive):
-            if env[CLUSTER_ARRIVED]:
-                self.fail("arrival-mismatch", f"{self.name(gid)} arrives on the cluster barrier "
-                          "twice without waiting in between", gid, st.loc)
-            self.set_local(gid, CLUSTER_ARRIVED, 1)
-            self.set_local(gid, CLUSTER_GEN, self.cluster[1])
-            self.cluster[0] += T
-            self.try_complete_cluster()
-        elif isinstance(st, ClusterWait):
-            if not env[CLUSTER_ARRIVED]:
-                self.fail("arrival-mismatch", f"{self.name(gid)} waits on the cluster barrier "
-                          "without having arrived on it", gid, st.loc)
-            self.set_local(gid, CLUSTER_ARRIVED, 0)
-        elif isinstance(st, Unsupported):
-            pass  # the pipeline refuses kernels with Unsupported ops before checking
-        else:
-            raise ModelError(f"unknown op {st!r}")
-        self.pcs[gid] += 1
-
-    def tma_targets(self, inst: Instance, st: TmaLoad, env, gid: int) -> list[int]:
-        if st.multicast is None:
-            return [self.m.resolve(inst, st.bar, env)]
-        mask = eval_expr(st.multicast, env)
-        ctas = [c for c in range(self.m.kernel.num_ctas) if mask >> c & 1]
-        if not ctas or mask >> self.m.kernel.num_ctas:
-            self.fail("scope", f"multicast mask {mask:#x} names CTAs outside the cluster of "
-                      f"{self.m.kernel.num_ctas}", gid, st.loc)
-        idx = eval_expr(st.bar.index, env)
-        return [self.m.mbar_slot[(c, st.bar.name, idx)] for c in ctas]
-
-    def try_complete_cluster(self):
-        live = sum(self.alive)
-        if self.cluster[0] > 0 and self.cluster[0] >= live:
-            self.cluster[0] = 0
-            self.cluster[1] += 1
-            for mb in self.mbars:
-                if mb[VIS] == 2:
-                    mb[VIS] = 3
-
-    def check_vis(self, slot: int, gid: int, st, tma: bool):
-        mb = self.mbars[slot]
-        if Machine.vis_violation(mb, gid, tma):
-            what = {0: "before it is initialized",
-                    1: "before its init is fenced (fence.mbarrier_init) and published by a barrier",
-                    2: "before its init is published by a CTA barrier after the fence"}[mb[VIS]]
-            if mb[VIS] == 1 and mb[INIT_BY] == gid and tma:
-                what = "with a TMA before its init is fenced (fence.mbarrier_init)"
-            self.fail("uninitialized-barrier", f"{self.name(gid)} uses {self.bar_name(slot)} {what}",
-                      gid, st.loc)
-
-    def add_tx(self, slot: int, delta: int, gid: int, loc: Loc):
-        mb = self.mbars[slot]
-        mb[TX] += delta
-        if abs(mb[TX]) > TX_LIMIT:
-            self.fail("tx-mismatch", f"tx-count of {self.bar_name(slot)} reaches {mb[TX]}, "
-                      f"outside ±{TX_LIMIT}", gid, loc)
-
-    def arrive(self, slot: int, count: int, gid: int, loc: Loc):
-        mb = self.mbars[slot]
-        if count > mb[PENDING]:
-            self.fail("arrival-mismatch",
-                      f"{self.name(gid)} arrives {count} times on {self.bar_name(slot)}, whose "
-                      f"current phase expects only {mb[PENDING]} more of {mb[EXPECTED]} arrivals",
-                      gid, loc)
-        mb[PENDING] -= count
-        if self.log is not None:
-            self.log.arrivals.setdefault(slot, []).append(gid)
-            self.log.ever_arrived.setdefault(slot, set()).add(gid)
-        self.try_complete(slot, gid, loc)
-
-    def try_complete(self, slot: int, gid: int = -1, loc: Loc = NOLOC):
-        mb = self.mbars[slot]
-        if mb[PENDING] == 0 and mb[TX] == 0:
-            if mb[N] >= PHASE_LIMIT:
-                self.fail("phase-bound", f"{self.bar_name(slot)} completed more than "
-                          f"{PHASE_LIMIT} phases (model bound)", gid, loc)
-            mb[N] += 1
-            mb[PENDING] = mb[EXPECTED]
-            if self.log is not None:
-                self.log.arrivals[slot] = []
-
-    def bar_arrive(self, gid: int, st, env, T: int):
-        inst = self.m.instances[gid]
-        bid = eval_expr(st.barrier_id, env)
-        if not 0 <= bid < NUM_NAMED_BARRIERS:
-            raise ModelError(f"named barrier id {bid} outside 0..15")
-        if T % 32 != 0:
-            self.fail("divergent-barrier", f"{self.name(gid)} ({T} threads, not whole warps) "
-                      f"executes aligned barrier {bid}: every thread of the warp must execute it",
-                      gid, st.loc)
-        want = -1 if st.threads is None else eval_expr(st.threads, env)
-        if want != -1 and (want <= 0 or want % 32 != 0):
-            self.fail("arrival-mismatch", f"barrier {bid} thread count {want} is not a positive "
-                      "multiple of 32", gid, st.loc)
-        nb = self.nbars[inst.cta * NUM_NAMED_BARRIERS + bid]
-        if nb[NB_EXPECTED] == 0:
-            nb[NB_EXPECTED] = want
-        elif nb[NB_EXPECTED] != want:
-            def show(c): return "all threads of the CTA" if c == -1 else f"{c} threads"
-            self.fail("arrival-mismatch", f"{self.name(gid)} arrives on barrier {bid} expecting "
-                      f"{show(want)}, but this generation was started expecting "
-                      f"{show(nb[NB_EXPECTED])}", gid, st.loc)
-        if isinstance(st, BarSync):
-            self.set_local(gid, _snap_of(self.m, gid, self.pcs[gid]), nb[NB_GEN])
-        nb[NB_ARRIVED] += T
-        target = self.alive[inst.cta] if nb[NB_EXPECTED] == -1 else nb[NB_EXPECTED]
-        if nb[NB_ARRIVED] > target:
-            self.fail("arrival-mismatch", f"barrier {bid}: {nb[NB_ARRIVED]} threads arrive, more "
-                      f"than the {target} it counts", gid, st.loc)
-        if nb[NB_ARRIVED] == target:
-            self.complete_named(inst.cta, bid)
-
-    def complete_named(self, cta: int, bid: int):
-        nb = self.nbars[cta * NUM_NAMED_BARRIERS + bid]
-        nb[NB_GEN] += 1
-        nb[NB_ARRIVED] = 0
-        nb[NB_EXPECTED] = 0
-        for slot, mb in enumerate(self.mbars):
-            if mb[VIS] == 2 and self.m.slot_key[slot][0] == cta:
-                mb[VIS] = 3
-
-    def exit(self, gid: int, loc: Loc):
-        inst = self.m.instances[gid]
-        cta = inst.cta
-        self.alive[cta] -= inst.threads
-        for bid in range(NUM_NAMED_BARRIERS):
-            nb = self.nbars[cta * NUM_NAMED_BARRIERS + bid]
-            if nb[NB_EXPECTED] == -1 and nb[NB_ARRIVED] > 0 and nb[NB_ARRIVED] >= self.alive[cta]:
-                self.complete_named(cta, bid)
-        self.try_complete_cluster()
-        if self.alive[cta] == 0:
-            for i, (pi, pc, tcta, idx) in enumerate(self.m.async_keys):
-                if tcta == cta and self.inflight[i] > 0:
-                    st = self.m.flat[pi].code[pc].stmt
-                    self.fail("pending-at-exit",
-                              f"the last threads of CTA {cta} exit while a TMA load issued at "
-                              f"{st.loc} into {st.bar.name}[{idx}] is still in flight", gid, loc)
-
-    def complete(self, ev: Complete):
-        m = self.m
-        key = (ev.process, ev.pc, ev.cta, ev.index)
-        i = m.async_slot.get(key)
-        if i is None or self.inflight[i] == 0:
-            raise ModelError(f"no async op in flight for {ev}")
-        self.inflight[i] -= 1
-        st = m.flat[ev.process].code[ev.pc].stmt
-        slot = m.mbar_slot[(ev.cta, st.bar.name, ev.index)]
-        env = dict(zip(m.param_names, self.params))
-        self.add_tx(slot, -eval_expr(st.bytes, env), -1, st.loc)
-        self.try_complete(slot, -1, st.loc)
-
-
-def _snap_of(m: Machine, gid: int, pc: int) -> str:
-    ins = m.flat[m.instances[gid].process].code[pc + 1]
-    assert isinstance(ins, BarResume)
-    return ins.snap
+    def hook(self, name: str, element: int, gid: int, loc: Loc):
+        if name == "arrive":
+            self.arrivals.setdefault(element, []).append(gid)
+            self.ever_arrived.setdefault(element, set()).add(gid)
+        elif name == "phase":
+            self.arrivals[element] = []
+        elif name == "expect":
+            self.last_expect[element] = loc
+        elif name == "init":
+            self.init_loc[element] = loc
 
 
 # ---------------------------------------------------------------------- exploration and replay
@@ -702,13 +583,13 @@ def replay(kernel: Kernel, events: list[Event], expect_kind: str | None = None) 
     s = starts[0]
     steps = [e for e in events if not isinstance(e, ParamChoice)]
     for n, ev in enumerate(steps):
-        if ev not in m.enabled(s) and not (isinstance(ev, Step) and ev.instance < 0):
-            return Replay(False, None, s, log, m, n, f"step {n + 1} ({ev}) is not enabled")
         try:
+            if ev not in m.enabled(s) and not (isinstance(ev, Step) and ev.instance < 0):
+                return Replay(False, None, s, log, m, n, f"step {n + 1} ({ev}) is not enabled")
             s = m.step(s, ev, log)
         except Violation as v:
             last = n == len(steps) - 1
-            ok = (expect_kind is None or v.kind == expect_kind) and (last or v.kind == "loop-bound")
+            ok = (expect_kind is None or v.kind == expect_kind) and (last or v.kind in BOUND_KINDS)
             return Replay(ok, v, s, log, m, n + 1, "" if ok else
                           f"replay hits {v.kind} at step {n + 1} of {len(steps)}")
         except ModelError as e:
@@ -719,3 +600,27 @@ def replay(kernel: Kernel, events: list[Event], expect_kind: str | None = None) 
         return Replay(ok, v, s, log, m, len(steps), "" if ok else f"trace ends in a deadlock, "
                       f"not {expect_kind}")
     return Replay(False, None, s, log, m, len(steps), "trace ends without a violation")
+
+
+def eval_expr(e, env: dict) -> int:
+    """Evaluate a plain SyncIR expression over an environment of names (no places)."""
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Var):
+        try:
+            return env[e.name]
+        except KeyError:
+            raise ModelError(f"undefined variable {e.name!r}") from None
+    if isinstance(e, UnOp):
+        x = eval_expr(e.arg, env)
+        return -x if e.op == "-" else int(not x)
+    if isinstance(e, Select):
+        return eval_expr(e.then, env) if eval_expr(e.cond, env) else eval_expr(e.else_, env)
+    if isinstance(e, BinOp):
+        a, b = eval_expr(e.lhs, env), eval_expr(e.rhs, env)
+        if e.op == "and":
+            return int(bool(a) and bool(b))
+        if e.op == "or":
+            return int(bool(a) or bool(b))
+        return (_div(e.op) if e.op in ("//", "%") else _BINOPS[e.op])(a, b)
+    raise ModelError(f"not an expression: {e!r}")

@@ -1,13 +1,15 @@
 """SyncIR: the synchronization skeleton of a kernel.
 
-A Kernel is a set of Processes (classes of threads that follow the same path) over per-CTA
-objects (mbarrier arrays, the 16 named barriers). Every statement carries a source Loc.
-Everything here is a frozen dataclass; `printer.py` renders it, `validate.py` checks it.
-Semantics: docs/semantics.md (implemented by interp.py and lower/).
+A Kernel is a set of Processes (classes of threads that follow the same path) over declared
+objects (mbarrier arrays; the named barriers, the cluster barrier and the live-thread counts are
+implicit). Expressions, references and control flow are defined here; the ops, each with its
+fields, footprint and rule, in `ops.py` (re-exported here). Every statement carries a source Loc.
+Everything is a frozen dataclass; `printer.py` renders it, `validate.py` checks it.
+Semantics: docs/semantics.md.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Union
 
 
@@ -140,10 +142,19 @@ class MBarRef:
 
 @dataclass(frozen=True)
 class MBarrierDecl:
-    """An array of `size` mbarriers in shared memory; every CTA of the cluster has its own."""
+    """An array of `size` mbarriers in shared memory; every CTA of the cluster has its own.
+    `label` names it as the user wrote it (e.g. `PipelineTmaAsync(ab).full`); `elements`, when
+    given, names each element (e.g. a pipeline's full and empty barriers sharing one array)."""
     name: str
     size: int = 1
     loc: Loc = NOLOC
+    label: str = ""
+    elements: tuple[str, ...] = ()
+
+    def element_name(self, index: int) -> str:
+        if index < len(self.elements) and self.elements[index]:
+            return self.elements[index]
+        return f"{self.label or self.name}[{index}]"
 
 
 @dataclass(frozen=True)
@@ -174,125 +185,6 @@ def _lift_fields(obj, *names):
         v = getattr(obj, n)
         if v is not None:
             object.__setattr__(obj, n, lift(v))
-
-
-@dataclass(frozen=True)
-class MbarInit(Stmt):
-    """mbarrier.init: expected arrival count `count`, phase 0, tx-count 0 (PTX 9.7.13.15.9)."""
-    bar: MBarRef
-    count: Expr
-    loc: Loc = NOLOC
-
-    def __post_init__(self): _lift_fields(self, "count")
-
-
-@dataclass(frozen=True)
-class MbarInitFence(Stmt):
-    """fence.mbarrier_init.release.cluster: makes this process's earlier inits visible once a
-    CTA or cluster barrier follows."""
-    loc: Loc = NOLOC
-
-
-@dataclass(frozen=True)
-class MbarArrive(Stmt):
-    """mbarrier.arrive with `count`, once per executing thread."""
-    bar: MBarRef
-    count: Expr = Const(1)
-    loc: Loc = NOLOC
-
-    def __post_init__(self): _lift_fields(self, "count")
-
-
-@dataclass(frozen=True)
-class MbarArriveExpectTx(Stmt):
-    """mbarrier.arrive.expect_tx: tx-count += bytes, then arrive(1); once per executing thread."""
-    bar: MBarRef
-    bytes: Expr
-    loc: Loc = NOLOC
-
-    def __post_init__(self): _lift_fields(self, "bytes")
-
-
-@dataclass(frozen=True)
-class MbarExpectTx(Stmt):
-    """mbarrier.expect_tx: tx-count += bytes, no arrival; once per executing thread."""
-    bar: MBarRef
-    bytes: Expr
-    loc: Loc = NOLOC
-
-    def __post_init__(self): _lift_fields(self, "bytes")
-
-
-@dataclass(frozen=True)
-class MbarWait(Stmt):
-    """mbarrier.try_wait.parity in a retry loop: blocks until the phase of parity `parity` has
-    completed, i.e. until the current phase's parity differs from `parity`."""
-    bar: MBarRef
-    parity: Expr
-    loc: Loc = NOLOC
-
-    def __post_init__(self): _lift_fields(self, "parity")
-
-
-@dataclass(frozen=True)
-class MbarTestWait(Stmt):
-    """mbarrier.test_wait.parity: non-blocking; `dest` := 1 if the phase completed, else 0."""
-    dest: str
-    bar: MBarRef
-    parity: Expr
-    loc: Loc = NOLOC
-
-    def __post_init__(self): _lift_fields(self, "parity")
-
-
-@dataclass(frozen=True)
-class BarSync(Stmt):
-    """bar.sync / barrier.sync `barrier_id`, `threads` (None: every thread of the CTA, which is
-    also the CTA barrier __syncthreads)."""
-    barrier_id: Expr = Const(0)
-    threads: Expr | None = None
-    loc: Loc = NOLOC
-
-    def __post_init__(self): _lift_fields(self, "barrier_id", "threads")
-
-
-@dataclass(frozen=True)
-class BarArrive(Stmt):
-    """bar.arrive `barrier_id`, `threads`: counts the executing threads, does not wait."""
-    barrier_id: Expr
-    threads: Expr
-    loc: Loc = NOLOC
-
-    def __post_init__(self): _lift_fields(self, "barrier_id", "threads")
-
-
-@dataclass(frozen=True)
-class TmaLoad(Stmt):
-    """An async bulk copy (TMA load) issued once per executing process instance (the DSL elects one
-    lane per warp). It completes `bytes` of transaction on `bar` at any later point.
-    `multicast`: a CTA bit mask (an expression); the load then completes `bytes` on the barrier at
-    the same offset in every CTA of the mask (`bar.cta` must be None)."""
-    bar: MBarRef
-    bytes: Expr
-    loc: Loc = NOLOC
-    multicast: Expr | None = None
-
-    def __post_init__(self): _lift_fields(self, "bytes", "multicast")
-
-
-@dataclass(frozen=True)
-class ClusterArrive(Stmt):
-    """barrier.cluster.arrive[.relaxed]: every thread of the cluster arrives once per phase.
-    The non-relaxed form releases: it publishes this CTA's fenced mbarrier inits cluster-wide once
-    the cluster barrier completes."""
-    relaxed: bool = False
-    loc: Loc = NOLOC
-
-
-@dataclass(frozen=True)
-class ClusterWait(Stmt):
-    """barrier.cluster.wait: blocks until the cluster barrier phase this thread arrived on completes."""
-    loc: Loc = NOLOC
 
 
 @dataclass(frozen=True)
@@ -363,34 +255,16 @@ def Elect(body, loc: Loc = NOLOC) -> Lanes:
     return Lanes(1, tuple(body), loc)
 
 
-@dataclass(frozen=True)
-class Exit(Stmt):
-    """The executing threads exit (also implicit at the end of a process body)."""
-    loc: Loc = NOLOC
-
-
-@dataclass(frozen=True)
-class Unsupported(Stmt):
-    """An op that matters for synchronization and is not modelled. Any Unsupported reachable in a
-    kernel makes the verdict UNSUPPORTED, naming `what` and its location."""
-    what: str
-    loc: Loc = NOLOC
-
-
-SYNC_OPS = (MbarInit, MbarInitFence, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarWait,
-            MbarTestWait, BarSync, BarArrive, TmaLoad, ClusterArrive, ClusterWait, Exit, Unsupported)
-
-
 # ----------------------------------------------------------------------------- processes, kernel
 
 @dataclass(frozen=True)
 class Process:
     """A class of threads that follow the same path through `body`.
 
-    `instances` identical copies run concurrently; each copy is `threads` threads that execute every
-    op together (a converged warp: 32; an elected lane: 1; a warpgroup treated as one: 128). An op
-    counts once per thread: a MbarArrive by a 32-thread instance is 32 arrivals. `warps` is the
-    half-open warp range [first, last) that all instances together cover, for reports.
+    `instances` identical copies run concurrently; each copy is `threads` threads (1..32: at most
+    one warp) that execute every op together, a converged warp. An op counts once per thread: a
+    MbarArrive by a 32-thread instance is 32 arrivals. `warps` is the half-open warp range
+    [first, last) that all instances together cover, for reports.
     """
     role: str
     body: tuple[Stmt, ...]
@@ -437,30 +311,66 @@ class Kernel:
     def cta_threads(self, cta: int) -> int:
         return sum(p.threads * p.instances for p in self.processes if p.cta == cta)
 
+    def ops(self):
+        """Every op of every process (nested ones included)."""
+        for p in self.processes:
+            for s in walk_stmts(p.body):
+                if not isinstance(s, (Assign, If, For, While, Lanes)):
+                    yield s
 
+    def uses_cluster_barrier(self) -> bool:
+        return any(type(s).__name__ in ("ClusterArrive", "ClusterWait") for s in self.ops())
+
+
+# the Expr-valued fields of statements (extract.cleanup substitutes into them)
 EXPR_FIELDS = ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start", "stop",
                "multicast")
 
 
+def map_exprs(s: Stmt, fn) -> Stmt:
+    """`s` with `fn` applied to every expression it reads itself (Expr fields, mbarrier index
+    and CTA); nested bodies are left as they are."""
+    from dataclasses import replace
+    changes = {}
+    for f in fields(s):
+        v = getattr(s, f.name)
+        if isinstance(v, Expr):
+            changes[f.name] = fn(v)
+        elif isinstance(v, MBarRef):
+            changes[f.name] = MBarRef(v.name, fn(v.index), None if v.cta is None else fn(v.cta))
+    return replace(s, **changes) if changes else s
+
+
 def stmt_exprs(s: Stmt):
-    """The expressions a statement reads itself (not those of nested bodies)."""
-    for f in EXPR_FIELDS:
-        e = getattr(s, f, None)
-        if isinstance(e, Expr):
-            yield e
-    bar = getattr(s, "bar", None)
-    if isinstance(bar, MBarRef):
-        yield bar.index
-        if bar.cta is not None:
-            yield bar.cta
+    """The expressions a statement reads itself (not those of nested bodies): its Expr fields
+    and the index and CTA of the mbarrier it names."""
+    for f in fields(s):
+        v = getattr(s, f.name)
+        if isinstance(v, Expr):
+            yield v
+        elif isinstance(v, MBarRef):
+            yield v.index
+            if v.cta is not None:
+                yield v.cta
+
+
+def stmt_bodies(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:
+    if isinstance(s, If):
+        return (s.then, s.else_)
+    if isinstance(s, (For, While, Lanes)):
+        return (s.body,)
+    return ()
 
 
 def walk_stmts(body: tuple[Stmt, ...]):
     """Pre-order iteration over every statement of a body, nested ones included."""
     for s in body:
         yield s
-        if isinstance(s, If):
-            yield from walk_stmts(s.then)
-            yield from walk_stmts(s.else_)
-        elif isinstance(s, (For, While, Lanes)):
-            yield from walk_stmts(s.body)
+        for b in stmt_bodies(s):
+            yield from walk_stmts(b)
+
+
+from .ops import *  # noqa: E402,F401,F403  (the ops are part of the IR)
+from .ops import (BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, Exit,  # noqa: E402,F401
+                  MbarArriveExpectTx, MbarArrive, MbarExpectTx, MbarInit, MbarInitFence,
+                  MbarTestWait, MbarWait, SyncOp, TmaLoad, Unsupported)

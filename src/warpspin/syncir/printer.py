@@ -1,10 +1,8 @@
 """Readable text form of SyncIR (for --emit, test failures and docs)."""
 from __future__ import annotations
 
-from .ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const, Exit, Expr, For, If, Kernel, Lanes,
-                 MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
-                 MbarTestWait, MbarWait, Process, Select, Stmt, TmaLoad, UnOp, Unsupported, Var,
-                 While)
+from .ir import (Assign, BinOp, Const, Expr, For, If, Kernel, Lanes, MBarRef, Process, Select,
+                 Stmt, SyncOp, UnOp, Var, While)
 
 _PREC = {"or": 1, "and": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
          "|": 4, "^": 5, "&": 6, "+": 7, "-": 7, "*": 8, "//": 8, "%": 8}
@@ -34,39 +32,11 @@ def fmt_bar(b: MBarRef) -> str:
 
 
 def fmt_op(s: Stmt) -> str:
-    """One line for a sync op (no nested bodies)."""
-    match s:
-        case MbarInit(bar, count):
-            return f"mbarrier.init {fmt_bar(bar)}, count={fmt_expr(count)}"
-        case MbarInitFence():
-            return "fence.mbarrier_init"
-        case MbarArrive(bar, count):
-            return f"mbarrier.arrive {fmt_bar(bar)}" + ("" if count == Const(1) else f", count={fmt_expr(count)}")
-        case MbarArriveExpectTx(bar, nbytes):
-            return f"mbarrier.arrive.expect_tx {fmt_bar(bar)}, bytes={fmt_expr(nbytes)}"
-        case MbarExpectTx(bar, nbytes):
-            return f"mbarrier.expect_tx {fmt_bar(bar)}, bytes={fmt_expr(nbytes)}"
-        case MbarWait(bar, parity):
-            return f"mbarrier.wait {fmt_bar(bar)}, parity={fmt_expr(parity)}"
-        case MbarTestWait(dest, bar, parity):
-            return f"{dest} = mbarrier.test_wait {fmt_bar(bar)}, parity={fmt_expr(parity)}"
-        case BarSync(bid, threads):
-            return f"bar.sync {fmt_expr(bid)}" + ("" if threads is None else f", threads={fmt_expr(threads)}")
-        case BarArrive(bid, threads):
-            return f"bar.arrive {fmt_expr(bid)}, threads={fmt_expr(threads)}"
-        case TmaLoad(bar, nbytes, _, mask):
-            mc = "" if mask is None else f", multicast={fmt_expr(mask)}"
-            return f"tma.load -> {fmt_bar(bar)}, bytes={fmt_expr(nbytes)}{mc}"
-        case ClusterArrive(relaxed):
-            return "barrier.cluster.arrive" + (".relaxed" if relaxed else "")
-        case ClusterWait():
-            return "barrier.cluster.wait"
-        case Assign(var, value):
-            return f"{var} = {fmt_expr(value)}"
-        case Exit():
-            return "exit"
-        case Unsupported(what):
-            return f"unsupported {what!r}"
+    """One line for a sync op or an assignment (no nested bodies)."""
+    if isinstance(s, Assign):
+        return f"{s.var} = {fmt_expr(s.value)}"
+    if isinstance(s, SyncOp):
+        return s.fmt()
     return type(s).__name__
 
 
@@ -117,7 +87,8 @@ def fmt_kernel(k: Kernel) -> str:
         rng = str(prm.lo) if prm.lo == prm.hi else f"{prm.lo}..{prm.hi}"
         lines.append(f"  param {prm.name} = {rng}")
     for m in k.mbarriers:
-        lines.append(f"  mbarrier {m.name}[{m.size}]")
+        label = f"  # {m.label}" if m.label else ""
+        lines.append(f"  mbarrier {m.name}[{m.size}]{label}")
     for p in k.processes:
         lines.append(fmt_process(p))
     return "\n".join(lines)

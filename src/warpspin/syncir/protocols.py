@@ -52,9 +52,10 @@ def ring(stages: int = 4, trips: int | str = 8, consumers: int = 1, consumer_thr
          tile_bytes: int = 16384, ctas: int = 1, bug: str | None = None,
          trips_range: tuple[int, int] | None = None) -> Kernel:
     """One producer warp (an elected lane arms full[s] with tile_bytes and issues the TMA load),
-    `consumers` consumer instances of `consumer_threads` threads (a warp: 32; a warpgroup: 128)
-    whose lane 0 releases empty[s] (PipelineTmaAsync.consumer_release), `stages` stages,
-    `trips` k-tiles (or the launch parameter K when `trips_range` is given).
+    `consumers` consumer groups of `consumer_threads` threads (a warp: 32; a warpgroup: 128),
+    i.e. consumer_threads / 32 warps each, whose lane 0 releases empty[s] (PipelineTmaAsync.
+    consumer_release: one arrival per consumer warp), `stages` stages, `trips` k-tiles (or the
+    launch parameter K when `trips_range` is given).
 
     `ctas` > 1 replicates the CTA (each its own ring), as a cluster without multicast.
     `bug` injects one of RING_BUGS."""
@@ -69,10 +70,11 @@ def ring(stages: int = 4, trips: int | str = 8, consumers: int = 1, consumer_thr
     # arrivals-too-few: the count assumes every consumer thread arrives (CooperativeGroup(Thread,
     # 32*n)) while only lane 0 of each warp does; two-behind: one consumer release suffices, so
     # the producer refills a stage before the slower consumer has waited on it.
+    warps = consumers * max(1, consumer_threads // 32)
     empty_count = {"arrivals-too-few": consumers * consumer_threads,
-                   "two-behind": consumers - 1}.get(bug, consumers)
-    if bug == "two-behind" and consumers < 2:
-        raise ValueError("two-behind needs at least two consumers")
+                   "two-behind": warps - 1}.get(bug, warps)
+    if bug == "two-behind" and warps < 2:
+        raise ValueError("two-behind needs at least two consumer warps")
     expect = tile_bytes // 2 if bug == "tx-bytes" else tile_bytes
     init = Elect((
         For("i", 0, stages, (MbarInit(MBarRef("full", Var("i")), full_count, _l("init_full")),
@@ -111,9 +113,8 @@ def ring(stages: int = 4, trips: int | str = 8, consumers: int = 1, consumer_thr
     for cta in range(ctas):
         procs.append(Process("producer", producer, cta=cta, warps=(0, 1), threads=32,
                              init=(("ph", 1),)))
-        per = consumer_threads // 32 or 1
-        procs.append(Process("consumer", consumer, cta=cta, warps=(1, 1 + consumers * per),
-                             threads=consumer_threads, instances=consumers,
+        procs.append(Process("consumer", consumer, cta=cta, warps=(1, 1 + warps),
+                             threads=min(32, consumer_threads), instances=warps,
                              init=(("ph", 0),)))
     return Kernel(f"ring_s{stages}_k{trips}_c{consumers}" + (f"_{bug}" if bug else ""),
                   tuple(procs), (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)),

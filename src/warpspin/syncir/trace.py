@@ -32,7 +32,7 @@ Event = ParamChoice | Step | Complete
 
 # Violation kinds: the fixed vocabulary of the reports.
 KINDS = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing", "uninitialized-barrier",
-         "barrier-reinit", "divergent-barrier", "pending-at-exit",
-         "race", "proxy-race", "tensormap-race", "cluster-lifetime", "scope", "tmem-lifetime")
+         "barrier-reinit", "divergent-barrier", "pending-at-exit", "cluster-lifetime", "scope",
+         "invalid-operand", "race", "proxy-race", "tensormap-race", "tmem-lifetime")
 # Model-bound events: not violations of the kernel, they make a verdict INCONCLUSIVE.
-BOUND_KINDS = ("loop-bound", "phase-bound")
+BOUND_KINDS = ("loop-bound", "phase-bound", "integer-range", "copy-bound")

@@ -1,12 +1,15 @@
 """Static well-formedness of a SyncIR kernel (before lowering): names resolve, bounds are sane,
-async byte counts are launch constants. Returns problems; an empty list means valid."""
+every op is a registered op (ops.py) and satisfies its own validity rules. Returns problems; an
+empty list means valid. The extractor never produces an invalid kernel (a test walks every
+traced kernel); hand-built SyncIR that is invalid gives an ERROR verdict that lists these."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from .ir import (Assign, For, Kernel, Lanes, Loc, MBarRef, MbarTestWait,
-                 NOLOC, TmaLoad, Unsupported, While, expr_vars, stmt_exprs,
-                 walk_stmts)
+from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, While,
+                 expr_vars, stmt_exprs, walk_stmts)
+from .objects import LIMITS
+from .ops import OPS, BarArrive, BarSync, Exit, MbarTestWait, SyncOp, Unsupported
 
 
 @dataclass(frozen=True)
@@ -24,14 +27,18 @@ class InvalidKernel(ValueError):
         super().__init__("invalid SyncIR:\n" + "\n".join(f"  {p}" for p in problems))
 
 
+CONTROL = (Assign, If, For, While, Lanes)
+
+
 def validate(k: Kernel) -> list[Problem]:
     probs: list[Problem] = []
     params = {p.name for p in k.params}
     bars = {m.name: m for m in k.mbarriers}
     if len(bars) != len(k.mbarriers):
         probs.append(Problem("two mbarrier arrays share a name", k.loc))
-    if k.num_ctas < 1 or k.num_ctas > 16:
-        probs.append(Problem(f"cluster of {k.num_ctas} CTAs (1..16 allowed)", k.loc))
+    if not 1 <= k.num_ctas <= LIMITS.cluster_ctas:
+        probs.append(Problem(f"cluster of {k.num_ctas} CTAs (1..{LIMITS.cluster_ctas} allowed)",
+                             k.loc))
     for prm in k.params:
         if prm.hi < prm.lo:
             probs.append(Problem(f"parameter {prm.name}: empty range {prm.lo}..{prm.hi}"))
@@ -40,12 +47,19 @@ def validate(k: Kernel) -> list[Problem]:
             probs.append(Problem(f"mbarrier array {m.name} has size {m.size}", m.loc))
     if not k.processes:
         probs.append(Problem("kernel has no processes", k.loc))
+    for c in range(k.num_ctas):
+        if k.cta_threads(c) > LIMITS.cta_threads:
+            probs.append(Problem(f"CTA {c} has {k.cta_threads(c)} threads (at most "
+                                 f"{LIMITS.cta_threads})", k.loc))
     for p in k.processes:
         where = f"process {p.role}"
         if not 0 <= p.cta < k.num_ctas:
             probs.append(Problem(f"{where}: CTA {p.cta} outside the cluster of {k.num_ctas}"))
-        if p.threads < 1 or p.instances < 1:
-            probs.append(Problem(f"{where}: needs at least one thread and one instance"))
+        if not 1 <= p.threads <= LIMITS.warp_threads or p.instances < 1:
+            probs.append(Problem(f"{where}: an instance is 1..{LIMITS.warp_threads} threads (one "
+                                 f"warp at most; a warpgroup is 4 instances) and a process has "
+                                 f"at least one instance, not {p.threads} threads x "
+                                 f"{p.instances}"))
         if p.warps[1] <= p.warps[0]:
             probs.append(Problem(f"{where}: empty warp range {p.warps}"))
         names = set(params) | {n for n, _ in p.init}
@@ -56,28 +70,55 @@ def validate(k: Kernel) -> list[Problem]:
                 names.add(s.var)
             elif isinstance(s, MbarTestWait):
                 names.add(s.dest)
-        for s in walk_stmts(p.body):
-            loc = getattr(s, "loc", NOLOC)
-            for e in stmt_exprs(s):
-                for v in expr_vars(e) - names:
-                    probs.append(Problem(f"{where}: variable {v!r} is never assigned", loc))
-            bar = getattr(s, "bar", None)
-            if isinstance(bar, MBarRef) and bar.name not in bars:
-                probs.append(Problem(f"{where}: unknown mbarrier array {bar.name!r}", loc))
-            if isinstance(s, TmaLoad) and s.multicast is not None and s.bar.cta is not None:
-                probs.append(Problem(f"{where}: a multicast TMA names its CTAs by the mask, not "
-                                     "by the barrier", loc))
-            if isinstance(s, TmaLoad) and not expr_vars(s.bytes) <= params:
-                probs.append(Problem(f"{where}: TMA byte count must depend only on launch "
-                                     "parameters", loc))
-            if isinstance(s, For) and s.step <= 0:
-                probs.append(Problem(f"{where}: loop step {s.step} is not positive", loc))
-            if isinstance(s, While) and s.max_iters < 1:
-                probs.append(Problem(f"{where}: while loop bound {s.max_iters} < 1", loc))
-            if isinstance(s, Lanes) and not 1 <= s.count <= p.threads:
-                probs.append(Problem(f"{where}: {s.count} lanes of a {p.threads}-thread instance", loc))
-            if isinstance(s, (MbarTestWait, Assign)) and (s.var if isinstance(s, Assign) else s.dest) in params:
-                probs.append(Problem(f"{where}: assigns to launch parameter", loc))
+        probs += _body_problems(k, p, p.body, names, params, bars, where, lanes=None)
+    return probs
+
+
+def _body_problems(k, p, body, names, params, bars, where, lanes) -> list[Problem]:
+    probs = []
+    for s in body:
+        loc = getattr(s, "loc", NOLOC)
+        if not isinstance(s, (SyncOp, *CONTROL)):
+            probs.append(Problem(f"{where}: {type(s).__name__} is not a SyncIR statement", loc))
+            continue
+        if isinstance(s, SyncOp) and OPS.get(type(s).mnemonic) is not type(s):
+            probs.append(Problem(f"{where}: op {type(s).__name__} is not registered (ops.sync_op)",
+                                 loc))
+        for e in stmt_exprs(s):
+            for v in expr_vars(e) - names:
+                probs.append(Problem(f"{where}: variable {v!r} is never assigned", loc))
+        for f in fields(s):
+            ref = getattr(s, f.name)
+            if isinstance(ref, MBarRef):
+                m = bars.get(ref.name)
+                if m is None:
+                    probs.append(Problem(f"{where}: unknown mbarrier array {ref.name!r}", loc))
+                elif isinstance(ref.index, Const) and not 0 <= ref.index.value < m.size:
+                    probs.append(Problem(f"{where}: {ref.name}[{ref.index.value}] outside the "
+                                         f"array of {m.size}", loc))
+        if isinstance(s, SyncOp) and not isinstance(s, Unsupported):
+            probs += [Problem(f"{where}: {msg}", loc) for msg in s.problems(k)]
+        if isinstance(s, (BarSync, BarArrive)) and isinstance(s.barrier_id, Const) \
+                and not 0 <= s.barrier_id.value < LIMITS.named_barriers:
+            probs.append(Problem(f"{where}: named barrier id {s.barrier_id.value} outside "
+                                 f"0..{LIMITS.named_barriers - 1}", loc))
+        if isinstance(s, Exit) and lanes is not None:
+            probs.append(Problem(f"{where}: exit inside a lane subset (Lanes({lanes})): an exit "
+                                 "by part of a warp is not modelled", loc))
+        if isinstance(s, (MbarTestWait, Assign)) and (s.var if isinstance(s, Assign) else s.dest) in params:
+            probs.append(Problem(f"{where}: assigns to launch parameter", loc))
+        if isinstance(s, For) and s.step <= 0:
+            probs.append(Problem(f"{where}: loop step {s.step} is not positive", loc))
+        if isinstance(s, While) and s.max_iters < 1:
+            probs.append(Problem(f"{where}: while loop bound {s.max_iters} < 1", loc))
+        if isinstance(s, Lanes) and not 1 <= s.count <= p.threads:
+            probs.append(Problem(f"{where}: {s.count} lanes of a {p.threads}-thread instance", loc))
+        inner = s.count if isinstance(s, Lanes) else lanes
+        if isinstance(s, If):
+            probs += _body_problems(k, p, s.then, names, params, bars, where, inner)
+            probs += _body_problems(k, p, s.else_, names, params, bars, where, inner)
+        elif isinstance(s, (For, While, Lanes)):
+            probs += _body_problems(k, p, s.body, names, params, bars, where, inner)
     return probs
 
 
@@ -90,3 +131,4 @@ def check(k: Kernel) -> Kernel:
 
 def unsupported_ops(k: Kernel) -> list[Unsupported]:
     return [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, Unsupported)]
+

@@ -1,0 +1,109 @@
+"""Which exact reductions a kernel may use (docs/semantics.md, "Reductions").
+
+Each reduction is proven for the ops that list it in their facts (syncir/ops.py) and for
+footprints of a stated shape. The preconditions are allow-lists: an op that does not list a
+reduction, or whose footprint is unknown or outside the proven shape, switches it off, and the
+decision says which op did and where.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..syncir.flat import FlatProcess, Op
+from ..syncir.ir import Kernel, walk_stmts
+from ..syncir.ops import (DEAD_RESET, FUSION, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS,
+                          NARROW_TYPES, SYMMETRIC, SyncOp)
+
+LOCAL_SCOPES = ("thread", "warp", "cta")
+
+
+@dataclass(frozen=True)
+class Decision:
+    reduction: str
+    applied: bool
+    why: str = ""          # when not applied: the op (and line) or the condition that refused it
+
+
+def _ops(kernel: Kernel, processes=None):
+    for pi, p in enumerate(kernel.processes):
+        if processes is not None and pi not in processes:
+            continue
+        for s in walk_stmts(p.body):
+            if isinstance(s, SyncOp) or type(s).__name__ not in ("Assign", "If", "For", "While",
+                                                                  "Lanes"):
+                yield pi, s
+
+
+def _refuser(kernel: Kernel, reduction: str, ok_footprint=None, processes=None) -> str:
+    """'' when every op of `kernel` (of `processes`) allows `reduction`, else why not."""
+    for pi, s in _ops(kernel, processes):
+        name = getattr(type(s), "mnemonic", type(s).__name__)
+        where = f"`{name}` at {getattr(s, 'loc', '?')}"
+        if not isinstance(s, SyncOp):
+            return f"{where} is not a registered op"
+        fp = s.footprint(kernel)
+        if fp is None:
+            return f"{where} has no known footprint"
+        if reduction not in s.facts():
+            return f"{where} is not covered by its proof"
+        if ok_footprint is not None and not ok_footprint(fp):
+            return f"{where} has a footprint outside the proven shape"
+    return ""
+
+
+def kernel_wide(kernel: Kernel, reduction: str) -> Decision:
+    """Reductions that hold for a whole kernel or not at all: narrow types, dead resets, fusion."""
+    why = _refuser(kernel, reduction)
+    return Decision(reduction, not why, why)
+
+
+def symmetric(kernel: Kernel, pi: int) -> Decision:
+    """R1 for process pi: several instances, and no op of it stores the executing instance's
+    identity in shared state (comparisons with it are proven)."""
+    if kernel.processes[pi].instances < 2:
+        return Decision(SYMMETRIC, False, "one instance")
+    why = _refuser(kernel, SYMMETRIC,
+                   lambda fp: all(a.identity != "write" for a in fp.accesses), {pi})
+    return Decision(SYMMETRIC, not why, why)
+
+
+def independent_ctas(kernel: Kernel) -> tuple[Decision, Kernel | None, tuple]:
+    """R2: when every op touches only objects of its own CTA and every CTA runs the same
+    processes, CTA 0 alone is checked. Returns the decision, the component (a 1-CTA kernel) and,
+    per CTA, its processes in the component's order."""
+    if kernel.num_ctas < 2:
+        return Decision(INDEPENDENT_CTAS, False, "one CTA"), None, ()
+    why = _refuser(kernel, INDEPENDENT_CTAS,
+                   lambda fp: all(a.scope in LOCAL_SCOPES for a in fp.accesses))
+    if why:
+        return Decision(INDEPENDENT_CTAS, False, why), None, ()
+    per = [[i for i, p in enumerate(kernel.processes) if p.cta == c] for c in range(kernel.num_ctas)]
+    base = [replace(kernel.processes[i], cta=0) for i in per[0]]
+    if not base:
+        return Decision(INDEPENDENT_CTAS, False, "CTA 0 has no processes"), None, ()
+    for c in range(1, kernel.num_ctas):
+        if [replace(kernel.processes[i], cta=0) for i in per[c]] != base:
+            return Decision(INDEPENDENT_CTAS, False, f"CTA {c} runs other processes than CTA 0"), \
+                None, ()
+    comp = Kernel(kernel.name, tuple(base), kernel.mbarriers, kernel.params, 1, kernel.loc)
+    return Decision(INDEPENDENT_CTAS, True), comp, tuple(tuple(x) for x in per)
+
+
+def fusable_blocks(fp: FlatProcess) -> dict[int, int]:
+    """R6: {w: r} for every visible wait at pc w > 0 whose op may be a fused wait, followed by
+    `Let`s only (straight line) up to a visible op at pc r that may be a fused release."""
+    from ..syncir.flat import Let
+    out = {}
+    for w, ins in enumerate(fp.code):
+        if w == 0 or not (isinstance(ins, Op) and FUSION_WAIT in ins.stmt.facts()):
+            continue
+        r = w + 1
+        while r < len(fp.code) and isinstance(fp.code[r], Let):
+            r += 1
+        rel = fp.code[r] if r < len(fp.code) else None
+        if isinstance(rel, Op) and FUSION_RELEASE in rel.stmt.facts():
+            out[w] = r
+    return out
+
+
+ALL_KERNEL_WIDE = (NARROW_TYPES, DEAD_RESET, FUSION)

@@ -1,0 +1,119 @@
+"""Declared objects of the model and the hardware limits, each defined once.
+
+An object kind has a scope (where its instances live: per CTA, per cluster, per instance) and
+state fields, each with its value range and initial value. The Promela lowering types each field
+by its range (`ctype`), the interpreter lays the same fields out in its state vector, and
+`docs/semantics.md` lists them (tests/test_semantics_doc.py checks it against this table).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hardware limits (PTX ISA 9.x section in each comment) and model bounds."""
+    warp_threads: int = 32                 # a process instance is at most one warp
+    cta_threads: int = 1024                # threads per CTA (launch limit)
+    cluster_ctas: int = 16                 # CTAs per cluster (non-portable maximum, 9.7.13.2)
+    named_barriers: int = 16               # bar/barrier ids 0..15 per CTA (9.7.13.1)
+    arrive_count: int = (1 << 20) - 1      # mbarrier expected/arrive count 1..2^20-1 (9.7.13.15.1)
+    tx_count: int = (1 << 20) - 1          # |tx-count| and one expect/complete 0..2^20-1 (9.7.13.15.2)
+    phase_bound: int = 32767               # model bound: completed phases/generations per barrier
+    local_band: int = 1 << 20              # model bound: |value| of a local (integer-range)
+    inflight: int = 32767                  # model bound: copies in flight per issuing op and target
+
+
+LIMITS = Limits()
+INT32 = (-(1 << 31), (1 << 31) - 1)  # Promela `int`
+
+
+@dataclass(frozen=True)
+class FieldDecl:
+    name: str
+    lo: int
+    hi: int
+    init: int
+    doc: str
+
+
+@dataclass(frozen=True)
+class ObjectKind:
+    name: str
+    scope: str              # "cta": one per CTA (per array element); "cluster": one per cluster
+    fields: tuple[FieldDecl, ...]
+    doc: str
+
+    def field(self, name: str) -> FieldDecl:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"{self.name} has no field {name!r}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+
+_TX = LIMITS.tx_count
+_CNT = LIMITS.arrive_count
+_PH = LIMITS.phase_bound
+_CTA_T = LIMITS.cta_threads
+_MAX_INSTANCES = LIMITS.cluster_ctas * LIMITS.cta_threads  # one instance per thread at most
+
+MBARRIER = ObjectKind("mbarrier", "cta", (
+    FieldDecl("vis", 0, 3, 0, "init visibility: 0 not initialized, 1 initialized, 2 fenced "
+              "(fence.mbarrier_init), 3 published by a CTA or cluster barrier"),
+    FieldDecl("exp", 0, _CNT, 0, "expected arrivals per phase (the init count)"),
+    FieldDecl("pend", 0, _CNT, 0, "arrivals still due in the current phase"),
+    # one step adds at most 32 threads x 2^20-1 bytes before the range check fails it
+    FieldDecl("tx", -(_TX + 32 * _TX), _TX + 32 * _TX, 0, "transaction count (bytes expected "
+              "and not yet delivered; negative when bytes land before their expect-tx)"),
+    FieldDecl("n", 0, _PH, 0, "completed phases (the phase bit is n & 1)"),
+    FieldDecl("by", -1, _MAX_INSTANCES, -1, "the instance that initialized it"),
+), "an mbarrier in shared memory (PTX 9.7.13.15), one per array element per CTA")
+
+NAMED_BARRIER = ObjectKind("named-barrier", "cta", (
+    FieldDecl("exp", -1, _CTA_T, 0, "threads expected in this generation: 0 idle, -1 every "
+              "non-exited thread of the CTA (bar.sync without a count)"),
+    FieldDecl("arr", 0, 2 * _CTA_T, 0, "threads arrived in this generation"),
+    FieldDecl("gen", 0, _PH, 0, "completed generations"),
+), "a named barrier (bar.sync/bar.arrive id, PTX 9.7.13.1), 16 per CTA; id 0 is also the CTA "
+   "barrier")
+
+CLUSTER_BARRIER = ObjectKind("cluster-barrier", "cluster", (
+    FieldDecl("arr", 0, LIMITS.cluster_ctas * _CTA_T, 0,
+              "non-exited threads arrived in this phase"),
+    FieldDecl("gen", 0, _PH, 0, "completed phases"),
+), "the cluster barrier (barrier.cluster.arrive/wait, PTX 9.7.13.2), one per cluster")
+
+LIVE = ObjectKind("live-threads", "cta", (
+    FieldDecl("live", 0, _CTA_T, 0, "threads of the CTA that have not exited"),
+), "the threads of a CTA that have not exited (PTX 9.7.19.2 exit)")
+
+ASYNC_COPY = ObjectKind("async-copy", "cta", (
+    FieldDecl("inflight", 0, LIMITS.inflight, 0, "copies issued and not yet complete"),
+), "asynchronous copies (TMA loads, bulk copies, st.async) in flight towards one mbarrier element, "
+   "per issuing op")
+
+OBSERVATION = ObjectKind("observation", "instance", (
+    FieldDecl("obs", 0, _PH, 0, "completed phases the instance's last passing wait saw"),
+), "what an instance last observed of an mbarrier it waits on (parity aliasing)")
+
+KINDS_OF_OBJECTS = (MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER, LIVE, ASYNC_COPY, OBSERVATION)
+
+# hidden locals of ops (declared here so that their ranges are known)
+HIDDEN_LOCALS = {
+    "_carr": (0, 1),         # arrived on the cluster barrier and not yet waited
+    "_cgen": (0, _PH),       # cluster barrier generation at that arrival
+}
+SNAP_RANGE = (0, _PH)        # bar.sync: the generation seen at arrival (`_snap<pc>`)
+
+
+def ctype(lo: float, hi: float) -> str:
+    """The narrowest Promela integer type holding lo..hi."""
+    if lo >= 0 and hi <= 255:
+        return "byte"
+    if lo >= -32768 and hi <= 32767:
+        return "short"
+    return "int"

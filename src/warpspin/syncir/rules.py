@@ -1,0 +1,279 @@
+"""The rule language: each op's transition is written once, as data (syncir/ops.py builds it),
+and both backends read that one definition: the reference interpreter executes it
+(syncir/interp.py) and the Promela lowering prints it (lower/promela.py).
+
+A rule is a guard (when the step may run: blocking ops) and a body of statements over
+**places**, the state locations of the declared objects (syncir/objects.py):
+
+    Set(place, value)             place := value
+    When(cond, then, else_)       a branch
+    Fail(kind, message, args)     the step violates property `kind` (message for the reports:
+                                  `{0}`, `{1}`... are `args`, `{who}` the instance, `{bar}` the
+                                  element `subject` names)
+    Hook(name, subject)           an event without effect on the state: the interpreter logs it
+                                  for diagnosis, the Promela lowering may attach a monitor to it
+    Call(name)                    a named sub-rule without parameters (syncir/ops.py SUBRULES),
+                                  a Promela `inline`
+
+Values are SyncIR expressions (`ir.Expr`) that may also read places and `Self()` (the executing
+instance's global number). Every place has a declared value range (objects.py), from which the
+Promela types come.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .ir import BinOp, Const, Expr, Select, UnOp, Var, lift
+
+
+class Place(Expr):
+    """A state location (readable as an expression, writable by Set)."""
+
+
+@dataclass(frozen=True, eq=True)
+class MbarField(Place):
+    """Field `field` of element `index` of mbarrier array `array` in CTA `cta`."""
+    array: str
+    cta: Expr
+    index: Expr
+    field: str
+
+
+@dataclass(frozen=True, eq=True)
+class NamedField(Place):
+    """Field of named barrier `bid` (0..15) of CTA `cta` (a constant: the executing CTA)."""
+    cta: int
+    bid: Expr
+    field: str
+
+
+@dataclass(frozen=True, eq=True)
+class ClusterField(Place):
+    """Field of the cluster barrier (one per cluster)."""
+    field: str
+
+
+@dataclass(frozen=True, eq=True)
+class Live(Place):
+    """Threads of CTA `cta` that have not exited."""
+    cta: Expr
+
+
+@dataclass(frozen=True, eq=True)
+class Local(Place):
+    """A local of the executing instance (a user variable or a hidden one of an op)."""
+    name: str
+
+
+@dataclass(frozen=True, eq=True)
+class Obs(Place):
+    """The executing instance's observation of mbarrier `array[index]` (of its own CTA): the
+    completed-phase count its last passing wait saw (parity aliasing, docs/semantics.md)."""
+    array: str
+    index: Expr
+
+
+@dataclass(frozen=True, eq=True)
+class Inflight(Place):
+    """Async copies issued at flat pc `pc` of process `process`, in flight towards element
+    `index` of their barrier array in CTA `cta`."""
+    process: int
+    pc: int
+    cta: Expr
+    index: Expr
+
+
+@dataclass(frozen=True, eq=True)
+class Self(Expr):
+    """The executing instance's global number (what `MbarField(.., 'by')` records)."""
+
+
+@dataclass(frozen=True)
+class El:
+    """An mbarrier element, for building rules: `el.pend` is its `pend` place."""
+    array: str
+    cta: Expr
+    index: Expr
+
+    def __getattr__(self, name: str) -> MbarField:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return MbarField(self.array, self.cta, self.index, name)
+
+
+# ----------------------------------------------------------------------------- statements
+
+@dataclass(frozen=True)
+class Set:
+    place: Place
+    value: Expr
+
+    def __post_init__(self):
+        object.__setattr__(self, "value", lift(self.value))
+
+
+@dataclass(frozen=True)
+class When:
+    cond: Expr
+    then: tuple = ()
+    else_: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "cond", lift(self.cond))
+        object.__setattr__(self, "then", tuple(self.then))
+        object.__setattr__(self, "else_", tuple(self.else_))
+
+
+@dataclass(frozen=True)
+class Fail:
+    kind: str
+    message: str
+    args: tuple = ()
+    subject: El | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "args", tuple(lift(a) for a in self.args))
+
+
+@dataclass(frozen=True)
+class Hook:
+    name: str
+    subject: El | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+
+
+Stmt = Set | When | Fail | Hook | Call
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A step: enabled when `guard` holds; then `body` runs atomically."""
+    body: tuple = ()
+    guard: Expr = Const(1)
+
+    def __post_init__(self):
+        object.__setattr__(self, "body", tuple(self.body))
+        object.__setattr__(self, "guard", lift(self.guard))
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def add(p: Place, delta) -> Set:
+    return Set(p, BinOp("+", p, lift(delta)))
+
+
+def sub(p: Place, delta) -> Set:
+    return Set(p, BinOp("-", p, lift(delta)))
+
+
+def any_of(*es) -> Expr:
+    es = [lift(e) for e in es if not (isinstance(e, Const) and e.value == 0)]
+    if not es:
+        return Const(0)
+    out = es[0]
+    for e in es[1:]:
+        out = BinOp("or", out, e)
+    return out
+
+
+def all_of(*es) -> Expr:
+    es = [lift(e) for e in es if not (isinstance(e, Const) and e.value != 0)]
+    if not es:
+        return Const(1)
+    out = es[0]
+    for e in es[1:]:
+        out = BinOp("and", out, e)
+    return out
+
+
+def not_(e) -> Expr:
+    return UnOp("not", lift(e))
+
+
+def walk_rule(stmts):
+    """Every rule statement, nested ones included."""
+    for s in stmts:
+        yield s
+        if isinstance(s, When):
+            yield from walk_rule(s.then)
+            yield from walk_rule(s.else_)
+
+
+def expr_places(e: Expr):
+    """Every place an expression reads (also inside places' own index expressions)."""
+    if isinstance(e, Place):
+        yield e
+        for f in ("cta", "index", "bid"):
+            sub_ = getattr(e, f, None)
+            if isinstance(sub_, Expr):
+                yield from expr_places(sub_)
+    elif isinstance(e, BinOp):
+        yield from expr_places(e.lhs)
+        yield from expr_places(e.rhs)
+    elif isinstance(e, UnOp):
+        yield from expr_places(e.arg)
+    elif isinstance(e, Select):
+        yield from expr_places(e.cond)
+        yield from expr_places(e.then)
+        yield from expr_places(e.else_)
+
+
+def rule_exprs(rule: Rule, subrules: dict | None = None):
+    """Every expression a rule evaluates (guard, conditions, values, fail arguments, the index
+    expressions of written places)."""
+    yield rule.guard
+    for s in walk_rule(rule.body):
+        if isinstance(s, Set):
+            yield s.value
+            for f in ("cta", "index", "bid"):
+                e = getattr(s.place, f, None)
+                if isinstance(e, Expr):
+                    yield e
+        elif isinstance(s, When):
+            yield s.cond
+        elif isinstance(s, Fail):
+            yield from s.args
+
+
+def rule_locals(rule: Rule) -> tuple[set[str], set[str]]:
+    """(locals read, locals written) by a rule: `Var`s and `Local` places."""
+    from .ir import expr_vars
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for e in rule_exprs(rule):
+        reads |= expr_vars(e)
+        reads |= {p.name for p in expr_places(e) if isinstance(p, Local)}
+    for s in walk_rule(rule.body):
+        if isinstance(s, Set) and isinstance(s.place, Local):
+            writes.add(s.place.name)
+    return reads, writes
+
+
+def rule_places(rule: Rule) -> list:
+    """Every place a rule reads or writes."""
+    out = []
+    for e in rule_exprs(rule):
+        out += list(expr_places(e))
+    for s in walk_rule(rule.body):
+        if isinstance(s, Set):
+            out.append(s.place)
+    return out
+
+
+def rule_calls(rule: Rule) -> set[str]:
+    return {s.name for s in walk_rule(rule.body) if isinstance(s, Call)}
+
+
+@dataclass
+class SubRules:
+    """Named parameterless sub-rules of a kernel (Promela inlines), in definition order."""
+    bodies: dict[str, tuple] = field(default_factory=dict)
+
+    def define(self, name: str, body) -> Call:
+        if name not in self.bodies:
+            self.bodies[name] = tuple(body)
+        return Call(name)
