@@ -31,7 +31,10 @@ def test_correct_ring_verifies(stages, trips, consumers):
 
 
 def test_warpgroup_consumers_verify():
-    assert final_kind(ring(2, 3, consumers=2, consumer_threads=128)) == (None, None)
+    """A warpgroup (128 threads) is four warp instances, each releasing once (PipelineTmaAsync)."""
+    k = ring(2, 2, consumers=1, consumer_threads=128)
+    assert k.processes[1].instances == 4 and k.processes[1].threads == 32
+    assert final_kind(k) == (None, None)
 
 
 @pytest.mark.parametrize("bug", RING_BUGS)

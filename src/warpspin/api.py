@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from .report.result import ERROR, Location, Result, Stats
-from .report.verify import check_kernel
+from .pipeline import check_kernel
 from .syncir import Kernel, fmt_kernel
 
 

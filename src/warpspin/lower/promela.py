@@ -516,6 +516,13 @@ class _GlobalCtx:
                 f"{viol('reduction-unsound')} :: else fi;"]
 
 
+def expr_text(e: Expr, names: dict[str, str]) -> str:
+    """Promela text of a plain SyncIR expression over variables named by `names`."""
+    ctx = _GlobalCtx.__new__(_GlobalCtx)
+    ctx.env, ctx.gid = dict(names), "(-2)"
+    return ctx.e(e)
+
+
 class _Ctx(_GlobalCtx):
     """Lowering of one process: its locals and the text of its instructions. For a process of the
     symmetric encoding, `slot` is the position of the instance's record in the sorted array."""

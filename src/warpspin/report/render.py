@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
+SHOWN_CONFIG = ("reductions_refused",)  # rendered as notes, not on the verdict line
+
 
 def _short(path: str) -> str:
     import os
@@ -16,11 +18,14 @@ def _short(path: str) -> str:
 def render_text(r: Result, max_steps: int = 200) -> str:
     out: list[str] = []
     s = r.stats
-    cfg = ", ".join(f"{k}={'+'.join(v) if isinstance(v, list) else v}" for k, v in r.config.items())
+    cfg = ", ".join(f"{k}={'+'.join(v) if isinstance(v, list) else v}" for k, v in r.config.items()
+                    if k not in SHOWN_CONFIG)
+    refused = [f"  = note: reduction not applied: {why}" for why in r.config.get("reductions_refused", ())]
     head = f"{r.target or r.kernel}: "
     if r.verdict == VERIFIED:
         out.append(f"{head}VERIFIED: no deadlock and no barrier-protocol error in any interleaving "
                    f"({s.states:,} states, {s.seconds.get('total', 0):.2f} s{'; ' + cfg if cfg else ''})")
+        out += refused
         out.append(f"  = note: {NOT_CHECKED}")
         return "\n".join(out)
     if r.verdict in (INCONCLUSIVE, UNSUPPORTED, ERROR):
@@ -33,8 +38,9 @@ def render_text(r: Result, max_steps: int = 200) -> str:
             out.append(f"{where}{'error' if r.verdict != INCONCLUSIVE else 'warning'}[{kind}]: {why}")
         if s.states:
             out.append(f"  = searched {s.states:,} states in {s.seconds.get('check', 0):.2f} s")
-        return "\n".join(out)
-    assert r.verdict == VIOLATION
+        return "\n".join(out + refused)
+    if r.verdict != VIOLATION:
+        return f"{head}ERROR\nerror[internal]: no verdict was reached (verdict {r.verdict!r})"
     out.append(f"{head}VIOLATION")
     for v in r.violations:
         loc = v.locations[0] if v.locations else None
@@ -67,6 +73,11 @@ def render_text(r: Result, max_steps: int = 200) -> str:
                     facts.append(f"{b.pending_tx} tx bytes pending")
                 if facts:
                     out.append("      " + "; ".join(facts))
+        for n in v.notes:
+            where = f" at {_short(n.location.file)}:{n.location.line}" if n.location else ""
+            out.append(f"  = note: {n.message}{where}")
+        for h in v.help:
+            out.append(f"  = help: {h}")
         if v.trace:
             out.append(f"  interleaving ({len(v.trace)} steps{'' if v.replayed else ', NOT replayed'}):")
             shown = v.trace if len(v.trace) <= max_steps else v.trace[-max_steps:]

@@ -5,12 +5,16 @@ from dataclasses import asdict, dataclass, field
 
 VERIFIED, VIOLATION, INCONCLUSIVE, UNSUPPORTED, ERROR = (
     "verified", "violation", "inconclusive", "unsupported", "error")
+# every result starts undecided; only warpspin.pipeline.check_kernel decides it (and only its
+# `_decide_verified` says VERIFIED). An undecided result that reaches a user is an internal error.
+UNDECIDED = "undecided"
 
 # What a search covers (docs/semantics.md) and what it does not yet: a VERIFIED says both.
 CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
-           "uninitialized-barrier", "barrier-reinit", "divergent-barrier", "pending-at-exit", "scope")
+           "uninitialized-barrier", "barrier-reinit", "divergent-barrier", "pending-at-exit", "scope",
+           "cluster-lifetime", "invalid-operand")
 NOT_CHECKED = ("data races on shared-memory buffers, generic/async proxy ordering, tensormap "
-               "updates, TMA stores and bulk groups, cluster lifetime and TMEM are not checked yet")
+               "updates, TMA stores and bulk groups, DSMEM accesses and TMEM are not checked yet")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,13 @@ class BlockedWait:
 
 
 @dataclass(frozen=True)
+class Note:
+    """A `note:` line of a diagnostic, with its location when it has one."""
+    message: str
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
 class Violation:
     kind: str
     message: str
@@ -57,6 +68,8 @@ class Violation:
     trace: tuple[TraceStep, ...] = ()
     blocked: tuple[BlockedWait, ...] = ()
     replayed: bool = True
+    notes: tuple[Note, ...] = ()
+    help: tuple[str, ...] = ()
 
 
 @dataclass
@@ -66,6 +79,7 @@ class Stats:
     transitions: int = 0
     depth: int = 0
     memory_mb: float = 0.0
+    state_vector: int = 0     # bytes per stored state
     seconds: dict[str, float] = field(default_factory=lambda: {
         "trace": 0.0, "extract": 0.0, "check": 0.0, "total": 0.0})
 
@@ -74,7 +88,7 @@ class Stats:
 class Result:
     target: str
     kernel: str
-    verdict: str
+    verdict: str = UNDECIDED
     violations: list[Violation] = field(default_factory=list)
     stats: Stats = field(default_factory=Stats)
     reasons: list[str] = field(default_factory=list)   # why inconclusive / unsupported / error
@@ -93,6 +107,8 @@ class Result:
                 "trace": [asdict(t) for t in v.trace],
                 "blocked": [asdict(b) for b in v.blocked],
                 "replayed": v.replayed,
+                "notes": [asdict(n) for n in v.notes],
+                "help": list(v.help),
             } for v in self.violations],
             "reasons": list(self.reasons),
             "reason_locations": [asdict(l) for l in self.reason_locations],
@@ -100,6 +116,7 @@ class Result:
             "properties": {"checked": list(CHECKED), "not_checked": NOT_CHECKED},
             "stats": {"processes": self.stats.processes, "states": self.stats.states,
                       "transitions": self.stats.transitions, "depth": self.stats.depth,
+                      "state_vector_bytes": self.stats.state_vector,
                       "seconds": dict(self.stats.seconds), "memory_mb": self.stats.memory_mb},
         }
 
@@ -115,7 +132,7 @@ class Result:
 def exit_status(results: list[Result]) -> int:
     """0 all verified; 1 a violation; 2 inconclusive or unsupported; 3 bad input."""
     verdicts = {r.verdict for r in results}
-    if ERROR in verdicts:
+    if ERROR in verdicts or UNDECIDED in verdicts:
         return 3
     if VIOLATION in verdicts:
         return 1

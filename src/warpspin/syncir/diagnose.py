@@ -1,13 +1,16 @@
 """What a final state means: blocked instances, the barriers they wait on, and the kind of a
-deadlock (docs/semantics.md, "Deadlock and its classification")."""
+deadlock (docs/semantics.md, "Deadlock and its classification"), as a diagnosis with notes and
+help lines."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
-from .flat import BarResume, Op
-from .interp import (EXPECTED, N, NB_ARRIVED, NB_EXPECTED, NUM_NAMED_BARRIERS, PENDING, TX,
-                     Machine, Replay, State, eval_expr)
-from .ir import Loc, MbarWait
+from .flat import Op
+from .interp import Machine, ModelError, Replay, State, eval_expr
+from .ir import Const, Expr, Loc, MBarRef
+from .ops import BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, MbarWait, TmaLoad
+from .printer import fmt_op
+from .trace import Complete, ParamChoice, Step
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,8 @@ class Blocked:
     threads: int
     op: str
     loc: Loc
-    barrier: str = ""          # e.g. "full[1]" or "named barrier 1"
+    barrier: str = ""          # as the user named it, e.g. "full[1]" or "named barrier 1"
+    element: int = -1          # mbarrier element number (Layout.elements), -1 for others
     parity: int | None = None
     phase: int | None = None   # completed phases of the barrier (its phase bit is phase & 1)
     pending_arrivals: int | None = None
@@ -31,45 +35,56 @@ class Blocked:
 
 
 @dataclass(frozen=True)
+class Note:
+    """A labelled secondary location or a plain note of a diagnosis."""
+    message: str
+    loc: Loc | None = None
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     kind: str
     message: str
     loc: Loc
     blocked: tuple[Blocked, ...]
     related: tuple[Loc, ...] = ()
+    notes: tuple[Note, ...] = ()
+    help: tuple[str, ...] = ()
 
 
 def blocked_instances(m: Machine, s: State) -> list[Blocked]:
     out = []
+    lay = m.layout
     for inst in m.instances:
         if m.ended(s, inst.gid) or m.is_enabled(s, inst.gid):
             continue
         p = m.kernel.processes[inst.process]
         ins = m.at(s, inst.gid)
-        env = m.env(s, inst.gid)
         common = dict(process=inst.process, instance=inst.index, role=p.instance_name(inst.index),
                       cta=inst.cta, warps=p.instance_warps(inst.index), threads=inst.threads)
-        if isinstance(ins, Op) and isinstance(ins.stmt, MbarWait):
-            st = ins.stmt
-            slot = m.resolve(inst, st.bar, env)
-            cta, name, idx = m.slot_key[slot]
-            mb = s.mbars[slot]
-            obs = s.obs[inst.gid][m.obs_slots[inst.process][(name, idx)]]
+        st = ins.stmt if isinstance(ins, Op) else None
+        if isinstance(st, MbarWait):
+            n = m.element_of(st.bar, s, inst.gid)
+            _, name, idx = lay.elements[n]
+            mb = m.mb(s, n)
             out.append(Blocked(**common, op="mbarrier wait", loc=st.loc,
-                               barrier=f"{name}[{idx}]" + (f"@cta{cta}" if m.kernel.num_ctas > 1 else ""),
-                               parity=eval_expr(st.parity, env) & 1, phase=mb[N],
-                               pending_arrivals=mb[PENDING], expected_arrivals=mb[EXPECTED],
-                               pending_tx=mb[TX], last_observed=obs))
-        elif isinstance(ins, BarResume):
-            bid = eval_expr(ins.stmt.barrier_id, env)
-            nb = s.nbars[inst.cta * NUM_NAMED_BARRIERS + bid]
-            want = nb[NB_EXPECTED]
-            out.append(Blocked(**common, op="bar.sync", loc=ins.loc, barrier=f"named barrier {bid}",
-                               pending_arrivals=(s.alive[inst.cta] if want == -1 else want) - nb[NB_ARRIVED]
-                               if want else None,
+                               barrier=lay.element_name(n), element=n,
+                               parity=m.eval(st.parity, s, inst.gid) & 1, phase=mb["n"],
+                               pending_arrivals=mb["pend"], expected_arrivals=mb["exp"],
+                               pending_tx=mb["tx"], last_observed=m.obs(s, inst.gid, name, idx)))
+        elif isinstance(st, BarSyncResume):
+            bid = m.eval(st.barrier_id, s, inst.gid)
+            nb = m.nb(s, lay.named_slot[(inst.cta, bid)])
+            want = nb["exp"]
+            target = m.live(s, inst.cta) if want == -1 else want
+            out.append(Blocked(**common, op="bar.sync", loc=st.loc, barrier=f"named barrier {bid}",
+                               pending_arrivals=target - nb["arr"] if want else None,
                                expected_arrivals=want if want > 0 else None))
+        elif isinstance(st, ClusterWait):
+            out.append(Blocked(**common, op="barrier.cluster.wait", loc=st.loc,
+                               barrier="the cluster barrier"))
         else:
-            out.append(Blocked(**common, op=type(ins).__name__, loc=ins.loc))
+            out.append(Blocked(**common, op=type(st).__name__ if st else "?", loc=ins.loc))
     return out
 
 
@@ -77,31 +92,38 @@ def diagnose_deadlock(r: Replay) -> Diagnosis:
     m, s, log = r.machine, r.state, r.log
     blocked = blocked_instances(m, s)
     waits = [b for b in blocked if b.op == "mbarrier wait"]
+    everyone = tuple(blocked)
 
     for b in waits:  # bytes expected differ from bytes delivered
         if b.pending_tx and (b.pending_arrivals == 0 or b.pending_tx < 0):
-            slot = _slot(m, b)
-            at = log.last_expect.get(slot, b.loc)
+            at = log.last_expect.get(b.element, b.loc)
             more = "more" if b.pending_tx < 0 else "fewer"
-            return Diagnosis("tx-mismatch",
-                             f"{b.barrier}: every arrival is in, but {more} bytes were delivered "
-                             f"than expected (tx-count stuck at {b.pending_tx}); "
-                             f"{b.role} waits forever", at, tuple(blocked), (b.loc,))
+            return Diagnosis(
+                "tx-mismatch",
+                f"{b.barrier}: every arrival is in, but {more} bytes were delivered than expected "
+                f"(tx-count stuck at {b.pending_tx}); {b.role} waits forever", at, everyone,
+                (b.loc,), _copy_notes(m, b),
+                ("the bytes announced by expect-tx on a barrier must equal the bytes the copies "
+                 "into that CTA complete on it, in every CTA of a multicast",))
     for b in waits:  # the expected count exceeds the arrivals that can come
-        slot = _slot(m, b)
-        name = b.barrier.split("[")[0]
+        name = m.layout.elements[b.element][1]
         # who can arrive: statically, anyone with an arrive op on the array; of those, the ones
         # that did arrive on this very barrier (arrays mix roles: full and empty in one array)
         arrivers = m.arrivers.get((b.cta, name), set())
-        arrivers = (arrivers & log.ever_arrived.get(slot, set())) or arrivers
-        arrived = set(log.arrivals.get(slot, []))
+        arrivers = (arrivers & log.ever_arrived.get(b.element, set())) or arrivers
+        arrived = set(log.arrivals.get(b.element, []))
         if b.pending_arrivals and arrivers and arrivers <= arrived:
-            at = log.init_loc.get(slot, b.loc)
+            at = log.init_loc.get(b.element, b.loc)
             got = b.expected_arrivals - b.pending_arrivals
-            return Diagnosis("arrival-mismatch",
-                             f"{b.barrier} expects {b.expected_arrivals} arrivals per phase, but "
-                             f"everything that arrives on it has arrived and brought only {got}; "
-                             f"{b.role} waits forever", at, tuple(blocked), (b.loc,))
+            who = ", ".join(sorted(m.layout.instance_name(g) for g in arrivers))
+            return Diagnosis(
+                "arrival-mismatch",
+                f"{b.barrier} expects {b.expected_arrivals} arrivals per phase, but everything "
+                f"that arrives on it has arrived and brought only {got}; {b.role} waits forever",
+                at, everyone, (b.loc,),
+                (Note(f"arrives on it: {who}"), Note(f"{b.role} waits here", b.loc)),
+                ("the init count is per thread: a warp's arrive counts 32, one inside "
+                 "elect_one counts 1",))
     for b in blocked:  # a named barrier counting more threads than ever arrive on it
         if b.op == "bar.sync" and b.expected_arrivals:
             bid = int(b.barrier.rsplit(" ", 1)[1])
@@ -110,22 +132,23 @@ def diagnose_deadlock(r: Replay) -> Diagnosis:
                 return Diagnosis("arrival-mismatch",
                                  f"{b.barrier} counts {b.expected_arrivals} threads, but only {can} "
                                  f"threads ever arrive on it; {b.role} waits forever",
-                                 b.loc, tuple(blocked))
-    primary = None
+                                 b.loc, everyone,
+                                 help=("the thread count of bar.sync must equal the threads of "
+                                       "every warp that arrives on the barrier",))
+    primary, why, help_ = None, "", ()
     for b in waits:  # a barrier nothing ever arrived on: the arrive is missing
-        slot = _slot(m, b)
-        if b.pending_arrivals and not log.ever_arrived.get(slot):
+        if b.pending_arrivals and not log.ever_arrived.get(b.element):
             primary = b
             why = (f"{b.role} waits forever on {b.barrier}: no thread ever arrived on it "
-                   f"({b.pending_arrivals} arrivals expected per phase); is an arrive or a "
-                   "release missing?")
+                   f"({b.pending_arrivals} arrivals expected per phase)")
+            help_ = ("is an arrive or a release missing (e.g. consumer_release)?",)
             break
     for b in waits if primary is None else ():  # a phase bit that was not flipped
         if b.last_observed and b.parity != (b.last_observed & 1):
             primary = b
             why = (f"{b.role} waits on {b.barrier} with parity {b.parity} again: the phase it "
-                   f"last observed had that parity, so it needs two more phases that never come "
-                   "(was the phase bit flipped?)")
+                   f"last observed had that parity, so it needs two more phases that never come")
+            help_ = ("flip the phase bit after each pass (PipelineState.advance)",)
             break
     if primary is None:
         if not blocked:
@@ -133,38 +156,38 @@ def diagnose_deadlock(r: Replay) -> Diagnosis:
         primary = blocked[0]
         why = f"{primary.role} blocks forever at {primary.op}" + (
             f" on {primary.barrier}" if primary.barrier else "")
-    return Diagnosis("deadlock", why, primary.loc, tuple(blocked))
+    notes = tuple(Note(f"{b.role} also blocks here", b.loc) for b in blocked if b is not primary)
+    return Diagnosis("deadlock", why, primary.loc, everyone, notes=notes, help=help_)
+
+
+def _copy_notes(m: Machine, b: Blocked) -> tuple[Note, ...]:
+    """The copies that complete bytes on the barrier of b (the usual suspects of tx-mismatch)."""
+    out = []
+    seen = set()
+    for (pi, pc, cta, idx), st in m.layout.async_stmt.items():
+        if (cta, st.bar.name) == m.layout.elements[b.element][:2] and st.loc not in seen:
+            seen.add(st.loc)
+            out.append(Note(f"copies completing bytes on {st.bar.name}", st.loc))
+    return tuple(out)
 
 
 def _named_participants(m: Machine, cta: int, bid: int) -> int:
     """Threads of the CTA whose code has a bar.sync/bar.arrive that can name barrier `bid`."""
-    from .ir import BarArrive, BarSync, Const
     total = 0
     for inst in m.instances:
         if inst.cta != cta:
             continue
-        for ins in m.flat[inst.process].code:
-            if isinstance(ins, Op) and isinstance(ins.stmt, (BarSync, BarArrive)):
+        for _, ins in m.flat[inst.process].ops():
+            if isinstance(ins.stmt, (BarSync, BarArrive)):
                 bid_e = ins.stmt.barrier_id
                 if not isinstance(bid_e, Const) or bid_e.value == bid:
-                    total += inst.threads if ins.lanes is None else ins.lanes
+                    total += ins.threads(m.flat[inst.process].process)
                     break
     return total
 
 
-def _slot(m: Machine, b: Blocked) -> int:
-    name, rest = b.barrier.split("[", 1)
-    idx = int(rest.split("]", 1)[0])
-    return m.mbar_slot[(b.cta, name, idx)]
-
-
 def concrete_op(stmt, env) -> str:
     """fmt_op with every operand evaluated in `env` (e.g. `mbarrier.wait empty[1], parity=0`)."""
-    from dataclasses import fields, replace
-    from .interp import ModelError
-    from .ir import Const, Expr, MBarRef
-    from .printer import fmt_op
-
     def ev(e):
         try:
             return Const(eval_expr(e, env))
@@ -183,11 +206,8 @@ def concrete_op(stmt, env) -> str:
 
 def describe_steps(m: Machine, events) -> list[str]:
     """One line per non-parameter event, with operand values as they were at that step."""
-    from .flat import BarResume, End
-    from .trace import Complete, ParamChoice, Step
     out = []
-    starts = [s for c, s in m.initial_states()
-              if all(e in events for e in c)]
+    starts = [s for c, s in m.initial_states() if all(e in events for e in c)]
     s = starts[0] if starts else None
     for ev in events:
         if isinstance(ev, ParamChoice):
@@ -197,17 +217,20 @@ def describe_steps(m: Machine, events) -> list[str]:
             gid = m.pick_instance(s, ev)
             ins = m.flat[ev.process].code[ev.pc]
             env = m.env(s, gid)
-            if isinstance(ins, Op):
-                text = concrete_op(ins.stmt, env)
-            elif isinstance(ins, BarResume):
-                text = f"(resumes after {concrete_op(ins.stmt, env)})"
-            elif isinstance(ins, End):
+            st = ins.stmt
+            if isinstance(st, BarSyncResume):
+                text = f"(resumes after bar.sync {concrete_op(st, env).split(' ', 1)[1]}"
+                text = text.replace(" (resume)", "") + ")"
+            elif isinstance(st, Exit):
                 text = "exit"
+            else:
+                text = concrete_op(st, env)
         elif isinstance(ev, Complete):
-            st = m.flat[ev.process].code[ev.pc].stmt
-            env = dict(zip(m.param_names, s.params)) if s is not None else {}
+            st: TmaLoad = m.flat[ev.process].code[ev.pc].stmt
+            env = {n: s[i] for n, i in m.sl.param.items()} if s is not None else {}
+            name = m.kernel.mbarrier(st.bar.name).element_name(ev.index)
             cta = f"@cta{ev.cta}" if m.kernel.num_ctas > 1 else ""
-            text = f"(TMA completes {st.bar.name}[{ev.index}]{cta}: {eval_expr(st.bytes, env)} bytes)"
+            text = f"(copy completes on {name}{cta}: {eval_expr(st.bytes, env)} bytes)"
         out.append(text)
         if s is not None:
             try:

@@ -1,18 +1,34 @@
-"""SyncIR kernel -> Result: validate, lower, run SPIN, replay the counterexample in the reference
-interpreter, classify, and decide the verdict. A counterexample that does not replay is never
-shown as a violation."""
+"""The checking pipeline for one SyncIR kernel: validate -> lower -> search -> replay ->
+diagnose -> result.
+
+A result starts UNDECIDED. It becomes VERIFIED in exactly one place, `_decide_verified`, after a
+complete search of the whole model with no unsupported op, no integer the model cannot
+represent, and no violation. Everything else is a VIOLATION (replayed in the reference
+interpreter first), INCONCLUSIVE (with what was truncated), UNSUPPORTED (with the op and line) or
+ERROR (invalid input, or a bug of warpspin's, never a verdict on the kernel).
+"""
 from __future__ import annotations
 
+import os
 import time
+import traceback
 
-from ..engine import EngineError, lower_and_check
-from ..lower import LowerError
-from ..syncir import BOUND_KINDS, Kernel, unsupported_ops, validate
-from ..syncir.diagnose import describe_steps, diagnose_deadlock
-from ..syncir.interp import replay
-from ..syncir.trace import Complete, ParamChoice, Step
-from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, BlockedWait,
-                     Location, Result, Stats, TraceStep, Violation)
+from .engine import EngineError, lower_and_check
+from .lower import LowerError
+from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
+                            BlockedWait, Location, Note, Result, Stats, TraceStep, Violation)
+from .syncir import BOUND_KINDS, Kernel, unsupported_ops, validate
+from .syncir.diagnose import describe_steps, diagnose_deadlock
+from .syncir.interp import replay
+from .syncir.trace import Complete, ParamChoice, Step
+
+_TRUNCATION = {
+    "memory": "memory limit reached: raise --memory",
+    "timeout": "time limit reached: raise --timeout",
+    "depth": "search depth limit reached",
+    "vector": "state vector too large for the compiled verifier",
+    "aborted": "the verifier stopped without statistics",
+}
 
 
 def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
@@ -20,21 +36,35 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
                  reduce: bool = True, stats: Stats | None = None) -> Result:
     stats = stats or Stats()
     stats.processes = sum(p.instances for p in kernel.processes)
-    res = Result(target=target, kernel=kernel.name, verdict=VERIFIED, stats=stats,
-                 config=_config(kernel))
+    res = Result(target=target, kernel=kernel.name, stats=stats, config=_config(kernel))
+    try:
+        _check(kernel, res, timeout_s, memory_mb, emit_promela, reduce)
+    except Exception as e:  # a bug of warpspin's: never a verdict on the kernel
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        res.verdict = ERROR
+        res.reasons = [f"internal error (a bug of warpspin's, please report it): "
+                       f"{type(e).__name__}: {e} at {os.path.basename(tb.filename)}:{tb.lineno}"]
+    if res.verdict == UNDECIDED:
+        res.verdict = ERROR
+        res.reasons = ["internal error: the pipeline reached no verdict"]
+    return res
+
+
+def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, reduce) -> None:
     problems = validate(kernel)
     if problems:
         res.verdict = ERROR
         res.reasons = [f"invalid SyncIR: {p.message}" for p in problems]
         res.reason_locations = [Location(p.loc.file, p.loc.line) for p in problems]
-        return res
+        return
     unsupported = unsupported_ops(kernel)
     if unsupported:
         res.verdict = UNSUPPORTED
-        res.reasons = [f"`{u.what}` matters for synchronization and is not modelled" for u in unsupported]
+        res.reasons = [f"`{u.what}` matters for synchronization and is not modelled"
+                       for u in unsupported]
         res.reason_locations = [Location(u.loc.file, u.loc.line, frame=u.loc.frame or "")
                                 for u in unsupported]
-        return res
+        return
 
     t0 = time.perf_counter()
     try:
@@ -43,44 +73,67 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     except (LowerError, EngineError) as e:
         res.verdict = ERROR
         res.reasons = [f"internal error: the kernel could not be model-checked: {e}"]
-        return res
+        return
+    stats = res.stats
     stats.seconds["check"] = time.perf_counter() - t0
     stats.states, stats.transitions = er.states, er.transitions
     stats.depth, stats.memory_mb = er.depth, er.memory_mb
+    stats.state_vector = er.state_vector
     res.config["search"] = er.search
     res.config["reductions"] = [r.split(":")[0] for r in model.reductions] or ["none (plain encoding)"]
+    res.config["reductions_refused"] = [f"{d.reduction}: {d.why}" for d in model.refused]
     if er.refused:
-        res.config["reductions"].append("R6 refused: its monitored condition failed, searched unfused")
+        res.config["reductions_refused"].append(
+            "wait-release-fusion: its monitored condition failed; searched unfused")
 
     if er.kind is None:
-        if er.complete:
-            res.verdict = VERIFIED
-        else:
+        if not er.complete:
             res.verdict = INCONCLUSIVE
             res.reasons = [f"the search was truncated ({_TRUNCATION.get(why, why)}); no violation "
                            "was found in the part searched" for why in er.truncated] \
                 or ["the search did not complete"]
-        return res
+        elif model.integer_problems:
+            res.verdict = INCONCLUSIVE
+            res.reasons = [f"integer range: `{what}` may not fit the model's 32-bit integers, so "
+                           "the search may have missed behaviours; no violation was found"
+                           for what, _ in model.integer_problems[:3]]
+            res.reason_locations = [Location(loc.file, loc.line, frame=loc.frame or "")
+                                    for _, loc in model.integer_problems[:3]]
+        else:
+            _decide_verified(res, er)
+        return
+    _violation(kernel, res, er)
 
+
+def _decide_verified(res: Result, er) -> None:
+    """The only place a verdict becomes VERIFIED."""
+    assert res.verdict == UNDECIDED and er.complete and er.kind is None and not er.truncated
+    res.verdict = VERIFIED
+
+
+def _violation(kernel: Kernel, res: Result, er) -> None:
     rp = replay(kernel, er.events, expect_kind=_engine_kind(er.kind))
     if not rp.ok:
         res.verdict = INCONCLUSIVE
         res.reasons = [f"SPIN reported {er.kind}, but its trail does not replay in the reference "
                        f"interpreter ({rp.error}); not shown as a violation (internal disagreement)"]
-        return res
+        return
     v = rp.violation
     if v.kind in BOUND_KINDS:
         res.verdict = INCONCLUSIVE
         res.reasons = [f"model bound reached: {v.message}"]
         res.reason_locations = [Location(v.loc.file, v.loc.line, frame=v.loc.frame or "")]
-        return res
+        return
     trace = _trace_steps(rp.machine, er.events, describe_steps(rp.machine, er.events))
+    notes, help_ = (), ()
     if v.kind == "deadlock":
         d = diagnose_deadlock(rp)
         kind, message = d.kind, d.message
         locs = [d.loc] + [l for l in d.related if l != d.loc]
         blocked = d.blocked
         roles = {b.loc: b.role for b in blocked}
+        notes = tuple(Note(n.message, _location(n.loc) if n.loc else None) for n in d.notes)
+        help_ = d.help
     else:
         kind, message, locs = v.kind, v.message, [v.loc]
         blocked = ()
@@ -96,25 +149,19 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
                                   pending_arrivals=b.pending_arrivals,
                                   expected_arrivals=b.expected_arrivals, pending_tx=b.pending_tx)
                       for b in blocked),
+        notes=notes, help=tuple(help_),
     )]
-    return res
+
+
+def _location(loc) -> Location:
+    return Location(loc.file, loc.line, frame=loc.frame or "")
 
 
 def _emit(model, kernel: Kernel, emit: str | None):
     if emit:
-        import os
         os.makedirs(emit, exist_ok=True)
         with open(os.path.join(emit, f"{_safe(kernel.name)}.pml"), "w") as f:
             f.write(model.text)
-
-
-_TRUNCATION = {
-    "memory": "memory limit reached: raise --memory",
-    "timeout": "time limit reached: raise --timeout",
-    "depth": "search depth limit reached",
-    "vector": "state vector too large for the compiled verifier",
-    "aborted": "the verifier stopped without statistics",
-}
 
 
 def _engine_kind(kind: str) -> str:
@@ -122,8 +169,8 @@ def _engine_kind(kind: str) -> str:
 
 
 def _role(kernel: Kernel, process: int, instance: int) -> str:
-    if process < 0:
-        return "tma"
+    if process < 0 or instance < 0:
+        return "async copy"
     return kernel.processes[process].instance_name(instance)
 
 
@@ -140,7 +187,8 @@ def _trace_steps(machine, events, texts: list[str]) -> list[TraceStep]:
             out.append(TraceStep(n, who, op, ins.loc.file, ins.loc.line, ins.loc.frame or "", p.cta))
         elif isinstance(ev, Complete):
             st = machine.flat[ev.process].code[ev.pc].stmt
-            out.append(TraceStep(n, "tma", op, st.loc.file, st.loc.line, st.loc.frame or "", ev.cta))
+            out.append(TraceStep(n, "async", op, st.loc.file, st.loc.line, st.loc.frame or "",
+                                 ev.cta))
     return out
 
 
