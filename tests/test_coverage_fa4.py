@@ -84,7 +84,7 @@ def test_sm90_verified():
 
 def test_sm100_unsupported_tcgen05():
     """SM100: traces and extracts; UNSUPPORTED, naming the tcgen05 / TMEM ops."""
-    sk = extract(fa4_fwd(100), params={N_BLOCKS: 2, "arg20": 1, "ctaid_x": 0, "nctaid_x": 1})
+    sk = extract(fa4_fwd(100), params={N_BLOCKS: 2, "arg20": 1, "clusterid_x": 0, "nclusterid_x": 1})
     what = {u.what for u in unsupported_ops(sk)}
     assert "nvvm.tcgen05.commit" in what and "cute_nvgpu.arch.sm100.alloc_tmem" in what
 

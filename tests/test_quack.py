@@ -67,7 +67,7 @@ def test_persistent_scheduler_is_unsupported():
     """The persistent tile scheduler hands the next tile to the other warps through shared memory;
     whether a tile is valid (the loop condition) is a loaded value: an explicit UNSUPPORTED."""
     k = quack_sm90_gemm(persistent=True)
-    sk = extract(k, params={K_TILES: 2, "size_L558": 2, "ctaid_z": 0})
+    sk = extract(k, params={K_TILES: 2, "size_L558": 2, "clusterid_z": 0})
     uns = unsupported_ops(sk)
     assert uns and all("cute.memref.load" in u.what for u in uns)
     assert {u.loc.file.rsplit("/", 1)[-1] for u in uns} == {"gemm_sm90.py"}

@@ -6,6 +6,7 @@ from typing import Mapping, Optional, Union
 
 from ..frontend.mlir_data import TracedKernel
 from ..syncir.ir import Kernel, MBarrierDecl, Param, Process, expr_vars, walk_stmts
+from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
 from .walker import Context, WarpWalker, to_loc
 
@@ -14,6 +15,17 @@ ParamValue = Union[int, tuple[int, int]]
 
 class ExtractError(Exception):
     """The kernel cannot be turned into SyncIR as asked (e.g. a parameter needs a value)."""
+
+
+class ExtractorBug(Exception):
+    """The extractor produced SyncIR that does not validate: a bug in warpspin, never a property
+    of the kernel (what the extractor cannot express becomes ``Unsupported``)."""
+
+    def __init__(self, kernel: str, problems: list):
+        self.kernel = kernel
+        self.problems = problems
+        super().__init__(f"warpspin extractor bug: the SyncIR extracted from {kernel} is invalid:\n"
+                         + "\n".join(f"  {p}" for p in problems))
 
 
 def short_name(k: TracedKernel) -> str:
@@ -26,6 +38,11 @@ def _units(k: TracedKernel) -> list[tuple[int, int, int]]:
     """(cta, warp, threads in that warp) for every warp of every CTA of one cluster."""
     if k.block_dim is None:
         raise ExtractError("the kernel has no static block size (nvvm.reqntid); warpspin needs one")
+    if k.grid_dim is not None and k.cluster_dim is not None:
+        for d, g, c in zip("xyz", k.grid_dim, k.cluster_dim):
+            if c < 1 or g % c:
+                raise ExtractError(f"grid size {d} = {g} is not a multiple of the cluster size "
+                                   f"{d} = {c}: the launch fails")
     n = k.threads_per_block
     units = []
     for cta in range(k.cluster_size):
@@ -87,6 +104,10 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
             for e in stmt_exprs(s):
                 used |= expr_vars(e) & set(ctx.params)
     bars = tuple(MBarrierDecl(name, size, loc) for name, size, loc in ctx.arrays.values())
-    return Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
-                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
-                  loc=to_loc(k.loc))
+    out = Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
+                 params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
+                 loc=to_loc(k.loc))
+    problems = validate(out)
+    if problems:
+        raise ExtractorBug(out.name, problems)
+    return out

@@ -87,14 +87,36 @@ def simplify_body(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         body = new
 
 
-def _problem(s: Stmt) -> str | None:
+def _assigned(body) -> set[str]:
+    """Variables a body assigns (Assign, For counters, MbarTestWait results), nested ones too."""
+    out: set[str] = set()
+    for s in walk_stmts(tuple(body)):
+        if isinstance(s, Assign):
+            out.add(s.var)
+        elif isinstance(s, For):
+            out.add(s.var)
+        elif isinstance(s, MbarTestWait):
+            out.add(s.dest)
+    return out
+
+
+def _origins(s: Stmt, bad: dict[str, frozenset]) -> tuple[frozenset, bool]:
+    """What a statement reads that is not modelled: the origins of the opaque values it reads
+    (directly or through variables whose value is not modelled), and whether it reads the lane."""
     names = _reads(s)
     if isinstance(s, MbarTestWait):
         names.discard(s.dest)
-    bad = sorted(n[len(OPAQUE_PREFIX):] for n in names if n.startswith(OPAQUE_PREFIX))
-    if bad:
-        return "depends on " + ", ".join(bad)
-    if LANE in names:
+    found = {n[len(OPAQUE_PREFIX):] for n in names if n.startswith(OPAQUE_PREFIX)}
+    for n in names & bad.keys():
+        found |= bad[n]
+    return frozenset(found), LANE in names
+
+
+def _problem(s: Stmt, bad: dict[str, frozenset]) -> str | None:
+    found, lane = _origins(s, bad)
+    if found:
+        return "depends on " + ", ".join(sorted(found))
+    if lane:
         return "depends on the lane index"
     return None
 
@@ -104,20 +126,62 @@ def _describe(s: Stmt) -> str:
                                                                                  type(s).__name__)
 
 
-def mark_unsupported(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+def _taint(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> bool:
+    """One pass: a variable is not modelled (``bad``, with the origins of why) when one of its
+    assignments reads something not modelled, or sits in a statement that is replaced by
+    ``Unsupported`` (so the assignment is gone).  Returns whether ``bad`` grew."""
+    grew = False
+
+    def mark(names, why: frozenset) -> None:
+        nonlocal grew
+        for n in names:
+            old = bad.get(n, frozenset())
+            if not why <= old:
+                bad[n] = old | why
+                grew = True
+
+    for s in body:
+        found, lane = _origins(s, bad)
+        why = found | ({"the lane index"} if lane else frozenset())
+        if isinstance(s, Assign) and why:
+            mark({s.var}, why)
+        elif isinstance(s, MbarTestWait) and why:
+            mark({s.dest}, why)
+        elif why and isinstance(s, (If, For, While)):
+            mark(_assigned((s,)), why)  # the whole statement becomes Unsupported
+        for b in ((s.then, s.else_) if isinstance(s, If) else
+                  (s.body,) if isinstance(s, (For, While, Lanes)) else ()):
+            if not (why and isinstance(s, (If, For, While))):
+                grew |= _taint(b, bad)
+    return grew
+
+
+def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
     for s in body:
-        why = _problem(s)
+        why = _problem(s, bad)
         if why is not None:
-            out.append(Unsupported(f"{_describe(s)} {why}", getattr(s, "loc")))
+            if not isinstance(s, Assign):  # an Assign just goes: every reader is marked
+                out.append(Unsupported(f"{_describe(s)} {why}", getattr(s, "loc")))
             continue
         if isinstance(s, If):
-            s = replace(s, then=mark_unsupported(s.then), else_=mark_unsupported(s.else_))
+            s = replace(s, then=_rewrite(s.then, bad), else_=_rewrite(s.else_, bad))
         elif isinstance(s, (For, While, Lanes)):
-            s = replace(s, body=mark_unsupported(s.body))
+            s = replace(s, body=_rewrite(s.body, bad))
         out.append(s)
     return tuple(out)
 
 
+def mark_unsupported(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """Every statement that reads a value not modelled (an opaque value, the lane index, or a
+    variable one of whose assignments does) becomes ``Unsupported`` naming the value's origin;
+    assignments of such variables are removed.  Nothing left reads a variable that is not
+    assigned (the extractor's output must validate)."""
+    bad: dict[str, frozenset] = {}
+    while _taint(body, bad):
+        pass
+    return _rewrite(body, bad)
+
+
 def finish(body: list[Stmt]) -> tuple[Stmt, ...]:
-    return mark_unsupported(simplify_body(tuple(body)))
+    return simplify_body(mark_unsupported(simplify_body(tuple(body))))

@@ -16,7 +16,7 @@ from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, Clust
                          Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
                          MbarInitFence, MbarTestWait, MbarWait, Stmt, TmaLoad, Unsupported,
-                         Select, UnOp, Var, While, expr_vars)
+                         Select, UnOp, Var, While, expr_vars, walk_stmts)
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
 from .values import (ELECT, LANE, Alloc, Atom, Folder, Leaves, Ptr, Unknown, Value, lane_values,
@@ -160,11 +160,27 @@ class Context:
         return self.arrays[key][0], off, size
 
 
+@dataclass(frozen=True)
+class Active:
+    """Which lanes of the warp execute the statements being extracted: ``count`` of the lanes
+    in ``lanes``.  ``count == len(lanes)``: exactly those lanes (a lane predicate);
+    ``count < len(lanes)``: some of them, which ones unknown (inside ``elect.sync``, whose
+    leader PTX leaves unspecified: "the same leader for the same member mask")."""
+
+    lanes: frozenset
+    count: int
+
+    @property
+    def exact(self) -> bool:
+        return self.count == len(self.lanes)
+
+
 class WarpWalker:
     def __init__(self, ctx: Context, warp: int, lanes: int, cta: int = 0):
         self.ctx, self.k = ctx, ctx.kernel
         self.warp, self.lanes, self.cta = warp, lanes, cta
         self.f = Folder(lanes)
+        self.active = Active(frozenset(range(lanes)), lanes)  # the whole warp
         self.env: dict[int, Value] = {}
         self.labels: list[str] = []
         for a in self.k.args:
@@ -272,8 +288,35 @@ class WarpWalker:
         if op.result_types[0] not in INT_TYPES:
             self.set_unknown_results(op)
             return
+        if op.name == "arith.andi" and ELECT in (self.val(o) for o in op.operands[:2]):
+            self.elect_and(op)
+            return
         a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
         self.bind(op, self.f.binop(ARITH[op.name], a, b), out)
+
+    def elect_and(self, op: Op) -> None:
+        """``elect.sync() & p`` (canonicalize merges ``if elect: if p:`` into one ``if``): the
+        elected lane when ``p`` holds for every executing lane, nothing when it holds for none.
+        Otherwise it depends on which lane is elected, which PTX leaves unspecified."""
+        a, b = (self.val(o) for o in op.operands[:2])
+        p = b if a is ELECT else a
+        if p is ELECT:
+            self.env[op.result] = ELECT
+            return
+        if isinstance(p, Expr) and expr_vars(p) <= {LANE}:
+            lv = lane_values(p, self.lanes)
+            seen = None if lv is None else {bool(lv[l]) for l in self.active.lanes}
+            if seen == {True}:
+                self.env[op.result] = ELECT
+            elif seen == {False}:
+                self.env[op.result] = Const(0)
+            else:
+                self.env[op.result] = opaque(
+                    f"elect.sync and a lane predicate only some lanes satisfy (which lane "
+                    f"elect.sync elects is unspecified in PTX)@{op.loc.short()}")
+            return
+        self.env[op.result] = opaque(f"elect.sync combined with another condition"
+                                     f"@{op.loc.short()}")
 
     def bind(self, op: Op, e: Expr, out: list) -> None:
         """Result of integer arithmetic: kept inline while small, else a local (so repeated
@@ -332,8 +375,7 @@ class WarpWalker:
         reg = op.name[len("nvvm.read.ptx.sreg."):]
         bx, by, bz = self.k.block_dim or (None, None, None)
         lin = Const(32 * self.warp) + Var(LANE)
-        cx, cy, cz = self.k.cluster_dim or (1, 1, 1)
-        gx = self.k.grid_dim
+        d = reg[-1] if reg[-2:] in (".x", ".y", ".z") else None
         if reg == "laneid":
             v: Expr = Var(LANE)
         elif reg == "tid.x" and bx:
@@ -343,29 +385,58 @@ class WarpWalker:
         elif reg == "tid.z" and bx:
             v = self.f.binop("//", lin, Const(bx * (by or 1)))
         elif reg.startswith("ntid.") and bx:
-            v = Const({"x": bx, "y": by, "z": bz}[reg[-1]])
+            v = Const({"x": bx, "y": by, "z": bz}[d])
         elif reg == "cluster.ctarank":
             v = Const(self.cta)
-        elif reg.startswith("cluster.nctaid.") or reg == "cluster.nctarank":
-            v = Const(cx * cy * cz if reg == "cluster.nctarank" else {"x": cx, "y": cy, "z": cz}[reg[-1]])
-        elif reg.startswith("cluster.ctaid."):
-            d = reg[-1]
-            v = Const({"x": self.cta % cx, "y": (self.cta // cx) % cy, "z": self.cta // (cx * cy)}[d])
-        elif reg.startswith("ctaid."):
-            d = reg[-1]
-            hi = None
-            if gx is not None:
-                hi = {"x": gx[0], "y": gx[1], "z": gx[2]}[d] - 1
-            v = self.ctx.param(f"ctaid_{d}", f"block index {d} (which CTA of the grid)",
-                               self.loc(op), (0, hi) if hi is not None else None)
-        elif reg.startswith("nctaid.") and gx is not None:
-            v = Const({"x": gx[0], "y": gx[1], "z": gx[2]}[reg[-1]])
-        elif reg.startswith("nctaid."):  # a dynamic grid (a persistent kernel's tile stride)
-            v = self.ctx.param(f"nctaid_{reg[-1]}", f"grid size {reg[-1]} (CTAs in the grid)",
-                               self.loc(op))
+        elif reg == "cluster.nctarank":
+            v = Const(self.k.cluster_size)
+        elif reg.startswith("cluster.nctaid.") and d:  # CTAs per cluster in d (cluster shape)
+            v = Const(self.cluster_dim(d))
+        elif reg.startswith("cluster.ctaid.") and d:  # this CTA's coordinate in its cluster
+            v = Const(self.cluster_coord(d))
+        elif reg.startswith("clusterid.") and d:
+            v = self.cluster_id(d, op)
+        elif reg.startswith("nclusterid.") and d:
+            v = self.num_clusters(d, op)
+        elif reg.startswith("ctaid.") and d:
+            # the CTAs of a cluster have consecutive block indices in every dimension
+            v = self.f.binop("+", self.f.binop("*", self.cluster_id(d, op),
+                                               Const(self.cluster_dim(d))),
+                             Const(self.cluster_coord(d)))
+        elif reg.startswith("nctaid.") and d:
+            v = self.f.binop("*", self.num_clusters(d, op), Const(self.cluster_dim(d)))
         else:
             v = opaque(f"sreg {reg}")
         self.env[op.result] = v
+
+    # -- launch geometry: this CTA within its cluster, the cluster within the grid ------------
+    def cluster_dim(self, d: str) -> int:
+        return (self.k.cluster_dim or (1, 1, 1))["xyz".index(d)]
+
+    def cluster_coord(self, d: str) -> int:
+        """%cluster_ctaid.d of this CTA; the cluster rank is x-fastest: x + y*cx + z*cx*cy."""
+        cx, cy, _ = self.k.cluster_dim or (1, 1, 1)
+        return {"x": self.cta % cx, "y": (self.cta // cx) % cy, "z": self.cta // (cx * cy)}[d]
+
+    def num_clusters(self, d: str, op: Op) -> Expr:
+        """%nclusterid.d: clusters in the grid in d (grid / cluster shape); a param when the grid
+        is dynamic."""
+        grid = self.k.grid_dim
+        if grid is not None:
+            return Const(grid["xyz".index(d)] // self.cluster_dim(d))
+        c = self.cluster_dim(d)
+        return self.ctx.param(f"nclusterid_{d}",
+                              f"clusters in the grid in {d} (grid size {d} = nclusterid_{d}"
+                              + (f" * {c}" if c != 1 else "") + ")", self.loc(op))
+
+    def cluster_id(self, d: str, op: Op) -> Expr:
+        """%clusterid.d: which cluster of the grid is modelled (one param for every CTA of the
+        cluster); over every cluster of a static grid."""
+        grid, c = self.k.grid_dim, self.cluster_dim(d)
+        rng = None if grid is None else (0, grid["xyz".index(d)] // c - 1)
+        what = f"cluster index {d} (which cluster of the grid; block index {d} = clusterid_{d}"
+        what += f" * {c} + the CTA's rank in {d})" if c != 1 else ")"
+        return self.ctx.param(f"clusterid_{d}", what, self.loc(op), rng)
 
     # -- pointers and barriers -------------------------------------------------------------
     def alloca(self, op: Op, out) -> None:
@@ -536,6 +607,9 @@ class WarpWalker:
         out.append(BarSync(self.expr(op.operands[0]), n, self.loc(op)))
 
     def barrier_arrive(self, op, out):
+        if len(op.operands) < 2:
+            out.append(Unsupported(f"{op.name} without a thread count", self.loc(op)))
+            return
         out.append(BarArrive(self.expr(op.operands[0]), self.expr(op.operands[1]), self.loc(op)))
 
     def elect(self, op, out):
@@ -548,7 +622,10 @@ class WarpWalker:
         out.append(ClusterWait(self.loc(op)))
 
     def exit_(self, op, out):
-        out.append(Exit(self.loc(op)))
+        if self.whole_warp():
+            out.append(Exit(self.loc(op)))
+        else:
+            out.append(Unsupported("exit by a subset of the warp's lanes", self.loc(op)))
 
     def asm(self, op: Op, out) -> None:
         text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
@@ -570,7 +647,21 @@ class WarpWalker:
         if isinstance(ref, str):
             out.append(Unsupported(f"st.async: {ref}", self.loc(op)))
             return
-        out.append(Lanes(self.lanes, (TmaLoad(ref, Const(vec * bits // 8), self.loc(op)),), self.loc(op)))
+        # one async store per executing thread: the enclosing lanes give the count
+        out.append(TmaLoad(ref, Const(vec * bits // 8), self.loc(op)))
+
+    def store_async(self, op: Op, out) -> None:
+        """``nvvm.store.async(dst, value, mbar)`` (``cute.arch.store_async_dsmem``):
+        ``st.async...mbarrier::complete_tx::bytes`` of one i32 or a vector of them into a (remote)
+        CTA's shared memory, completing its size in bytes on ``mbar``; one per executing thread."""
+        m = re.fullmatch(r"(?:vector<(\d+)x)?([if])(\d+)>?", op.operand_types[1]) \
+            if len(op.operands) == 3 else None
+        ref = self.bar_ref(op.operands[2], op) if m else "operands not understood"
+        if isinstance(ref, str):
+            out.append(Unsupported(f"{op.name}: {ref}", self.loc(op)))
+            return
+        nbytes = int(m.group(1) or 1) * int(m.group(3)) // 8
+        out.append(TmaLoad(ref, Const(nbytes), self.loc(op)))
 
     # -- TMA -------------------------------------------------------------------------------
     def make_exec(self, op, out):
@@ -637,7 +728,14 @@ class WarpWalker:
                 mask = Const(sum(1 << r for r in group))
                 nbytes //= len(group)
         stmt = TmaLoad(ref, Const(nbytes), self.loc(op), mask)
-        out.append(Lanes(self.lanes, (stmt,), self.loc(op)) if per_thread else stmt)
+        if per_thread:  # one copy per executing thread: the enclosing lanes give the count
+            out.append(stmt)
+        elif self.whole_warp():  # the lowering elects one lane of the warp: one copy per warp
+            out.append(Lanes(1, (stmt,), self.loc(op)))
+        else:
+            out.append(Unsupported(
+                "TMA load by a subset of the warp's lanes (its lowering wraps it in an "
+                "elect.sync over all 32 lanes, which waits for every one of them)", self.loc(op)))
 
     def block_mcast(self, attr: str) -> Optional[list[int]]:
         """CTA ranks sharing this CTA's tile for ``cute.copy {multicast_layout = (cm,cn):(dm,dn)}``
@@ -683,40 +781,87 @@ class WarpWalker:
             out.extend(stmts)
             self._bind(op, ys)
             return
-        then, ty = self.region(op, 0, [])
-        else_, ey = self.region(op, 1, [])
         if c is ELECT:
-            if then:
-                out.append(Lanes(1, tuple(then), loc))
-            if else_ and self.lanes > 1:
-                out.append(Lanes(self.lanes - 1, tuple(else_), loc))
-            self._merge_results(op, ty, ey, None, [], [])
+            self._elect_if(op, out, loc)
             return
         cond = c if isinstance(c, Expr) else self.expr(op.operands[0])
         if expr_vars(cond) == {LANE}:
             vals = lane_values(cond, self.lanes)
             if vals is not None:
-                k = sum(1 for v in vals if v)
-                if then and k:
-                    out.extend(self._lanes([l for l, v in enumerate(vals) if v], then, loc))
-                if else_ and k < self.lanes:
-                    out.extend(self._lanes([l for l, v in enumerate(vals) if not v], else_, loc))
-                self._merge_results(op, ty, ey, None, [], [])
+                self._lane_if(op, out, vals, loc)
                 return
+        then, ty = self.region(op, 0, [])
+        else_, ey = self.region(op, 1, [])
         tvars, evars = [], []
         self._merge_results(op, ty, ey, cond, tvars, evars)
         if then or else_ or tvars:
             out.append(If(cond, tuple(then + tvars), tuple(else_ + evars), loc))
 
+    def whole_warp(self) -> bool:
+        return self.active.count == self.lanes
+
+    def _region_as(self, op: Op, i: int, active: Active) -> tuple[list[Stmt], list[Value]]:
+        saved, self.active = self.active, active
+        try:
+            return self.region(op, i, [])
+        finally:
+            self.active = saved
+
+    def _unsupported_if(self, op: Op, out: list, what: str) -> None:
+        out.append(Unsupported(what, self.loc(op)))
+        for r in op.results:
+            self.env[r] = opaque(f"{what}@{op.loc.short()}")
+
+    def _elect_if(self, op: Op, out: list, loc: Loc) -> None:
+        """``if elect.sync():``: one lane of the executing lanes runs the then-branch, the others
+        the else-branch.  The DSL's elect.sync names all 32 lanes in its member mask and waits
+        for every one of them (PTX ISA, elect.sync), so it is only modelled for the whole warp."""
+        a = self.active
+        if not self.whole_warp():
+            self._unsupported_if(op, out, "elect.sync executed by a subset of the warp's lanes "
+                                          "(its member mask names all lanes, which it waits for)")
+            return
+        then, ty = self._region_as(op, 0, Active(a.lanes, 1))
+        else_, ey = self._region_as(op, 1, Active(a.lanes, a.count - 1)) if a.count > 1 else ([], [])
+        if then:
+            out.append(Lanes(1, tuple(then), loc))
+        if else_:
+            out.append(Lanes(a.count - 1, tuple(else_), loc))
+        self._merge_results(op, ty, ey, None, [], [])
+
+    def _lane_if(self, op: Op, out: list, vals: list[int], loc: Loc) -> None:
+        """An ``if`` on a predicate over the lane index (``vals``: its value for every lane)."""
+        a = self.active
+        tl = frozenset(l for l in a.lanes if vals[l])
+        fl = a.lanes - tl
+        if not a.exact and tl and fl:
+            self._unsupported_if(op, out, "lane predicate inside an elect.sync branch (which lane "
+                                          "elect.sync elects is unspecified in PTX)")
+            return
+        if not tl or not fl:  # every executing lane takes the same branch
+            stmts, ys = self.region(op, 0 if tl else 1, [])
+            out.extend(stmts)
+            self._bind(op, ys)
+            return
+        then, ty = self._region_as(op, 0, Active(tl, len(tl)))
+        else_, ey = self._region_as(op, 1, Active(fl, len(fl)))
+        out.extend(self._lanes(sorted(tl), then, loc))
+        out.extend(self._lanes(sorted(fl), else_, loc))
+        self._merge_results(op, ty, ey, None, [], [])
+
     def _lanes(self, lanes: list[int], body: list[Stmt], loc: Loc) -> list[Stmt]:
-        """``body`` run by the given lanes of the warp: ``Lanes(k)`` (or the body itself for the
-        whole warp); when the body still depends on the lane index (e.g. a remote arrive at CTA
+        """``body`` run by the given lanes (a proper subset of the executing lanes):
+        ``Lanes(k)``; when the body still depends on the lane index (e.g. a remote arrive at CTA
         ``lane % n``), one ``Lanes(1)`` copy per lane with the lane substituted (serializing the
-        lanes only adds interleavings)."""
-        if len(lanes) <= MAX_LANE_SPLIT and reads_var(body, LANE):
-            return [Lanes(1, subst_stmts(tuple(body), {LANE: l}, self.f), loc) for l in lanes]
-        if len(lanes) == self.lanes:
-            return list(body)
+        lanes only adds interleavings).  A lane-dependent body that itself runs on a subset of
+        these lanes cannot be split that way (the inner subset is a count, not lane numbers)."""
+        if not body:
+            return []
+        if reads_var(body, LANE):
+            if any(isinstance(s, Lanes) for s in walk_stmts(tuple(body))):
+                return [Unsupported("lane-dependent statements under nested lane subsets", loc)]
+            if len(lanes) <= MAX_LANE_SPLIT:
+                return [Lanes(1, subst_stmts(tuple(body), {LANE: l}, self.f), loc) for l in lanes]
         return [Lanes(len(lanes), tuple(body), loc)]
 
     def _merge_results(self, op: Op, ty, ey, cond, tassign: list, eassign: list) -> None:
@@ -858,6 +1003,7 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute_nvgpu.atom.make_exec_tma": WarpWalker.make_exec,
     "cute_nvgpu.atom.set_value": WarpWalker.set_value,
     "cute.copy": WarpWalker.copy,
+    "nvvm.store.async": WarpWalker.store_async,
     "scf.if": WarpWalker.scf_if,
     "scf.for": WarpWalker.scf_for,
     "scf.while": WarpWalker.scf_while,
