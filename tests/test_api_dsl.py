@@ -66,3 +66,43 @@ def test_cli_param_range_on_a_real_kernel(capsys):
                      f"{EXAMPLES}/raw_mbarrier.py:wrong_init_count"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert [t["verdict"] for t in d["targets"]] == ["verified", "violation"]
+
+
+ARCH_IN_CONSTRUCTOR = '''
+import cutlass
+import cutlass.cute as cute
+from cutlass.base_dsl import BaseDSL
+from cutlass.base_dsl.arch import Arch
+
+
+class Sm90Only:
+    """Reads the arch in its constructor, as flash-attn-4's FlashAttentionForwardSm90 does."""
+    def __init__(self):
+        arch = BaseDSL._get_dsl().get_arch_enum()
+        assert arch.is_family_of(Arch.sm_90a), f"Only SM 9.x is supported, not {arch}"
+
+    @cute.jit
+    def __call__(self, n: cutlass.Int32):
+        self.kernel(n).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+    @cute.kernel
+    def kernel(self, n: cutlass.Int32):
+        cute.arch.sync_threads()
+
+
+def target():
+    return Sm90Only(), (cutlass.Int32(4),)
+'''
+
+
+@pytest.mark.parametrize("arch,status", [("sm_90a", 0), ("sm_100a", 3)])
+def test_target_runs_under_the_requested_arch(tmp_path, capsys, arch, status, monkeypatch):
+    """FUNC() runs with the DSL configured for --arch (no CUTE_DSL_ARCH needed)."""
+    monkeypatch.delenv("CUTE_DSL_ARCH", raising=False)
+    f = tmp_path / "arch_target.py"
+    f.write_text(ARCH_IN_CONSTRUCTOR)
+    assert cli_main(["check", "--arch", arch, f"{f}:target"]) == status
+    out = capsys.readouterr().out
+    assert ("VERIFIED" in out) == (status == 0)
+    if status:
+        assert "Only SM 9.x is supported" in out

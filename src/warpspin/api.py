@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -130,10 +131,29 @@ def load_target(target: str):
     return fn
 
 
+@contextlib.contextmanager
+def target_arch(arch: str):
+    """The DSL configured for `arch` while a target's FUNC() runs: libraries read the arch in
+    their constructors (flash-attn-4's FlashAttentionForwardSm90 asserts it). Without the DSL
+    installed (SyncIR targets) nothing is configured."""
+    try:
+        from .frontend.trace import configured
+        ctx = configured(arch)
+        ctx.__enter__()
+    except ImportError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        ctx.__exit__(None, None, None)
+
+
 def check_target(target: str, opts: CheckOptions) -> list[Result]:
     try:
         fn = load_target(target)
-        produced = fn()
+        with target_arch(opts.arch):
+            produced = fn()
     except ValueError as e:
         return [_error(target, str(e))]
     except Exception as e:

@@ -94,15 +94,19 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
                 or ["the search did not complete"]
         elif model.integer_problems:
             res.verdict = INCONCLUSIVE
-            res.reasons = [f"integer range: `{what}` may not fit the model's 32-bit integers, so "
-                           "the search may have missed behaviours; no violation was found"
-                           for what, _ in model.integer_problems[:3]]
-            res.reason_locations = [Location(loc.file, loc.line, frame=loc.frame or "")
-                                    for _, loc in model.integer_problems[:3]]
+            _integer_reasons(res, model)
         else:
             _decide_verified(res, er)
         return
-    _violation(kernel, res, er)
+    _violation(kernel, model, res, er)
+
+
+def _integer_reasons(res: Result, model) -> None:
+    res.reasons = [f"integer range: `{what}` may not fit the model's 32-bit integers, so the "
+                   "search may have missed or invented behaviours; no violation was confirmed"
+                   for what, _ in model.integer_problems[:3]]
+    res.reason_locations = [Location(loc.file, loc.line, frame=loc.frame or "")
+                            for _, loc in model.integer_problems[:3]]
 
 
 def _decide_verified(res: Result, er) -> None:
@@ -111,10 +115,13 @@ def _decide_verified(res: Result, er) -> None:
     res.verdict = VERIFIED
 
 
-def _violation(kernel: Kernel, res: Result, er) -> None:
+def _violation(kernel: Kernel, model, res: Result, er) -> None:
     rp = replay(kernel, er.events, expect_kind=_engine_kind(er.kind))
     if not rp.ok:
         res.verdict = INCONCLUSIVE
+        if model.integer_problems:  # the model's 32-bit arithmetic wrapped where SyncIR's did not
+            _integer_reasons(res, model)
+            return
         res.reasons = [f"SPIN reported {er.kind}, but its trail does not replay in the reference "
                        f"interpreter ({rp.error}); not shown as a violation (internal disagreement)"]
         return
