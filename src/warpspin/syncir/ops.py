@@ -86,6 +86,11 @@ class SyncOp(Stmt):
         """Locals of the executing instance this op writes (hidden ones included)."""
         return ()
 
+    @classmethod
+    def example(cls) -> "SyncOp":
+        """A representative instance (the op table of docs/semantics.md, the op tests)."""
+        raise NotImplementedError(f"{cls.__name__} has no example")
+
     def rule(self, c) -> Rule:
         raise NotImplementedError(f"{type(self).__name__} has no rule")
 
@@ -287,6 +292,10 @@ class MbarInit(SyncOp):
     # the initializer's identity is stored: instances that init are not symmetric
     proven: ClassVar[frozenset[str]] = ALL - {SYMMETRIC}
 
+    @classmethod
+    def example(cls):
+        return cls(MBarRef("b"), Const(1))
+
     def __post_init__(self): _lift_fields(self, "count")
 
     def fmt(self): return f"mbarrier.init {fmt_bar(self.bar)}, count={_e(self.count)}"
@@ -329,6 +338,10 @@ class MbarInitFence(SyncOp):
     summary: ClassVar[str] = "every element of the own CTA with vis = 1 and by = the instance: vis = 2"
     proven: ClassVar[frozenset[str]] = ALL
 
+    @classmethod
+    def example(cls):
+        return cls()
+
     def footprint(self, k):
         return Footprint((_acc("mbarrier", "rw", "cta", identity="compare"),))
 
@@ -358,6 +371,10 @@ class MbarArrive(SyncOp):
                               "uninitialized-barrier; into an exited CTA: cluster-lifetime")
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_RELEASE}
 
+    @classmethod
+    def example(cls):
+        return cls(MBarRef("b"))
+
     def __post_init__(self): _lift_fields(self, "count")
 
     def fmt(self):
@@ -385,9 +402,13 @@ class MbarArriveExpectTx(SyncOp):
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.arrive.expect_tx"
     ptx: ClassVar[str] = "9.7.13.15.12, 9.7.13.15.13"
-    summary: ClassVar[str] = ("per thread: tx += bytes (0..2^20-1; |tx| beyond 2^20-1: "
+    summary: ClassVar[str] = ("per thread: tx += bytes (0..2^20-1; tx beyond ±(2^20-1): "
                               "tx-mismatch), then arrive(1)")
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_RELEASE}
+
+    @classmethod
+    def example(cls):
+        return cls(MBarRef("b"), Const(64))
 
     def __post_init__(self): _lift_fields(self, "bytes")
 
@@ -418,6 +439,10 @@ class MbarExpectTx(SyncOp):
     ptx: ClassVar[str] = "9.7.13.15.11"
     summary: ClassVar[str] = "per thread: tx += bytes, then phase completion"
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_RELEASE}
+
+    @classmethod
+    def example(cls):
+        return cls(MBarRef("b"), Const(64))
 
     def __post_init__(self): _lift_fields(self, "bytes")
 
@@ -491,6 +516,10 @@ class MbarWait(_ParityWait):
                               "behind: parity-aliasing; then obs = n")
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_WAIT}
 
+    @classmethod
+    def example(cls):
+        return cls(MBarRef("b"), Const(0))
+
     def __post_init__(self): _lift_fields(self, "parity")
 
     def fmt(self): return f"mbarrier.wait {fmt_bar(self.bar)}, parity={_e(self.parity)}"
@@ -514,6 +543,10 @@ class MbarTestWait(_ParityWait):
     ptx: ClassVar[str] = "9.7.13.15.16"
     summary: ClassVar[str] = "dest = ((n & 1) != parity), never blocks; aliasing as for the wait"
     proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("ok", MBarRef("b"), Const(0))
 
     def __post_init__(self): _lift_fields(self, "parity")
 
@@ -588,6 +621,10 @@ class BarSync(SyncOp):
                               "fenced inits are published; then wait for gen to move")
     proven: ClassVar[frozenset[str]] = ALL
 
+    @classmethod
+    def example(cls):
+        return cls(Const(1), Const(64))
+
     def __post_init__(self): _lift_fields(self, "barrier_id", "threads")
 
     def own_locals(self, pc): return (snap_var(pc),)
@@ -616,6 +653,10 @@ class BarSyncResume(SyncOp):
     summary: ClassVar[str] = "blocks until the barrier's gen differs from the one seen at arrival"
     proven: ClassVar[frozenset[str]] = ALL
 
+    @classmethod
+    def example(cls):
+        return cls(Const(1), snap_var(0))
+
     def __post_init__(self): _lift_fields(self, "barrier_id")
 
     def fmt(self): return f"bar.sync {_e(self.barrier_id)} (resume)"
@@ -640,6 +681,10 @@ class BarArrive(SyncOp):
     ptx: ClassVar[str] = "9.7.13.1"
     summary: ClassVar[str] = "the arrival of bar.sync, without the wait"
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_RELEASE}
+
+    @classmethod
+    def example(cls):
+        return cls(Const(1), Const(64))
 
     def __post_init__(self): _lift_fields(self, "barrier_id", "threads")
 
@@ -674,6 +719,10 @@ class ClusterArrive(SyncOp):
                               "and every CTA's fenced inits are published")
     proven: ClassVar[frozenset[str]] = ALL - {INDEPENDENT_CTAS}
 
+    @classmethod
+    def example(cls):
+        return cls()
+
     def fmt(self): return "barrier.cluster.arrive" + (".relaxed" if self.relaxed else "")
 
     def own_locals(self, pc): return (CLUSTER_ARRIVED, CLUSTER_GEN)
@@ -702,6 +751,10 @@ class ClusterWait(SyncOp):
     summary: ClassVar[str] = ("without a preceding arrive: arrival-mismatch; blocks until gen "
                               "moves past the one seen at arrival")
     proven: ClassVar[frozenset[str]] = ALL - {INDEPENDENT_CTAS}
+
+    @classmethod
+    def example(cls):
+        return cls()
 
     def fmt(self): return "barrier.cluster.wait"
 
@@ -747,6 +800,10 @@ class TmaLoad(SyncOp):
                               "completes later, in its own step: tx -= bytes, then phase "
                               "completion")
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_RELEASE}
+
+    @classmethod
+    def example(cls):
+        return cls(MBarRef("b"), Const(64))
 
     def __post_init__(self): _lift_fields(self, "bytes", "multicast")
 
@@ -829,6 +886,10 @@ class Exit(SyncOp):
                               "into it is in flight: pending-at-exit")
     proven: ClassVar[frozenset[str]] = ALL
 
+    @classmethod
+    def example(cls):
+        return cls()
+
     def fmt(self): return "exit"
 
     def footprint(self, k):
@@ -871,6 +932,10 @@ class Unsupported(SyncOp):
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "unsupported"
     summary: ClassVar[str] = "not modelled: the verdict is UNSUPPORTED"
+
+    @classmethod
+    def example(cls):
+        return cls("an op that is not modelled")
 
     def fmt(self): return f"unsupported {self.what!r}"
 
