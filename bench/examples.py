@@ -18,8 +18,8 @@ from warpspin.demo import _module
 def main(argv: list[str]) -> int:
     paths = argv or sorted(p for p in glob.glob("examples/*.py")
                            if not os.path.basename(p).startswith(("_", "syncir")))
-    head = ("example", "variant", "processes", "states", "trace s", "extract s", "check s",
-            "total s", "verdict")
+    head = ("example", "variant", "processes", "states", "state-vector bytes", "trace s",
+            "extract s", "check s", "total s", "MB", "verdict")
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for path in paths:
@@ -32,8 +32,9 @@ def main(argv: list[str]) -> int:
                 verdict = r.violations[0].kind if r.violations else r.verdict
                 print(" | ".join(str(x) for x in (
                     os.path.basename(path), name, r.stats.processes, f"{r.stats.states:,}",
-                    f"{s.get('trace', 0):.2f}", f"{s.get('extract', 0):.2f}", f"{s.get('check', 0):.2f}",
-                    f"{s.get('total', 0):.2f}", verdict)), flush=True)
+                    r.stats.state_vector, f"{s.get('trace', 0):.2f}", f"{s.get('extract', 0):.2f}",
+                    f"{s.get('check', 0):.2f}", f"{s.get('total', 0):.2f}",
+                    f"{r.stats.memory_mb:.0f}", verdict)), flush=True)
     return 0
 
 

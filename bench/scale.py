@@ -21,7 +21,8 @@ from warpspin.engine import check, lower_and_check
 from warpspin.lower import lower
 from warpspin.syncir.protocols import ring
 
-HEAD = ("NC", "S", "K", "CTAs", "encoding", "states", "pan s", "total s", "MB", "result")
+HEAD = ("NC", "S", "K", "CTAs", "processes", "encoding", "states", "state-vector bytes", "pan s",
+        "total s", "MB", "result")
 
 
 def run(nc, s, k, ctas, encoding, timeout, memory):
@@ -41,7 +42,8 @@ def run(nc, s, k, ctas, encoding, timeout, memory):
         verdict = "inconclusive (" + ", ".join(r.truncated) + ")"
     if getattr(r, "refused", False):
         verdict += " (R6 refused: unfused)"
-    return r, (nc, s, k, ctas, encoding, f"{r.states:,}",
+    procs = sum(p.instances for p in kern.processes)
+    return r, (nc, s, k, ctas, procs, encoding, f"{r.states:,}", r.state_vector,
                f"{r.seconds:.2f}", f"{total:.2f}", f"{r.memory_mb:.0f}", verdict)
 
 
