@@ -21,7 +21,8 @@ Variants:
                   the stores land, the phase completes after 31 of the 32 words (the consumer may
                   read the 32nd before it lands, and its 4 bytes then count against the next
                   phase); if all 32 land first, the tx-count is -128 + 124 = -4 after the arrival,
-                  never reaches zero, and the consumer waits forever.  Which happens is a race.
+                  never reaches zero, and the consumer waits forever.  Which happens is a race;
+                  on an H200 the first launch hung (docs/ground-truth.md).
   expect_too_many expect_tx(132): 4 bytes never arrive, the consumer waits forever.
 
 ``python examples/st_async_lanes.py --run VARIANT`` runs a variant on a GPU (``LAUNCHES`` launches
