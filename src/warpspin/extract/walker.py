@@ -85,6 +85,86 @@ def _ident(s: str) -> str:
     return s if s and not s[0].isdigit() else f"p_{s}"
 
 
+# special registers with one value in every thread of the modelled cluster
+UNIFORM_SREGS = re.compile(r"(ntid|nctaid|nclusterid|clusterid|cluster\.nctaid)\.[xyz]|"
+                           r"cluster\.nctarank|warpsize")
+# ops whose results are launch values when their operands are: no memory, no warp-collective, no
+# thread identity, no clock.  Everything else (loads, atomics, shuffles, votes, other nvvm ops)
+# is a per-thread, per-moment value.
+PURE_PREFIXES = ("arith.", "math.", "index.", "vector.", "cute.", "cute_nvgpu.", "builtin.",
+                 "llvm.", "scf.")
+IMPURE_NAMES = re.compile(r"load|store|atomic|\batom|rmw|cmpxchg|shfl|vote|match|redux|"
+                          r"alloc|copy|memref|prefetch|tma|ldmatrix|stmatrix|smem|tmem|gemm")
+ASM_PURE_BLOCKERS = re.compile(r"\bld\.|\bst\.|\batom|\bred\.|shfl|vote|match|redux|%clock|"
+                               r"%globaltimer|%smid|%warpid|%laneid|%tid|%ctaid|%cluster|"
+                               r"activemask|lanemask|mbarrier|\bbar\.|barrier|fence|cp\.|"
+                               r"tensormap|elect|setmaxnreg|exit|tcgen05|wgmma|griddep|ldmatrix|"
+                               r"stmatrix|mapa|getctarank", re.I)
+
+
+def _impure(op: Op, cluster: tuple[int, int, int]) -> bool:
+    if op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
+        return bool(ASM_PURE_BLOCKERS.search(str(op.attrs.get("asm_string")
+                                                 or op.attrs.get("ptxCode") or "")))
+    if op.name.startswith("nvvm.read.ptx.sreg."):
+        reg = op.name[len("nvvm.read.ptx.sreg."):]
+        if UNIFORM_SREGS.fullmatch(reg):
+            return False
+        # the block index (and the CTA's place in its cluster) in a dimension where the cluster
+        # has one CTA is the same for every CTA of the modelled cluster
+        m = re.fullmatch(r"(ctaid|cluster\.ctaid)\.([xyz])", reg)
+        if m and cluster["xyz".index(m.group(2))] == 1:
+            return False
+        return not (reg == "cluster.ctarank" and cluster == (1, 1, 1))
+    if not op.name.startswith(PURE_PREFIXES) or op.name == "nvvm.elect.sync":
+        return True
+    return bool(IMPURE_NAMES.search(op.name)) and op.name not in ("cute.memref.alloca",)
+
+
+def varying_values(k: TracedKernel) -> tuple[set[int], set[int]]:
+    """(values that may differ between the threads of the modelled cluster, uids of impure ops).
+
+    Sources: the results of impure ops (thread identity, memory, collectives, clocks).  A value
+    varies when any value it is computed from varies; through regions, an op's results and its
+    regions' block arguments depend on its operands and on what its regions yield."""
+    ops = list(k.walk())
+    cluster = k.cluster_dim or (1, 1, 1)
+    impure = {o.uid for o in ops if _impure(o, cluster)}
+    varying: set[int] = set()
+    for o in ops:
+        if o.uid in impure:
+            varying.update(o.results)
+    # edges: value -> values computed from it
+    succ: dict[int, list[int]] = {}
+
+    def edge(a: int, b: int) -> None:
+        succ.setdefault(a, []).append(b)
+
+    for o in ops:
+        outs = list(o.results)
+        for r in o.regions:
+            for b in r.blocks:
+                outs.extend(b.args)
+        for a in o.operands:
+            for b in outs:
+                edge(a, b)
+        for r in o.regions:
+            for b in r.blocks:
+                for t in b.ops:
+                    if t.name in ("scf.yield", "scf.condition"):
+                        for a in t.operands:
+                            for x in outs:
+                                edge(a, x)
+    todo = list(varying)
+    while todo:
+        v = todo.pop()
+        for w in succ.get(v, ()):
+            if w not in varying:
+                varying.add(w)
+                todo.append(w)
+    return varying, impure
+
+
 @dataclass
 class ParamInfo:
     name: str
@@ -104,6 +184,7 @@ class Context:
     _by_key: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        self.varying, self.impure_ops = varying_values(self.kernel)
         # tma_partition(atom, cta_coord, cta_layout, ...): each CTA of cta_layout loads its slice
         for op in self.kernel.ops_named("cute_nvgpu.atom.tma_partition"):
             shape = ct.layout_shape(op.operand_types[2]) if len(op.operand_types) > 2 else None
@@ -112,17 +193,31 @@ class Context:
                 self.tma_split[op.operands[0]] = n
 
     def param(self, key: str, what: str, loc: Loc, default=None, same_as=None) -> Var:
-        """The launch parameter ``key``; ``same_as``: a structural key of the computation, so
-        the same launch value computed in two places (a producer and a consumer branch) is one
-        parameter."""
-        if same_as is not None and same_as in self._by_key:
+        """The launch parameter named after ``key``.  Without ``same_as`` the name is the
+        identity (a kernel argument, the cluster index).  With it (a computed launch value),
+        ``same_as`` is the identity: the same computation in two places (a producer and a
+        consumer branch) is one parameter, and two different computations never share one even
+        when they come from the same source line (the second gets a suffix)."""
+        if same_as is None:
+            name = _ident(key)
+            if name not in self.params:
+                self.params[name] = ParamInfo(name, what, loc, default)
+            return Var(name)
+        if same_as in self._by_key:
             return Var(self._by_key[same_as])
-        name = _ident(key)
-        if name not in self.params:
-            self.params[name] = ParamInfo(name, what, loc, default)
-        if same_as is not None:
-            self._by_key[same_as] = name
+        base = name = _ident(key)
+        n = 1
+        while name in self.params:
+            n += 1
+            name = f"{base}_{n}"
+        self.params[name] = ParamInfo(name, what, loc, default)
+        self._by_key[same_as] = name
         return Var(name)
+
+    def launch_uniform(self, op: Op) -> bool:
+        """The op's results are the same in every thread of the modelled cluster: a pure op whose
+        operands do not depend on which thread, warp or CTA computes them."""
+        return op.uid not in self.impure_ops and not any(o in self.varying for o in op.operands)
 
     def vkey(self, vid: int, depth: int = 0):
         """Structural key of a value: kernel argument index, or (op, attributes, operand keys);
@@ -226,14 +321,14 @@ class WarpWalker:
         """Results of an op we do not model: static ints from types, launch-uniform ints as
         parameters, everything else opaque."""
         operands = [self.val(o) for o in op.operands]
-        uniform = all(self.is_uniform(v) for v in operands)
-        for r, t in zip(op.results, op.result_types):
+        uniform = all(self.is_uniform(v) for v in operands) and self.ctx.launch_uniform(op)
+        for i, (r, t) in enumerate(zip(op.results, op.result_types)):
             static = ct.static_int(t)
             if static is not None:
                 self.env[r] = Const(static)
             elif (t in INT_TYPES or ct.is_dynamic_scalar(t)) and uniform and operands:
                 self.env[r] = self.ctx.param(f"{self.origin(op)}", f"{op.name} at {op.loc.short()}",
-                                             self.loc(op), same_as=self.ctx.vkey(r))
+                                             self.loc(op), same_as=self.ctx.vkey(r) or ("op", op.uid, i))
             elif t in INT_TYPES or ct.is_dynamic_scalar(t):
                 self.env[r] = opaque(f"{op.name}@{op.loc.short()}")
             else:
@@ -515,13 +610,14 @@ class WarpWalker:
                 self.env[r] = v.items[i]
             elif len(op.results) == 1:
                 self.env[r] = v
-            elif self.is_uniform(v) and ct.is_dynamic_scalar(t):
+            elif self.is_uniform(v) and self.ctx.launch_uniform(op) and ct.is_dynamic_scalar(t):
                 # a leaf of a launch-uniform shape (a kernel tensor's extent): a parameter
                 self.env[r] = self.ctx.param(f"{self.origin(op)}_{i}",
                                              f"leaf {i} of {op.name} at {op.loc.short()}",
-                                             self.loc(op), same_as=self.ctx.vkey(r))
+                                             self.loc(op), same_as=self.ctx.vkey(r) or ("op", op.uid, i))
             else:
-                self.env[r] = Unknown(f"leaf {i}@{op.loc.short()}", self.is_uniform(v))
+                self.env[r] = Unknown(f"leaf {i}@{op.loc.short()}",
+                                      self.is_uniform(v) and self.ctx.launch_uniform(op))
 
     def mapa(self, op: Op, out) -> None:
         p = self.val(op.operands[0])
