@@ -145,6 +145,7 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         kind, message, locs = v.kind, v.message, [v.loc]
         blocked = ()
         roles = {v.loc: _role(kernel, v.process, v.instance)}
+    notes = _launch_notes(kernel, er.events) + tuple(notes)
     res.verdict = VIOLATION
     res.violations = [Violation(
         kind=kind, message=message,
@@ -158,6 +159,25 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
                       for b in blocked),
         notes=notes, help=tuple(help_),
     )]
+
+
+def _launch_notes(kernel: Kernel, events) -> tuple[Note, ...]:
+    """The launch values the counterexample chose, and which block each CTA of the cluster is."""
+    from .syncir.interp import eval_expr
+    values = {e.name: e.value for e in events if isinstance(e, ParamChoice)}
+    chosen = [f"{p.name} = {values[p.name]}" for p in kernel.params
+              if p.name in values and p.lo != p.hi]
+    out = []
+    if chosen:
+        out.append(Note("with launch values " + ", ".join(chosen)))
+    if kernel.cta_blocks and kernel.num_ctas > 1:
+        try:
+            blocks = [tuple(eval_expr(x, values) for x in b) for b in kernel.cta_blocks]
+        except Exception:
+            return tuple(out)
+        out.append(Note("in this cluster " + ", ".join(
+            f"CTA {c} is block ({', '.join(map(str, b))})" for c, b in enumerate(blocks))))
+    return tuple(out)
 
 
 def _location(loc) -> Location:

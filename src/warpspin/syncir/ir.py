@@ -296,8 +296,13 @@ class Kernel:
     params: tuple[Param, ...] = ()
     num_ctas: int = 1  # CTAs in the cluster; each has its own copy of every mbarrier array
     loc: Loc = NOLOC
+    # per CTA of the modelled cluster, its block index (x, y, z) over the launch parameters
+    # (ctaid = clusterid * cluster_dim + cluster_ctaid), for reports; () when not known
+    cta_blocks: tuple[tuple[Expr, Expr, Expr], ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "cta_blocks", tuple(tuple(lift(x) for x in b)
+                                                     for b in self.cta_blocks))
         object.__setattr__(self, "processes", tuple(self.processes))
         object.__setattr__(self, "mbarriers", tuple(self.mbarriers))
         object.__setattr__(self, "params", tuple(self.params))

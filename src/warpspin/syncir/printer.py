@@ -86,6 +86,8 @@ def fmt_kernel(k: Kernel) -> str:
     for prm in k.params:
         rng = str(prm.lo) if prm.lo == prm.hi else f"{prm.lo}..{prm.hi}"
         lines.append(f"  param {prm.name} = {rng}")
+    for c, b in enumerate(k.cta_blocks):
+        lines.append(f"  cta {c} = block ({', '.join(fmt_expr(x) for x in b)})")
     for m in k.mbarriers:
         label = f"  # {m.label}" if m.label else ""
         lines.append(f"  mbarrier {m.name}[{m.size}]{label}")

@@ -39,6 +39,13 @@ def validate(k: Kernel) -> list[Problem]:
     if not 1 <= k.num_ctas <= LIMITS.cluster_ctas:
         probs.append(Problem(f"cluster of {k.num_ctas} CTAs (1..{LIMITS.cluster_ctas} allowed)",
                              k.loc))
+    if k.cta_blocks and len(k.cta_blocks) != k.num_ctas:
+        probs.append(Problem(f"{len(k.cta_blocks)} block indices for {k.num_ctas} CTAs", k.loc))
+    for b in k.cta_blocks:
+        for e in b:
+            for v in expr_vars(e) - params:
+                probs.append(Problem(f"a CTA's block index reads {v!r}, not a launch parameter",
+                                     k.loc))
     for prm in k.params:
         if prm.hi < prm.lo:
             probs.append(Problem(f"parameter {prm.name}: empty range {prm.lo}..{prm.hi}"))
