@@ -18,6 +18,10 @@ _STDLIB = tuple(
     p for p in {sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")} if p
 )
 _WRAPPER_FILES = {"typing_extensions.py"}  # decorator wrappers (e.g. @deprecated) between frames
+# Libraries that patch the DSL's own classes in place when imported: their wrappers sit between a
+# DSL API and whoever called it (quack's ``quack.dsl`` replaces ``Tensor.__getitem__``), so
+# without this a kernel's locations would depend on whether quack had been imported.
+_DSL_SHIMS = (f"{os.sep}quack{os.sep}dsl{os.sep}",)
 _THIS_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../warpspin
 
 # DSL internals that only carry tracing (AST rewriting, op wrappers): never a "library call".
@@ -42,6 +46,7 @@ def _is_foreign(path: str) -> bool:
         or (any(path.startswith(p) for p in _STDLIB) and f"{os.sep}site-packages{os.sep}" not in path)
         or path.startswith(_THIS_PKG)
         or os.path.basename(path) in _WRAPPER_FILES
+        or any(d in path for d in _DSL_SHIMS)
     )
 
 
