@@ -330,7 +330,10 @@ class WarpWalker:
                 self.env[r] = self.ctx.param(f"{self.origin(op)}", f"{op.name} at {op.loc.short()}",
                                              self.loc(op), same_as=self.ctx.vkey(r) or ("op", op.uid, i))
             elif t in INT_TYPES or ct.is_dynamic_scalar(t):
-                self.env[r] = opaque(f"{op.name}@{op.loc.short()}")
+                per_thread = (op.uid not in self.ctx.impure_ops and operands
+                              and all(self.is_uniform(v) for v in operands))
+                self.env[r] = opaque(f"{op.name}{' of a value that differs between threads' if per_thread else ''}"
+                                     f"@{op.loc.short()}")
             else:
                 self.env[r] = Unknown(f"{op.name}@{op.loc.short()}", uniform)
 
