@@ -17,25 +17,17 @@ except Exception as e:  # not installed, or its imports (torch, triton) are miss
     pytest.skip(f"quack-kernels is not importable ({type(e).__name__}: {e}); "
                 "pip install torch==2.13.0 quack-kernels triton", allow_module_level=True)
 
-from cutlass import BFloat16  # noqa: E402
-
+from fixtures import catalog as C  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.extract import extract  # noqa: E402
-from warpspin.frontend import capture  # noqa: E402
 from warpspin.syncir import MbarArrive, MbarArriveExpectTx, TmaLoad, unsupported_ops, walk_stmts  # noqa: E402
 
 
-def quack_sm90_gemm(tile=(64, 128), cluster_m=1, pingpong=False, persistent=False):
-    """Trace quack.gemm's SM90 kernel for bf16 A/B/D (K-major A and B), bypassing quack's disk
-    cache and GPU query (``__wrapped__``, ``device_capacity=(9, 0)``)."""
-    with capture("sm_90a") as kernels:
-        qg._compile_gemm.__wrapped__(
-            BFloat16, BFloat16, BFloat16, None, "k", "k", "n", None,
-            tile, (cluster_m, 1, 1), pingpong, persistent, False,
-            None, None, 0, 0, 0, False, None, False, False, False, False, False,
-            (9, 0), None, 0, None)
-    (k,) = kernels
-    return k
+def quack_sm90_gemm(variant: str = ""):
+    """quack.gemm's SM90 kernel for bf16 A/B/D (K-major A and B), traced through the library's
+    own compile (``catalog.quack_sm90_gemm``: ``__wrapped__``, ``device_capacity=(9, 0)``), once
+    per test session."""
+    return C.traced("quack.gemm_sm90" + (f".{variant}" if variant else ""))
 
 
 K_TILES = "ceil_div_L1292"  # cute.ceil_div(len_k, tile_k) at quack/gemm_sm90.py:1292 (dynamic K)
@@ -66,7 +58,7 @@ def test_verified():
 def test_persistent_scheduler_is_unsupported():
     """The persistent tile scheduler hands the next tile to the other warps through shared memory;
     whether a tile is valid (the loop condition) is a loaded value: an explicit UNSUPPORTED."""
-    k = quack_sm90_gemm(persistent=True)
+    k = quack_sm90_gemm("persistent")
     sk = extract(k, params={K_TILES: 2, "size_L558": 2, "clusterid_z": 0})
     uns = unsupported_ops(sk)
     assert uns and all("cute.memref.load" in u.what for u in uns)
@@ -83,7 +75,7 @@ def test_persistent_scheduler_is_unsupported():
 def test_cluster2_multicast_extracts():
     """Cluster (2,1,1): B is multicast to both CTAs (the block-copy API's multicast_layout), each
     consumer warp releases the stage in both CTAs (get_hier_coord on the cluster layout, mapa)."""
-    k = quack_sm90_gemm(cluster_m=2)
+    k = quack_sm90_gemm("cluster2")
     sk = extract(k, params={K_TILES: 2})
     assert sk.num_ctas == 2 and not unsupported_ops(sk)
     loads = {(t.bytes.value, None if t.multicast is None else t.multicast.value)
@@ -92,3 +84,27 @@ def test_cluster2_multicast_extracts():
     ctas = {s.bar.cta.value for p in sk.processes for s in walk_stmts(p.body)
             if isinstance(s, MbarArrive) and s.bar.cta is not None}
     assert ctas == {0, 1}
+
+
+def test_epilogue_c_release_depends_on_the_elected_lane():
+    """With a C input the epilogue's C pipeline releases inside ``elect_one()`` a stage that
+    PipelineTmaAsync's ``consumer_release`` guards with ``lane < cluster size`` (canonicalize
+    merges the two ifs: ``elect.sync & lane < 1``).  Whether the elected lane satisfies that
+    depends on which lane elect.sync elects, which PTX does not specify: UNSUPPORTED at that line,
+    and the rest extracts (issue 7: this kernel used to give invalid SyncIR)."""
+    sk = extract(quack_sm90_gemm("c"), params={K_TILES: 2})
+    uns = unsupported_ops(sk)
+    assert uns and {(u.loc.file.rsplit("/", 2)[-2:] == ["quack", "pipeline.py"], u.loc.line)
+                    for u in uns} == {(True, 102)}
+    assert all("elect.sync and a lane predicate" in u.what for u in uns)
+    # per mbarrier array: the TMA loads of one stage bring what its expect-tx announces (A and B
+    # on the mainloop's full barriers, one C epilogue tile on the C pipeline's)
+    loads, etx = {}, {}
+    for p in sk.processes:
+        for t in walk_stmts(p.body):
+            if isinstance(t, TmaLoad):
+                loads.setdefault(t.bar.name, []).append(t.bytes.value)
+            elif isinstance(t, MbarArriveExpectTx):
+                etx.setdefault(t.bar.name, set()).add(t.bytes.value)
+    assert len(loads) == 2 and loads.keys() == etx.keys()
+    assert all(etx[b] == {sum(v)} for b, v in loads.items()), (loads, etx)

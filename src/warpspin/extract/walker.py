@@ -20,6 +20,7 @@ from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, Clust
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
 from .values import (ELECT, LANE, Alloc, Atom, Folder, Leaves, Ptr, Unknown, Value, lane_values,
+                     opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque)
 
 INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "index"}
@@ -330,12 +331,24 @@ class WarpWalker:
                 self.env[r] = self.ctx.param(f"{self.origin(op)}", f"{op.name} at {op.loc.short()}",
                                              self.loc(op), same_as=self.ctx.vkey(r) or ("op", op.uid, i))
             elif t in INT_TYPES or ct.is_dynamic_scalar(t):
-                per_thread = (op.uid not in self.ctx.impure_ops and operands
-                              and all(self.is_uniform(v) for v in operands))
-                self.env[r] = opaque(f"{op.name}{' of a value that differs between threads' if per_thread else ''}"
-                                     f"@{op.loc.short()}")
+                self.env[r] = opaque(self.why_unknown(op, operands))
             else:
                 self.env[r] = Unknown(f"{op.name}@{op.loc.short()}", uniform)
+
+    def why_unknown(self, op: Op, operands: list[Value]) -> str:
+        """Why an integer result of ``op`` is not modelled, naming the root cause: an operand
+        that is itself not modelled, or what makes this op's value unknown."""
+        where = f"@{op.loc.short()}"
+        if op.uid in self.ctx.impure_ops or not operands:  # a load, a shuffle, a vote ...
+            return op.name + where
+        inner = sorted({r for v in operands if isinstance(v, Expr) for r in opaque_reasons(v)})
+        if inner:  # pure arithmetic on something unknown: that is the cause
+            return ", ".join(inner)
+        if any(isinstance(v, Expr) and expr_vars(v) - set(self.ctx.params) for v in operands):
+            return f"{op.name} of a loop or branch variable{where}"
+        if not all(self.is_uniform(v) for v in operands):
+            return f"{op.name} of a value computed in the kernel{where}"
+        return f"{op.name} of a value that differs between threads{where}"
 
     # -- blocks ----------------------------------------------------------------------------
     def block(self, b: Block, args: list[Value]) -> tuple[list[Stmt], Optional[Op]]:
