@@ -177,6 +177,13 @@ def test_exit_by_some_lanes_is_unsupported():
     assert not [s for p in sk.processes for s in stmts(p, Exit)]
 
 
+def test_aligned_barrier_by_some_lanes_is_unsupported():
+    sk = traced_sk("lane_subsets.barrier_some")
+    (u,) = unsupported_ops(sk)
+    assert u.what == "nvvm.barrier (aligned) by a subset of the warp's lanes"
+    assert u.loc.line == line_of(KFILE, "@bar-some")
+
+
 def test_exit_by_the_whole_warp():
     sk = traced_sk("lane_subsets.exit_all")
     assert not unsupported_ops(sk)
