@@ -1,35 +1,61 @@
 """Random small SyncIR protocols for differential testing (hypothesis strategies).
 
 They are small enough for the Python interpreter to search exhaustively, and varied enough to hit
-every violation kind: init order, counts, parities, tx bytes, TMA, named barriers, loops, params.
+every violation kind and every construct of SyncIR: init order, counts, parities, tx bytes, TMA
+(plain, per-lane and multicast), named barriers (constant and dynamic ids), the cluster barrier,
+several CTAs with remote arrives, `For` and `While` loops, `Lanes(k)`, test-waits, early exits
+and launch parameters.
+
+Only SyncIR that is valid under the semantics the core is moving to is generated: an instance has
+at most 32 threads (every process here is one warp), `BarArrive` always names a thread count,
+`Exit` is never inside `Lanes`, a TMA load is always inside `Lanes` (it is issued once per
+executing thread: `Lanes(2, TmaLoad)` is two copies), and waits and test-waits only name the
+executing CTA's own barriers (remote refs are used by arrives only).
 """
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from warpspin.syncir import (Assign, BarArrive, BarSync, Const, Elect, For, If, Kernel, Lanes,
-                             Loc, MBarRef, MBarrierDecl, MbarArrive, MbarArriveExpectTx,
-                             MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait, MbarWait, Param,
-                             Process, TmaLoad, Var)
+from warpspin.syncir import (Assign, BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Elect,
+                             Exit, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
+                             MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
+                             MbarTestWait, MbarWait, Param, Process, TmaLoad, Var, While,
+                             walk_stmts)
 
 FILE = "random.py"
 BARS = ("a", "b")
 
+# op kinds of the original generator (one CTA, constant named barrier ids)
+BASE_KINDS = ("arrive", "arrive1", "aexp", "expect", "tma", "wait", "wait", "test", "flip", "bar",
+              "bararrive", "if", "reinit", "lanebar")
+# the constructs added on top; each protocol enables a few of them (several at once would make
+# most protocols too large for the interpreter or trivially broken)
+EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "exit", "testif",
+               "csync", "carrive", "cwait", "mcast")
+CTA2_KINDS = ("remote", "remote", "mcast", "csync")  # only with two CTAs
+
 
 @st.composite
-def bar_ref(draw, sizes):
+def bar_ref(draw, sizes, remote_ctas=0):
+    """A barrier of the executing CTA, or with `remote_ctas` > 0 possibly one of CTA 0..n-1
+    named through `MBarRef.cta` (a remote arrive)."""
     name = draw(st.sampled_from(BARS))
     if sizes[name] == 1:
-        return MBarRef(name, Const(0))
-    idx = draw(st.sampled_from([Const(0), Const(1), Var("k") % sizes[name]]))
+        idx = Const(0)
+    else:
+        idx = draw(st.sampled_from([Const(0), Const(1), Var("k") % sizes[name]]))
+    if remote_ctas:
+        cta = draw(st.sampled_from([Const(c) for c in range(remote_ctas)] + [Var("k") % remote_ctas]))
+        return MBarRef(name, idx, cta=cta)
     return MBarRef(name, idx)
 
 
 @st.composite
-def sync_op(draw, sizes, line):
+def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
+    """One statement (a sync op, or a small structure around one). `kinds`: the op kinds this
+    protocol may use."""
     loc = Loc(FILE, line)
-    kind = draw(st.sampled_from(["arrive", "arrive1", "aexp", "expect", "tma", "wait", "wait",
-                                 "test", "flip", "bar", "bararrive", "if", "reinit", "lanebar"]))
+    kind = draw(st.sampled_from(kinds))
     if kind == "arrive":
         return MbarArrive(draw(bar_ref(sizes)), draw(st.sampled_from([1, 2])), loc)
     if kind == "arrive1":
@@ -54,41 +80,170 @@ def sync_op(draw, sizes, line):
         return Elect((MbarInit(draw(bar_ref(sizes)), 1, loc),), loc)
     if kind == "lanebar":
         return Elect((BarArrive(Const(2), Const(32), loc),), loc)
-    inner = draw(sync_op(sizes, line + 1))
+    # ---- the constructs added to the original generator
+    if kind == "lanes":
+        # k > 1 lanes: each executing lane arrives (k arrivals), arms (k * bytes), or k lanes hit
+        # an aligned barrier (divergent-barrier)
+        n = draw(st.sampled_from([2, 16]))
+        inner = draw(st.sampled_from(["arrive", "aexp", "bararrive"]))
+        if inner == "arrive":
+            body = MbarArrive(draw(bar_ref(sizes)), 1, loc)
+        elif inner == "aexp":
+            body = MbarArriveExpectTx(draw(bar_ref(sizes)), 16, loc)
+        else:
+            body = BarArrive(Const(2), Const(32), loc)
+        return Lanes(n, (body,), loc)
+    if kind == "lanetma":
+        # a TMA load issued by 2 lanes: two copies (once per executing thread)
+        return Lanes(2, (TmaLoad(draw(bar_ref(sizes)), 16, loc),), loc)
+    if kind == "dynbar":
+        return BarSync(Var("k") % 2 + 1, Const(draw(st.sampled_from([32, 64]))), loc)
+    if kind == "dynbararrive":
+        return BarArrive(Var("k") % 2 + 1, Const(64), loc)
+    if kind == "while" and depth == 0:
+        # a counted while loop around one op; max_iters 1 makes the loop bound reachable
+        inner = draw(sync_op(sizes, line + 1, [x for x in kinds if x not in ("while", "poll", "exit")]
+                             or ["wait"], num_ctas, depth + 1))
+        trips = draw(st.sampled_from([1, 2]))
+        return If(Const(1), (Assign("w", 0, loc),
+                             While(Var("w").lt(trips), (inner, Assign("w", Var("w") + 1, loc)),
+                                   max_iters=draw(st.sampled_from([trips, trips, 1])), loc=loc)), (), loc)
+    if kind == "poll":
+        # polling with test_wait until the phase completed (bounded: may hit loop-bound)
+        bar = draw(bar_ref(sizes))
+        return If(Const(1), (Assign("ok", 0, loc),
+                             While(Var("ok").eq(0), (MbarTestWait("ok", bar, Var("ph"), loc),),
+                                   max_iters=draw(st.sampled_from([1, 2, 3])), loc=loc)), (), loc)
+    if kind == "exit":
+        # early exit of the whole instance (never inside Lanes)
+        return If((Var("k") % 2).eq(draw(st.integers(0, 1))), (Exit(loc),), (), loc)
+    if kind == "testif":
+        bar = draw(bar_ref(sizes))
+        return If(Const(1), (MbarTestWait("ok", bar, Var("ph"), loc),
+                             If(Var("ok").eq(0), (MbarWait(bar, Var("ph"), loc),), (), loc)), (), loc)
+    if kind == "csync":
+        return If(Const(1), (ClusterArrive(draw(st.booleans()), loc), ClusterWait(loc)), (), loc)
+    if kind == "carrive":
+        return ClusterArrive(draw(st.booleans()), loc)
+    if kind == "cwait":
+        return ClusterWait(loc)
+    if kind == "mcast":
+        mask = draw(st.sampled_from([Const(1), Const(3), Const(3), Const(2), Var("M")]
+                                    if num_ctas == 2 else [Const(1), Const(1), Const(3)]))
+        return Elect((TmaLoad(draw(bar_ref(sizes)), 16, loc, multicast=mask),), loc)
+    if kind == "remote":
+        if draw(st.booleans()):
+            return Elect((MbarArrive(draw(bar_ref(sizes, num_ctas)), 1, loc),), loc)
+        return Elect((MbarArriveExpectTx(draw(bar_ref(sizes, num_ctas)), 16, loc),), loc)
+    if kind == "while":  # nested while: a plain wait instead
+        return MbarWait(draw(bar_ref(sizes)), Var("ph"), loc)
+    inner = draw(sync_op(sizes, line + 1, kinds, num_ctas, depth + 1))
     return If((Var("k") % 2).eq(0), (inner,), (), loc)
 
 
 @st.composite
-def process_body(draw, sizes, base_line, use_param):
-    ops = draw(st.lists(sync_op(sizes, base_line), min_size=1, max_size=3))
+def process_body(draw, sizes, base_line, use_param, kinds, num_ctas, max_ops=3):
+    ops = draw(st.lists(sync_op(sizes, base_line, kinds, num_ctas), min_size=1, max_size=max_ops))
     trips = Var("N") if use_param else Const(draw(st.integers(0, 2)))
     return (For("k", 0, trips, tuple(ops), loc=Loc(FILE, base_line - 1)),)
 
 
+def uses_mask_param(procs) -> bool:
+    return any(isinstance(s, TmaLoad) and s.multicast == Var("M")
+               for p in procs for s in walk_stmts(p.body))
+
+
 @st.composite
 def protocols(draw) -> Kernel:
+    num_ctas = draw(st.sampled_from([1, 1, 1, 2]))
+    extras = draw(st.lists(st.sampled_from(EXTRA_KINDS + (CTA2_KINDS if num_ctas == 2 else ())),
+                           max_size=4, unique=True))
+    if num_ctas == 2:  # most two-CTA protocols let the CTAs interact (some ops may not be drawn)
+        extras.append(draw(st.sampled_from(("remote", "remote", "mcast", "csync", "none"))))
+    kinds = BASE_KINDS + tuple(x for x in extras if x != "none") * 3
     sizes = {"a": draw(st.integers(1, 2)), "b": 1}
     use_param = draw(st.booleans()) and draw(st.booleans())
-    nproc = draw(st.integers(2, 3))
+    # several CTAs multiply the state space: fewer processes and ops per CTA
+    nproc = draw(st.integers(2, 3)) if num_ctas == 1 else draw(st.integers(1, 2))
+    max_ops = 3 if num_ctas == 1 else 2
     init_ops = []
     for name in BARS:
         for i in range(sizes[name]):
             init_ops.append(MbarInit(MBarRef(name, Const(i)), draw(st.sampled_from([1, 1, 2, 32])),
                                      Loc(FILE, 1)))
-    fence = draw(st.sampled_from(["fence+sync", "fence+sync", "fence+sync", "sync", "none"]))
-    procs = []
-    for p in range(nproc):
-        body = []
-        if p == 0:
-            body.append(Elect(tuple(init_ops) + ((MbarInitFence(Loc(FILE, 2)),)
-                                                 if fence.startswith("fence") else ()), Loc(FILE, 1)))
-        if fence != "none":
-            body.append(BarSync(loc=Loc(FILE, 3)))
-        body += draw(process_body(sizes, 10 * (p + 1) + 1, use_param))
-        instances = draw(st.sampled_from([1, 1, 2])) if p > 0 else 1
-        procs.append(Process(f"p{p}", tuple(body), warps=(p * 2, p * 2 + instances),
-                             threads=32, instances=instances,
-                             init=(("ph", draw(st.integers(0, 1))), ("ok", 0))))
-    params = (Param("N", 0, 2),) if use_param else ()
+    publish = ["fence+sync", "fence+sync", "fence+sync", "sync", "none"]
+    if num_ctas == 2 or any(x in extras for x in ("csync", "carrive", "cwait")):
+        publish += ["fence+cluster", "fence+cluster", "cluster"]
+    fence = draw(st.sampled_from(publish))
+    relaxed = draw(st.booleans())
+
+    def draw_cta(cta: int) -> list[Process]:
+        procs = []
+        for p in range(nproc):
+            body = []
+            if p == 0:
+                body.append(Elect(tuple(init_ops) + ((MbarInitFence(Loc(FILE, 2)),)
+                                                     if fence.startswith("fence") else ()), Loc(FILE, 1)))
+            if fence.endswith("sync"):
+                body.append(BarSync(loc=Loc(FILE, 3)))
+            elif fence.endswith("cluster"):
+                body += [ClusterArrive(relaxed, Loc(FILE, 3)), ClusterWait(Loc(FILE, 4))]
+            body += draw(process_body(sizes, 10 * (p + 1) + 1, use_param, kinds, num_ctas, max_ops))
+            instances = draw(st.sampled_from([1, 1, 2] if num_ctas == 1 else [1, 1, 1, 2])) if p > 0 else 1
+            procs.append(Process(f"p{p}", tuple(body), cta=cta, warps=(p * 2, p * 2 + instances),
+                                 threads=32, instances=instances,
+                                 init=(("ph", draw(st.integers(0, 1))), ("ok", 0))))
+        return procs
+
+    procs = draw_cta(0)
+    if num_ctas == 2:
+        if draw(st.booleans()):  # identical CTAs (the independent-CTAs reduction may apply)
+            procs += [Process(p.role, p.body, cta=1, warps=p.warps, threads=p.threads,
+                              instances=p.instances, init=p.init) for p in procs]
+        else:
+            procs += draw_cta(1)
+    params = []
+    if use_param:
+        params.append(Param("N", 0, 2))
+    if uses_mask_param(procs):
+        params.append(Param("M", 1, 3))
     return Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]), MBarrierDecl("b", 1)),
-                  params=params)
+                  params=tuple(params), num_ctas=num_ctas)
+
+
+# constructs the generator must be able to produce (tests/test_differential.py checks each)
+def constructs(k: Kernel) -> set[str]:
+    """The constructs a kernel uses, by name."""
+    out = set()
+    if k.num_ctas > 1:
+        out.add("several-ctas")
+    if k.params:
+        out.add("params")
+    for p in k.processes:
+        if p.cta > 0:
+            out.add("cta1-process")
+        for s in walk_stmts(p.body):
+            name = type(s).__name__
+            if isinstance(s, ClusterArrive):
+                out.add("ClusterArrive(relaxed)" if s.relaxed else "ClusterArrive")
+            elif isinstance(s, TmaLoad) and s.multicast is not None:
+                out.add("TmaLoad(multicast)")
+            elif isinstance(s, (MbarArrive, MbarArriveExpectTx)) and s.bar.cta is not None:
+                out.add("remote-arrive")
+            elif isinstance(s, (BarSync, BarArrive)) and not isinstance(s.barrier_id, Const):
+                out.add("dynamic-barrier-id")
+            elif isinstance(s, Lanes) and s.count > 1:
+                out.add(f"Lanes({s.count})")
+                if any(isinstance(x, TmaLoad) for x in s.body):
+                    out.add("TmaLoad-in-Lanes(k>1)")
+            elif isinstance(s, While) and s.max_iters < 64:
+                out.add("While(max_iters)")
+            out.add(name)
+    return out
+
+
+REQUIRED_CONSTRUCTS = ("ClusterArrive(relaxed)", "ClusterArrive", "ClusterWait", "several-ctas",
+                       "cta1-process", "TmaLoad(multicast)", "remote-arrive", "While(max_iters)",
+                       "dynamic-barrier-id", "Lanes(2)", "Lanes(16)", "TmaLoad-in-Lanes(k>1)",
+                       "MbarTestWait", "Exit", "params", "MbarExpectTx", "MbarArriveExpectTx",
+                       "BarArrive", "BarSync", "MbarInit", "MbarInitFence", "MbarWait", "If", "For")
