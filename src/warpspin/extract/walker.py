@@ -81,9 +81,14 @@ def to_loc(sl: SourceLoc) -> Loc:
     return Loc(sl.file or "<unknown>", sl.line or 0, sl.lib_frame)
 
 
+# the names the walker gives locals (loop counters, carried state, bound values, if results,
+# while state, probe results); a param never takes one of them
+LOCAL_NAME = re.compile(r"(k|c|v|r|w|wc|wf|t)\d+(_\d+)?(_next)?")
+
+
 def _ident(s: str) -> str:
     s = re.sub(r"\W+", "_", s).strip("_")
-    return s if s and not s[0].isdigit() else f"p_{s}"
+    return s if s and not s[0].isdigit() and not LOCAL_NAME.fullmatch(s) else f"p_{s}"
 
 
 # special registers with one value in every thread of the modelled cluster
