@@ -163,6 +163,13 @@ def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, .
         if why is not None:
             if not isinstance(s, Assign):  # an Assign just goes: every reader is marked
                 out.append(Unsupported(f"{_describe(s)} {why}", getattr(s, "loc")))
+                # ops not modelled inside a dropped branch or loop stay listed (right after it:
+                # reached exactly when it is, so the verdict is the same)
+                seen = {out[-1]}
+                for t in walk_stmts(tuple(b for body in _bodies(s) for b in body)):
+                    if isinstance(t, Unsupported) and t not in seen:
+                        seen.add(t)
+                        out.append(t)
             continue
         if isinstance(s, If):
             s = replace(s, then=_rewrite(s.then, bad), else_=_rewrite(s.else_, bad))
@@ -170,6 +177,14 @@ def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, .
             s = replace(s, body=_rewrite(s.body, bad))
         out.append(s)
     return tuple(out)
+
+
+def _bodies(s: Stmt) -> tuple:
+    if isinstance(s, If):
+        return (s.then, s.else_)
+    if isinstance(s, (For, While, Lanes)):
+        return (s.body,)
+    return ()
 
 
 def mark_unsupported(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
