@@ -5,7 +5,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup spin bench clean
+.PHONY: demo test setup spin bench clean fuzz
 
 setup: spin $(STAMP)
 
@@ -34,6 +34,14 @@ demo: setup
 # CI must run the tests that need the DSL and quack, never skip them
 test: setup
 	WARPSPIN_REQUIRE_ALL=1 $(VPY) -m pytest -q
+
+# make fuzz: the differential tests (SPIN reduced, plain and fused vs the interpreter) on fresh
+# random protocols, many more than make test's fixed derandomized set; prints how many ran and
+# agreed. WARPSPIN_DIFF_EXAMPLES=n sets the number (default 1000 for the reduced encoding).
+fuzz: setup
+	WARPSPIN_DIFF_FUZZ=1 WARPSPIN_DIFF_EXAMPLES=$${WARPSPIN_DIFF_EXAMPLES:-1000} \
+	  $(VPY) -m pytest -q -p no:cacheprovider tests/test_differential.py \
+	  -k "matches_interpreter or plain_and_reduced_agree"
 
 bench: setup
 	$(VPY) bench/scale.py

@@ -12,6 +12,7 @@ examples (the same protocols on every run, no example database). `make fuzz`
 (WARPSPIN_DIFF_FUZZ=1, WARPSPIN_DIFF_EXAMPLES=n) draws fresh random ones and prints how many ran.
 """
 import collections
+import contextlib
 import importlib.util
 import os
 import pathlib
@@ -67,12 +68,14 @@ def _report_counts(request):
                      f"{c['skipped']} too large for the interpreter")
     total = sum(c["checked"] for c in STATS.values())
     lines.append(f"  total: {sum(c['ran'] for c in STATS.values())} ran, {total} agreed")
-    if tr is not None:
-        tr.write_line("")
-        for x in lines:
-            tr.write_line(x)
-    else:
-        print("\n".join(lines))
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+        if tr is not None:
+            tr.write_line("")
+            for x in lines:
+                tr.write_line(x)
+        else:
+            print("\n".join(lines))
 
 
 def error_depth(events, kind) -> int:
