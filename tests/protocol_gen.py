@@ -158,8 +158,11 @@ def protocols(draw) -> Kernel:
     num_ctas = draw(st.sampled_from([1, 1, 1, 2]))
     extras = draw(st.lists(st.sampled_from(EXTRA_KINDS + (CTA2_KINDS if num_ctas == 2 else ())),
                            max_size=4, unique=True))
-    if num_ctas == 2:  # most two-CTA protocols let the CTAs interact (some ops may not be drawn)
-        extras.append(draw(st.sampled_from(("remote", "remote", "mcast", "csync", "none"))))
+    identical = num_ctas == 2 and draw(st.booleans())  # CTA 1 a copy of CTA 0
+    if num_ctas == 2:  # most two-CTA protocols let the CTAs interact (some ops may not be drawn);
+        # identical CTAs that do not are the independent-CTAs reduction's case
+        extras.append(draw(st.sampled_from(("remote", "remote", "mcast", "csync", "none")
+                                           + (("none",) * 3 if identical else ()))))
     kinds = BASE_KINDS + tuple(x for x in extras if x != "none") * 3
     sizes = {"a": draw(st.integers(1, 2)), "b": 1}
     use_param = draw(st.booleans()) and draw(st.booleans())
@@ -190,14 +193,17 @@ def protocols(draw) -> Kernel:
                 body += [ClusterArrive(relaxed, Loc(FILE, 3)), ClusterWait(Loc(FILE, 4))]
             body += draw(process_body(sizes, 10 * (p + 1) + 1, use_param, kinds, num_ctas, max_ops))
             instances = draw(st.sampled_from([1, 1, 2] if num_ctas == 1 else [1, 1, 1, 2])) if p > 0 else 1
+            # mostly whole warps; sometimes a half-warp instance (arrivals count 16 threads; an
+            # aligned barrier there is divergent-barrier)
+            threads = draw(st.sampled_from([32] * 7 + [16])) if p > 0 else 32
             procs.append(Process(f"p{p}", tuple(body), cta=cta, warps=(p * 2, p * 2 + instances),
-                                 threads=32, instances=instances,
+                                 threads=threads, instances=instances,
                                  init=(("ph", draw(st.integers(0, 1))), ("ok", 0))))
         return procs
 
     procs = draw_cta(0)
     if num_ctas == 2:
-        if draw(st.booleans()):  # identical CTAs (the independent-CTAs reduction may apply)
+        if identical:  # the independent-CTAs reduction may apply
             procs += [Process(p.role, p.body, cta=1, warps=p.warps, threads=p.threads,
                               instances=p.instances, init=p.init) for p in procs]
         else:
