@@ -64,6 +64,9 @@ def test_cluster_ctas_get_block_indices_2c_and_2c_plus_1():
             assert value(arrive.count, clusterid_x=c) == 2 * c + p.cta + 1
     # every CTA's `bidx % 2 == rank` holds: verified for every cluster of the grid
     assert verdict(sk) == "ok"
+    # the kernel states each CTA's block index, for reports
+    assert [[value(x, clusterid_x=c) for x in b] for c in (0, 1) for b in sk.cta_blocks] == [
+        [0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]]
 
 
 def test_cluster_ctas_disagreeing_on_the_block_index_deadlock():

@@ -5,10 +5,12 @@ import re
 from typing import Mapping, Optional, Union
 
 from ..frontend.mlir_data import TracedKernel
-from ..syncir.ir import Kernel, MBarrierDecl, Param, Process, expr_vars, walk_stmts
+from ..syncir.ir import (Const, Kernel, MBarrierDecl, Param, Process, Var, expr_vars,
+                         walk_stmts)
 from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
-from .walker import Context, WarpWalker, to_loc
+from .values import Folder
+from .walker import Context, WarpWalker, cluster_coord, to_loc
 
 ParamValue = Union[int, tuple[int, int]]
 
@@ -74,6 +76,27 @@ def _params(ctx: Context, used: set[str], given: Mapping[str, ParamValue]) -> tu
     return tuple(out)
 
 
+def _cta_blocks(k: TracedKernel, used: set[str]) -> tuple:
+    """Each CTA's block index (x, y, z) over the launch params (``ctaid = clusterid * cluster +
+    the CTA's coordinate in its cluster``), for reports; () when a dimension is not determined
+    (its cluster index is not a param the model uses, and the grid has several clusters in it)."""
+    cluster = k.cluster_dim or (1, 1, 1)
+    blocks = []
+    for cta in range(k.cluster_size):
+        b = []
+        for i, d in enumerate("xyz"):
+            r = Const(cluster_coord(k, cta, d))
+            if f"clusterid_{d}" in used:
+                f = Folder()
+                b.append(f.binop("+", f.binop("*", Var(f"clusterid_{d}"), Const(cluster[i])), r))
+            elif k.grid_dim is not None and k.grid_dim[i] == cluster[i]:
+                b.append(r)  # one cluster in this dimension
+            else:
+                return ()
+        blocks.append(tuple(b))
+    return tuple(blocks)
+
+
 def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) -> Kernel:
     ctx = Context(k)
     walks = []
@@ -106,7 +129,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
     bars = tuple(MBarrierDecl(name, size, loc) for name, size, loc in ctx.arrays.values())
     out = Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
-                 loc=to_loc(k.loc))
+                 loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used))
     problems = validate(out)
     if problems:
         raise ExtractorBug(out.name, problems)

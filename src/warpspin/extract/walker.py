@@ -171,6 +171,13 @@ def varying_values(k: TracedKernel) -> tuple[set[int], set[int]]:
     return varying, impure
 
 
+def cluster_coord(k: TracedKernel, cta: int, d: str) -> int:
+    """%cluster_ctaid.d of the CTA of rank ``cta``; the cluster rank is x-fastest:
+    x + y*cx + z*cx*cy."""
+    cx, cy, _ = k.cluster_dim or (1, 1, 1)
+    return {"x": cta % cx, "y": (cta // cx) % cy, "z": cta // (cx * cy)}[d]
+
+
 @dataclass
 class ParamInfo:
     name: str
@@ -530,9 +537,7 @@ class WarpWalker:
         return (self.k.cluster_dim or (1, 1, 1))["xyz".index(d)]
 
     def cluster_coord(self, d: str) -> int:
-        """%cluster_ctaid.d of this CTA; the cluster rank is x-fastest: x + y*cx + z*cx*cy."""
-        cx, cy, _ = self.k.cluster_dim or (1, 1, 1)
-        return {"x": self.cta % cx, "y": (self.cta // cx) % cy, "z": self.cta // (cx * cy)}[d]
+        return cluster_coord(self.k, self.cta, d)
 
     def num_clusters(self, d: str, op: Op) -> Expr:
         """%nclusterid.d: clusters in the grid in d (grid / cluster shape); a param when the grid
