@@ -29,8 +29,7 @@ from warpspin.lower import lower
 from warpspin.syncir import interp, validate
 from warpspin.syncir.ir import (BarArrive, ClusterArrive, ClusterWait, Const, Elect, Exit, Kernel,
                                 Lanes, MBarRef, MBarrierDecl, MbarArriveExpectTx, MbarInit,
-                                MbarInitFence, MbarTestWait, MbarWait, Process, TmaLoad,
-                                walk_stmts)
+                                MbarInitFence, MbarTestWait, MbarWait, Process, TmaLoad)
 from warpspin.syncir.protocols import RING_BUGS, ring
 
 pytestmark = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
