@@ -24,7 +24,7 @@ from warpspin.extract import ExtractError, ExtractorBug, extract  # noqa: E402
 from warpspin.extract.values import Folder, subst  # noqa: E402
 from warpspin.frontend import trace  # noqa: E402
 from warpspin.syncir import (Const, Exit, Lanes, MbarArrive, MbarInit, TmaLoad,  # noqa: E402
-                             Unsupported, unsupported_ops, validate, walk_stmts)
+                             unsupported_ops, validate, walk_stmts)
 from warpspin.syncir.interp import explore  # noqa: E402
 
 KFILE = K.__file__
