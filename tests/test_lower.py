@@ -111,3 +111,18 @@ def test_expressions_match_the_interpreter(tmp_path):
     got = {int(m.group(1)): int(m.group(2)) for m in re.finditer(r"R\|(\d+)\|(-?\d+)", out)}
     for i, (e, a, b) in enumerate(cases):
         assert got[i] == eval_expr(e, {"a": a, "b": b}), (e, a, b)
+
+
+def test_index_variable_read_only_by_the_wait_stays_live():
+    """Dead-variable reset must treat the variables of an op's barrier index as reads: here `s`
+    is read only by the wait's index; resetting it to 0 would wait on b[0], which never
+    completes (a false deadlock), instead of b[1]."""
+    from warpspin.api import verify_kernel
+    b0, b1 = MBarRef("b", 0), MBarRef("b", 1)
+    body = (Elect((MbarInit(b0, 1), MbarInit(b1, 1), MbarInitFence())), BarSync(),
+            Assign("s", 1), Elect((MbarArrive(b1, 1),)), MbarWait(MBarRef("b", Var("s")), 0))
+    k = Kernel("live_index", (Process("p", body),), (MBarrierDecl("b", 2),))
+    for reduce in (True, False):
+        r = verify_kernel(k, opts=__import__("warpspin.api", fromlist=["CheckOptions"]).CheckOptions(
+            reduce=reduce))
+        assert r.verdict == "verified", str(r)

@@ -47,21 +47,23 @@ def uses_defs(lay: Layout, pi: int, pc: int) -> tuple[set[str], set[str]]:
     if isinstance(ins, Bound):
         return {ins.counter}, {ins.counter}
     if isinstance(ins, Op):
-        reads, writes = rule_locals(lay.rule(pi, pc))
-        # a write inside a branch of the rule may not happen: the old value stays live
-        conditional = {s.place.name for s in _conditional_sets(lay.rule(pi, pc).body)
-                       if isinstance(s.place, Local)}
-        return reads | conditional, writes
+        rule = lay.rule(pi, pc)
+        reads, writes = rule_locals(rule)
+        # a local written on some paths of the rule only keeps its old value on the others:
+        # that old value is read
+        return reads | (writes - _must_write(rule.body)), writes
     return set(), set()
 
 
-def _conditional_sets(body, inside: bool = False):
+def _must_write(body) -> set[str]:
+    """Locals a rule body writes on every path through it."""
+    out: set[str] = set()
     for s in body:
-        if isinstance(s, When):
-            yield from _conditional_sets(s.then, True)
-            yield from _conditional_sets(s.else_, True)
-        elif isinstance(s, Set) and inside:
-            yield s
+        if isinstance(s, Set) and isinstance(s.place, Local):
+            out.add(s.place.name)
+        elif isinstance(s, When):
+            out |= _must_write(s.then) & _must_write(s.else_)
+    return out
 
 
 def observed_arrays(lay: Layout, pi: int, pc: int) -> set[str]:

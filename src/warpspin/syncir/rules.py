@@ -239,14 +239,26 @@ def rule_exprs(rule: Rule, subrules: dict | None = None):
             yield from s.args
 
 
+def names_read(e: Expr) -> set[str]:
+    """Every variable and local an expression reads, inside places' index expressions too."""
+    from .ir import expr_vars
+    out = set(expr_vars(e))
+    for p in expr_places(e):
+        if isinstance(p, Local):
+            out.add(p.name)
+        for f in ("cta", "index", "bid"):
+            sub_ = getattr(p, f, None)
+            if isinstance(sub_, Expr):
+                out |= expr_vars(sub_)
+    return out
+
+
 def rule_locals(rule: Rule) -> tuple[set[str], set[str]]:
     """(locals read, locals written) by a rule: `Var`s and `Local` places."""
-    from .ir import expr_vars
     reads: set[str] = set()
     writes: set[str] = set()
     for e in rule_exprs(rule):
-        reads |= expr_vars(e)
-        reads |= {p.name for p in expr_places(e) if isinstance(p, Local)}
+        reads |= names_read(e)
     for s in walk_rule(rule.body):
         if isinstance(s, Set) and isinstance(s.place, Local):
             writes.add(s.place.name)
