@@ -24,6 +24,7 @@ from warpspin.syncir.flat import VISIBLE, flatten
 from hypothesis import HealthCheck, given, settings
 
 from protocol_gen import REQUIRED_CONSTRUCTS, constructs, protocols
+from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import REDUCTION_UNSOUND, check, lower_and_check
 from warpspin.lower import lower
 from warpspin.syncir import interp, validate
@@ -98,7 +99,18 @@ def spin_agrees(k, reduce: bool, max_states: int = 50_000, fuse: bool = False, s
     if not complete:
         c["skipped"] += 1
         return None
-    _, r = lower_and_check(k, reduce=reduce, fuse=fuse, timeout_s=60, memory_mb=512)
+    m, r = lower_and_check(k, reduce=reduce, fuse=fuse, timeout_s=60, memory_mb=512)
+    if m.integer_problems:
+        # the model's 32-bit integers may wrap where SyncIR's do not: no agreement is expected,
+        # and the pipeline must then never say VERIFIED nor show a trail that does not replay
+        res = verify_kernel(k, opts=CheckOptions(timeout_s=60, memory_mb=512, reduce=reduce))
+        assert res.verdict in ("inconclusive", "violation"), str(res)
+        if res.verdict == "violation":
+            assert res.violations[0].kind in kinds and res.violations[0].replayed
+        else:
+            assert "integer range" in " ".join(res.reasons), res.reasons
+        c["checked"] += 1
+        return r
     assert r.truncated == (), r.truncated
     assert r.kind != REDUCTION_UNSOUND
     if not kinds:

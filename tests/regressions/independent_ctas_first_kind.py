@@ -18,7 +18,8 @@ docs/semantics.md R2 "Which kind first" admits this case (a component deadlock a
 step violation at a depth in (d, d+(n-1)t]) but R2 still claims shortest counterexamples.
 Proposed fix: when the component's first error is a deadlock at depth d, search the component
 once more for a step violation of depth < d + (n-1)t (pan with -E, invalid end states ignored,
--m bounded by that depth) and report it when found; otherwise the completed deadlock.
+-m bounded by that depth) and report it when found; otherwise the completed deadlock. That fix
+is what engine.spin._other_ctas does now.
 """
 from warpspin.syncir import (BarArrive, BarSync, Elect, Kernel, MBarRef, MBarrierDecl, MbarInit,
                              MbarInitFence, Process, TmaLoad)

@@ -18,7 +18,8 @@ deadlock). Proposed fix (lower/promela.py, symmetric_proctype): no separate term
 the End option of record i is split into `:: d_step { r[i].pc == E && (every other record is
 done) -> ...exit...; }; break` and the same with `!(every other record is done)` without the
 break, so the last exit and the termination are one transition (checked on the generated text:
-pan then reports the 10-step deadlock, depth 15 instead of 16).
+pan then reports the 10-step deadlock, depth 15 instead of 16). That fix is what the lowering
+does now (lower/promela.py, symmetric_proctype).
 """
 from warpspin.syncir import (BarArrive, BarSync, Elect, Kernel, MBarRef, MBarrierDecl, MbarInit,
                              MbarInitFence, Process, TmaLoad)

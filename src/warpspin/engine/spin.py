@@ -100,8 +100,8 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
             shutil.rmtree(tmp, ignore_errors=True)
     res.reductions = model.reductions
     if model.cta_procs:
-        res.events = _other_ctas(model, res, timeout_s - (time.monotonic() - start), memory_mb,
-                                 vector_size, opt, collapse, workdir)
+        res.events, res.kind = _other_ctas(model, res, timeout_s - (time.monotonic() - start),
+                                           memory_mb, vector_size, opt, collapse, workdir)
     return res
 
 
@@ -136,10 +136,13 @@ def _other_ctas(model, res, timeout_s, memory_mb, vector_size, opt, collapse, wo
     (the other CTAs have not moved). A deadlock of the kernel needs every other CTA at a terminal
     state too: append, for each, the shortest path to a terminal state of the component (a
     second BFS with a probe that stops at the first state where nothing else can move), or, if
-    that search fails, a copy of CTA 0's own deadlocking trail."""
+    that search fails, a copy of CTA 0's own deadlocking trail. The completed deadlock is longer
+    than the component's, so a step violation of the component between the two depths comes
+    first in the kernel: a third BFS that ignores deadlocks (pan -E), bounded by that depth,
+    finds it. Returns (events, kind)."""
     events = res.events
     if res.kind != "deadlock" or not events:
-        return events
+        return events, res.kind
     steps = [e for e in events if not isinstance(e, ParamChoice)]
     params = [e for e in events if isinstance(e, ParamChoice)]
     tail = steps
@@ -159,7 +162,20 @@ def _other_ctas(model, res, timeout_s, memory_mb, vector_size, opt, collapse, wo
     out = list(events)
     for c in range(1, len(model.cta_procs)):
         out += [_to_cta(model, e, c) for e in tail]
-    return out
+    level = len([e for e in out if not isinstance(e, ParamChoice)])  # the kernel's deadlock depth
+    tmp = tempfile.mkdtemp(prefix="warpspin-", dir=workdir)
+    try:
+        first = _check_in(tmp, model, model.text, max(10.0, timeout_s), memory_mb, "bfs",
+                          res.depth + level - len(steps), vector_size, opt, collapse,
+                          extra_args=["-E"])
+        got = [e for e in first.events if not isinstance(e, ParamChoice)]
+        if first.kind not in (None, "deadlock", REDUCTION_UNSOUND) and len(got) - 1 < level:
+            return first.events, first.kind
+    except EngineError:
+        pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out, res.kind
 
 
 def _to_cta(model, ev, cta: int):
@@ -188,7 +204,7 @@ def hash_bits(memory_mb: int) -> int:
 
 
 def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_size, opt,
-              collapse, params=None) -> EngineResult:
+              collapse, params=None, extra_args=()) -> EngineResult:
     start = time.monotonic()
     if params is not None:  # fix the parameters to the values of a trail (probe runs)
         for p in params:
@@ -207,7 +223,7 @@ def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_
         flags.append("-DCOLLAPSE")
     _run([CC, *flags, "-o", "pan", "pan.c"], tmp, timeout_s, "gcc pan.c")
     compile_s = time.monotonic() - start
-    args = ["./pan", f"-w{hash_bits(memory_mb)}", f"-m{max_depth}", "-n"]
+    args = ["./pan", f"-w{hash_bits(memory_mb)}", f"-m{max_depth}", "-n", *extra_args]
     if search == "dfs-shortest":
         args.append("-i")
     out, timed_out, pan_s = _run_pan(args, tmp, max(1.0, timeout_s - compile_s))

@@ -277,12 +277,14 @@ class _Lowering:
         lines += ["  od", "}", ""]
         return lines
 
-    def option(self, ctx: "_Ctx", pc: int, ins, close: str, after: tuple[str, ...] = ()) -> list[str]:
-        """`:: d_step { guard -> step; local code up to the next visible pc }`."""
+    def option(self, ctx: "_Ctx", pc: int, ins, close: str, after: tuple[str, ...] = (),
+               when: str = "") -> list[str]:
+        """`:: d_step { guard -> step; local code up to the next visible pc }` (`when`: an extra
+        condition on the option)."""
         if pc in self.fusable[ctx.pi]:
             return self.fused_option(ctx, pc, ins, close, after)
         guard, body = ctx.visible(pc)
-        at = f"{ctx.pc} == {pc}"
+        at = f"{ctx.pc} == {pc}" + (f" && {when}" if when else "")
         lines = [f"  :: d_step {{ {at if guard == '1' else at + ' && ' + guard} ->",
                  *_indent(body, 7)]
         if not is_exit(ins):
@@ -354,17 +356,26 @@ class _Lowering:
                 "}", ""]
 
     def symmetric_proctype(self, pi: int) -> list[str]:
+        """The records of process pi in one proctype. The exit of the last record to exit
+        leaves the loop in the same step (a separate `all exited -> break` option would be an
+        invisible step of its own, which delays SPIN's deadlock detection by one BFS level and
+        lengthens counterexamples)."""
         fp = self.flat[pi]
         n = self.k.processes[pi].instances
         done = len(fp.code)  # the pc of an exited instance
         lines = [f"proctype {self.proctypes[pi]}() {{", "  do"]
         for i in range(n):
             ctx = _Ctx(self, pi, i)
+            others = "(" + " && ".join(f"r{pi}[{j}].pc == {done}" for j in range(n) if j != i) + ")"
             for pc, ins in fp.ops():
-                after = ((*ctx.resets(None), f"{ctx.pc} = {done};") if is_exit(ins) else ())
-                lines += self.option(ctx, pc, ins, "}", after + (f"c_code {{ ws_sort{pi}({i}); }}",))
-        every = " && ".join(f"r{pi}[{i}].pc == {done}" for i in range(n))
-        lines += [f"  :: {every} -> break", "  od", "}", ""]
+                sort = (f"c_code {{ ws_sort{pi}({i}); }}",)
+                if not is_exit(ins):
+                    lines += self.option(ctx, pc, ins, "}", sort)
+                    continue
+                after = (*ctx.resets(None), f"{ctx.pc} = {done};")
+                lines += self.option(ctx, pc, ins, "}; break", after + sort, when=others)
+                lines += self.option(ctx, pc, ins, "}", after + sort, when=f"!{others}")
+        lines += ["  od", "}", ""]
         return lines
 
     def async_proctype(self) -> list[str]:
