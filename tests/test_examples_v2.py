@@ -21,8 +21,6 @@ def _names_block(text: str, b: int) -> bool:
                      re.IGNORECASE) is not None
 
 
-@pytest.mark.xfail(strict=True, reason="issue 7: the report does not yet name the cluster's block "
-                   "indices; remove this mark when it does")
 def test_odd_group_names_both_ctas_and_their_block_indices():
     r = check_target(f"{GROUPED}:odd_group", CheckOptions(timeout_s=300))[0]
     assert r.violations and r.violations[0].kind in ("tx-mismatch", "deadlock"), str(r)

@@ -72,6 +72,13 @@ def _norm_params(params: dict) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _internal(e: Exception) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f" at {os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
+    return (f"internal error (a bug of warpspin's, please report it): "
+            f"{type(e).__name__}: {e}{where}")
+
+
 def _error(target: str, message: str, file: str = "", line: int = 0, kernel: str = "") -> Result:
     r = Result(target=target, kernel=kernel, verdict=ERROR, reasons=[message])
     if file:
@@ -89,6 +96,8 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
         traced = trace(jit_fn, *args, arch=opts.arch)
     except TraceError as e:
         return [_error(target, f"the kernel fails to trace: {e.message}", e.file or "", e.line or 0)]
+    except Exception as e:
+        return [_error(target, _internal(e))]
     stats.seconds["trace"] = time.perf_counter() - t0
     if not traced:
         return [_error(target, "tracing produced no kernel launch (is the @cute.kernel launched?)")]
@@ -100,6 +109,9 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
             kernel = extract(tk, params=opts.params)
         except ExtractError as e:
             results.append(_error(target, str(e), kernel=tk.name))
+            continue
+        except Exception as e:  # ExtractorBug or any other: a bug of warpspin's, never a verdict
+            results.append(_error(target, _internal(e), kernel=tk.name))
             continue
         kstats.seconds["extract"] = time.perf_counter() - t1
         results.append(verify_kernel(kernel, target=target, opts=opts, stats=kstats))

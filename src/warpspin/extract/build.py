@@ -126,7 +126,9 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
         for s in walk_stmts(p.body):
             for e in stmt_exprs(s):
                 used |= expr_vars(e) & set(ctx.params)
-    bars = tuple(MBarrierDecl(name, size, loc) for name, size, loc in ctx.arrays.values())
+    names = element_names(procs)
+    bars = tuple(MBarrierDecl(name, size, loc, elements=names.get(name, ()))
+                 for name, size, loc in ctx.arrays.values())
     out = Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
                  loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used))
@@ -134,3 +136,49 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
     if problems:
         raise ExtractorBug(out.name, problems)
     return out
+
+
+def _owner_role(label: str) -> tuple[str, str]:
+    """("ab", "full") of "ab.full"; ("PipelineTmaAsync", "full") of "PipelineTmaAsync(full)"."""
+    if label.endswith(")") and "(" in label:
+        cls, role = label[:-1].split("(", 1)
+        return cls, role
+    name, role = label.rsplit(".", 1)
+    return name, role
+
+
+def element_names(procs) -> dict[str, tuple[str, ...]]:
+    """Per mbarrier array, a name for each element a pipeline's create() initializes: the
+    pipeline's label (or class) and role, and the stage (the element's place among the role's
+    elements). Elements no labelled init names keep the default `array[i]`."""
+    from ..syncir.ir import Const, MbarInit
+    groups: dict[tuple[str, str], list[int]] = {}
+    named: dict[tuple[str, str], str] = {}   # (array, role) -> the pipeline's own name
+    for p in procs:
+        for st in walk_stmts(p.body):
+            bar, label = getattr(st, "bar", None), getattr(getattr(st, "loc", None), "label", None)
+            if bar is None or not label or bar.cta is not None:
+                continue
+            owner, role = _owner_role(label)
+            if isinstance(st, MbarInit) and isinstance(bar.index, Const):
+                elements = groups.setdefault((bar.name, label), [])
+                if bar.index.value not in elements:
+                    elements.append(bar.index.value)
+            elif not label.endswith(")"):
+                named[(bar.name, role)] = owner
+    display: dict[tuple[str, str], str] = {}
+    for (array, label) in groups:
+        owner, role = _owner_role(label)
+        display[(array, label)] = (f"{named[(array, role)]}.{role}" if (array, role) in named
+                                   else label)
+    ambiguous = {d for d in display.values() if list(display.values()).count(d) > 1}
+    out: dict[str, list[str]] = {}
+    for (array, label), elements in groups.items():
+        base = display[(array, label)]
+        if base in ambiguous:
+            base = f"{array}.{base}"
+        names = out.setdefault(array, [])
+        for stage, i in enumerate(sorted(elements)):
+            names += [""] * (i + 1 - len(names))
+            names[i] = f"{base}[stage {stage}]"
+    return {a: tuple(n) for a, n in out.items()}

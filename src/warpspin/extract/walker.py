@@ -78,7 +78,27 @@ def _size(e: Expr) -> int:
 
 
 def to_loc(sl: SourceLoc) -> Loc:
-    return Loc(sl.file or "<unknown>", sl.line or 0, sl.lib_frame)
+    return Loc(sl.file or "<unknown>", sl.line or 0, sl.lib_frame, sync_label(sl))
+
+
+_DSL_LABEL = re.compile(r"^([\w.]+\.\w+):\w+$")       # "ab.full:wait" (pipeline name=)
+_SYNC_OBJECT = re.compile(r"\bsync_object_(\w+)\b")  # CUTLASS pipelines' attributes
+
+
+def sync_label(sl: SourceLoc) -> Optional[str]:
+    """The pipeline barrier an op names, as the user's code names it: the pipeline's own label
+    ("ab.full", from `name="ab"`), else the pipeline class and the role the library's source line
+    gives (`self.sync_object_full...` in `PipelineTmaAsync.create`: "PipelineTmaAsync(full)")."""
+    for lab in sl.labels:
+        m = _DSL_LABEL.match(lab)
+        if m:
+            return m.group(1)
+    import linecache
+    for f in sl.frames:
+        m = _SYNC_OBJECT.search(linecache.getline(f.file, f.line))
+        if m:
+            return f"{f.func.split('.')[0]}({m.group(1)})"
+    return None
 
 
 # the names the walker gives locals (loop counters, carried state, bound values, if results,

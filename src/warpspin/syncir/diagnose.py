@@ -186,22 +186,30 @@ def _named_participants(m: Machine, cta: int, bid: int) -> int:
     return total
 
 
-def concrete_op(stmt, env) -> str:
-    """fmt_op with every operand evaluated in `env` (e.g. `mbarrier.wait empty[1], parity=0`)."""
+def concrete_op(stmt, env, kernel=None) -> str:
+    """fmt_op with every operand evaluated in `env` (e.g. `mbarrier.wait empty[1], parity=0`),
+    the barrier named as the user's code names it when `kernel` knows (`ab.empty[stage 1]`)."""
     def ev(e):
         try:
             return Const(eval_expr(e, env))
         except ModelError:
             return e
 
-    changes = {}
+    changes, named = {}, []
     for f in fields(stmt):
         v = getattr(stmt, f.name)
         if isinstance(v, MBarRef):
-            changes[f.name] = MBarRef(v.name, ev(v.index), None if v.cta is None else ev(v.cta))
+            ref = MBarRef(v.name, ev(v.index), None if v.cta is None else ev(v.cta))
+            changes[f.name] = ref
+            if kernel is not None and isinstance(ref.index, Const):
+                named.append((f"{ref.name}[{ref.index.value}]",
+                              kernel.mbarrier(ref.name).element_name(ref.index.value)))
         elif isinstance(v, Expr):
             changes[f.name] = ev(v)
-    return fmt_op(replace(stmt, **changes))
+    text = fmt_op(replace(stmt, **changes))
+    for plain, name in named:
+        text = text.replace(plain, name, 1)
+    return text
 
 
 def describe_steps(m: Machine, events) -> list[str]:
@@ -224,7 +232,7 @@ def describe_steps(m: Machine, events) -> list[str]:
             elif isinstance(st, Exit):
                 text = "exit"
             else:
-                text = concrete_op(st, env)
+                text = concrete_op(st, env, m.kernel)
         elif isinstance(ev, Complete):
             st: TmaLoad = m.flat[ev.process].code[ev.pc].stmt
             env = {n: s[i] for n, i in m.sl.param.items()} if s is not None else {}

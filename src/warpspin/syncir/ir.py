@@ -9,7 +9,7 @@ Semantics: docs/semantics.md.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Union
 
 
@@ -18,6 +18,9 @@ class Loc:
     file: str
     line: int
     frame: str | None = None  # library method that emitted the op, e.g. PipelineTmaAsync.consumer_release
+    # the synchronization object the op names, as the user's code names it: a pipeline's
+    # barrier, e.g. "ab.full" (PipelineTmaAsync.create(name="ab")) or "PipelineTmaAsync(full)"
+    label: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}"

@@ -89,7 +89,10 @@ def fmt_kernel(k: Kernel) -> str:
     for c, b in enumerate(k.cta_blocks):
         lines.append(f"  cta {c} = block ({', '.join(fmt_expr(x) for x in b)})")
     for m in k.mbarriers:
+        named = [f"[{i}] {n}" for i, n in enumerate(m.elements) if n]
         label = f"  # {m.label}" if m.label else ""
+        if named:
+            label += ("  # " if not label else "; ") + ", ".join(named)
         lines.append(f"  mbarrier {m.name}[{m.size}]{label}")
     for p in k.processes:
         lines.append(fmt_process(p))
