@@ -133,7 +133,8 @@ def test_pipeline_library_frames_and_lines(hopper):
             by_lib.setdefault((o.name, o.loc.lib_frame), []).append(o)
     rel = by_lib[("nvvm.mbarrier.arrive", "PipelineTmaAsync.consumer_release")]
     assert [o.loc.line for o in rel] == [line_of(src, "pipe.consumer_release(state)")]
-    assert rel[0].loc.labels == ("ab.empty:arrive",)
+    # the pipeline's own label, and the barrier the library's call chain names (sync_object)
+    assert rel[0].loc.labels == ("ab.empty:arrive", "sync:PipelineTmaAsync(empty)")
     assert rel[0].parent.name == "scf.if"  # the lane-0 signaling predicate
     acq = by_lib[("nvvm.mbarrier.arrive.expect_tx", "PipelineTmaAsync.producer_acquire")]
     assert acq[0].loc.line == line_of(src, "pipe.producer_acquire(state)")

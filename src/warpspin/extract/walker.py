@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
 from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
@@ -82,22 +83,19 @@ def to_loc(sl: SourceLoc) -> Loc:
 
 
 _DSL_LABEL = re.compile(r"^([\w.]+\.\w+):\w+$")       # "ab.full:wait" (pipeline name=)
-_SYNC_OBJECT = re.compile(r"\bsync_object_(\w+)\b")  # CUTLASS pipelines' attributes
 
 
 def sync_label(sl: SourceLoc) -> Optional[str]:
     """The pipeline barrier an op names, as the user's code names it: the pipeline's own label
-    ("ab.full", from `name="ab"`), else the pipeline class and the role the library's source line
-    gives (`self.sync_object_full...` in `PipelineTmaAsync.create`: "PipelineTmaAsync(full)")."""
+    ("ab.full", from `name="ab"`), else the pipeline class and role the frontend found in the
+    library's call chain ("PipelineTmaAsync(full)", frontend.locations.sync_object)."""
     for lab in sl.labels:
         m = _DSL_LABEL.match(lab)
         if m:
             return m.group(1)
-    import linecache
-    for f in sl.frames:
-        m = _SYNC_OBJECT.search(linecache.getline(f.file, f.line))
-        if m:
-            return f"{f.func.split('.')[0]}({m.group(1)})"
+    for lab in sl.labels:
+        if lab.startswith(SYNC_LABEL):
+            return lab[len(SYNC_LABEL):]
     return None
 
 

@@ -87,7 +87,26 @@ def _frame(func: str, floc) -> Frame:
     return Frame(func, path, floc.start_line, floc.start_col, is_dsl_file(path))
 
 
+SYNC_LABEL = "sync:"  # a label the frontend adds: the pipeline barrier an op names
+_SYNC_OBJECT = re.compile(r"\bsync_object_(\w+)\b")  # CUTLASS pipelines' attributes
+
+
+def sync_object(frames: list[Frame]) -> str | None:
+    """The pipeline barrier an op's library call chain names: the pipeline class and the role
+    that the library's own source line gives (`self.sync_object_full...` inside
+    `PipelineTmaAsync.create`: "PipelineTmaAsync(full)"); None outside pipelines."""
+    import linecache
+    for f in frames:
+        m = _SYNC_OBJECT.search(linecache.getline(f.file, f.line))
+        if m:
+            return f"{f.func.split('.')[0]}({m.group(1)})"
+    return None
+
+
 def source_loc(frames: list[Frame], labels: list[str]) -> SourceLoc:
+    obj = sync_object(frames)
+    if obj is not None:
+        labels = [*labels, SYNC_LABEL + obj]
     user = None
     lib: list[str] = []
     for f in frames:

@@ -1,0 +1,82 @@
+"""Coverage: every real kernel of the test catalog (quack-kernels, flash-attn-4) traced, extracted
+and checked end to end, one row each; the table of docs/coverage.md.
+
+    python bench/coverage.py [--timeout 120] [--memory 4096] [NAME ...]
+
+Columns: kernel (catalog name), warps (instances), verdict, states, state-vector bytes, trace /
+extract / check seconds, memory, and why (the violation, the unsupported ops or the truncation).
+Seconds are this machine's; nothing here asserts on them.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from fixtures import catalog as C  # noqa: E402
+from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
+from warpspin.extract import extract  # noqa: E402
+from warpspin.report.result import Stats  # noqa: E402
+
+HEAD = ("kernel", "warps", "verdict", "states", "state-vector bytes", "trace s", "extract s",
+        "check s", "MB", "why")
+
+
+def _why(r) -> str:
+    if r.violations:
+        v = r.violations[0]
+        loc = v.locations[0] if v.locations else None
+        return f"{v.kind} at {os.path.basename(loc.file)}:{loc.line}" if loc else v.kind
+    if r.verdict == "verified":
+        return ""
+    seen, out = set(), []
+    for reason, loc in zip(r.reasons, r.reason_locations + [None] * len(r.reasons)):
+        where = f" ({os.path.basename(loc.file)}:{loc.line})" if loc and loc.line else ""
+        text = reason.replace(" matters for synchronization and is not modelled", "")
+        if (text, where) not in seen:
+            seen.add((text, where))
+            out.append(text[:110] + where)
+    more = f"; +{len(out) - 4} more" if len(out) > 4 else ""
+    return "; ".join(out[:4]) + more
+
+
+def row(name: str, timeout: float, memory: int) -> tuple:
+    e = C.entry(name)
+    t0 = time.perf_counter()
+    tk = C.traced(name)
+    t1 = time.perf_counter()
+    try:
+        sk = extract(tk, params=e.params)
+    except Exception as ex:  # noqa: BLE001 - a row, not a crash
+        return (name, "", "ERROR", "", "", f"{t1 - t0:.1f}", "", "", "", f"{type(ex).__name__}: {ex}"[:160])
+    t2 = time.perf_counter()
+    stats = Stats()
+    stats.seconds.update(trace=t1 - t0, extract=t2 - t1)
+    r = verify_kernel(sk, opts=CheckOptions(timeout_s=timeout, memory_mb=memory), stats=stats)
+    s = r.stats
+    return (name, s.processes, r.verdict.upper(), f"{s.states:,}" if s.states else "",
+            s.state_vector or "", f"{t1 - t0:.1f}", f"{t2 - t1:.2f}",
+            f"{s.seconds.get('check', 0):.1f}", f"{s.memory_mb:.0f}" if s.memory_mb else "", _why(r))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--memory", type=int, default=4096)
+    args = ap.parse_args(argv)
+    names = args.names or [e.name for e in C.entries() if e.group in ("quack", "fa4")]
+    print("| " + " | ".join(HEAD) + " |")
+    print("|" + "---|" * len(HEAD), flush=True)
+    for name in names:
+        print("| " + " | ".join(str(x) for x in row(name, args.timeout, args.memory)) + " |",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
