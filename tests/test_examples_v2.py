@@ -33,3 +33,17 @@ def test_odd_group_names_both_ctas_and_their_block_indices():
 def test_block_name_pattern():
     assert _names_block("CTA 1 (block 3)", 3) and _names_block("blockIdx.x = 2", 2)
     assert _names_block("ctaid_x=5", 5) and not _names_block("block 13", 3)
+
+
+PIPELINE = os.path.join(ROOT, "examples", "hopper_pipeline.py")
+
+
+def test_barriers_named_as_the_user_wrote_them():
+    """The report names a pipeline's barrier by the pipeline (its name= label) and role, with the
+    stage: ab.empty[stage 0], not the raw array element bars[4]."""
+    r = check_target(f"{PIPELINE}:wrong_arrive_count", CheckOptions(timeout_s=300))[0]
+    text = str(r)
+    head = text.splitlines()[1]
+    assert "error[arrival-mismatch]: ab.empty[stage 0] expects 256 arrivals" in head, text
+    assert "bars[" not in text, text
+    assert "mbarrier.wait ab.empty[stage 0], parity=" in text  # the interleaving too
