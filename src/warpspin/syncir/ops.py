@@ -275,6 +275,14 @@ def _acc(obj, mode, scope, **kw) -> Access:
     return Access(obj, mode, scope, **kw)
 
 
+def _update_footprint(ref: MBarRef) -> Footprint:
+    """An arrive or expect-tx on `ref` (a remote one also reads whether the target CTA lives)."""
+    acc = [_acc("mbarrier", "rw", ref_scope(ref), identity="compare")]
+    if ref.cta is not None:
+        acc.append(_acc("live-threads", "read", "cluster"))
+    return Footprint(tuple(acc))
+
+
 # ----------------------------------------------------------------------------- mbarrier ops
 
 @sync_op
@@ -382,10 +390,7 @@ class MbarArrive(SyncOp):
         return f"mbarrier.arrive {fmt_bar(self.bar)}{c}"
 
     def footprint(self, k):
-        acc = [_acc("mbarrier", "rw", ref_scope(self.bar), identity="compare")]
-        if self.bar.cta is not None:
-            acc.append(_acc("live-threads", "read", "cluster"))
-        return Footprint(tuple(acc))
+        return _update_footprint(self.bar)
 
     def rule(self, c):
         el, checks = resolve(c, self.bar)
@@ -415,10 +420,7 @@ class MbarArriveExpectTx(SyncOp):
     def fmt(self): return f"mbarrier.arrive.expect_tx {fmt_bar(self.bar)}, bytes={_e(self.bytes)}"
 
     def footprint(self, k):
-        acc = [_acc("mbarrier", "rw", ref_scope(self.bar), identity="compare")]
-        if self.bar.cta is not None:
-            acc.append(_acc("live-threads", "read", "cluster"))
-        return Footprint(tuple(acc))
+        return _update_footprint(self.bar)
 
     def rule(self, c):
         el, checks = resolve(c, self.bar)
@@ -449,10 +451,7 @@ class MbarExpectTx(SyncOp):
     def fmt(self): return f"mbarrier.expect_tx {fmt_bar(self.bar)}, bytes={_e(self.bytes)}"
 
     def footprint(self, k):
-        acc = [_acc("mbarrier", "rw", ref_scope(self.bar), identity="compare")]
-        if self.bar.cta is not None:
-            acc.append(_acc("live-threads", "read", "cluster"))
-        return Footprint(tuple(acc))
+        return _update_footprint(self.bar)
 
     def rule(self, c):
         el, checks = resolve(c, self.bar)
