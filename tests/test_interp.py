@@ -2,7 +2,7 @@
 import pytest
 
 from warpspin.syncir import (BarSync, Const, Elect, Kernel, Loc, MBarRef, MBarrierDecl, MbarArrive,
-                             MbarInit, MbarInitFence, MbarWait, Process, TmaLoad, Var, fmt_kernel,
+                             MbarInit, MbarInitFence, MbarWait, Process, TmaLoad, fmt_kernel,
                              validate)
 from warpspin.syncir.diagnose import diagnose_deadlock
 from warpspin.syncir.interp import Machine, explore, replay, violation_kinds

@@ -1,5 +1,4 @@
 """SyncIR -> Promela: the text is valid Promela, and its pieces mean what docs/semantics.md says."""
-import os
 import random
 import re
 import shutil
@@ -8,7 +7,7 @@ import subprocess
 import pytest
 
 from warpspin.syncir.protocols import RING_BUGS, ring
-from warpspin.lower import LowerError, lower
+from warpspin.lower import lower
 from warpspin.lower.promela import expr_text
 from warpspin.syncir import validate
 from warpspin.syncir.interp import eval_expr

@@ -7,7 +7,7 @@ from typing import ClassVar
 import pytest
 
 from warpspin.lower import lower
-from warpspin.syncir import (Const, Elect, Kernel, Loc, MBarRef, MBarrierDecl, MbarArrive,
+from warpspin.syncir import (Elect, Kernel, Loc, MBarRef, MBarrierDecl, MbarArrive,
                              MbarInit, MbarInitFence, MbarWait, BarSync, Process, Var, For, Assign)
 from warpspin.syncir.ops import (ALL, OPS, SYMMETRIC, Access, Footprint, SyncOp, sync_op)
 from warpspin.syncir.rules import Rule

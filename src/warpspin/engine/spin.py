@@ -15,7 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..lower.promela import LoweredModel, lower
 from ..lower.trail import fix_param, parse_trail

@@ -20,7 +20,7 @@ Embedded C is why trails are replayed by `pan -r`, not `spin -t`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import analysis
 from . import reductions as red

@@ -11,8 +11,7 @@ from dataclasses import dataclass, replace
 
 from ..syncir.flat import FlatProcess, Op
 from ..syncir.ir import Kernel, walk_stmts
-from ..syncir.ops import (DEAD_RESET, FUSION, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS,
-                          NARROW_TYPES, SYMMETRIC, SyncOp)
+from ..syncir.ops import (FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC, SyncOp)
 
 LOCAL_SCOPES = ("thread", "warp", "cta")
 
@@ -105,5 +104,3 @@ def fusable_blocks(fp: FlatProcess) -> dict[int, int]:
             out[w] = r
     return out
 
-
-ALL_KERNEL_WIDE = (NARROW_TYPES, DEAD_RESET, FUSION)

@@ -16,7 +16,7 @@ import string
 from collections import deque
 from dataclasses import dataclass, field
 
-from .flat import Bound, Branch, Goto, Let, Op, is_exit
+from .flat import Bound, Branch, Goto, Let, is_exit
 from .ir import BinOp, Const, Kernel, Loc, NOLOC, Select, UnOp, Var
 from .layout import Layout
 from .objects import CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER
@@ -140,7 +140,7 @@ class Machine:
 
     def _expr(self, e, gid: int):
         """A function of the state vector computing `e` for instance `gid` (-1: no instance)."""
-        sl, lay = self.sl, self.layout
+        sl = self.sl
         if isinstance(e, Const):
             c = e.value
             return lambda v: c

@@ -102,14 +102,6 @@ OBSERVATION = ObjectKind("observation", "instance", (
 
 KINDS_OF_OBJECTS = (MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER, LIVE, ASYNC_COPY, OBSERVATION)
 
-# hidden locals of ops (declared here so that their ranges are known)
-HIDDEN_LOCALS = {
-    "_carr": (0, 1),         # arrived on the cluster barrier and not yet waited
-    "_cgen": (0, _PH),       # cluster barrier generation at that arrival
-}
-SNAP_RANGE = (0, _PH)        # bar.sync: the generation seen at arrival (`_snap<pc>`)
-
-
 def ctype(lo: float, hi: float) -> str:
     """The narrowest Promela integer type holding lo..hi."""
     if lo >= 0 and hi <= 255:

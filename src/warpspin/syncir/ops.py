@@ -20,7 +20,7 @@ from typing import ClassVar
 from .ir import BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, _lift_fields, expr_vars, lift
 from .objects import LIMITS
 from .rules import (Call, ClusterField, El, Fail, Hook, Inflight, Live, Local, NamedField, Obs,
-                    Rule, Self, Set, When, add, all_of, any_of, not_, sub)
+                    Rule, Self, Set, When, add, all_of, any_of, sub)
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
            "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
@@ -941,6 +941,3 @@ class Unsupported(SyncOp):
     def rule(self, c):
         return Rule([Fail("unsupported", f"{self.what} is not modelled")])
 
-
-def op_classes() -> list[type]:
-    return list(OPS.values())

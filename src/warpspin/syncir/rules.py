@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import BinOp, Const, Expr, Select, UnOp, Var, lift
+from .ir import BinOp, Const, Expr, Select, UnOp, lift
 
 
 class Place(Expr):
@@ -190,10 +190,6 @@ def all_of(*es) -> Expr:
     return out
 
 
-def not_(e) -> Expr:
-    return UnOp("not", lift(e))
-
-
 def walk_rule(stmts):
     """Every rule statement, nested ones included."""
     for s in stmts:
@@ -274,10 +270,6 @@ def rule_places(rule: Rule) -> list:
         if isinstance(s, Set):
             out.append(s.place)
     return out
-
-
-def rule_calls(rule: Rule) -> set[str]:
-    return {s.name for s in walk_rule(rule.body) if isinstance(s, Call)}
 
 
 @dataclass
