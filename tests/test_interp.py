@@ -127,3 +127,11 @@ def test_printer_mentions_every_op():
     for word in ("mbarrier.init", "fence.mbarrier_init", "bar.sync", "mbarrier.wait",
                  "mbarrier.arrive.expect_tx", "tma.load", "mbarrier.arrive empty"):
         assert word in text
+
+
+def test_constant_operands_out_of_range_are_invalid():
+    b = MBarRef("m", 3)
+    k = _one(Elect((MbarInit(b, 1),)))
+    assert any("outside the array" in p.message for p in validate(k))
+    k = _one(Elect((MbarArrive(MBarRef("m", 0, cta=2), 1),)))
+    assert any("outside the cluster" in p.message for p in validate(k))

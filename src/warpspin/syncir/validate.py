@@ -103,6 +103,9 @@ def _body_problems(k, p, body, names, params, bars, where, lanes) -> list[Proble
                 elif isinstance(ref.index, Const) and not 0 <= ref.index.value < m.size:
                     probs.append(Problem(f"{where}: {ref.name}[{ref.index.value}] outside the "
                                          f"array of {m.size}", loc))
+                if isinstance(ref.cta, Const) and not 0 <= ref.cta.value < k.num_ctas:
+                    probs.append(Problem(f"{where}: {ref.name} of CTA {ref.cta.value}, outside "
+                                         f"the cluster of {k.num_ctas}", loc))
         if isinstance(s, SyncOp) and not isinstance(s, Unsupported):
             probs += [Problem(f"{where}: {msg}", loc) for msg in s.problems(k)]
         if isinstance(s, (BarSync, BarArrive)) and isinstance(s.barrier_id, Const) \
