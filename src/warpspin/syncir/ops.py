@@ -275,6 +275,15 @@ def _acc(obj, mode, scope, **kw) -> Access:
     return Access(obj, mode, scope, **kw)
 
 
+def _expect_tx(c, ref: MBarRef, nbytes: Expr, what: str) -> tuple[El, list]:
+    """The expect-tx part of mbarrier.expect_tx and arrive.expect_tx by c.threads threads: the
+    element, and its checks and tx update."""
+    el, checks = resolve(c, ref)
+    return el, [*checks, *remote_alive(c, ref, el, what), *vis_checks(el, tma=False),
+                *tx_bytes_check(el, nbytes), *add_tx(el, _times_t(c.threads, nbytes)),
+                Hook("expect", el)]
+
+
 def _update_footprint(ref: MBarRef) -> Footprint:
     """An arrive or expect-tx on `ref` (a remote one also reads whether the target CTA lives)."""
     acc = [_acc("mbarrier", "rw", ref_scope(ref), identity="compare")]
@@ -423,11 +432,8 @@ class MbarArriveExpectTx(SyncOp):
         return _update_footprint(self.bar)
 
     def rule(self, c):
-        el, checks = resolve(c, self.bar)
-        return Rule([*checks, *remote_alive(c, self.bar, el, "arrives on"),
-                     *vis_checks(el, tma=False), *tx_bytes_check(el, self.bytes),
-                     *add_tx(el, _times_t(c.threads, self.bytes)), Hook("expect", el),
-                     *arrive(el, Const(1), c.threads)])
+        el, expect = _expect_tx(c, self.bar, self.bytes, "arrives on")
+        return Rule([*expect, *arrive(el, Const(1), c.threads)])
 
 
 @sync_op
@@ -454,11 +460,8 @@ class MbarExpectTx(SyncOp):
         return _update_footprint(self.bar)
 
     def rule(self, c):
-        el, checks = resolve(c, self.bar)
-        return Rule([*checks, *remote_alive(c, self.bar, el, "expects bytes on"),
-                     *vis_checks(el, tma=False), *tx_bytes_check(el, self.bytes),
-                     *add_tx(el, _times_t(c.threads, self.bytes)), Hook("expect", el),
-                     *complete_phase(el)])
+        el, expect = _expect_tx(c, self.bar, self.bytes, "expects bytes on")
+        return Rule([*expect, *complete_phase(el)])
 
 
 class _ParityWait(SyncOp):
