@@ -515,6 +515,64 @@ def violation_kinds(kernel: Kernel, max_states: int = 200_000) -> tuple[set[str]
     return kinds, True
 
 
+@dataclass(frozen=True)
+class Terminal:
+    """How an execution ends: every instance exited ("completes", with the observed values) or
+    no step is possible while some instance has not ("hangs")."""
+    end: str
+    values: tuple = ()
+
+
+@dataclass
+class Outcomes:
+    """Everything the model lets a kernel do: the terminal states of its violation-free
+    executions and the violation kinds some execution reaches (an execution stops at its
+    violation: the model predicts nothing after it)."""
+    terminals: set[Terminal]
+    violations: set[str]
+    complete: bool
+    states: int
+
+
+def outcomes(kernel: Kernel, observe=None, max_states: int = 200_000) -> Outcomes:
+    """Breadth-first search of every interleaving, past violations (which end their execution),
+    collecting terminal states. `observe(machine, state)` gives the values a completed execution
+    shows (the litmus kernels' probes)."""
+    m = Machine(kernel)
+    seen: set[State] = set()
+    queue: deque[State] = deque()
+    terminals: set[Terminal] = set()
+    violations: set[str] = set()
+    try:
+        starts = m.initial_states()
+    except Violation as v:
+        return Outcomes(set(), {v.kind}, True, 0)
+    for _, s in starts:
+        if s not in seen:
+            seen.add(s)
+            queue.append(s)
+    while queue:
+        s = queue.popleft()
+        evs = m.enabled(s)
+        if not evs:
+            if all(m.ended(s, i.gid) for i in m.instances):
+                terminals.add(Terminal("completes", observe(m, s) if observe else ()))
+            else:
+                terminals.add(Terminal("hangs"))
+        for ev in evs:
+            try:
+                t = m.step(s, ev)
+            except Violation as v:
+                violations.add(v.kind)
+                continue
+            if t not in seen:
+                if len(seen) >= max_states:
+                    return Outcomes(terminals, violations, False, len(seen))
+                seen.add(t)
+                queue.append(t)
+    return Outcomes(terminals, violations, True, len(seen))
+
+
 def explore(kernel: Kernel, max_states: int = 200_000) -> Outcome:
     """Breadth-first search of every interleaving; the first violation found has a shortest trace."""
     m = Machine(kernel)

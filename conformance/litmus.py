@@ -1,0 +1,181 @@
+"""The scaffolding every litmus kernel shares.
+
+A litmus kernel is a subclass of `Litmus` (or `TmaLitmus`) whose `body()` is traced inside one
+CuTe DSL kernel: `warps` warps per CTA, `cluster` CTAs (one cluster), `nbars` mbarriers
+(`self.bar(i)`) and a 64-word shared buffer (`self.buf`) in shared memory.  What it shows on hardware
+is whether it completes (or hangs: the runner's watchdog) and the words it writes with
+`self.observe(slot, value)`; `value` must be the result of a `cute.arch.mbarrier_test_wait` (or
+`mbarrier_try_wait`) written on the same line, so that the model's value for the slot is that
+op's result in SyncIR (`predict.py`).  Slot `s` of CTA `r` is word `r * probes + s` of `out`.
+
+Each class states:
+  rules    the rule ids (`rules.py`) it tests
+  expect   what `warpspin check` says of it: "verified" or the violation kind
+  launches how many times the device runner launches it (values are collected over all)
+"""
+
+import os
+import sys
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Int32, Int64
+from cutlass._mlir.dialects import nvvm
+
+BUF_WORDS = 64
+
+
+def _source_of(value, file: str) -> tuple[str, int]:
+    """(file name, line) in `file` of the op that produced a traced value (its MLIR location is
+    a call-site chain through the DSL's own files)."""
+    import re
+
+    v = value.ir_value() if hasattr(value, "ir_value") else value
+    op = v.owner
+    name = os.path.basename(file)
+    pat = re.compile(re.escape(name) + r'"?:(\d+)')
+    while op is not None and not pat.search(str(op.location)):
+        op = op.operands[0].owner if len(op.operands) else None
+    if op is None:
+        raise AssertionError(f"no location in {name} for a probed value: {v}")
+    return name, int(pat.search(str(op.location)).group(1))
+
+
+class Litmus:
+    rules: tuple[str, ...] = ()
+    expect: str = "verified"
+    warps: int = 2
+    cluster: int = 1
+    nbars: int = 2
+    probes: int = 0
+    launches: int = 3
+
+    def __init__(self):
+        self.probe_lines: dict[int, tuple[str, int]] = {}
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def words(self) -> int:
+        return max(1, self.cluster * self.probes)
+
+    def body(self) -> None:
+        """The litmus itself, a `@cute.jit` method using the traced values below."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ inside the kernel
+    # set by enter(): warp, lane, rank (CTA rank in the cluster), bars, buf, x, out, atom, tma_x
+
+    def bar(self, i: int):
+        return self.bars + i
+
+    def observe(self, slot: int, value) -> None:
+        """out[rank * probes + slot] = value (by every lane of the executing warp: one value).
+        Records the caller's line: the probed test/try-wait must be on it."""
+        assert 0 <= slot < self.probes, f"{self.name}: slot {slot} >= probes {self.probes}"
+        self.probe_lines[slot] = _source_of(value, sys.modules[type(self).__module__].__file__)
+        self.out[self.rank * self.probes + slot] = Int32(value)
+
+    @staticmethod
+    def sleep(us: int) -> None:
+        """Busy for about `us` microseconds (nanosleep in 1 us steps): a delay that forces the
+        order of two warps on hardware. Invisible to the model (it explores every order)."""
+        for _ in cutlass.range(us, unroll=1):
+            nvvm.nanosleep(Int32(1000).ir_value())
+
+    def launch_dims(self) -> dict:
+        dims = dict(grid=(self.cluster, 1, 1), block=(32 * self.warps, 1, 1))
+        if self.cluster > 1:
+            dims["cluster"] = (self.cluster, 1, 1)
+        return dims
+
+    @cute.jit
+    def __call__(self, x: cute.Tensor, out: cute.Tensor):
+        self.kernel(x, out).launch(**self.launch_dims())
+
+    @cute.kernel
+    def kernel(self, x: cute.Tensor, out: cute.Tensor):
+        self.enter(x, out)
+
+    def enter(self, x, out, atom=None, tma_x=None) -> None:
+        nbars = self.nbars
+
+        @cute.struct
+        class Smem:
+            bars: cute.struct.MemRange[Int64, nbars]
+            buf: cute.struct.Align[cute.struct.MemRange[Int32, BUF_WORDS], 128]
+
+        storage = cutlass.memory.SmemAllocator().allocate(Smem)
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        rank = 0
+        if cutlass.const_expr(self.cluster > 1):
+            rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        self.bars, self.buf = storage.bars.data_ptr(), storage.buf.data_ptr()
+        self.x, self.out, self.atom, self.tma_x = x, out, atom, tma_x
+        self.warp, self.lane, self.rank = warp, cute.arch.lane_idx(), rank
+        self.body()
+
+    # ------------------------------------------------------------------ host side
+
+    def args_cpu(self):
+        from warpspin.frontend import fake_tensor
+
+        return (fake_tensor(Int32, (BUF_WORDS * self.cluster,), align=16),
+                fake_tensor(Int32, (self.words,), align=16))
+
+    def run_on_device(self, report) -> None:
+        """Compile, then launch `launches` times; `report(values)` after each launch returns."""
+        import torch
+        from cutlass.cute.runtime import from_dlpack
+
+        x = torch.arange(BUF_WORDS * self.cluster, device="cuda", dtype=torch.int32) + 1
+        out = torch.zeros(self.words, device="cuda", dtype=torch.int32)
+        tx, to = from_dlpack(x, assumed_align=16), from_dlpack(out, assumed_align=16)
+        compiled = cute.compile(self, tx, to)
+        for _ in range(self.launches):
+            out.zero_()
+            compiled(tx, to)
+            torch.cuda.synchronize()
+            report(out.tolist()[:self.cluster * self.probes])
+
+
+class TmaLitmus(Litmus):
+    """A litmus with a TMA load atom over `x` (Int32, 32 words per tile): `self.atom`, `self.tma_x`.
+    With `multicast`, the atom is a multicast one over the cluster."""
+    multicast: bool = False
+
+    @cute.jit
+    def __call__(self, x: cute.Tensor, out: cute.Tensor):
+        from cutlass.cute.nvgpu import cpasync
+
+        tile = cute.make_layout(32)
+        if cutlass.const_expr(self.multicast):
+            atom, tma_x = cpasync.make_tiled_tma_atom(
+                cpasync.CopyBulkTensorTileG2SMulticastOp(), x, tile, (32,), num_multicast=self.cluster)
+        else:
+            atom, tma_x = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), x, tile, (32,))
+        self.kernel(atom, tma_x, x, out).launch(**self.launch_dims())
+
+    @cute.kernel
+    def kernel(self, atom: cute.CopyAtom, tma_x: cute.Tensor, x: cute.Tensor, out: cute.Tensor):
+        self.enter(x, out, atom, tma_x)
+
+    def tma_load(self, bar, tile: int = 0, mcast_mask=None) -> None:
+        """One TMA load of 128 bytes (tile `tile` of x) into self.buf, completing on `bar`."""
+        from cutlass.cute.nvgpu import cpasync
+
+        s_buf = cute.make_tensor(cute.make_ptr(Int32, self.buf.toint(), cute.AddressSpace.smem,
+                                               assumed_align=128), cute.make_layout(32))
+        g = cute.local_tile(self.tma_x, (32,), (None,))
+        if cutlass.const_expr(self.multicast):
+            ts, tg = cpasync.tma_partition(self_atom := self.atom, self.rank, cute.make_layout(self.cluster),
+                                           cute.group_modes(s_buf, 0, 1), cute.group_modes(g, 0, 1))
+        else:
+            ts, tg = cpasync.tma_partition(self.atom, 0, cute.make_layout(1),
+                                           cute.group_modes(s_buf, 0, 1), cute.group_modes(g, 0, 1))
+        if cutlass.const_expr(mcast_mask is None):
+            cute.copy(self.atom, tg[None, tile], ts, tma_bar_ptr=bar)
+        else:
+            cute.copy(self.atom, tg[None, tile], ts, tma_bar_ptr=bar, mcast_mask=mcast_mask)

@@ -1,0 +1,64 @@
+"""What warpspin predicts for a litmus kernel, on the CPU: the verdict of `warpspin check` and,
+from the reference interpreter, every way the kernel can end (completes with which probe values,
+or hangs) and every violation some execution reaches."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from warpspin.syncir.interp import Machine, Outcomes, Terminal, outcomes
+
+
+@dataclass
+class Prediction:
+    verdict: str            # "verified", a violation kind, "unsupported", "inconclusive", "error"
+    where: str              # file:line of the first violation ("" when none)
+    outcomes: Outcomes
+
+
+def _observer(lit):
+    """observe(machine, state): the probe words as the kernel writes them to `out`, from the
+    SyncIR result of the test/try-wait on each probe's line (0 when it did not run)."""
+    lines = dict(lit.probe_lines)
+
+    def observe(m: Machine, s) -> tuple:
+        words = [0] * (lit.cluster * lit.probes)
+        for slot, (file, line) in lines.items():
+            seen = {}
+            for inst in m.instances:
+                for _, ins in m.flat[inst.process].ops():
+                    st = ins.stmt
+                    if (type(st).__name__ == "MbarTestWait" and st.loc.line == line
+                            and os.path.basename(st.loc.file) == file):
+                        v = s[m.sl.local[inst.gid][st.dest]]
+                        seen.setdefault(inst.cta, set()).add(v)
+            if not seen:
+                raise AssertionError(f"{lit.name}: no test/try-wait on {file}:{line} (probe {slot})")
+            for cta, vals in seen.items():
+                if len(vals) > 1:
+                    raise AssertionError(f"{lit.name}: probe {slot} differs between the warps of "
+                                         f"CTA {cta}: {sorted(vals)}")
+                words[cta * lit.probes + slot] = vals.pop()
+        return tuple(words)
+    return observe
+
+
+def predict(lit, max_states: int = 200_000) -> Prediction:
+    from warpspin.api import verify
+    from warpspin.extract import extract
+    from warpspin.frontend import trace
+
+    args = lit.args_cpu()
+    res = verify(lit, *args, target=lit.name, timeout_s=120)
+    verdict = res.violations[0].kind if res.violations else res.verdict
+    where = ""
+    if res.violations:
+        loc = res.violations[0].locations[0]
+        where = f"{os.path.basename(loc.file)}:{loc.line}"
+    (tk,) = trace(lit, *args)
+    kernel = extract(tk)
+    return Prediction(verdict, where, outcomes(kernel, _observer(lit), max_states))
+
+
+def terminal_text(t: Terminal) -> str:
+    return t.end if not t.values else f"{t.end} {list(t.values)}"

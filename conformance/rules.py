@@ -1,0 +1,63 @@
+"""The rules of docs/semantics.md that the litmus kernels test, by id: (section of
+docs/semantics.md, PTX ISA section, the rule as the model states it)."""
+
+RULES: dict[str, tuple[str, str, str]] = {
+    # mbarrier
+    "mbarrier.phase-completion": ("mbarrier", "9.7.13.15.1",
+        "a phase completes when its pending arrivals and its tx-count are both zero"),
+    "mbarrier.arrive-count": ("mbarrier", "9.7.13.15.13",
+        "each executing thread's arrive takes `count` from the pending arrivals"),
+    "mbarrier.tx-before-expect": ("mbarrier", "9.7.13.15.2",
+        "bytes may complete before their expect-tx (tx-count negative); the phase completes when "
+        "both reach zero"),
+    "mbarrier.tx-mismatch": ("mbarrier", "9.7.13.15.2",
+        "a phase whose expected bytes never all arrive never completes"),
+    "mbarrier.arrive-after-completion": ("mbarrier", "9.7.13.15.1",
+        "an arrive after its phase completed counts in the next phase"),
+    "mbarrier.parity-one-behind": ("Parity aliasing", "9.7.13.15.16",
+        "a wait on the parity of the last completed phase passes"),
+    "mbarrier.parity-two-behind": ("Parity aliasing", "9.7.13.15.16",
+        "a waiter two phases behind sees the phase bit back where it was (parity-aliasing)"),
+    "mbarrier.test-wait": ("mbarrier", "9.7.13.15.16",
+        "test_wait and try_wait return whether the phase of the parity completed; neither blocks "
+        "for good (try_wait may suspend for a while)"),
+    "mbarrier.over-arrival": ("mbarrier", "9.7.13.15.13",
+        "more arrivals in one step than are pending: arrival-mismatch (the excess spills into "
+        "the next phase in hardware)"),
+    "mbarrier.init-fence-warp": ("mbarrier", "9.7.13.4",
+        "another warp may use a barrier after init, fence.mbarrier_init and a CTA barrier"),
+    "mbarrier.init-fence-async": ("mbarrier", "9.7.13.4",
+        "an async copy may complete on a barrier after init and fence.mbarrier_init"),
+    "mbarrier.use-before-init": ("mbarrier", "9.7.13.15.9",
+        "use by another warp without the fence and a barrier: uninitialized-barrier (undefined)"),
+    # named barriers, exit
+    "named.count": ("Named barriers and the CTA barrier", "9.7.13.1",
+        "bar.sync id, N completes when N threads (whole warps) have arrived"),
+    "named.no-count": ("Named barriers and the CTA barrier", "9.7.13.1",
+        "bar.sync id without a count waits for every thread of the CTA"),
+    "named.count-mismatch": ("Named barriers and the CTA barrier", "9.7.13.1",
+        "arrivals on one generation with different thread counts: arrival-mismatch"),
+    "named.warp-granular": ("Named barriers and the CTA barrier", "9.7.13.1",
+        "an aligned bar by part of a warp is divergent-barrier (undefined)"),
+    "named.arrive-sync": ("Named barriers and the CTA barrier", "9.7.13.1",
+        "bar.arrive counts towards a generation without waiting; bar.sync waits for it"),
+    "exit.cta-barrier": ("Named barriers and the CTA barrier", "9.7.19.2",
+        "exited threads release a barrier waiting for all threads of the CTA"),
+    "exit.named-count": ("Named barriers and the CTA barrier", "9.7.19.2",
+        "a barrier with an explicit thread count does not count exited threads: it hangs"),
+    # cluster
+    "cluster.barrier": ("Cluster barrier", "9.7.13.2",
+        "barrier.cluster.wait passes once every non-exited thread of the cluster arrived"),
+    "cluster.exited-threads": ("Cluster barrier", "9.7.13.2",
+        "threads that exited are not waited for by the cluster barrier"),
+    "cluster.relaxed": ("Cluster barrier", "9.7.13.2",
+        "barrier.cluster.arrive.relaxed counts like arrive (it only orders less memory)"),
+    "cluster.remote-arrive": ("mbarrier", "9.7.13.15.13",
+        "an arrive through mapa counts on the peer CTA's barrier"),
+    "tma.complete-tx": ("Async operations", "9.7.9.25",
+        "a TMA load completes its bytes on its barrier"),
+    "tma.multicast": ("Async operations", "9.7.9.25",
+        "a multicast TMA load completes its bytes on the barrier of every CTA in the mask"),
+    "warp.elect-sync": ("Threads and processes", "9.7.13.x elect.sync",
+        "elect.sync elects exactly one lane of the warp"),
+}
