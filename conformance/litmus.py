@@ -75,11 +75,14 @@ class Litmus:
         """out[rank * probes + slot] = value (by every lane of the executing warp: one value).
         Records the caller's line: the probed test/try-wait must be on it."""
         assert 0 <= slot < self.probes, f"{self.name}: slot {slot} >= probes {self.probes}"
-        self.probe_lines[slot] = _source_of(value, sys.modules[type(self).__module__].__file__)
+        try:  # where the value came from: needed only by the prediction (a CPU trace)
+            self.probe_lines[slot] = _source_of(value, sys.modules[type(self).__module__].__file__)
+        except (AttributeError, AssertionError):
+            self.probe_lines.pop(slot, None)
         self.out[self.rank * self.probes + slot] = Int32(value)
 
-    @staticmethod
-    def sleep(us: int) -> None:
+    @cute.jit
+    def sleep(self, us: int) -> None:
         """Busy for about `us` microseconds (nanosleep in 1 us steps): a delay that forces the
         order of two warps on hardware. Invisible to the model (it explores every order)."""
         for _ in cutlass.range(us, unroll=1):
@@ -163,18 +166,22 @@ class TmaLitmus(Litmus):
         self.enter(x, out, atom, tma_x)
 
     def tma_load(self, bar, tile: int = 0, mcast_mask=None) -> None:
-        """One TMA load of 128 bytes (tile `tile` of x) into self.buf, completing on `bar`."""
+        """One TMA load of tile `tile` of x (32 words, 128 bytes) into self.buf, completing on
+        `bar`; call it from a whole warp (the copy elects one lane itself).  Without `multicast`
+        it is one copy of 128 bytes into the own CTA.  With `multicast`, each CTA of the cluster
+        loads its slice (128 / cluster bytes: the box is split among the CTAs, as
+        `tma_partition` with the cluster layout does) and writes it into every CTA of
+        `mcast_mask` (an Int16, bit r = CTA r), completing that many bytes on the barrier at
+        `bar`'s offset in each of them."""
         from cutlass.cute.nvgpu import cpasync
 
-        s_buf = cute.make_tensor(cute.make_ptr(Int32, self.buf.toint(), cute.AddressSpace.smem,
-                                               assumed_align=128), cute.make_layout(32))
-        g = cute.local_tile(self.tma_x, (32,), (None,))
+        s_buf = cute.make_tensor(self.buf, cute.make_layout(32))
+        g = cute.local_tile(self.tma_x, (32,), (None,))  # (32, tiles)
+        ctas, coord = 1, 0
         if cutlass.const_expr(self.multicast):
-            ts, tg = cpasync.tma_partition(self_atom := self.atom, self.rank, cute.make_layout(self.cluster),
-                                           cute.group_modes(s_buf, 0, 1), cute.group_modes(g, 0, 1))
-        else:
-            ts, tg = cpasync.tma_partition(self.atom, 0, cute.make_layout(1),
-                                           cute.group_modes(s_buf, 0, 1), cute.group_modes(g, 0, 1))
+            ctas, coord = self.cluster, self.rank
+        ts, tg = cpasync.tma_partition(self.atom, coord, cute.make_layout(ctas),
+                                       cute.group_modes(s_buf, 0, 1), cute.group_modes(g, 0, 1))
         if cutlass.const_expr(mcast_mask is None):
             cute.copy(self.atom, tg[None, tile], ts, tma_bar_ptr=bar)
         else:

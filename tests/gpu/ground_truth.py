@@ -22,9 +22,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
-import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -74,85 +72,46 @@ def child(path: str, variant: str) -> int:
     return 0
 
 
-class _Run:
-    """One variant's child process, its output collected by a thread."""
+def device(out: str, hang: float = 10.0, jobs: int = 4, only: list[str] | None = None) -> int:
+    sys.path.insert(0, ROOT)
+    from conformance.device import GatedChild, run_gated
 
-    def __init__(self, ex: str, variant: str):
-        self.ex, self.variant = ex, variant
-        self.out: list[str] = []
-        self.compiled = threading.Event()
-        self.t0 = time.time()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [ROOT + "/src", os.path.join(ROOT, "examples"), os.environ.get("PYTHONPATH", "")]),
-            PYTHONUNBUFFERED="1")
-        self.p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "child",
-                                   os.path.join(ROOT, "examples", ex), variant],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, env=env)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            if line.strip() == COMPILED:
-                self.compiled.set()
-            else:
-                self.out.append(line)
-        self.compiled.set()  # exited (before or after compiling)
-
-    def log(self) -> str:
-        return "".join(self.out)[-1500:]
-
-
-def device(out: str, hang: float = 10.0, jobs: int = 4, only: list[str] | None = None,
-           compile_timeout: float = 300.0) -> int:
     todo = []
     for ex in EXAMPLES:
         path = os.path.join(ROOT, "examples", ex)
         if os.path.exists(path) and (not only or ex in only):
             todo += [(ex, v) for v in _variants(path)]
     rows = []
-    started: list[_Run] = []
-    nxt = 0
-    for i in range(len(todo)):
-        while nxt < len(todo) and nxt < i + jobs:   # keep up to `jobs` children compiling ahead
-            started.append(_Run(*todo[nxt]))
-            nxt += 1
-        r = started[i]
-        r.compiled.wait(compile_timeout)
+
+    def start(item):
+        ex, variant = item
+        return GatedChild([os.path.abspath(__file__), "child", os.path.join(ROOT, "examples", ex),
+                           variant], ready=COMPILED)
+
+    def finish(item, r: GatedChild):
+        ex, variant = item
         compile_s = round(time.time() - r.t0, 1)
         # compile_seconds: from the child's start to its kernel being compiled (including the
         # time it waited for a CPU among the others); seconds: from the go to the exit or the kill
-        row = {"example": r.ex, "variant": r.variant, "compile_seconds": compile_s}
-        if r.p.poll() is not None or not r.compiled.is_set():
+        row = {"example": ex, "variant": variant, "compile_seconds": compile_s}
+        if r.p.poll() is not None or not r.ready.is_set():
             if r.p.poll() is None:
                 r.p.kill()
             r.p.wait()
             r.reader.join(5)
             row.update(outcome="error before launch", seconds=None, log=r.log())
         else:
-            t1 = time.time()
-            try:
-                r.p.stdin.write("go\n")
-                r.p.stdin.flush()
-            except BrokenPipeError:
-                pass
-            try:
-                rc = r.p.wait(timeout=hang)
-                outcome = "ran, correct" if rc == 0 else "ran, wrong result or error"
-            except subprocess.TimeoutExpired:
-                r.p.kill()
-                r.p.wait()
-                outcome = "hang"
-            secs = round(time.time() - t1, 2)
-            r.reader.join(5)
-            log = r.log() + (f"{r.variant}: HANG (no exit {hang:.0f} s after launch)\n" if outcome == "hang" else "")
+            what, secs = r.go_and_wait(hang)
+            outcome = {"exit 0": "ran, correct", "hang": "hang"}.get(what, "ran, wrong result or error")
+            log = r.log() + (f"{variant}: HANG (no exit {hang:.0f} s after launch)\n" if outcome == "hang" else "")
             row.update(outcome=outcome, seconds=secs, log=log)
         rows.append(row)
-        print(f"{r.ex}:{r.variant}: {row['outcome']} (ready after {compile_s} s, run {row['seconds']} s)",
+        print(f"{ex}:{variant}: {row['outcome']} (ready after {compile_s} s, run {row['seconds']} s)",
               flush=True)
         with open(out, "w") as f:  # after every variant: a run cut short still leaves its rows
             json.dump(rows, f, indent=1)
+
+    run_gated(todo, start, finish, jobs)
     return 0
 
 
