@@ -293,7 +293,7 @@ class _Multicast(TmaLitmus):
     def body(self):
         _init_published(self.warp, self.bar(0))
         with cute.arch.elect_one():
-            cute.arch.mbarrier_arrive_and_expect_tx(self.bar(0), 128)
+            cute.arch.mbarrier_arrive_and_expect_tx(self.bar(0), 256)
         self.tma_load(self.bar(0), 0, self.mask())
         cute.arch.mbarrier_wait(self.bar(0), 0)
         self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
@@ -301,9 +301,9 @@ class _Multicast(TmaLitmus):
 
 
 class MulticastTma(_Multicast):
-    """Each CTA announces 128 bytes on its bar(0) (published to the cluster) and loads its half of
-    a 32-word tile (64 bytes) with a multicast TMA into both CTAs (mask 0b11): each barrier
-    receives 64 bytes from each CTA, 128 in all, and both CTAs pass: probes [1, 1].  Hardware
+    """Each CTA announces 256 bytes on its bar(0) (published to the cluster) and loads its half of
+    a 64-word tile (128 bytes) with a multicast TMA into both CTAs (mask 0b11): each barrier
+    receives 128 bytes from each CTA, 256 in all, and both CTAs pass: probes [1, 1].  Hardware
     question: does a multicast load complete its bytes on the barrier (same offset) of every CTA
     in the mask?"""
     rules = ("tma.multicast", "tma.complete-tx")
@@ -313,7 +313,7 @@ class MulticastTma(_Multicast):
 
 class MulticastMaskOmitsPeer(_Multicast):
     """As MulticastTma, but CTA 1 multicasts its half into itself only (mask 0b10; CTA 0 keeps
-    0b11): CTA 1 receives 128 bytes and passes, CTA 0 only its own 64 of the 128 it announced
+    0b11): CTA 1 receives 256 bytes and passes, CTA 0 only its own 128 of the 256 it announced
     and waits forever -> hangs (tx-mismatch).  Hardware question: does a CTA outside the mask
     receive (and complete) none of the copy's bytes?"""
     rules = ("tma.multicast", "mbarrier.tx-mismatch")

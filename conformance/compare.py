@@ -4,8 +4,9 @@
     python -m conformance.compare conformance/results.json --write    # also docs/conformance.md
                                                                       # and the table in semantics.md
 
-A hardware outcome is one terminal: "hangs" (the watchdog killed it) or "completes" with the
-probe words of one launch.  The model's outcomes come from the reference interpreter
+A hardware outcome is one terminal: "hangs" (the watchdog killed it), "completes" with the
+probe words of one launch, or "faults" (the launch ended in a CUDA error: the kernel trapped;
+the model has no such terminal).  The model's outcomes come from the reference interpreter
 (`predict.py`): the terminals of its violation-free executions and the violation kinds some
 execution reaches (the model predicts nothing after a violation).  Per litmus:
 
@@ -51,12 +52,16 @@ class Judgement:
 
 
 def _text(t: Terminal) -> str:
+    if t.end == "faults":
+        return f"faults ({t.values[0]})"
     return t.end if t.end == "hangs" or not t.values else f"completes {list(t.values)}"
 
 
 def hardware_terminals(row: dict) -> set[Terminal] | None:
     if row["outcome"] == "hangs":
         return {Terminal("hangs")}
+    if row["outcome"] == "faults":
+        return {Terminal("faults", (row["fault"],))}
     if row["outcome"] == "completes":
         return {Terminal("completes", tuple(v)) for v in row["values"]} or {Terminal("completes")}
     return None

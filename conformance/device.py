@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -86,6 +87,23 @@ def run_gated(children: list, start, finish, jobs: int, compile_timeout: float =
         finish(children[i], c)
 
 
+FAULT = re.compile(r"CUDA error: ([^\n]+)")
+
+
+def classify(what: str, log: str) -> dict:
+    """The outcome of one child: "hangs" (killed by the watchdog), "completes" (every launch
+    returned), "faults" (a launch ended in a CUDA error: the kernel trapped; `fault` says which)
+    or "error" (the harness failed: a broken litmus)."""
+    if what == "hang":
+        return {"outcome": "hangs", "log": log}
+    if what == "exit 0":
+        return {"outcome": "completes"}
+    m = FAULT.search(log)
+    if m:
+        return {"outcome": "faults", "fault": m.group(1).strip(), "log": log}
+    return {"outcome": "error", "log": log}
+
+
 def child(name: str) -> int:
     from conformance.suite import by_name
 
@@ -151,16 +169,9 @@ def device(out: str, hang: float = 5.0, jobs: int = 6, only: list[str] | None = 
             what, secs = c.go_and_wait(hang)
             values = [json.loads(l[len(VALUES):]) for l in c.out if l.startswith(VALUES)]
             distinct = sorted({tuple(v) for v in values})
-            if what == "hang":
-                outcome = "hangs"
-            elif what == "exit 0":
-                outcome = "completes"
-            else:
-                outcome = "error"
-            row = {"outcome": outcome, "launches_returned": len(values),
-                   "values": [list(v) for v in distinct], "seconds": secs}
-            if outcome != "completes":
-                row["log"] = c.log()
+            row = classify(what, c.log())
+            row.update(launches_returned=len(values), values=[list(v) for v in distinct],
+                       seconds=secs)
         row["compile_seconds"] = compile_s
         doc["litmus"][name] = row
         print(f"{name}: {row['outcome']} {row.get('values', '')} ({row.get('seconds')} s)", flush=True)

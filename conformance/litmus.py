@@ -145,20 +145,27 @@ class Litmus:
 
 
 class TmaLitmus(Litmus):
-    """A litmus with a TMA load atom over `x` (Int32, 32 words per tile): `self.atom`, `self.tma_x`.
-    With `multicast`, the atom is a multicast one over the cluster."""
+    """A litmus with a TMA load atom over `x` (Int32, `tile_words` words per tile): `self.atom`,
+    `self.tma_x`.  With `multicast`, the atom is a multicast one over the cluster and a tile is
+    32 words per CTA, so that each CTA's slice is 128 bytes (a TMA destination in shared memory
+    must be 128-byte aligned: a 64-byte slice faults with "misaligned address" on the H200)."""
     multicast: bool = False
+
+    @property
+    def tile_words(self) -> int:
+        return 32 * self.cluster if self.multicast else 32
 
     @cute.jit
     def __call__(self, x: cute.Tensor, out: cute.Tensor):
         from cutlass.cute.nvgpu import cpasync
 
-        tile = cute.make_layout(32)
+        words = self.tile_words
+        tile = cute.make_layout(words)
         if cutlass.const_expr(self.multicast):
             atom, tma_x = cpasync.make_tiled_tma_atom(
-                cpasync.CopyBulkTensorTileG2SMulticastOp(), x, tile, (32,), num_multicast=self.cluster)
+                cpasync.CopyBulkTensorTileG2SMulticastOp(), x, tile, (words,), num_multicast=self.cluster)
         else:
-            atom, tma_x = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), x, tile, (32,))
+            atom, tma_x = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), x, tile, (words,))
         self.kernel(atom, tma_x, x, out).launch(**self.launch_dims())
 
     @cute.kernel
@@ -166,17 +173,17 @@ class TmaLitmus(Litmus):
         self.enter(x, out, atom, tma_x)
 
     def tma_load(self, bar, tile: int = 0, mcast_mask=None) -> None:
-        """One TMA load of tile `tile` of x (32 words, 128 bytes) into self.buf, completing on
-        `bar`; call it from a whole warp (the copy elects one lane itself).  Without `multicast`
-        it is one copy of 128 bytes into the own CTA.  With `multicast`, each CTA of the cluster
-        loads its slice (128 / cluster bytes: the box is split among the CTAs, as
-        `tma_partition` with the cluster layout does) and writes it into every CTA of
-        `mcast_mask` (an Int16, bit r = CTA r), completing that many bytes on the barrier at
-        `bar`'s offset in each of them."""
+        """One TMA load of tile `tile` of x into self.buf, completing on `bar`; call it from a
+        whole warp (the copy elects one lane itself).  Without `multicast` it is one copy of 128
+        bytes into the own CTA.  With `multicast`, each CTA of the cluster loads its 128-byte
+        slice of the tile (`tma_partition` with the cluster layout) and writes it into every CTA
+        of `mcast_mask` (an Int16, bit r = CTA r), completing 128 bytes on the barrier at `bar`'s
+        offset in each of them."""
         from cutlass.cute.nvgpu import cpasync
 
-        s_buf = cute.make_tensor(self.buf, cute.make_layout(32))
-        g = cute.local_tile(self.tma_x, (32,), (None,))  # (32, tiles)
+        words = self.tile_words
+        s_buf = cute.make_tensor(self.buf, cute.make_layout(words))
+        g = cute.local_tile(self.tma_x, (words,), (None,))  # (words, tiles)
         ctas, coord = 1, 0
         if cutlass.const_expr(self.multicast):
             ctas, coord = self.cluster, self.rank
