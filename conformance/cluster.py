@@ -324,6 +324,26 @@ class MulticastMaskOmitsPeer(_Multicast):
         return Int16(3) - Int16(self.rank)  # CTA 0: 0b11, CTA 1: 0b10
 
 
+class RemoteArriveIntoExitedCta(Litmus):
+    """The barriers are published to the cluster; CTA 0 then exits at once, and CTA 1, LATE_US
+    later, arrives on CTA 0's bar(0) through mapa. warpspin: cluster-lifetime (the shared
+    memory of an exited CTA may belong to another CTA by then); the H200 column records what
+    the hardware did."""
+    rules = ("cluster.lifetime",)
+    expect = "cluster-lifetime"
+    warps = 1
+    cluster = 2
+    nbars = 1
+
+    @cute.jit
+    def body(self):
+        _init_published(self.warp, self.bar(0))
+        if self.rank == 1:
+            self.sleep(LATE_US)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(self.bar(0), 0)
+
+
 LITMUS = [ClusterBarrier, ClusterBarrierMissingWarp, ClusterRelaxed, ClusterExitedCta,
           ClusterExitReleasesWait, ClusterArriveThenExit, ClusterExitedArrivalWithdrawn,
-          RemoteArrive, RemoteArriveWrongCta, MulticastTma, MulticastMaskOmitsPeer]
+          RemoteArrive, RemoteArriveWrongCta, MulticastTma, MulticastMaskOmitsPeer, RemoteArriveIntoExitedCta]

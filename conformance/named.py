@@ -181,10 +181,10 @@ class CountMismatchFirst96(Litmus):
 class OneLaneArriveAligned(Litmus):
     """Warp 0: only lane 0 executes the aligned bar.arrive 1, 64; warp 1 bar.sync 1, 64.
     Hardware question: does one lane's arrival count for its whole warp (32 threads: completes)
-    or for one thread (33 < 64: hangs)?  PTX calls an aligned bar by part of a warp undefined;
-    the extractor does not model it and emits Unsupported, so warpspin says "unsupported"."""
+    or for one thread (33 < 64: hangs)?  The H200 completes: the lane counts as its warp.  PTX
+    calls an aligned bar by part of a warp undefined; warpspin reports divergent-barrier."""
     rules = ("named.warp-granular",)
-    expect = "unsupported"
+    expect = "divergent-barrier"
     warps = 2
 
     @cute.jit
@@ -199,10 +199,10 @@ class OneLaneArriveAligned(Litmus):
 class OneLaneSyncAligned(Litmus):
     """Warp 0: only the elected lane executes the aligned bar.sync 1, 64; warp 1 bar.sync 1, 64.
     Hardware question: does one lane's bar.sync count for its whole warp (completes) or for one
-    thread (hangs)?  Undefined in PTX (aligned by part of a warp); the extractor emits
-    Unsupported, so warpspin says "unsupported"."""
+    thread (hangs)?  The H200 completes.  Undefined in PTX (aligned by part of a warp): warpspin
+    reports divergent-barrier."""
     rules = ("named.warp-granular",)
-    expect = "unsupported"
+    expect = "divergent-barrier"
     warps = 2
 
     @cute.jit
@@ -220,12 +220,11 @@ class OneLaneArriveUnaligned(Litmus):
     Hardware question: does one lane's non-aligned arrive count for its whole warp (PTX 9.7.13.1:
     the instruction "causes executing thread to wait for all non-exited threads from its warp and
     marks warps' arrival at barrier": 32 + 32 = 64, completes) or for one thread (33 < 64:
-    hangs)?  The model does not tell the non-aligned form from the aligned one: the extractor
-    keeps barrier.cta.arrive (aligned=False) inside Lanes(1) as a plain BarArrive, and the
-    model's rule "an instance that is not whole warps executing a bar op" reports
-    divergent-barrier (undefined), so that is the expect."""
+    hangs)?  The H200 completes.  The model does not express the wait for the warp's other
+    lanes: the extractor emits Unsupported (named op and line) for the non-aligned form by part
+    of a warp, so warpspin says "unsupported"."""
     rules = ("named.warp-granular",)
-    expect = "divergent-barrier"
+    expect = "unsupported"
     warps = 2
 
     @cute.jit
@@ -242,10 +241,9 @@ class OneLaneSyncUnaligned(Litmus):
     barrier.cta.sync with aligned=False; cute.arch.barrier has no non-aligned form); lanes
     1..31 of warp 0 exit; warp 1 bar.sync 1, 64.  Hardware question: as OneLaneArriveUnaligned,
     for the waiting form: does the lone lane's arrival mark its warp's arrival (completes) or
-    count one thread (hangs)?  Model: divergent-barrier (it does not tell the non-aligned form
-    from the aligned one)."""
+    count one thread (hangs)?  The H200 completes.  Not modelled: "unsupported"."""
     rules = ("named.warp-granular",)
-    expect = "divergent-barrier"
+    expect = "unsupported"
     warps = 2
 
     @cute.jit

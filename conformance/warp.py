@@ -161,5 +161,70 @@ class TmaWithoutInitFence(TmaLitmus):
         self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
 
 
-LITMUS = [ElectOneArrives, AllLanesArrive, TmaCompletesTx, TmaExpectTooMany, TmaBytesBeforeExpect,
+class ExpectTxThenArrive(TmaLitmus):
+    """mbarrier.expect_tx(128) (no arrival) by one lane, then the 128-byte TMA load, then a plain
+    arrive: the phase completes only when the bytes and the one arrival are both in; the warp
+    waits and sees it: probe [1]."""
+    rules = ("mbarrier.expect-tx", "tma.complete-tx")
+    warps = 1
+    nbars = 1
+    probes = 1
+
+    @cute.jit
+    def body(self):
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_init(self.bar(0), 1)
+        cute.arch.mbarrier_init_fence()
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_expect_tx(self.bar(0), 128)
+        self.tma_load(self.bar(0))
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(self.bar(0))
+        cute.arch.mbarrier_wait(self.bar(0), 0)
+        self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
+
+
+class ExitWithCopyInFlight(TmaLitmus):
+    """The warp issues the TMA load and exits without waiting for it: the CTA's shared memory is
+    released while the copy may still write it. warpspin: pending-at-exit (undefined); the
+    H200 column records what the hardware did."""
+    rules = ("exit.pending-copy",)
+    expect = "pending-at-exit"
+    warps = 1
+    nbars = 1
+
+    @cute.jit
+    def body(self):
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_init(self.bar(0), 1)
+        cute.arch.mbarrier_init_fence()
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive_and_expect_tx(self.bar(0), 128)
+        self.tma_load(self.bar(0))
+
+
+class ReinitLiveBarrier(Litmus):
+    """init(2), then init(1) on the same barrier without mbarrier.inval, then one arrival.
+    warpspin: barrier-reinit (undefined, PTX 9.7.13.15.10 asks for inval first). The probe
+    records whether the H200 took the second count (phase 0 complete after one arrival: 1)."""
+    rules = ("mbarrier.reinit",)
+    expect = "barrier-reinit"
+    warps = 1
+    nbars = 1
+    probes = 1
+
+    @cute.jit
+    def body(self):
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_init(self.bar(0), 2)
+            cute.arch.mbarrier_init(self.bar(0), 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(self.bar(0))
+        cute.arch.sync_warp()
+        self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
+
+
+LITMUS = [ExpectTxThenArrive, ExitWithCopyInFlight, ReinitLiveBarrier, ElectOneArrives, AllLanesArrive, TmaCompletesTx, TmaExpectTooMany, TmaBytesBeforeExpect,
           TmaWithoutInitFence]

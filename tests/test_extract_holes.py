@@ -23,7 +23,7 @@ from fixtures import kernels as K  # noqa: E402
 from warpspin.extract import ExtractError, ExtractorBug, extract  # noqa: E402
 from warpspin.extract.values import Folder, subst  # noqa: E402
 from warpspin.frontend import trace  # noqa: E402
-from warpspin.syncir import (Const, Exit, Lanes, MbarArrive, MbarInit, TmaLoad,  # noqa: E402
+from warpspin.syncir import (BarSync, Const, Exit, Lanes, MbarArrive, MbarInit, TmaLoad,  # noqa: E402
                              unsupported_ops, validate, walk_stmts)
 from warpspin.syncir.interp import explore  # noqa: E402
 
@@ -180,11 +180,16 @@ def test_exit_by_some_lanes_is_unsupported():
     assert not [s for p in sk.processes for s in stmts(p, Exit)]
 
 
-def test_aligned_barrier_by_some_lanes_is_unsupported():
+def test_aligned_barrier_by_some_lanes_is_divergent():
+    """An aligned bar.sync by half of a warp is undefined (PTX .aligned): the op stays, inside
+    its 16 lanes, and the model reports divergent-barrier there."""
     sk = traced_sk("lane_subsets.barrier_some")
-    (u,) = unsupported_ops(sk)
-    assert u.what == "nvvm.barrier (aligned) by a subset of the warp's lanes"
-    assert u.loc.line == line_of(KFILE, "@bar-some")
+    assert not unsupported_ops(sk)
+    (lanes,) = [s for p in sk.processes for s in walk_stmts(p.body)
+                if isinstance(s, Lanes) and s.count == 16]
+    (bar,) = [s for s in walk_stmts(lanes.body) if isinstance(s, BarSync)]
+    assert bar.loc.line == line_of(KFILE, "@bar-some")
+    assert verdict(sk) == "divergent-barrier"
 
 
 def test_exit_by_the_whole_warp():
