@@ -37,6 +37,35 @@ class ElectOneArrives(Litmus):
         self.observe(1, cute.arch.mbarrier_test_wait(self.bar(0), 1))
 
 
+class ElectWhichLane(Litmus):
+    """Which lane does elect.sync elect? Inside `elect_one`, the elected lane arrives on bar(0)
+    if it is lane 0 and on bar(1) otherwise; the probes show which phase completed. PTX says
+    only that the choice is deterministic for a member mask; the model does not pick a lane,
+    and a lane predicate inside an elect branch is UNSUPPORTED (named op and line), so the H200
+    column records the fact alone."""
+    rules = ("warp.elect-sync",)
+    expect = "unsupported"
+    warps = 1
+    nbars = 2
+    probes = 2
+
+    @cute.jit
+    def body(self):
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_init(self.bar(0), 1)
+            cute.arch.mbarrier_init(self.bar(1), 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        with cute.arch.elect_one():
+            if self.lane == 0:
+                cute.arch.mbarrier_arrive(self.bar(0))
+            else:
+                cute.arch.mbarrier_arrive(self.bar(1))
+        cute.arch.sync_warp()
+        self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
+        self.observe(1, cute.arch.mbarrier_test_wait(self.bar(1), 0))
+
+
 class AllLanesArrive(Litmus):
     """The same without elect_one: all 32 lanes arrive on a barrier initialized with count 1.
     Each executing thread performs the arrive (PTX 9.7.13.15.13): if the 32 arrivals count one
@@ -226,5 +255,5 @@ class ReinitLiveBarrier(Litmus):
         self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
 
 
-LITMUS = [ExpectTxThenArrive, ExitWithCopyInFlight, ReinitLiveBarrier, ElectOneArrives, AllLanesArrive, TmaCompletesTx, TmaExpectTooMany, TmaBytesBeforeExpect,
+LITMUS = [ElectWhichLane, ExpectTxThenArrive, ExitWithCopyInFlight, ReinitLiveBarrier, ElectOneArrives, AllLanesArrive, TmaCompletesTx, TmaExpectTooMany, TmaBytesBeforeExpect,
           TmaWithoutInitFence]
