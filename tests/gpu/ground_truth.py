@@ -27,7 +27,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = ["hopper_pipeline.py", "raw_mbarrier.py", "hopper_multicast.py",
-            "cluster_grouped_multicast.py", "st_async_lanes.py"]
+            "cluster_grouped_multicast.py", "st_async_lanes.py", "moe_counts.py"]
 COMPILED = "@@ground_truth: compiled"
 
 

@@ -64,6 +64,18 @@ ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|gridd
                       r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit", re.I)
 
 
+# ops that keep the memory a global tensor or pointer views (for `Context.gmem_root`)
+GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice", "cute.local_tile",
+              "cute.recast_iter", "cute.derefine", "cute.assume", "cute.make_ptr", "cute.recast_layout",
+              "cute.composition", "cute.logical_divide", "cute.zipped_divide", "cute.tiled_divide",
+              "cute.flat_divide", "cute.group_modes", "cute.domain_offset"}
+# op names that may write global memory (besides stores and copies, which are attributed)
+GMEM_WRITERS = re.compile(r"atomic|\batom|\bred\b|store|st_bulk|cp\.async\.bulk\.global|"
+                          r"tma_store|reduce\.async|tensormap")
+# global reads modelled as launch choices: at most this many elements per tensor, each in this
+# range unless --param says otherwise
+MAX_READ_ELEMENTS = 16
+READ_RANGE = (0, 3)
 MAX_LANE_SPLIT = 8  # a lane-dependent body run by at most this many lanes is expanded per lane
 BIG_EXPR = 6  # expression nodes kept inline before a value gets its own local
 
@@ -102,6 +114,14 @@ def sync_label(sl: SourceLoc) -> Optional[str]:
 # the names the walker gives locals (loop counters, carried state, bound values, if results,
 # while state, probe results); a param never takes one of them
 LOCAL_NAME = re.compile(r"(k|c|v|r|w|wc|wf|t)\d+(_\d+)?(_next)?")
+
+
+def _subscripted_name(loc: Loc) -> Optional[str]:
+    """`counts` for a load written `n = counts[e]` on its source line (one subscript there)."""
+    import linecache
+
+    names = re.findall(r"([A-Za-z_]\w*)\s*\[", linecache.getline(loc.file, loc.line)) if loc.file else []
+    return names[0] if len(set(names)) == 1 else None
 
 
 def _ident(s: str) -> str:
@@ -213,6 +233,7 @@ class Context:
     arrays: dict[tuple[int, int], tuple[str, int, Loc]] = field(default_factory=dict)
     tma_split: dict[int, int] = field(default_factory=dict)  # TMA atom value -> CTAs sharing a box
     _by_key: dict = field(default_factory=dict)
+    _written: Optional[tuple] = None
 
     def __post_init__(self):
         self.varying, self.impure_ops = varying_values(self.kernel)
@@ -244,6 +265,57 @@ class Context:
         self.params[name] = ParamInfo(name, what, loc, default)
         self._by_key[same_as] = name
         return Var(name)
+
+    def gmem_root(self, vid: int, depth: int = 0) -> Optional[int]:
+        """The kernel argument a global memref or pointer value views (through view ops that
+        keep the memory: iterators, offsets, slices, tiles), or None."""
+        info = self.kernel.value_info.get(vid)
+        if info is None or depth > 30:
+            return None
+        if info.is_block_arg:
+            return info.index if info.region == -1 else None
+        op = info.op
+        if op is not None and op.operands and op.name in GMEM_VIEWS:
+            return self.gmem_root(op.operands[0], depth + 1)
+        return None
+
+    def written_gmem(self) -> tuple[set[int], list[str]]:
+        """(kernel arguments the kernel may write, ops that may write global memory we cannot
+        attribute to an argument).  Cached."""
+        if self._written is None:
+            args: set[int] = set()
+            unknown: list[str] = []
+            for op in self.kernel.walk():
+                dst = None
+                if op.name == "cute.memref.store":
+                    if "gmem" not in op.operand_types[0]:
+                        continue
+                    dst = op.operands[0]
+                elif op.name == "cute.copy" and len(op.operands) > 2:
+                    if "gmem" not in (op.operand_types[2] if len(op.operand_types) > 2 else ""):
+                        if ct.atom_kind(op.operand_types[0]) not in ("tma_store", "tma_reduce",
+                                                                      "bulk_copy_s2g"):
+                            continue
+                        unknown.append(f"{op.name}@{op.loc.short()}")
+                        continue
+                    dst = op.operands[2]
+                elif op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
+                    text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+                    if re.search(r"\bst\.(global|async)|\bst\.[^s]|\batom|\bred\.|cp\.async\.bulk", text):
+                        unknown.append(f"inline PTX@{op.loc.short()}")
+                    continue
+                elif GMEM_WRITERS.search(op.name):
+                    unknown.append(f"{op.name}@{op.loc.short()}")
+                    continue
+                else:
+                    continue
+                root = self.gmem_root(dst)
+                if root is None:
+                    unknown.append(f"{op.name}@{op.loc.short()}")
+                else:
+                    args.add(root)
+            self._written = (args, unknown)
+        return self._written
 
     def launch_uniform(self, op: Op) -> bool:
         """The op's results are the same in every thread of the modelled cluster: a pure op whose
@@ -309,6 +381,7 @@ class WarpWalker:
         self.active = Active(frozenset(range(lanes)), lanes)  # the whole warp
         self.env: dict[int, Value] = {}
         self.labels: list[str] = []
+        self.counters: dict[str, tuple[Expr, Expr]] = {}  # enclosing for-loop counters: bounds
         for a in self.k.args:
             if a.type in INT_TYPES:
                 what = f"kernel argument {a.index} ({a.type})"
@@ -662,6 +735,63 @@ class WarpWalker:
             else:
                 self.env[r] = Unknown(f"leaf {i}@{op.loc.short()}",
                                       self.is_uniform(v) and self.ctx.launch_uniform(op))
+
+    def memref_load(self, op: Op, out) -> None:
+        """``cute.memref.load`` of one element of a global tensor the kernel never writes (a
+        count, an offset, a sequence length): every reader of an element sees the same value,
+        chosen at launch.  Each element of the tensor that can be read is a launch parameter
+        (``READ_RANGE`` by default: empty, one and many; ``--param`` sets it), and the load is
+        the select of the element its index names.  Anything else stays a per-thread value."""
+        t = op.operand_types[0]
+        if "gmem" not in t or len(op.operands) != 2 or not op.results:
+            self.set_unknown_results(op)
+            return
+        root = self.ctx.gmem_root(op.operands[0])
+        shape = ct.layout_shape(t)
+        n = ct.size(shape) if shape is not None else None
+        idx = self.expr(op.operands[1])
+        written, unknown = self.ctx.written_gmem()
+        why = None
+        if root is None:
+            why = "a global tensor that is not a kernel argument"
+        elif root in written:
+            why = f"kernel argument {root}, which the kernel writes"
+        elif unknown:
+            why = f"global memory, which {unknown[0]} may write"
+        elif n is None or len(shape) != 1 or n > MAX_READ_ELEMENTS:
+            why = f"a tensor of shape {shape} (one dimension of at most {MAX_READ_ELEMENTS} " \
+                  f"elements is modelled)"
+        elif opaque_reasons(idx) or LANE in expr_vars(idx):
+            why = "an index that differs between threads or is not modelled"
+        if why is not None:
+            self.env[op.result] = opaque(f"cute.memref.load of {why}@{op.loc.short()}")
+            return
+        name = _subscripted_name(self.loc(op)) or f"arg{root}"
+        elems = [self.ctx.param(f"{name}_{i}", f"{name}[{i}]: element {i} of kernel argument "
+                                f"{root} (global memory, read at {op.loc.short()}; the kernel "
+                                f"does not write it)", self.loc(op), default=READ_RANGE,
+                                same_as=("gmem", root, i))
+                 for i in range(n)]
+        lo, hi = self.index_range(idx)
+        if lo is None or lo < 0 or hi >= n:
+            self.env[op.result] = opaque(f"cute.memref.load whose index is not shown to lie in "
+                                         f"0..{n - 1}@{op.loc.short()}")
+            return
+        e = elems[hi]
+        for i in reversed(range(lo, hi)):
+            e = self.f.select(self.f.binop("==", idx, Const(i)), elems[i], e)
+        self.bind(op, e, out)
+
+    def index_range(self, idx: Expr) -> tuple[Optional[int], Optional[int]]:
+        """Bounds of an index: a constant, or the counter of an enclosing `for` with constant
+        bounds (lo..hi inclusive); (None, None) otherwise."""
+        if isinstance(idx, Const):
+            return idx.value, idx.value
+        if isinstance(idx, Var) and idx.name in self.counters:
+            lb, ub = self.counters[idx.name]
+            if isinstance(lb, Const) and isinstance(ub, Const) and ub.value > lb.value:
+                return lb.value, ub.value - 1
+        return None, None
 
     def mapa(self, op: Op, out) -> None:
         p = self.val(op.operands[0])
@@ -1088,7 +1218,9 @@ class WarpWalker:
         iv = f"k{op.uid}"
         self.env[body.args[0]] = Var(iv)
         names = self._carry(op, "c", op.operands[3:], body, yops, out, 1)
+        self.counters[iv] = (lb, ub)  # the counter's range inside the body (for index bounds)
         stmts, term = self.block(body, [self.val(a) for a in body.args])
+        del self.counters[iv]
         ys = [self.val(v) for v in term.operands] if term is not None else []
         stmts += self._update(names, ys, self.loc(op))
         for r, n, y in zip(op.results, names, ys):
@@ -1134,9 +1266,11 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "arith.shrsi": WarpWalker.shift,
     "arith.shrui": WarpWalker.shift,
     "cute.memref.alloca": WarpWalker.alloca,
+    "cute.memref.load": WarpWalker.memref_load,
     "cute.get_iter": WarpWalker.get_iter,
     "cute.add_offset": WarpWalker.add_offset,
     "cute.make_int_tuple": WarpWalker.make_int_tuple,
+    "cute.make_coord": WarpWalker.make_int_tuple,
     "nvvm.mapa": WarpWalker.mapa,
     "cute.get_hier_coord": WarpWalker.hier_coord,
     "cute.get_leaves": WarpWalker.get_leaves,
