@@ -17,9 +17,9 @@ from ..syncir.flat import Bound, Branch, Goto, Let, Op
 from ..syncir.ir import BinOp, Const, Expr, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (ASYNC_COPY, CLUSTER_BARRIER, INT32, LIMITS, MBARRIER, NAMED_BARRIER,
-                              OBSERVATION)
+                              OBSERVATION, SHARED_WORD)
 from ..syncir.rules import (ClusterField, Inflight, Live, Local, MbarField, NamedField, Obs, Self,
-                            Set, When, expr_places, rule_exprs, rule_locals, walk_rule)
+                            Set, When, WordField, expr_places, rule_exprs, rule_locals, walk_rule)
 
 INF = math.inf
 TOP = (-INF, INF)
@@ -145,6 +145,8 @@ def place_range(p, lay: Layout | None) -> tuple:
         return fr(OBSERVATION, "obs")
     if isinstance(p, Inflight):
         return fr(ASYNC_COPY, "inflight")
+    if isinstance(p, WordField):
+        return fr(SHARED_WORD, p.field)
     return TOP
 
 
@@ -165,7 +167,7 @@ def _interval(e: Expr, env: dict, lay, visit) -> tuple:
     if isinstance(e, Self):
         n = len(lay.instances) if lay is not None else INF
         return (-2, n)
-    if isinstance(e, (MbarField, NamedField, ClusterField, Live, Obs, Inflight)):
+    if isinstance(e, (MbarField, NamedField, ClusterField, Live, Obs, Inflight, WordField)):
         for f in ("cta", "index", "bid"):
             sub = getattr(e, f, None)
             if isinstance(sub, Expr):

@@ -28,10 +28,10 @@ from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, is_exit
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
-                              ASYNC_COPY, ctype)
+                              ASYNC_COPY, SHARED_WORD, ctype)
 from ..syncir.ops import DEAD_RESET, FUSION, NARROW_TYPES
 from ..syncir.rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField,
-                            NamedField, Obs, Self, Set, When)
+                            NamedField, Obs, Self, Set, When, WordField)
 
 
 class LowerError(Exception):
@@ -141,6 +141,8 @@ class _Lowering:
         self.atw = _unique(self.monitored, "atw_")
         self.params = param_names(kernel)
         self.mbars = _unique([m.name for m in kernel.mbarriers], "mb_")
+        self.words = _unique([w.name for w in kernel.words], "w_")
+        self.wat = _unique([w.name for w in kernel.words], "wat_")
         self.proctypes = [f"p{i}_{_ident(p.role)}" for i, p in enumerate(kernel.processes)]
         self.symmetric = set()
         for pi in range(len(self.flat)):
@@ -155,6 +157,10 @@ class _Lowering:
     # -- places
     def mb_index(self, array: str, cta: Expr, index: Expr) -> Expr:
         size = self.k.mbarrier(array).size
+        return _fold(BinOp("+", BinOp("*", cta, Const(size)), index))
+
+    def word_index(self, array: str, cta: Expr, index: Expr) -> Expr:
+        size = self.k.word_array(array).size
         return _fold(BinOp("+", BinOp("*", cta, Const(size)), index))
 
     def async_index(self, p: Inflight) -> Expr:
@@ -193,6 +199,13 @@ class _Lowering:
         if self.lay.async_keys:
             f = ASYNC_COPY.fields[0]
             out.append(f"{ctype(f.lo, f.hi)} infl[{len(self.lay.async_keys)}];")
+        for w in self.k.words:
+            f = SHARED_WORD.field("val")
+            n = w.size * self.k.num_ctas
+            many = sum(p.instances for p in self.k.processes) > 255
+            out.append(f"{ctype(f.lo, f.hi)} {self.words[w.name]}[{n}];  /* shared words */")
+            out.append(f"{'short' if many else 'byte'} {self.wat[w.name]}[{2 * n}];  "
+                       "/* race monitor: instances whose next step loads (0) / stores (1) it */")
         if self.monitored:
             out.append("/* R6 monitor: instances at a fused wait, per (element, parity) */")
             many = sum(p.instances for p in self.k.processes) > 255
@@ -237,6 +250,9 @@ class _Lowering:
                     # atomic block, so it costs no step of the search
                     for j in range(p.instances):
                         lines += _indent(_Ctx(self, pi, j).continuation(f"I{pi}_", 0), 4)
+                else:
+                    for j in range(p.instances):
+                        lines += _indent(_Ctx(self, pi, j).at_word(0, 1), 4)
                 lines.append(f"    run {self.proctypes[pi]}();")
                 continue
             for j in range(p.instances):
@@ -269,6 +285,8 @@ class _Lowering:
         lines.append(f"  {_pc_type(fp)} pc = 0;")
         if not isinstance(fp.code[0], Op):
             lines += ["  d_step { true;", *_indent(ctx.continuation("I", 0), 4), "  };"]
+        elif pc0 := ctx.at_word(0, 1):  # starts at a shared-word access: count it first
+            lines += ["  d_step { true;", *_indent(pc0, 4), "  };"]
         lines.append("  do")
         for pc, ins in fp.ops():
             end = is_exit(ins)
@@ -286,7 +304,7 @@ class _Lowering:
         guard, body = ctx.visible(pc)
         at = f"{ctx.pc} == {pc}" + (f" && {when}" if when else "")
         lines = [f"  :: d_step {{ {at if guard == '1' else at + ' && ' + guard} ->",
-                 *_indent(body, 7)]
+                 *_indent(ctx.at_word(pc, -1), 7), *_indent(body, 7)]
         if not is_exit(ins):
             lines += _indent(ctx.continuation(str(pc), pc + 1), 7)
         return lines + _indent(after, 7) + [f"     {close}"]
@@ -485,6 +503,11 @@ class _GlobalCtx:
             return f"live[{self.e(p.cta)}]"
         if isinstance(p, Inflight):
             return f"infl[{self.e(low.async_index(p))}]"
+        if isinstance(p, WordField):
+            i = self.e(low.word_index(p.array, p.cta, p.index))
+            if p.field == "val":
+                return f"{low.words[p.array]}[{i}]"
+            return f"{low.wat[p.array]}[({i}) * 2 + {1 if p.field == 'at_st' else 0}]"
         return self.instance_place(p)
 
     def instance_place(self, p) -> str:
@@ -597,12 +620,25 @@ class _Ctx(_GlobalCtx):
              f"({self.e(st.parity)} & 1)")
         return [f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"]
 
+    def at_word(self, pc: int, delta: int) -> list[str]:
+        """Race monitor bookkeeping: an instance reaching (+1) or executing (-1) a shared-word
+        access at `pc` counts in wat[word * 2 + (0 load | 1 store)]."""
+        acc = self.low.lay.word_ops[self.pi].get(pc)
+        if acc is None:
+            return []
+        kind, ref = acc
+        a = self.low.wat[ref.name]
+        i = (f"({self.e(self.low.word_index(ref.name, Const(self.p.cta), ref.index))}) * 2 + "
+             f"{1 if kind == 'st' else 0}")
+        return [f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"]
+
     # -- local code after a visible instruction, up to the next visible one(s)
     def continuation(self, tag: str, start: int) -> list[str]:
         code = self.fp.code
         tag = self.tag + tag
         if isinstance(code[start], Op):
-            return [" ".join([*self.resets(start), *self.at_w(start, 1), f"{self.pc} = {start}"])]
+            return [" ".join([*self.at_word(start, 1), *self.resets(start), *self.at_w(start, 1),
+                              f"{self.pc} = {start}"])]
         order, seen, todo = [], set(), [start]
         while todo:
             pc = todo.pop()
@@ -618,7 +654,7 @@ class _Ctx(_GlobalCtx):
 
         def to(pc: int) -> str:
             if isinstance(code[pc], Op):
-                return " ".join([*self.resets(pc), *self.at_w(pc, 1),
+                return " ".join([*self.at_word(pc, 1), *self.resets(pc), *self.at_w(pc, 1),
                                  f"{self.pc} = {pc}; goto D{tag}"])
             return f"goto C{tag}_{pc}"
 

@@ -84,7 +84,8 @@ def independent_ctas(kernel: Kernel) -> tuple[Decision, Kernel | None, tuple]:
         if [replace(kernel.processes[i], cta=0) for i in per[c]] != base:
             return Decision(INDEPENDENT_CTAS, False, f"CTA {c} runs other processes than CTA 0"), \
                 None, ()
-    comp = Kernel(kernel.name, tuple(base), kernel.mbarriers, kernel.params, 1, kernel.loc)
+    comp = Kernel(kernel.name, tuple(base), kernel.mbarriers, kernel.params, 1, kernel.loc,
+                  words=kernel.words)
     return Decision(INDEPENDENT_CTAS, True), comp, tuple(tuple(x) for x in per)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields, replace
 
 from .flat import Op
 from .interp import Machine, ModelError, Replay, State, eval_expr
-from .ir import Const, Expr, Loc, MBarRef
+from .ir import Const, Expr, Loc, MBarRef, WordRef
 from .ops import BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, MbarWait, TmaLoad
 from .printer import fmt_op
 from .trace import Complete, ParamChoice, Step
@@ -204,6 +204,8 @@ def concrete_op(stmt, env, kernel=None) -> str:
             if kernel is not None and isinstance(ref.index, Const):
                 named.append((f"{ref.name}[{ref.index.value}]",
                               kernel.mbarrier(ref.name).element_name(ref.index.value)))
+        elif isinstance(v, WordRef):
+            changes[f.name] = WordRef(v.name, ev(v.index))
         elif isinstance(v, Expr):
             changes[f.name] = ev(v)
     text = fmt_op(replace(stmt, **changes))

@@ -21,7 +21,7 @@ from .ir import BinOp, Const, Kernel, Loc, NOLOC, Select, UnOp, Var
 from .layout import Layout
 from .objects import CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER
 from .rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
-                    Obs, Self, Set, When)
+                    Obs, Self, Set, When, WordField)
 from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step  # noqa: F401 (re-exported)
 
 MB_FIELDS = {f.name: i for i, f in enumerate(MBARRIER.fields)}
@@ -70,6 +70,8 @@ class StateLayout:
         off += len(lay.elements) * len(MB_FIELDS)
         self.nb = off
         off += len(lay.named_slots) * len(NB_FIELDS)
+        self.sw = off
+        off += len(lay.words)
         self.cl = off
         off += len(CL_FIELDS)
         self.live = off
@@ -169,8 +171,29 @@ class Machine:
                 return lambda v: int(bool(a(v)) or bool(b(v)))
             f = _div(e.op) if e.op in ("//", "%") else _BINOPS[e.op]
             return lambda v: f(a(v), b(v))
+        if isinstance(e, WordField) and e.field != "val":
+            return self._word_monitor(e, gid)
         idx = self._place(e, gid)
         return lambda v: v[idx(v)]
+
+    def _word_monitor(self, p: WordField, gid: int):
+        """How many instances other than `gid` have a load (`at_ld`) or store (`at_st`) of word
+        `p` as their next step: the race monitor (Promela keeps it as counters)."""
+        kind = "ld" if p.field == "at_ld" else "st"
+        cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)
+        waiting = []  # (gid, pc, index function) of every access of this array of that kind
+        for inst in self.instances:
+            if inst.gid == gid:
+                continue
+            for pc, (k, ref) in self.layout.word_ops[inst.process].items():
+                if k == kind and ref.name == p.array:
+                    waiting.append((inst.gid, inst.cta, pc, self._expr(ref.index, inst.gid)))
+        base = self.sl.base
+
+        def count(v):
+            c, i = cta(v), idx(v)
+            return sum(1 for g, gc, pc, ix in waiting if gc == c and v[base[g]] == pc and ix(v) == i)
+        return count
 
     def _place(self, p, gid: int):
         """A function of the state vector giving the offset of place `p`."""
@@ -201,6 +224,18 @@ class Machine:
         if isinstance(p, ClusterField):
             i = sl.cl + CL_FIELDS[p.field]
             return lambda v: i
+        if isinstance(p, WordField):
+            size = k.word_array(p.array).size
+            base = lay.word_base[p.array]
+            cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)
+            n = k.num_ctas
+
+            def word(v):
+                c, i = cta(v), idx(v)
+                if not (0 <= c < n and 0 <= i < size):
+                    raise ModelError(f"word {p.array}[{i}] in CTA {c} does not exist")
+                return sl.sw + base + c * size + i
+            return word
         if isinstance(p, Live):
             cta = self._expr(p.cta, gid)
             return lambda v: sl.live + cta(v)

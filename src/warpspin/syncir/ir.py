@@ -161,6 +161,30 @@ class MBarrierDecl:
 
 
 @dataclass(frozen=True)
+class WordRef:
+    """Word `name[index]` of a shared-memory word array, in the executing thread's CTA."""
+    name: str
+    index: Expr = Const(0)
+
+    def __post_init__(self):
+        object.__setattr__(self, "index", lift(self.index))
+
+
+@dataclass(frozen=True)
+class WordsDecl:
+    """An array of `size` 32-bit words in shared memory that the kernel uses as values (a tile
+    index, a validity flag); every CTA of the cluster has its own. `label` names it as the user
+    wrote it."""
+    name: str
+    size: int = 1
+    loc: Loc = NOLOC
+    label: str = ""
+
+    def element_name(self, index: int) -> str:
+        return f"{self.label or self.name}[{index}]"
+
+
+@dataclass(frozen=True)
 class Param:
     """A launch parameter (problem size, tile count): one value, or every value in lo..hi."""
     name: str
@@ -302,6 +326,7 @@ class Kernel:
     # per CTA of the modelled cluster, its block index (x, y, z) over the launch parameters
     # (ctaid = clusterid * cluster_dim + cluster_ctaid), for reports; () when not known
     cta_blocks: tuple[tuple[Expr, Expr, Expr], ...] = ()
+    words: tuple[WordsDecl, ...] = ()  # shared-memory word arrays (values handed between roles)
 
     def __post_init__(self):
         object.__setattr__(self, "cta_blocks", tuple(tuple(lift(x) for x in b)
@@ -309,6 +334,13 @@ class Kernel:
         object.__setattr__(self, "processes", tuple(self.processes))
         object.__setattr__(self, "mbarriers", tuple(self.mbarriers))
         object.__setattr__(self, "params", tuple(self.params))
+        object.__setattr__(self, "words", tuple(self.words))
+
+    def word_array(self, name: str) -> WordsDecl:
+        for w in self.words:
+            if w.name == name:
+                return w
+        raise KeyError(name)
 
     def mbarrier(self, name: str) -> MBarrierDecl:
         for m in self.mbarriers:
@@ -346,6 +378,8 @@ def map_exprs(s: Stmt, fn) -> Stmt:
             changes[f.name] = fn(v)
         elif isinstance(v, MBarRef):
             changes[f.name] = MBarRef(v.name, fn(v.index), None if v.cta is None else fn(v.cta))
+        elif isinstance(v, WordRef):
+            changes[f.name] = WordRef(v.name, fn(v.index))
     return replace(s, **changes) if changes else s
 
 
@@ -360,6 +394,8 @@ def stmt_exprs(s: Stmt):
             yield v.index
             if v.cta is not None:
                 yield v.cta
+        elif isinstance(v, WordRef):
+            yield v.index
 
 
 def stmt_bodies(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:

@@ -10,7 +10,8 @@ from functools import cached_property
 from .flat import FlatProcess, Op, flatten
 from .ir import Const, Kernel
 from .objects import LIMITS
-from .ops import BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, MbarInit, TmaLoad
+from .ops import (BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, MbarInit,
+                  SmemLoad, SmemStore, TmaLoad)
 from .rules import Obs, Rule, SubRules, rule_places
 
 
@@ -90,6 +91,17 @@ class Layout:
             self.array_base[m.name] = len(self.elements)
             self.elements += [(c, m.name, i) for c in range(k.num_ctas) for i in range(m.size)]
         self.element = {key: n for n, key in enumerate(self.elements)}
+        # shared words: (cta, array, index) -> word number, arrays CTA-major like the mbarriers
+        self.words: list[tuple[int, str, int]] = []
+        self.word_base: dict[str, int] = {}
+        for w in k.words:
+            self.word_base[w.name] = len(self.words)
+            self.words += [(c, w.name, i) for c in range(k.num_ctas) for i in range(w.size)]
+        # per process: pc -> ("ld" | "st", word ref) of its shared-word accesses (race monitor)
+        self.word_ops: list[dict[int, tuple[str, object]]] = [
+            {pc: ("st" if isinstance(ins.stmt, SmemStore) else "ld", ins.stmt.ref)
+             for pc, ins in fp.ops() if isinstance(ins.stmt, (SmemStore, SmemLoad))}
+            for fp in self.flat]
         self.inited_arrays = [{ins.stmt.bar.name for _, ins in fp.ops()
                                if isinstance(ins.stmt, MbarInit)} for fp in self.flat]
         self.process_cluster = [any(isinstance(ins.stmt, (ClusterArrive, ClusterWait))

@@ -100,7 +100,17 @@ OBSERVATION = ObjectKind("observation", "instance", (
     FieldDecl("obs", 0, _PH, 0, "completed phases the instance's last passing wait saw"),
 ), "what an instance last observed of an mbarrier it waits on (parity aliasing)")
 
-KINDS_OF_OBJECTS = (MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER, LIVE, ASYNC_COPY, OBSERVATION)
+SHARED_WORD = ObjectKind("shared-word", "cta", (
+    FieldDecl("val", -LIMITS.local_band, LIMITS.local_band, 0,
+              "the value last stored (a tile index, a flag; 0 before any store)"),
+    FieldDecl("at_ld", 0, _MAX_INSTANCES, 0, "instances whose next step loads it (race monitor: "
+              "a function of the other state, no states of its own)"),
+    FieldDecl("at_st", 0, _MAX_INSTANCES, 0, "instances whose next step stores it (race monitor)"),
+), "a 32-bit word of shared memory used as a value by several roles (st.shared / ld.shared, "
+   "PTX 9.7.9.8-9), one per array element per CTA")
+
+KINDS_OF_OBJECTS = (MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER, LIVE, ASYNC_COPY, OBSERVATION,
+                    SHARED_WORD)
 
 def ctype(lo: float, hi: float) -> str:
     """The narrowest Promela integer type holding lo..hi."""

@@ -17,15 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .ir import BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, _lift_fields, expr_vars, lift
+from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, WordRef, _lift_fields,
+                 expr_vars, lift)
 from .objects import LIMITS
 from .rules import (Call, ClusterField, El, Fail, Hook, Inflight, Live, Local, NamedField, Obs,
-                    Rule, Self, Set, When, add, all_of, any_of, sub)
+                    Rule, Self, Set, When, WordField, add, all_of, any_of, sub)
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
            "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
            "BarSync", "BarSyncResume", "BarArrive", "ClusterArrive", "ClusterWait", "TmaLoad",
-           "Exit", "Unsupported"]
+           "SmemStore", "SmemLoad", "Exit", "Unsupported"]
 
 SCOPES = ("thread", "warp", "cta", "cluster", "grid")
 
@@ -870,6 +871,112 @@ class TmaLoad(SyncOp):
         if self.multicast is None and self.bar.cta is None:
             return []  # the executing CTA (the caller knows it)
         return list(range(kernel.num_ctas))
+
+
+# ----------------------------------------------------------------------------- shared words
+
+def _word(c, ref: WordRef) -> tuple[WordField, list]:
+    """The word `ref` names in the executing CTA, and the check that it exists."""
+    size = c.kernel.word_array(ref.name).size
+    checks = []
+    if not isinstance(ref.index, Const):
+        checks.append(When(any_of(_lt(ref.index, 0), _ge(ref.index, size)),
+                           [Fail("invalid-operand", "{who} names " + ref.name + "[{0}], outside "
+                                 f"the array of {size} words", (ref.index,))]))
+    return WordField(ref.name, Const(c.cta), ref.index, "val"), checks
+
+
+def _word_problems(k, ref: WordRef) -> list[str]:
+    try:
+        size = k.word_array(ref.name).size
+    except KeyError:
+        return [f"undeclared shared-word array {ref.name!r}"]
+    if isinstance(ref.index, Const) and not 0 <= ref.index.value < size:
+        return [f"{ref.name}[{ref.index.value}] is outside the array of {size} words"]
+    return []
+
+
+def fmt_word(ref: WordRef) -> str:
+    return f"{ref.name}[{_e(ref.index)}]"
+
+
+@sync_op
+@dataclass(frozen=True)
+class SmemStore(SyncOp):
+    """st.shared of a value into a shared-memory word (the same value from every executing
+    thread). Another instance whose next step loads or stores the same word makes it a race:
+    nothing orders the two accesses."""
+    ref: WordRef
+    value: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "st.shared"
+    ptx: ClassVar[str] = "9.7.9.9"
+    summary: ClassVar[str] = ("val = value; another instance about to load or store the word: "
+                              "race; a value beyond the integer band: integer-range")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls(WordRef("tile", Const(0)), Const(3))
+
+    def __post_init__(self): _lift_fields(self, "value")
+
+    def fmt(self): return f"st.shared {fmt_word(self.ref)}, {_e(self.value)}"
+
+    def problems(self, k): return _word_problems(k, self.ref)
+
+    def footprint(self, k):
+        return Footprint((_acc("shared-word", "write", "cta"),))
+
+    def rule(self, c):
+        w, checks = _word(c, self.ref)
+        others = lambda f: WordField(w.array, w.cta, w.index, f)  # noqa: E731
+        band = LIMITS.local_band
+        return Rule([*checks,
+                     When(_gt(_plus(others("at_ld"), others("at_st")), 0),
+                          [Fail("race", "{who} stores " + self.ref.name + "[{0}] while another "
+                                "instance is about to load or store it: no synchronization "
+                                "orders the two accesses", (w.index,))]),
+                     When(any_of(_gt(self.value, band), _lt(self.value, -band)),
+                          [Fail("integer-range", "{who} stores {0} into " + self.ref.name +
+                                f", outside the model's integer band ±{band}", (self.value,))]),
+                     Set(w, self.value)])
+
+
+@sync_op
+@dataclass(frozen=True)
+class SmemLoad(SyncOp):
+    """ld.shared of a shared-memory word into `dest`. Another instance whose next step stores
+    the same word makes it a race (the load could see either value)."""
+    dest: str
+    ref: WordRef
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "ld.shared"
+    ptx: ClassVar[str] = "9.7.9.8"
+    summary: ClassVar[str] = "dest = val; another instance about to store the word: race"
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("t", WordRef("tile", Const(0)))
+
+    def own_locals(self, pc): return (self.dest,)
+
+    def fmt(self): return f"{self.dest} = ld.shared {fmt_word(self.ref)}"
+
+    def problems(self, k): return _word_problems(k, self.ref)
+
+    def footprint(self, k):
+        return Footprint((_acc("shared-word", "read", "cta"),))
+
+    def rule(self, c):
+        w, checks = _word(c, self.ref)
+        return Rule([*checks,
+                     When(_gt(WordField(w.array, w.cta, w.index, "at_st"), 0),
+                          [Fail("race", "{who} loads " + self.ref.name + "[{0}] while another "
+                                "instance is about to store it: no synchronization orders the "
+                                "two accesses", (w.index,))]),
+                     Set(Local(self.dest), w)])
 
 
 # ----------------------------------------------------------------------------- exit, unsupported

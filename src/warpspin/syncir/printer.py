@@ -94,6 +94,8 @@ def fmt_kernel(k: Kernel) -> str:
         if named:
             label += ("  # " if not label else "; ") + ", ".join(named)
         lines.append(f"  mbarrier {m.name}[{m.size}]{label}")
+    for w in k.words:
+        lines.append(f"  words {w.name}[{w.size}]" + (f"  # {w.label}" if w.label else ""))
     for p in k.processes:
         lines.append(fmt_process(p))
     return "\n".join(lines)

@@ -84,6 +84,17 @@ class Inflight(Place):
 
 
 @dataclass(frozen=True, eq=True)
+class WordField(Place):
+    """Field of word `index` of shared-word array `array` in CTA `cta` (objects.SHARED_WORD):
+    `val`, or the race monitor counts `at_ld` / `at_st` of the *other* instances whose next
+    step loads / stores it (read-only: the lowering maintains them)."""
+    array: str
+    cta: Expr
+    index: Expr
+    field: str
+
+
+@dataclass(frozen=True, eq=True)
 class Self(Expr):
     """The executing instance's global number (what `MbarField(.., 'by')` records)."""
 

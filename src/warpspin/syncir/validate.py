@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, While,
                  expr_vars, stmt_exprs, walk_stmts)
 from .objects import LIMITS
-from .ops import OPS, BarArrive, BarSync, Exit, MbarTestWait, SyncOp, Unsupported
+from .ops import OPS, BarArrive, BarSync, Exit, MbarTestWait, SmemLoad, SyncOp, Unsupported
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,11 @@ def validate(k: Kernel) -> list[Problem]:
     for m in k.mbarriers:
         if m.size < 1:
             probs.append(Problem(f"mbarrier array {m.name} has size {m.size}", m.loc))
+    if len({w.name for w in k.words}) != len(k.words):
+        probs.append(Problem("two shared-word arrays share a name", k.loc))
+    for w in k.words:
+        if w.size < 1:
+            probs.append(Problem(f"shared-word array {w.name} has size {w.size}", w.loc))
     if not k.processes:
         probs.append(Problem("kernel has no processes", k.loc))
     for c in range(k.num_ctas):
@@ -75,7 +80,7 @@ def validate(k: Kernel) -> list[Problem]:
                 names.add(s.var)
             elif isinstance(s, For):
                 names.add(s.var)
-            elif isinstance(s, MbarTestWait):
+            elif isinstance(s, (MbarTestWait, SmemLoad)):
                 names.add(s.dest)
         probs += _body_problems(k, p, p.body, names, params, bars, where, lanes=None)
     return probs
@@ -115,7 +120,8 @@ def _body_problems(k, p, body, names, params, bars, where, lanes) -> list[Proble
         if isinstance(s, Exit) and lanes is not None:
             probs.append(Problem(f"{where}: exit inside a lane subset (Lanes({lanes})): an exit "
                                  "by part of a warp is not modelled", loc))
-        if isinstance(s, (MbarTestWait, Assign)) and (s.var if isinstance(s, Assign) else s.dest) in params:
+        if isinstance(s, (MbarTestWait, SmemLoad, Assign)) and \
+                (s.var if isinstance(s, Assign) else s.dest) in params:
             probs.append(Problem(f"{where}: assigns to launch parameter", loc))
         if isinstance(s, For) and s.step <= 0:
             probs.append(Problem(f"{where}: loop step {s.step} is not positive", loc))
