@@ -6,9 +6,10 @@ CTA the tiles block_idx.x + i * grid_dim.x (i = 0, 1, ...) below ``num_tiles`` (
 argument), one at a time: it acquires a stage of a two-stage ``PipelineAsync``, lane 0 writes
 the tile index into that stage's Int32 word in shared memory, and the warp commits the stage.
 After its last tile it publishes the sentinel -1 ("no more tiles") the same way, then
-``producer_tail``.  It also arrives on the ``first_tile`` mbarrier when it hands out its CTA's
-first tile (nobody needs that in the correct kernel).  Warps 1 and 2 are the consumers: each
-waits for a stage, loads the tile word, releases the stage and, while the tile is valid, writes
+``producer_tail``.  When it hands out its CTA's first tile it also arrives on the ``first_tile``
+mbarrier (standing in for per-CTA setup done once the CTA has work, e.g. loading a descriptor).
+Warps 1 and 2 are the consumers: each waits for a stage, loads the tile word, releases the stage
+and, while the tile is valid, waits on ``first_tile`` (the setup) and writes
 out[64 tile + 32 (warp - 1) + lane] = 2 x[...] + 1 (warp 1 the first half of the tile, warp 2
 the second); the sentinel ends the loop.  ``python examples/persistent_scheduler.py --run
 VARIANT`` runs a variant on a GPU (sm_90a) and checks it against PyTorch, with a watchdog.
@@ -23,9 +24,9 @@ Variants (each differs from ``correct`` by one line, selected at trace time):
                        forever at their consumer_wait
   release_before_load  a consumer releases the stage before it loads the tile word -> the
                        scheduler may overwrite the word first (a race on the shared word)
-  zero_tile_wait       the consumers wait on ``first_tile`` before fetching, i.e. for a first
-                       tile before checking that their CTA has any -> a CTA with no tiles
-                       (num_tiles <= block index) hangs there
+  zero_tile_wait       a consumer waits on ``first_tile`` before it checks the tile word for the
+                       sentinel, i.e. for a first tile before checking that its CTA has any ->
+                       a CTA with no tiles (num_tiles <= block index) hangs there
 """
 from __future__ import annotations
 
@@ -106,8 +107,6 @@ class PersistentScheduler:
             pipe.producer_tail(state)
 
         if warp == 1 or warp == 2:                                           # consumer warps
-            if cutlass.const_expr(self.bug == "zero_tile_wait"):
-                cute.arch.mbarrier_wait(first_tile, 0)                       # BUG
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
             tile = Int32(0)
             while tile >= 0:
@@ -118,7 +117,10 @@ class PersistentScheduler:
                 if cutlass.const_expr(self.bug != "release_before_load"):
                     pipe.consumer_release(state)
                 state.advance()
+                if cutlass.const_expr(self.bug == "zero_tile_wait"):
+                    cute.arch.mbarrier_wait(first_tile, 0)                   # BUG: before the check
                 if tile >= 0:
+                    cute.arch.mbarrier_wait(first_tile, phase=0)             # the CTA's setup is done
                     e = tile * TILE + (warp - 1) * 32 + lane
                     out[e] = x[e] * 2.0 + 1.0
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from warpspin.syncir import (Assign, BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Elect,
                              Exit, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
                              MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
-                             MbarTestWait, MbarWait, Param, Process, TmaLoad, Var, While,
-                             walk_stmts)
+                             MbarTestWait, MbarWait, Param, Process, SmemLoad, SmemStore, TmaLoad,
+                             Var, While, WordRef, WordsDecl, walk_stmts)
 
 FILE = "random.py"
 BARS = ("a", "b")
@@ -31,7 +31,7 @@ BASE_KINDS = ("arrive", "arrive1", "aexp", "expect", "tma", "wait", "wait", "tes
 # the constructs added on top; each protocol enables a few of them (several at once would make
 # most protocols too large for the interpreter or trivially broken)
 EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "exit", "testif",
-               "csync", "carrive", "cwait", "mcast")
+               "csync", "carrive", "cwait", "mcast", "store", "load")
 CTA2_KINDS = ("remote", "remote", "mcast", "csync")  # only with two CTAs
 
 
@@ -135,6 +135,17 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         if draw(st.booleans()):
             return Elect((MbarArrive(draw(bar_ref(sizes, num_ctas)), 1, loc),), loc)
         return Elect((MbarArriveExpectTx(draw(bar_ref(sizes, num_ctas)), 16, loc),), loc)
+    if kind == "store":
+        # a shared word written by one lane or the whole warp (race with a concurrent access)
+        st_ = SmemStore(WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2]))),
+                        draw(st.sampled_from([Const(1), Var("k") + 1])), loc)
+        return Elect((st_,), loc) if draw(st.booleans()) else st_
+    if kind == "load":
+        # a shared word read, and the synchronization depending on the value read
+        ref = WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2])))
+        return If(Const(1), (SmemLoad("v", ref, loc),
+                             If(Var("v").eq(1), (MbarWait(draw(bar_ref(sizes)), Var("ph"), loc),),
+                                (), loc)), (), loc)
     if kind == "while":  # nested while: a plain wait instead
         return MbarWait(draw(bar_ref(sizes)), Var("ph"), loc)
     inner = draw(sync_op(sizes, line + 1, kinds, num_ctas, depth + 1))
@@ -198,7 +209,7 @@ def protocols(draw) -> Kernel:
             threads = draw(st.sampled_from([32] * 7 + [16])) if p > 0 else 32
             procs.append(Process(f"p{p}", tuple(body), cta=cta, warps=(p * 2, p * 2 + instances),
                                  threads=threads, instances=instances,
-                                 init=(("ph", draw(st.integers(0, 1))), ("ok", 0))))
+                                 init=(("ph", draw(st.integers(0, 1))), ("ok", 0), ("v", 0))))
         return procs
 
     procs = draw_cta(0)
@@ -213,8 +224,9 @@ def protocols(draw) -> Kernel:
         params.append(Param("N", 0, 2))
     if uses_mask_param(procs):
         params.append(Param("M", 1, 3))
+    words = (WordsDecl("w", 2),) if {"store", "load"} & set(extras) else ()
     return Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]), MBarrierDecl("b", 1)),
-                  params=tuple(params), num_ctas=num_ctas)
+                  params=tuple(params), num_ctas=num_ctas, words=words)
 
 
 # constructs the generator must be able to produce (tests/test_differential.py checks each)
@@ -252,4 +264,5 @@ REQUIRED_CONSTRUCTS = ("ClusterArrive(relaxed)", "ClusterArrive", "ClusterWait",
                        "cta1-process", "TmaLoad(multicast)", "remote-arrive", "While(max_iters)",
                        "dynamic-barrier-id", "Lanes(2)", "Lanes(16)", "TmaLoad-in-Lanes(k>1)",
                        "MbarTestWait", "Exit", "params", "MbarExpectTx", "MbarArriveExpectTx",
-                       "BarArrive", "BarSync", "MbarInit", "MbarInitFence", "MbarWait", "If", "For")
+                       "BarArrive", "BarSync", "MbarInit", "MbarInitFence", "MbarWait", "If", "For",
+                       "SmemStore", "SmemLoad")

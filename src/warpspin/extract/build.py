@@ -5,11 +5,13 @@ import re
 from typing import Mapping, Optional, Union
 
 from ..frontend.mlir_data import TracedKernel
-from ..syncir.ir import (Const, Kernel, MBarrierDecl, Param, Process, Var, expr_vars,
-                         walk_stmts)
+from dataclasses import replace
+
+from ..syncir.ir import (Assign, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
+                         SmemLoad, SmemStore, Var, While, WordRef, WordsDecl, expr_vars, walk_stmts)
 from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
-from .values import Folder
+from .values import Folder, opaque
 from .walker import Context, WarpWalker, cluster_coord, to_loc
 
 ParamValue = Union[int, tuple[int, int]]
@@ -121,6 +123,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
              Process(f"{p.role}_cta{p.cta}", p.body, p.cta, p.warps, p.threads, p.instances)
              for p in procs]
 
+    words, procs = _words(ctx, procs)
     used: set[str] = set()
     for p in procs:
         for s in walk_stmts(p.body):
@@ -131,11 +134,50 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                  for name, size, loc in ctx.arrays.values())
     out = Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
-                 loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used))
+                 loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used), words=words)
     problems = validate(out)
     if problems:
         raise ExtractorBug(out.name, problems)
     return out
+
+
+def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], list[Process]]:
+    """The shared-word arrays, each rebased to the lowest word the kernel accesses as a value.
+    An array some other write may overlap (a copy, a store of a value the model does not follow,
+    a write into unknown shared memory) is not modelled: its stores go, its loads become values
+    not modelled, and what depends on them is Unsupported, naming the write."""
+    decls, rebase, dropped = [], {}, {}
+    for uid, (name, label, lo, hi, loc) in ctx.word_arrays.items():
+        clash = [what for a, rng, what in ctx.smem_writes
+                 if a is None or (a == uid and (rng is None or (rng[0] < 4 * hi and 4 * lo < rng[1])))]
+        if clash:
+            dropped[name] = f"a shared word {clash[0]} may also write"
+        else:
+            rebase[name] = lo
+            decls.append(WordsDecl(name, hi - lo, loc, label))
+    if not ctx.word_arrays:
+        return (), procs
+
+    def fix(body):
+        out = []
+        for st in body:
+            if isinstance(st, (SmemStore, SmemLoad)):
+                name = st.ref.name
+                if name in dropped:
+                    if isinstance(st, SmemLoad):
+                        out.append(Assign(st.dest, opaque(f"{dropped[name]}"), st.loc))
+                    continue
+                f = Folder()
+                st = replace(st, ref=WordRef(name, f.binop("-", st.ref.index, Const(rebase[name]))))
+            elif isinstance(st, If):
+                st = replace(st, then=fix(st.then), else_=fix(st.else_))
+            elif isinstance(st, (For, While, Lanes)):
+                st = replace(st, body=fix(st.body))
+            out.append(st)
+        return tuple(out)
+
+    procs = [replace(p, body=finish(list(fix(p.body)))) for p in procs]
+    return tuple(decls), procs
 
 
 def _owner_role(label: str) -> tuple[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..syncir.ir import (Assign, Expr, For, If, Lanes, MBarRef, MbarTestWait, Stmt, Unsupported, While,
+from ..syncir.ir import (Assign, Expr, For, If, Lanes, MBarRef, MbarTestWait, SmemLoad, Stmt, Unsupported, While,
                          EXPR_FIELDS, expr_vars, stmt_exprs, walk_stmts)
 from .values import LANE, OPAQUE_PREFIX
 
@@ -95,7 +95,7 @@ def _assigned(body) -> set[str]:
             out.add(s.var)
         elif isinstance(s, For):
             out.add(s.var)
-        elif isinstance(s, MbarTestWait):
+        elif isinstance(s, (MbarTestWait, SmemLoad)):
             out.add(s.dest)
     return out
 
@@ -104,7 +104,7 @@ def _origins(s: Stmt, bad: dict[str, frozenset]) -> tuple[frozenset, bool]:
     """What a statement reads that is not modelled: the origins of the opaque values it reads
     (directly or through variables whose value is not modelled), and whether it reads the lane."""
     names = _reads(s)
-    if isinstance(s, MbarTestWait):
+    if isinstance(s, (MbarTestWait, SmemLoad)):
         names.discard(s.dest)
     found = {n[len(OPAQUE_PREFIX):] for n in names if n.startswith(OPAQUE_PREFIX)}
     for n in names & bad.keys():
@@ -145,7 +145,7 @@ def _taint(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> bool:
         why = found | ({"the lane index"} if lane else frozenset())
         if isinstance(s, Assign) and why:
             mark({s.var}, why)
-        elif isinstance(s, MbarTestWait) and why:
+        elif isinstance(s, (MbarTestWait, SmemLoad)) and why:
             mark({s.dest}, why)
         elif why and isinstance(s, (If, For, While)):
             mark(_assigned((s,)), why)  # the whole statement becomes Unsupported

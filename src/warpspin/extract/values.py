@@ -47,6 +47,35 @@ class Alloc:
 
 
 @dataclass(frozen=True)
+class View:
+    """A shared-memory tensor: ``ptr`` (a static byte offset in its allocation) with a static
+    flat layout (``shape``, ``stride`` in elements of ``elem`` bytes)."""
+
+    ptr: "Ptr"
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    elem: int
+
+    @property
+    def cosize(self) -> int:
+        return sum((n - 1) * d for n, d in zip(self.shape, self.stride)) + 1
+
+    @property
+    def byte_range(self) -> tuple[int, int]:
+        return self.ptr.const, self.ptr.const + self.cosize * self.elem
+
+
+@dataclass(frozen=True)
+class Region:
+    """A shared-memory tensor derived from a `View` (a partition, tile or slice of it): somewhere
+    inside the parent's bytes of allocation ``alloc`` (uid)."""
+
+    alloc: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
 class Ptr:
     """``alloc`` base + ``off`` bytes (linear form: {atom: coeff} + const), element of ``elem``
     bytes; ``cta`` is the target CTA rank of a ``mapa`` (remote) pointer."""

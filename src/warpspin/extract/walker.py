@@ -16,12 +16,13 @@ from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
 from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
-                         MbarInitFence, MbarTestWait, MbarWait, Stmt, TmaLoad, Unsupported,
-                         Select, UnOp, Var, While, expr_vars, walk_stmts)
+                         MbarInitFence, MbarTestWait, MbarWait, NOLOC, SmemLoad, SmemStore, Stmt,
+                         TmaLoad, Unsupported, Select, UnOp, Var, While, WordRef, expr_vars,
+                         walk_stmts)
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
-from .values import (ELECT, LANE, Alloc, Atom, Folder, Leaves, Ptr, Unknown, Value, lane_values,
-                     opaque_reasons,
+from .values import (ELECT, LANE, Alloc, Atom, Folder, Leaves, Ptr, Region, Unknown, Value, View,
+                     lane_values, opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque)
 
 INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "index"}
@@ -64,6 +65,20 @@ ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|gridd
                       r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit", re.I)
 
 
+# ops with shared-memory operands that do not write shared memory (`WarpWalker.smem_writes_of`);
+# cute.memref.store is recorded by its own handler
+SMEM_READERS = {"cute.memref.load", "cute.memref.store", "cute.make_view", "cute.get_iter",
+                "cute.add_offset", "cute.recast_iter", "cute.get_layout", "cute.get_shape",
+                "cute.get_stride", "cute.derefine", "cute.assume", "cute.ptrtoint", "llvm.ptrtoint",
+                "nvvm.mapa", "cute_nvgpu.arch.make_warp_uniform", "nvvm.mbarrier.try_wait.parity",
+                "nvvm.mbarrier.wait.parity", "nvvm.mbarrier.test.wait",
+                "cute_nvgpu.atom.tma_partition", "cute.memref.alloca",
+                "builtin.unrealized_conversion_cast"}
+SMEM_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
+                        "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
+                        "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
+                        "cute.append", "cute.prepend", "cute.select", "cute.size", "cute.cosize",
+                        "cute.coalesce", "cute.filter", "cute.static", "cute.to_int_tuple")
 # ops that keep the memory a global tensor or pointer views (for `Context.gmem_root`)
 GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice", "cute.local_tile",
               "cute.recast_iter", "cute.derefine", "cute.assume", "cute.make_ptr", "cute.recast_layout",
@@ -234,6 +249,11 @@ class Context:
     tma_split: dict[int, int] = field(default_factory=dict)  # TMA atom value -> CTAs sharing a box
     _by_key: dict = field(default_factory=dict)
     _written: Optional[tuple] = None
+    # shared words: allocation uid -> [name, label, lowest word, end word, loc] of the words the
+    # kernel loads and stores as values; every other write into shared memory, as
+    # (allocation uid or None: unknown, byte range or None: anywhere, what)
+    word_arrays: dict = field(default_factory=dict)
+    smem_writes: list = field(default_factory=list)
 
     def __post_init__(self):
         self.varying, self.impure_ops = varying_values(self.kernel)
@@ -316,6 +336,18 @@ class Context:
                     args.add(root)
             self._written = (args, unknown)
         return self._written
+
+    def word_array(self, view: View, loc: Loc) -> str:
+        """The word array of `view`'s allocation, grown to cover the view."""
+        alloc = view.ptr.alloc
+        lo = view.ptr.const // 4
+        hi = lo + view.cosize
+        info = self.word_arrays.get(alloc.uid)
+        if info is None:
+            label = next((f for f, size, off in alloc.fields if off <= view.ptr.const < off + size), "")
+            info = self.word_arrays[alloc.uid] = [f"sw{len(self.word_arrays)}", label, lo, hi, loc]
+        info[2], info[3] = min(info[2], lo), max(info[3], hi)
+        return info[0]
 
     def launch_uniform(self, op: Op) -> bool:
         """The op's results are the same in every thread of the modelled cluster: a pure op whose
@@ -426,9 +458,15 @@ class WarpWalker:
         parameters, everything else opaque."""
         operands = [self.val(o) for o in op.operands]
         uniform = all(self.is_uniform(v) for v in operands) and self.ctx.launch_uniform(op)
+        parent = next((v for v in operands if isinstance(v, (View, Region))), None)
         for i, (r, t) in enumerate(zip(op.results, op.result_types)):
             static = ct.static_int(t)
-            if static is not None:
+            if parent is not None and ct.is_smem(t) and t.startswith(("!cute.memref", "!cute.ptr")):
+                # a partition, tile or slice of a tensor stays inside the tensor's bytes
+                lo, hi = parent.byte_range if isinstance(parent, View) else (parent.lo, parent.hi)
+                alloc = parent.ptr.alloc.uid if isinstance(parent, View) else parent.alloc
+                self.env[r] = Region(alloc, lo, hi)
+            elif static is not None:
                 self.env[r] = Const(static)
             elif (t in INT_TYPES or ct.is_dynamic_scalar(t)) and uniform and operands:
                 self.env[r] = self.ctx.param(f"{self.origin(op)}", f"{op.name} at {op.loc.short()}",
@@ -465,6 +503,7 @@ class WarpWalker:
         return out, None
 
     def op(self, op: Op, out: list[Stmt]) -> None:
+        self.smem_writes_of(op)
         h = HANDLERS.get(op.name)
         if h is not None:
             h(self, op, out)
@@ -664,7 +703,9 @@ class WarpWalker:
 
     def get_iter(self, op: Op, out) -> None:
         base = self.val(op.operands[0])
-        if isinstance(base, Alloc):
+        if isinstance(base, View):
+            self.env[op.result] = base.ptr
+        elif isinstance(base, Alloc):
             self.env[op.result] = Ptr(base, elem=ct.elem_bytes(op.result_types[0]) or 1)
         else:
             self.set_unknown_results(op)
@@ -736,6 +777,114 @@ class WarpWalker:
                 self.env[r] = Unknown(f"leaf {i}@{op.loc.short()}",
                                       self.is_uniform(v) and self.ctx.launch_uniform(op))
 
+    def make_view(self, op: Op, out) -> None:
+        """A shared-memory tensor on a pointer with a static byte offset and a static layout."""
+        p = self.val(op.operands[0]) if op.operands else None
+        t = op.result_types[0] if op.result_types else ""
+        flat, eb = ct.flat_layout(t), ct.elem_bytes(t)
+        if isinstance(p, Ptr) and p.space == "smem" and p.alloc is not None and not p.lin \
+                and p.cta is None and flat is not None and eb and ct.is_smem(t):
+            self.env[op.result] = View(p, flat[0], flat[1], eb)
+        else:
+            self.set_unknown_results(op)
+
+    def make_coord(self, op: Op, out) -> None:
+        """A coordinate: one expression, or the leaves of a tuple (static ones from the type)."""
+        text = ct.int_tuple_value(op.result_types[0]) or ""
+        leaves = re.findall(r"\?|-?\d+", text)
+        if len(leaves) <= 1 or leaves.count("?") != len(op.operands):
+            self.make_int_tuple(op, out)
+            return
+        ops = iter(op.operands)
+        self.env[op.result] = Leaves(tuple(self.expr(next(ops)) if x == "?" else Const(int(x))
+                                           for x in leaves))
+
+    def smem_word(self, view: View, coord: int) -> tuple[str, Expr] | str:
+        """(word array, word index) of the element `coord` names in `view`, or why not."""
+        if view.elem != 4 or view.ptr.const % 4:
+            return "an element that is not a 32-bit word"
+        c = self.val(coord)
+        coords = list(c.items) if isinstance(c, Leaves) else [c]
+        if len(coords) != len(view.shape):
+            return "a coordinate of another rank than the tensor"
+        lin: Expr = Const(view.ptr.const // 4)
+        for x, d in zip(coords, view.stride):
+            if not isinstance(x, Expr) or opaque_reasons(x):
+                return "an index the model does not follow"
+            lin = self.f.binop("+", lin, self.f.binop("*", x, Const(d)))
+        return self.ctx.word_array(view, NOLOC), lin
+
+    def smem_writes_of(self, op: Op) -> None:
+        """Every op with a shared-memory operand that is not known to leave shared memory as it
+        is (a load, a view, an address computation) may write it; mbarrier ops write their 8
+        bytes. Word stores are recorded by `memref_store` itself."""
+        if op.name in SMEM_READERS or op.name.startswith(SMEM_READER_PREFIXES):
+            return
+        for vid, t in zip(op.operands, op.operand_types):
+            if ct.is_smem(t):
+                v = self.val(vid)
+                arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
+                    if op.name.startswith("nvvm.mbarrier.") and isinstance(v, Ptr) and v.alloc \
+                    and v.cta is None else None
+                if arr is not None:  # inside the barrier array's struct field
+                    self.ctx.smem_writes.append((v.alloc.uid, (arr[1], arr[1] + arr[2]), op.name))
+                else:
+                    self.note_smem_write(vid, f"{op.name}@{op.loc.short()}")
+        if op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
+            text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+            if re.search(r"\bst\.|\bcp\.|stmatrix|\batom|\bred\.|tensormap", text):
+                self.ctx.smem_writes.append((None, None, f"inline PTX@{op.loc.short()}"))
+
+    def note_smem_write(self, vid: int, what: str) -> None:
+        """A write into shared memory the model does not follow as a word value: the words it
+        may overlap are not modelled (build.py)."""
+        v = self.val(vid)
+        if isinstance(v, View):
+            self.ctx.smem_writes.append((v.ptr.alloc.uid, v.byte_range, what))
+        elif isinstance(v, Region):
+            self.ctx.smem_writes.append((v.alloc, (v.lo, v.hi), what))
+        elif isinstance(v, Ptr) and v.alloc is not None and v.cta is None:
+            self.ctx.smem_writes.append((v.alloc.uid, None, what))
+        else:
+            self.ctx.smem_writes.append((None, None, what))
+
+    def smem_load(self, op: Op, view: View, out) -> None:
+        r = self.smem_word(view, op.operands[1])
+        why = r if isinstance(r, str) else None
+        if why is None and op.result_types[0] != "i32":
+            why = f"a {op.result_types[0]} value"
+        if why is None and LANE in expr_vars(r[1]) and self.whole_warp():
+            why = "an address that differs between the lanes"
+        if why is not None:
+            self.env[op.result] = opaque(f"ld.shared of {why}@{op.loc.short()}")
+            return
+        dest = f"t{op.uid}"
+        out.append(SmemLoad(dest, WordRef(r[0], r[1]), self.loc(op)))
+        self.env[op.result] = Var(dest)
+
+    def memref_store(self, op: Op, out) -> None:
+        """A store into shared memory: a word value (`SmemStore`) when the model can follow it;
+        global stores have no synchronization effect (`Context.written_gmem` tracks them)."""
+        if not ct.is_smem(op.operand_types[0]):
+            return
+        view = self.val(op.operands[0])
+        where = f"@{op.loc.short()}"
+        if not isinstance(view, View):
+            self.note_smem_write(op.operands[0], f"a shared-memory store{where}")
+            return
+        r = self.smem_word(view, op.operands[1])
+        value = self.val(op.operands[2]) if len(op.operands) > 2 else None
+        why = r if isinstance(r, str) else None
+        if why is None and (op.operand_types[2] != "i32" or not isinstance(value, Expr)
+                            or opaque_reasons(value)):
+            why = "a value the model does not follow"
+        if why is None and LANE in expr_vars(value) | expr_vars(r[1]) and self.whole_warp():
+            why = "a value or address that differs between the lanes"
+        if why is not None:
+            self.note_smem_write(op.operands[0], f"st.shared of {why}{where}")
+            return
+        out.append(SmemStore(WordRef(r[0], r[1]), value, self.loc(op)))
+
     def memref_load(self, op: Op, out) -> None:
         """``cute.memref.load`` of one element of a global tensor the kernel never writes (a
         count, an offset, a sequence length): every reader of an element sees the same value,
@@ -743,6 +892,10 @@ class WarpWalker:
         (``READ_RANGE`` by default: empty, one and many; ``--param`` sets it), and the load is
         the select of the element its index names.  Anything else stays a per-thread value."""
         t = op.operand_types[0]
+        m = self.val(op.operands[0]) if op.operands else None
+        if isinstance(m, View) and len(op.operands) == 2 and op.results:
+            self.smem_load(op, m, out)
+            return
         if "gmem" not in t or len(op.operands) != 2 or not op.results:
             self.set_unknown_results(op)
             return
@@ -1267,10 +1420,12 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "arith.shrui": WarpWalker.shift,
     "cute.memref.alloca": WarpWalker.alloca,
     "cute.memref.load": WarpWalker.memref_load,
+    "cute.memref.store": WarpWalker.memref_store,
+    "cute.make_view": WarpWalker.make_view,
     "cute.get_iter": WarpWalker.get_iter,
     "cute.add_offset": WarpWalker.add_offset,
     "cute.make_int_tuple": WarpWalker.make_int_tuple,
-    "cute.make_coord": WarpWalker.make_int_tuple,
+    "cute.make_coord": WarpWalker.make_coord,
     "nvvm.mapa": WarpWalker.mapa,
     "cute.get_hier_coord": WarpWalker.hier_coord,
     "cute.get_leaves": WarpWalker.get_leaves,

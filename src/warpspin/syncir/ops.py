@@ -932,13 +932,14 @@ class SmemStore(SyncOp):
         w, checks = _word(c, self.ref)
         others = lambda f: WordField(w.array, w.cta, w.index, f)  # noqa: E731
         band = LIMITS.local_band
+        name = c.kernel.word_array(self.ref.name).label or self.ref.name
         return Rule([*checks,
                      When(_gt(_plus(others("at_ld"), others("at_st")), 0),
-                          [Fail("race", "{who} stores " + self.ref.name + "[{0}] while another "
+                          [Fail("race", "{who} stores " + name + "[{0}] while another "
                                 "instance is about to load or store it: no synchronization "
                                 "orders the two accesses", (w.index,))]),
                      When(any_of(_gt(self.value, band), _lt(self.value, -band)),
-                          [Fail("integer-range", "{who} stores {0} into " + self.ref.name +
+                          [Fail("integer-range", "{who} stores {0} into " + name +
                                 f", outside the model's integer band ±{band}", (self.value,))]),
                      Set(w, self.value)])
 
@@ -971,9 +972,10 @@ class SmemLoad(SyncOp):
 
     def rule(self, c):
         w, checks = _word(c, self.ref)
+        name = c.kernel.word_array(self.ref.name).label or self.ref.name
         return Rule([*checks,
                      When(_gt(WordField(w.array, w.cta, w.index, "at_st"), 0),
-                          [Fail("race", "{who} loads " + self.ref.name + "[{0}] while another "
+                          [Fail("race", "{who} loads " + name + "[{0}] while another "
                                 "instance is about to store it: no synchronization orders the "
                                 "two accesses", (w.index,))]),
                      Set(Local(self.dest), w)])
