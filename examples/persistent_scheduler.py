@@ -175,14 +175,18 @@ def run_on_device(name: str) -> None:
     out = torch.zeros(TILE * MAX_TILES, device="cuda", dtype=torch.float32)
     tx, to = from_dlpack(x, assumed_align=16), from_dlpack(out, assumed_align=16)
     compiled = cute.compile(fn, tx, to, Int32(n))
-    compiled(tx, to, Int32(n))
-    torch.cuda.synchronize()
     ref = torch.zeros_like(x)
     ref[:TILE * n] = x[:TILE * n] * 2.0 + 1.0
-    err = (out - ref).abs().max().item()
-    print(f"{name}: {n} tiles on {GRID} CTAs, max abs error {err:.3g}")
-    if err > 1e-5:
-        raise SystemExit(f"{name}: WRONG RESULT")
+    # the race of release_before_load needs the scheduler to overwrite a word in a window of a
+    # few cycles: many launches give it chances (each checked)
+    for i in range(200):
+        out.zero_()
+        compiled(tx, to, Int32(n))
+        torch.cuda.synchronize()
+        err = (out - ref).abs().max().item()
+        if err > 1e-5:
+            raise SystemExit(f"{name}: launch {i}: WRONG RESULT (max abs error {err:.3g})")
+    print(f"{name}: {n} tiles on {GRID} CTAs, 200 launches, all correct")
 
 
 if __name__ == "__main__":
