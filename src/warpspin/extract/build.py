@@ -147,9 +147,14 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
     a write into unknown shared memory) is not modelled: its stores go, its loads become values
     not modelled, and what depends on them is Unsupported, naming the write."""
     decls, rebase, dropped = [], {}, {}
+    # a relaxed arrive orders no store before it: by a warp that stores words, it could be the
+    # only hand-off of a word (mbarrier arrives: any warp, as the hand-off may be indirect)
+    relaxed = [what for warp, what in ctx.relaxed_arrives
+               if warp in ctx.word_storers or ".cluster." not in what]
     for uid, (name, label, lo, hi, loc) in ctx.word_arrays.items():
         clash = [what for a, rng, what in ctx.smem_writes
                  if a is None or (a == uid and (rng is None or (rng[0] < 4 * hi and 4 * lo < rng[1])))]
+        clash += relaxed
         if clash:
             dropped[name] = f"a shared word {clash[0]} may also write"
         else:

@@ -254,6 +254,9 @@ class Context:
     # (allocation uid or None: unknown, byte range or None: anywhere, what)
     word_arrays: dict = field(default_factory=dict)
     smem_writes: list = field(default_factory=list)
+    # warps that store words, and relaxed arrives (which do not order earlier stores) per warp
+    word_storers: set = field(default_factory=set)
+    relaxed_arrives: list = field(default_factory=list)  # (warp, what)
 
     def __post_init__(self):
         self.varying, self.impure_ops = varying_values(self.kernel)
@@ -884,6 +887,7 @@ class WarpWalker:
             self.note_smem_write(op.operands[0], f"st.shared of {why}{where}")
             return
         out.append(SmemStore(WordRef(r[0], r[1]), value, self.loc(op)))
+        self.ctx.word_storers.add(self.warp)
 
     def memref_load(self, op: Op, out) -> None:
         """``cute.memref.load`` of one element of a global tensor the kernel never writes (a
@@ -982,11 +986,17 @@ class WarpWalker:
     def mbar_init(self, op, out):
         self.mbar_stmt(op, out, lambda b: MbarInit(b, self.expr(op.operands[1]), self.loc(op)))
 
+    def note_relaxed(self, op) -> None:
+        if op.attrs.get("relaxed") is True or op.name.endswith(".relaxed"):
+            self.ctx.relaxed_arrives.append((self.warp, f"{op.name} (relaxed)@{op.loc.short()}"))
+
     def mbar_arrive(self, op, out):
+        self.note_relaxed(op)
         cnt = self.expr(op.operands[1]) if len(op.operands) > 1 else Const(1)
         self.mbar_stmt(op, out, lambda b: MbarArrive(b, cnt, self.loc(op)))
 
     def mbar_arrive_tx(self, op, out):
+        self.note_relaxed(op)
         self.mbar_stmt(op, out, lambda b: MbarArriveExpectTx(b, self.expr(op.operands[1]), self.loc(op)))
 
     def mbar_expect_tx(self, op, out):
@@ -1060,6 +1070,7 @@ class WarpWalker:
         self.env[op.result] = ELECT
 
     def cluster_arrive(self, op, out):
+        self.note_relaxed(op)
         out.append(ClusterArrive(op.name.endswith(".relaxed"), self.loc(op)))
 
     def cluster_wait(self, op, out):

@@ -1,0 +1,150 @@
+"""Shared-memory words handed between roles (issue: values handed through memory): the SyncIR ops
+in both backends, the race monitor, and their extraction from CuTe DSL kernels, fail-closed."""
+import os
+
+import pytest
+
+from warpspin.engine.spin import lower_and_check
+from warpspin.syncir import (BarSync, Const, Elect, If, Kernel, MBarRef, MBarrierDecl, MbarArrive,
+                             MbarInit, MbarInitFence, MbarWait, Process, SmemLoad, SmemStore, Var,
+                             WordRef, WordsDecl, validate)
+from warpspin.syncir.interp import explore
+
+W = WordRef("tile", Const(0))
+
+
+def _kernel(producer_tail=(), consumers=1, consumer_extra=()):
+    """A producer stores a word and arrives; `consumers` identical warps wait, load it and
+    branch on it (a bar.sync only for the value 8)."""
+    prod = Process("prod", (
+        Elect((MbarInit(MBarRef("full"), consumers),)), MbarInitFence(), BarSync(Const(0), None),
+        SmemStore(W, Const(7)), Elect((MbarArrive(MBarRef("full"), Const(consumers)),)),
+        *producer_tail), cta=0, warps=(0, 1), threads=32, instances=1)
+    cons = Process("cons", (
+        MbarInitFence(), BarSync(Const(0), None), MbarWait(MBarRef("full"), Const(0)),
+        SmemLoad("t", W), *consumer_extra,
+        If(Var("t").eq(8), (BarSync(Const(1), Const(64)),), ())),
+        cta=0, warps=(1, 1 + consumers), threads=32, instances=consumers, init=(("t", 0),))
+    return Kernel("words", (prod, cons), (MBarrierDecl("full", 1),), words=(WordsDecl("tile", 1),))
+
+
+CASES = {
+    "handoff": (_kernel(), None),
+    "handoff_two_consumers": (_kernel(consumers=2), None),
+    # a store after the release races with the consumer's load
+    "store_after_release": (_kernel(producer_tail=(SmemStore(W, Const(8)),)), "race"),
+    # two consumers storing the word they both load
+    "consumers_store": (_kernel(consumers=2, consumer_extra=(SmemStore(W, Var("t") + 1),)), "race"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_both_backends_agree_with_the_expected_kind(name):
+    k, want = CASES[name]
+    assert validate(k) == []
+    o = explore(k)
+    assert o.complete
+    got = o.violation.kind if o.violation else None
+    assert got == want, (name, o.violation)
+    for reduce in (True, False):
+        r = lower_and_check(k, reduce=reduce)[1]
+        assert r.complete or r.kind is not None
+        assert r.kind == want, (name, reduce, r.kind)
+
+
+def test_the_value_decides_the_synchronization():
+    """The consumer's bar.sync 1, 64 runs only when it loads 8: with 7 stored it never does;
+    storing 8 instead makes the lone consumer wait at a 64-thread barrier forever."""
+    k, _ = CASES["handoff"]
+    assert explore(k).violation is None
+    prod = k.processes[0]
+    body = tuple(SmemStore(W, Const(8)) if isinstance(s, SmemStore) else s for s in prod.body)
+    k8 = Kernel(k.name, (Process(prod.role, body, cta=0, warps=prod.warps, threads=32),
+                         k.processes[1]), k.mbarriers, words=k.words)
+    o = explore(k8)
+    assert o.violation is not None and o.violation.kind in ("deadlock", "arrival-mismatch")
+
+
+# ---- extraction from CuTe DSL kernels ----------------------------------------------------------
+
+if not os.environ.get("WARPSPIN_REQUIRE_ALL"):  # make test (CI) installs the DSL: never skip there
+    pytest.importorskip("cutlass", reason="needs nvidia-cutlass-dsl (make test installs it)")
+
+import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
+from cutlass import Float32, Int32, Int64  # noqa: E402
+
+from warpspin.extract import extract  # noqa: E402
+from warpspin.frontend import fake_tensor, trace  # noqa: E402
+from warpspin.syncir import unsupported_ops, walk_stmts  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_persistent_scheduler_words_are_extracted():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "ps", os.path.join(ROOT, "examples", "persistent_scheduler.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fn, args = mod.correct()
+    (tk,) = trace(fn, *args)
+    k = extract(tk)
+    assert not unsupported_ops(k)
+    assert [(w.label, w.size) for w in k.words] == [("words", 2)]
+    ops = [s for p in k.processes for s in walk_stmts(p.body)]
+    assert any(isinstance(s, SmemStore) for s in ops) and any(isinstance(s, SmemLoad) for s in ops)
+
+
+@cute.kernel
+def _mixed(out: cute.Tensor, mode: cutlass.Constexpr):
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+
+    @cute.struct
+    class S:
+        bar: cute.struct.MemRange[Int64, 1]
+        words: cute.struct.Align[cute.struct.MemRange[Int32, 2], 16]
+
+    st = cutlass.memory.SmemAllocator().allocate(S)
+    bar = st.bar.data_ptr()
+    words = st.words.get_tensor(cute.make_layout(2))
+    if warp == 0:
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_init(bar, 1)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+    if warp == 0:
+        words[0] = Int32(3)
+        if cutlass.const_expr(mode == "float_alias"):      # the same bytes written as a float
+            fl = cute.make_tensor(cute.recast_ptr(words.iterator, dtype=Float32), cute.make_layout(2))
+            fl[0] = Float32(1.0)
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive(bar, relaxed=(mode == "relaxed"))
+    if warp == 1:
+        cute.arch.mbarrier_wait(bar, 0)
+        n = words[0]
+        for _ in cutlass.range(n, unroll=1):
+            cute.arch.barrier(barrier_id=1, number_of_threads=32)
+
+
+def _extract(mode):
+    @cute.jit
+    def launch(out: cute.Tensor):
+        _mixed(out, mode).launch(grid=(1, 1, 1), block=(64, 1, 1))
+    (tk,) = trace(launch, fake_tensor(Int32, (4,)))
+    return extract(tk)
+
+
+def test_a_word_handed_over_by_an_mbarrier_is_modelled():
+    k = _extract("plain")
+    assert not unsupported_ops(k)
+    assert [w.label for w in k.words] == ["words"]
+
+
+@pytest.mark.parametrize("mode,why", [("float_alias", "may also write"),
+                                      ("relaxed", "relaxed")])
+def test_words_that_other_writes_may_change_are_not_modelled(mode, why):
+    k = _extract(mode)
+    uns = unsupported_ops(k)
+    assert uns and any(why in u.what for u in uns), [u.what for u in uns]
+    assert not k.words
