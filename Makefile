@@ -46,6 +46,7 @@ fuzz: setup
 bench: setup
 	$(VPY) bench/scale.py
 	$(VPY) bench/examples.py
+	$(VPY) bench/values.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
