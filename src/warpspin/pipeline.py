@@ -82,6 +82,8 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     res.config["search"] = er.search
     res.config["reductions"] = [r.split(":")[0] for r in model.reductions] or ["none (plain encoding)"]
     res.config["reductions_refused"] = [f"{d.reduction}: {d.why}" for d in model.refused]
+    if kernel.assumptions:
+        res.config["assumptions"] = list(kernel.assumptions)
     if er.refused:
         res.config["reductions_refused"].append(
             "wait-release-fusion: its monitored condition failed; searched unfused")

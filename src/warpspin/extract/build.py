@@ -134,7 +134,8 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                  for name, size, loc in ctx.arrays.values())
     out = Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
-                 loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used), words=words)
+                 loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used), words=words,
+                 assumptions=tuple(sorted(ctx.assumptions)))
     problems = validate(out)
     if problems:
         raise ExtractorBug(out.name, problems)

@@ -66,6 +66,23 @@ class View:
 
 
 @dataclass(frozen=True)
+class MulHi:
+    """``mul.hi.u32 n, m`` (inline PTX): the first step of a magic-number division."""
+
+    n: int   # value ids
+    m: int
+
+
+@dataclass(frozen=True)
+class FastQuot:
+    """``mul.hi.u32(n, magic) >> shift`` with magic and shift consecutive kernel arguments: the
+    quotient of a FastDivmod, before its divisor-1 select (`WarpWalker.select`)."""
+
+    n: int       # value id of the dividend
+    magic: int   # kernel argument index of the multiplier
+
+
+@dataclass(frozen=True)
 class Region:
     """A shared-memory tensor derived from a `View` (a partition, tile or slice of it): somewhere
     inside the parent's bytes of allocation ``alloc`` (uid)."""

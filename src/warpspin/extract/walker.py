@@ -21,8 +21,8 @@ from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, Clust
                          walk_stmts)
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
-from .values import (ELECT, LANE, Alloc, Atom, Folder, Leaves, Ptr, Region, Unknown, Value, View,
-                     lane_values, opaque_reasons,
+from .values import (ELECT, LANE, Alloc, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
+                     Unknown, Value, View, lane_values, opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque)
 
 INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "index"}
@@ -256,6 +256,7 @@ class Context:
     smem_writes: list = field(default_factory=list)
     # warps that store words, and relaxed arrives (which do not order earlier stores) per warp
     word_storers: set = field(default_factory=set)
+    assumptions: set = field(default_factory=set)  # what a verdict on the kernel assumes
     relaxed_arrives: list = field(default_factory=list)  # (warp, what)
 
     def __post_init__(self):
@@ -599,7 +600,17 @@ class WarpWalker:
         a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
         self.env[op.result] = self.f.binop("//", self.f.binop("+", a, self.f.binop("-", b, Const(1))), b)
 
+    def kernel_arg(self, vid: int) -> Optional[int]:
+        info = self.k.value_info.get(vid)
+        return info.index if info is not None and info.is_block_arg and info.region == -1 else None
+
     def shift(self, op: Op, out) -> None:
+        hi = self.val(op.operands[0])
+        if op.name == "arith.shrui" and isinstance(hi, MulHi):
+            s_arg, m_arg = self.kernel_arg(op.operands[1]), self.kernel_arg(hi.m)
+            if s_arg is not None and m_arg == s_arg - 1:
+                self.env[op.result] = FastQuot(hi.n, m_arg)
+                return
         a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
         if isinstance(b, Const) and b.value >= 0:
             k = Const(1 << b.value)
@@ -618,6 +629,9 @@ class WarpWalker:
     def select(self, op: Op, out) -> None:
         c = self.val(op.operands[0])
         t, e = self.val(op.operands[1]), self.val(op.operands[2])
+        if isinstance(e, FastQuot):
+            self.fast_divmod(op, e, out)
+            return
         if isinstance(c, Expr) and isinstance(t, Expr) and isinstance(e, Expr):
             self.bind(op, self.f.select(c, t, e), out)
         elif isinstance(c, Const):
@@ -626,6 +640,27 @@ class WarpWalker:
             self.env[op.result] = t
         else:
             self.set_unknown_results(op)
+
+    def fast_divmod(self, op: Op, q: FastQuot, out) -> None:
+        """``select(magic == 0, n, mul.hi(n, magic) >> shift)``: the quotient of a FastDivmod
+        (quack's fast_math, CUTLASS's FastDivmod), whose magic, shift and divisor are three
+        consecutive kernel arguments computed by the host for the divisor. Under its contract
+        (a dividend in 0..2^31-1) it is exactly ``n // divisor``; that contract is an assumption
+        the verdict states."""
+        args = self.k.args
+        d_index = q.magic + 2
+        cond = self.val(op.operands[0])
+        want = self.f.binop("==", self.expr(args[q.magic].value), Const(0)) \
+            if q.magic < len(args) else None
+        if op.operands[1] != q.n or cond != want or d_index >= len(args) \
+                or args[d_index].type != "i32":
+            self.env[op.result] = opaque(f"mul.hi.u32 and a shift@{op.loc.short()}")
+            return
+        n, d = self.expr(q.n), self.expr(args[d_index].value)
+        self.ctx.assumptions.add(f"FastDivmod at {op.loc.short()}: its dividend lies in 0..2^31-1 "
+                                 f"and the host computed its multiplier and shift for the divisor "
+                                 f"(kernel arguments {q.magic}..{d_index})")
+        self.bind(op, self.f.binop("//", n, d), out)
 
     def sreg(self, op: Op) -> None:
         reg = op.name[len("nvvm.read.ptx.sreg."):]
@@ -1084,6 +1119,9 @@ class WarpWalker:
 
     def asm(self, op: Op, out) -> None:
         text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+        if re.fullmatch(r"\s*mul\.hi\.u32\s+\$0,\s*\$1,\s*\$2;\s*", text) and len(op.operands) == 2:
+            self.env[op.result] = MulHi(op.operands[0], op.operands[1])
+            return
         m = ST_ASYNC.search(text)
         if m:
             self.st_async(op, m, out)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
-SHOWN_CONFIG = ("reductions_refused",)  # rendered as notes, not on the verdict line
+SHOWN_CONFIG = ("reductions_refused", "assumptions")  # rendered as notes, not on the verdict line
 
 
 def _short(path: str) -> str:
@@ -21,6 +21,7 @@ def render_text(r: Result, max_steps: int = 200) -> str:
     cfg = ", ".join(f"{k}={'+'.join(v) if isinstance(v, list) else v}" for k, v in r.config.items()
                     if k not in SHOWN_CONFIG)
     refused = [f"  = note: reduction not applied: {why}" for why in r.config.get("reductions_refused", ())]
+    refused += [f"  = note: assumed: {a}" for a in r.config.get("assumptions", ())]
     head = f"{r.target or r.kernel}: "
     if r.verdict == VERIFIED:
         out.append(f"{head}VERIFIED: no deadlock and no barrier-protocol error in any interleaving "

@@ -327,6 +327,9 @@ class Kernel:
     # (ctaid = clusterid * cluster_dim + cluster_ctaid), for reports; () when not known
     cta_blocks: tuple[tuple[Expr, Expr, Expr], ...] = ()
     words: tuple[WordsDecl, ...] = ()  # shared-memory word arrays (values handed between roles)
+    # what a verdict on the kernel assumes beyond the hardware model (extraction states them,
+    # the verdict lists them)
+    assumptions: tuple[str, ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "cta_blocks", tuple(tuple(lift(x) for x in b)
@@ -335,6 +338,7 @@ class Kernel:
         object.__setattr__(self, "mbarriers", tuple(self.mbarriers))
         object.__setattr__(self, "params", tuple(self.params))
         object.__setattr__(self, "words", tuple(self.words))
+        object.__setattr__(self, "assumptions", tuple(self.assumptions))
 
     def word_array(self, name: str) -> WordsDecl:
         for w in self.words:
