@@ -16,7 +16,7 @@ from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
 from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
-                         MbarInitFence, MbarTestWait, MbarWait, NOLOC, SmemLoad, SmemStore, Stmt,
+                         MbarInitFence, MbarTestWait, MbarWait, SmemLoad, SmemStore, Stmt,
                          TmaLoad, Unsupported, Select, UnOp, Var, While, WordRef, expr_vars,
                          walk_stmts)
 from . import cute_types as ct
@@ -79,6 +79,9 @@ SMEM_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", 
                         "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
                         "cute.append", "cute.prepend", "cute.select", "cute.size", "cute.cosize",
                         "cute.coalesce", "cute.filter", "cute.static", "cute.to_int_tuple")
+# ops that write shared memory of the cluster through an address the walker does not follow
+SMEM_REMOTE_WRITERS = {"nvvm.store.async", "nvvm.cp.async.bulk.shared.cluster.global",
+                       "nvvm.stmatrix", "nvvm.cp.async.shared.global"}
 # ops that keep the memory a global tensor or pointer views (for `Context.gmem_root`)
 GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice", "cute.local_tile",
               "cute.recast_iter", "cute.derefine", "cute.assume", "cute.make_ptr", "cute.recast_layout",
@@ -837,8 +840,9 @@ class WarpWalker:
         self.env[op.result] = Leaves(tuple(self.expr(next(ops)) if x == "?" else Const(int(x))
                                            for x in leaves))
 
-    def smem_word(self, view: View, coord: int) -> tuple[str, Expr] | str:
-        """(word array, word index) of the element `coord` names in `view`, or why not."""
+    def smem_word(self, view: View, coord: int) -> Expr | str:
+        """The word index (in its allocation) of the element `coord` names in `view`, or why
+        not. The word array is declared by the caller, once it emits the access."""
         if view.elem != 4 or view.ptr.const % 4:
             return "an element that is not a 32-bit word"
         c = self.val(coord)
@@ -850,13 +854,16 @@ class WarpWalker:
             if not isinstance(x, Expr) or opaque_reasons(x):
                 return "an index the model does not follow"
             lin = self.f.binop("+", lin, self.f.binop("*", x, Const(d)))
-        return self.ctx.word_array(view, NOLOC), lin
+        return lin
 
     def smem_writes_of(self, op: Op) -> None:
         """Every op with a shared-memory operand that is not known to leave shared memory as it
         is (a load, a view, an address computation) may write it; mbarrier ops write their 8
         bytes. Word stores are recorded by `memref_store` itself."""
         if op.name in SMEM_READERS or op.name.startswith(SMEM_READER_PREFIXES):
+            return
+        if op.name in SMEM_REMOTE_WRITERS:  # into some CTA's shared memory, address not followed
+            self.ctx.smem_writes.append((None, None, f"{op.name}@{op.loc.short()}"))
             return
         for vid, t in zip(op.operands, op.operand_types):
             if ct.is_smem(t):
@@ -891,13 +898,13 @@ class WarpWalker:
         why = r if isinstance(r, str) else None
         if why is None and op.result_types[0] != "i32":
             why = f"a {op.result_types[0]} value"
-        if why is None and LANE in expr_vars(r[1]) and self.whole_warp():
+        if why is None and LANE in expr_vars(r) and self.whole_warp():
             why = "an address that differs between the lanes"
         if why is not None:
             self.env[op.result] = opaque(f"ld.shared of {why}@{op.loc.short()}")
             return
         dest = f"t{op.uid}"
-        out.append(SmemLoad(dest, WordRef(r[0], r[1]), self.loc(op)))
+        out.append(SmemLoad(dest, WordRef(self.ctx.word_array(view, self.loc(op)), r), self.loc(op)))
         self.env[op.result] = Var(dest)
 
     def memref_store(self, op: Op, out) -> None:
@@ -916,12 +923,12 @@ class WarpWalker:
         if why is None and (op.operand_types[2] != "i32" or not isinstance(value, Expr)
                             or opaque_reasons(value)):
             why = "a value the model does not follow"
-        if why is None and LANE in expr_vars(value) | expr_vars(r[1]) and self.whole_warp():
+        if why is None and LANE in expr_vars(value) | expr_vars(r) and self.whole_warp():
             why = "a value or address that differs between the lanes"
         if why is not None:
             self.note_smem_write(op.operands[0], f"st.shared of {why}{where}")
             return
-        out.append(SmemStore(WordRef(r[0], r[1]), value, self.loc(op)))
+        out.append(SmemStore(WordRef(self.ctx.word_array(view, self.loc(op)), r), value, self.loc(op)))
         self.ctx.word_storers.add(self.warp)
 
     def memref_load(self, op: Op, out) -> None:
