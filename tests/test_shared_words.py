@@ -148,3 +148,16 @@ def test_words_that_other_writes_may_change_are_not_modelled(mode, why):
     uns = unsupported_ops(k)
     assert uns and any(why in u.what for u in uns), [u.what for u in uns]
     assert not k.words
+
+
+def test_a_race_report_names_both_accesses():
+    from sourcelines import line_of
+    from warpspin.api import CheckOptions, check_target
+    path = os.path.join(ROOT, "examples", "persistent_scheduler.py")
+    r = check_target(f"{path}:release_before_load", CheckOptions(timeout_s=300,
+                                                                    params={"num_tiles": (0, 5)}))[0]
+    (v,) = r.violations
+    assert v.kind == "race" and v.locations[0].line == line_of(path, "tile = words[state.index]")
+    stores = {line_of(path, "words[state.index] = tile"),   # a tile, or the sentinel
+              line_of(path, "words[state.index] = Int32(-1)")}
+    assert any(n.location is not None and n.location.line in stores for n in v.notes), str(r)

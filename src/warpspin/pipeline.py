@@ -147,6 +147,8 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         kind, message, locs = v.kind, v.message, [v.loc]
         blocked = ()
         roles = {v.loc: _role(kernel, v.process, v.instance)}
+        if kind == "race":
+            notes = _race_partners(rp, v)
     notes = _launch_notes(kernel, er.events) + tuple(notes)
     res.verdict = VIOLATION
     res.violations = [Violation(
@@ -161,6 +163,30 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
                       for b in blocked),
         notes=notes, help=tuple(help_),
     )]
+
+
+def _race_partners(rp, v) -> tuple[Note, ...]:
+    """The other side of a race: every other instance whose next step accesses the same word."""
+    m, s = rp.machine, rp.state
+    me = m.gid.get((v.process, v.instance))
+    mine = m.layout.word_ops[v.process].get(v.pc)
+    if s is None or me is None or mine is None:
+        return ()
+    out = []
+    idx = m.eval(mine[1].index, s, me)
+    for inst in m.instances:
+        if inst.gid == me or inst.cta != m.instances[me].cta:
+            continue
+        acc = m.layout.word_ops[inst.process].get(m.pc(s, inst.gid))
+        if acc is None or acc[1].name != mine[1].name or (acc[0] == "ld" and mine[0] == "ld"):
+            continue
+        if m.eval(acc[1].index, s, inst.gid) != idx:
+            continue
+        op = m.flat[inst.process].code[m.pc(s, inst.gid)].stmt
+        what = "stores" if acc[0] == "st" else "loads"
+        out.append(Note(f"{m.layout.instance_name(inst.gid)} {what} the same word next, with "
+                        f"nothing ordering the two accesses", _location(op.loc)))
+    return tuple(out)
 
 
 def _launch_notes(kernel: Kernel, events) -> tuple[Note, ...]:
