@@ -161,3 +161,25 @@ def test_a_race_report_names_both_accesses():
     stores = {line_of(path, "words[state.index] = tile"),   # a tile, or the sentinel
               line_of(path, "words[state.index] = Int32(-1)")}
     assert any(n.location is not None and n.location.line in stores for n in v.notes), str(r)
+
+
+@pytest.mark.parametrize("grid", [1, 2, 3])
+def test_persistent_scheduler_over_grids_and_tile_counts(grid):
+    """Every grid 1..3 and tile count 0..5 (every CTA of the grid): the correct kernel verifies;
+    the consumer that waits for a first tile hangs, for a tile count that leaves a CTA none."""
+    import importlib.util
+    from warpspin.api import verify
+    spec = importlib.util.spec_from_file_location(
+        "ps_grid", os.path.join(ROOT, "examples", "persistent_scheduler.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ok = verify(*_flat(mod.correct(grid=grid)), params={"num_tiles": (0, 5)})
+    assert ok.verdict == "verified", str(ok)
+    bad = verify(*_flat(mod.zero_tile_wait(grid=grid)), params={"num_tiles": (0, 5)})
+    assert bad.violations and bad.violations[0].kind == "deadlock", str(bad)
+    assert "num_tiles = " in str(bad)
+
+
+def _flat(pair):
+    fn, args = pair
+    return (fn, *args)
