@@ -19,8 +19,9 @@ except Exception as e:  # not installed, or its imports (torch, triton) are miss
 
 from fixtures import catalog as C  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
-from warpspin.extract import extract  # noqa: E402
-from warpspin.syncir import MbarArrive, MbarArriveExpectTx, TmaLoad, unsupported_ops, walk_stmts  # noqa: E402
+from warpspin.extract import ExtractError, extract  # noqa: E402
+from warpspin.syncir import (MbarArrive, MbarArriveExpectTx, SmemLoad, SmemStore, TmaLoad,  # noqa: E402
+                             unsupported_ops, walk_stmts)
 
 
 def quack_sm90_gemm(variant: str = ""):
@@ -55,21 +56,24 @@ def test_verified():
     assert r.verdict == "verified", str(r)
 
 
-def test_persistent_scheduler_is_unsupported():
-    """The persistent tile scheduler hands the next tile to the other warps through shared memory;
-    whether a tile is valid (the loop condition) is a loaded value: an explicit UNSUPPORTED."""
+def test_persistent_scheduler_hands_tiles_through_shared_words():
+    """The persistent tile scheduler hands the next tile to the other warps through shared memory
+    (4 words: m, n, batch, valid): the words are modelled (st.shared by the scheduler warp,
+    ld.shared by every role), the FastDivmod that decodes the tile is a division under a stated
+    assumption, and nothing is Unsupported once the scheduler's launch values are given."""
+    from fixtures.catalog import SCHEDULER_ONE
     k = quack_sm90_gemm("persistent")
-    sk = extract(k, params={K_TILES: 2, "size_L558": 2, "clusterid_z": 0})
-    uns = unsupported_ops(sk)
-    assert uns and all("cute.memref.load" in u.what for u in uns)
-    # the role loops themselves (gemm_sm90.py:1064 producer, :1287 consumers), and what reads the
-    # pipeline state they carry afterwards (producer_tail's waits): that state is not known either
-    whiles = {u.loc.line for u in uns if u.what.startswith("while loop")}
-    assert whiles == {1064, 1287} and all(u.loc.file.endswith("quack/gemm_sm90.py")
-                                          for u in uns if u.what.startswith("while loop"))
-    assert {u.loc.file.rsplit("/", 1)[-1] for u in uns} <= {"gemm_sm90.py", "tile_scheduler.py"}
-    assert {u.loc.frame for u in uns if not u.what.startswith("while loop")} == {
-        "PipelineAsync.producer_tail"}
+    with pytest.raises(ExtractError) as e:       # the scheduler's values are launch values
+        extract(k, params={K_TILES: 2, "size_L558": 2, "clusterid_z": 0})
+    assert "nclusterid_z" in str(e.value)
+    sk = extract(k, params={K_TILES: 2, "size_L558": 2, "clusterid_z": 0, **SCHEDULER_ONE})
+    assert not unsupported_ops(sk)
+    assert [w.size for w in sk.words] == [4]
+    stmts = [(p.role, s) for p in sk.processes for s in walk_stmts(p.body)]
+    storers = {r for r, s in stmts if isinstance(s, SmemStore)}
+    loaders = {r for r, s in stmts if isinstance(s, SmemLoad)}
+    assert storers and loaders - storers   # the scheduler warp stores, the other roles load
+    assert any("FastDivmod" in a for a in sk.assumptions)
 
 
 def test_cluster2_multicast_extracts():
