@@ -52,7 +52,8 @@ def row(name: str, timeout: float, memory: int) -> tuple:
     try:
         sk = extract(tk, params=e.params)
     except Exception as ex:  # noqa: BLE001 - a row, not a crash
-        return (name, "", "ERROR", "", "", f"{t1 - t0:.1f}", "", "", "", f"{type(ex).__name__}: {ex}"[:160])
+        why = " ".join(f"{type(ex).__name__}: {ex}".split())  # one table cell: no newlines
+        return (name, "", "ERROR", "", "", f"{t1 - t0:.1f}", "", "", "", why[:160])
     t2 = time.perf_counter()
     stats = Stats()
     stats.seconds.update(trace=t1 - t0, extract=t2 - t1)
