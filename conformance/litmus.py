@@ -5,7 +5,7 @@ CuTe DSL kernel: `warps` warps per CTA, `cluster` CTAs (one cluster), `nbars` mb
 (`self.bar(i)`) and a 64-word shared buffer (`self.buf`) in shared memory.  What it shows on hardware
 is whether it completes (or hangs: the runner's watchdog) and the words it writes with
 `self.observe(slot, value)`; `value` must be the result of a `cute.arch.mbarrier_test_wait` (or
-`mbarrier_try_wait`) written on the same line, so that the model's value for the slot is that
+`mbarrier_try_wait`, or a load of a shared-memory word) written on the same line, so that the model's value for the slot is that
 op's result in SyncIR (`predict.py`).  Slot `s` of CTA `r` is word `r * probes + s` of `out`.
 
 Each class states:

@@ -18,7 +18,8 @@ class Prediction:
 
 def _observer(lit):
     """observe(machine, state): the probe words as the kernel writes them to `out`, from the
-    SyncIR result of the test/try-wait on each probe's line (0 when it did not run)."""
+    SyncIR result of the test/try-wait or shared-word load on each probe's line (0 when it did
+    not run)."""
     lines = dict(lit.probe_lines)
 
     def observe(m: Machine, s) -> tuple:
@@ -28,12 +29,13 @@ def _observer(lit):
             for inst in m.instances:
                 for _, ins in m.flat[inst.process].ops():
                     st = ins.stmt
-                    if (type(st).__name__ == "MbarTestWait" and st.loc.line == line
+                    if (type(st).__name__ in ("MbarTestWait", "SmemLoad") and st.loc.line == line
                             and os.path.basename(st.loc.file) == file):
                         v = s[m.sl.local[inst.gid][st.dest]]
                         seen.setdefault(inst.cta, set()).add(v)
             if not seen:
-                raise AssertionError(f"{lit.name}: no test/try-wait on {file}:{line} (probe {slot})")
+                raise AssertionError(f"{lit.name}: no test/try-wait or word load on {file}:{line} "
+                                     f"(probe {slot})")
             for cta, vals in seen.items():
                 if len(vals) > 1:
                     raise AssertionError(f"{lit.name}: probe {slot} differs between the warps of "

@@ -69,4 +69,10 @@ RULES: dict[str, tuple[str, str, str]] = {
         "a multicast TMA load completes its bytes on the barrier of every CTA in the mask"),
     "warp.elect-sync": ("Threads and processes", "9.7.13.x elect.sync",
         "elect.sync elects exactly one lane of the warp"),
+    # values handed through memory
+    "words.handoff": ("Shared-memory words (values handed between roles)", "9.7.9.8-9, 8",
+        "a load ordered after a store by an mbarrier release/acquire sees that store"),
+    "gmem.read-value": ("Values read from global memory", "9.7.9.8",
+        "every reader of an element of a read-only global tensor sees one value, chosen at "
+        "launch; the check covers each value of its range"),
 }

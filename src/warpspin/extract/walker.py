@@ -90,8 +90,8 @@ GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice"
 # op names that may write global memory (besides stores and copies, which are attributed)
 GMEM_WRITERS = re.compile(r"atomic|\batom|\bred\b|store|st_bulk|cp\.async\.bulk\.global|"
                           r"tma_store|reduce\.async|tensormap")
-# global reads modelled as launch choices: at most this many elements per tensor, each in this
-# range unless --param says otherwise
+# global reads modelled as launch choices: at most this many elements one load may read, each in
+# this range unless --param says otherwise
 MAX_READ_ELEMENTS = 16
 READ_RANGE = (0, 3)
 MAX_LANE_SPLIT = 8  # a lane-dependent body run by at most this many lanes is expanded per lane
@@ -957,25 +957,28 @@ class WarpWalker:
             why = f"kernel argument {root}, which the kernel writes"
         elif unknown:
             why = f"global memory, which {unknown[0]} may write"
-        elif n is None or len(shape) != 1 or n > MAX_READ_ELEMENTS:
-            why = f"a tensor of shape {shape} (one dimension of at most {MAX_READ_ELEMENTS} " \
-                  f"elements is modelled)"
+        elif n is None or len(shape) != 1:
+            why = f"a tensor of shape {shape} (a static one-dimensional shape is modelled)"
         elif opaque_reasons(idx) or LANE in expr_vars(idx):
             why = "an index that differs between threads or is not modelled"
         if why is not None:
             self.env[op.result] = opaque(f"cute.memref.load of {why}@{op.loc.short()}")
             return
-        name = _subscripted_name(self.loc(op)) or f"arg{root}"
-        elems = [self.ctx.param(f"{name}_{i}", f"{name}[{i}]: element {i} of kernel argument "
-                                f"{root} (global memory, read at {op.loc.short()}; the kernel "
-                                f"does not write it)", self.loc(op), default=READ_RANGE,
-                                same_as=("gmem", root, i))
-                 for i in range(n)]
         lo, hi = self.index_range(idx)
         if lo is None or lo < 0 or hi >= n:
             self.env[op.result] = opaque(f"cute.memref.load whose index is not shown to lie in "
                                          f"0..{n - 1}@{op.loc.short()}")
             return
+        if hi - lo + 1 > MAX_READ_ELEMENTS:
+            self.env[op.result] = opaque(f"cute.memref.load of any of {hi - lo + 1} elements (at "
+                                         f"most {MAX_READ_ELEMENTS} are modelled)@{op.loc.short()}")
+            return
+        name = _subscripted_name(self.loc(op)) or f"arg{root}"
+        elems = {i: self.ctx.param(f"{name}_{i}", f"{name}[{i}]: element {i} of kernel argument "
+                                   f"{root} (global memory, read at {op.loc.short()}; the kernel "
+                                   f"does not write it)", self.loc(op), default=READ_RANGE,
+                                   same_as=("gmem", root, i))
+                 for i in range(lo, hi + 1)}
         e = elems[hi]
         for i in reversed(range(lo, hi)):
             e = self.f.select(self.f.binop("==", idx, Const(i)), elems[i], e)

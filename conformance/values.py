@@ -1,0 +1,100 @@
+"""Litmus kernels for values handed through memory: shared-memory words (a store released by an
+mbarrier arrive, a load after the wait that acquires it) and elements of a read-only global
+tensor (one value per element, chosen at launch)."""
+import cutlass
+import cutlass.cute as cute
+from cutlass import Int32
+
+from .litmus import Litmus
+
+
+class _Words(Litmus):
+    nbars = 2
+
+    @cute.jit
+    def init(self):
+        if self.warp == 0:
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_init(self.bar(0), 1)
+                cute.arch.mbarrier_init(self.bar(1), 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+
+
+class WordHandoff(_Words):
+    """Warp 0 stores 7 into a shared word and arrives (release); warp 1 waits (acquire) and loads
+    it: the load sees the store ordered before it, 7 (probe [7]). warpspin models the word and
+    finds no race."""
+    rules = ("words.handoff",)
+    probes = 1
+
+    @cute.jit
+    def body(self):
+        self.init()
+        words = cute.make_tensor(self.buf, cute.make_layout(4))
+        if self.warp == 0:
+            words[0] = Int32(7)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(self.bar(0))
+        if self.warp == 1:
+            cute.arch.mbarrier_wait(self.bar(0), 0)
+            self.observe(0, words[0])
+
+
+class WordHandoffTwice(_Words):
+    """Two hand-offs of the same word: 7, then (after the reader's acknowledgement on bar(1)) 9.
+    Each load sees the store released before the wait that precedes it: probes [7, 9]."""
+    rules = ("words.handoff",)
+    probes = 2
+
+    @cute.jit
+    def body(self):
+        self.init()
+        words = cute.make_tensor(self.buf, cute.make_layout(4))
+        if self.warp == 0:
+            words[0] = Int32(7)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(self.bar(0))
+            cute.arch.mbarrier_wait(self.bar(1), 0)
+            words[0] = Int32(9)
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(self.bar(0))
+        if self.warp == 1:
+            cute.arch.mbarrier_wait(self.bar(0), 0)
+            self.observe(0, words[0])
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(self.bar(1))
+            cute.arch.mbarrier_wait(self.bar(0), 1)
+            self.observe(1, words[0])
+
+
+class GlobalCountDecidesPhases(_Words):
+    """Both warps read n = x[1] from global memory (the kernel never writes x; the device run
+    passes x[1] = 2) and play n rounds of ping-pong: warp 0 arrives on bar(0) and waits for warp
+    1's answer on bar(1). Afterwards warp 1 samples bar(0)'s phase bit with test_wait on parity 0
+    and 1. Both warps must read the same n, or the rounds do not match. warpspin checks every n
+    in 0..3 (probes [0, 1] for even n, [1, 0] for odd n); the hardware shows the one for n = 2."""
+    rules = ("gmem.read-value",)
+    probes = 2
+
+    @cute.jit
+    def body(self):
+        self.init()
+        n = self.x[1]
+        if self.warp == 0:
+            for i in cutlass.range(n, unroll=1):
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(self.bar(0))
+                cute.arch.mbarrier_wait(self.bar(1), i % 2)
+        if self.warp == 1:
+            for i in cutlass.range(n, unroll=1):
+                cute.arch.mbarrier_wait(self.bar(0), i % 2)
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(self.bar(1))
+        cute.arch.sync_threads()
+        if self.warp == 1:
+            self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
+            self.observe(1, cute.arch.mbarrier_test_wait(self.bar(0), 1))
+
+
+LITMUS = [WordHandoff, WordHandoffTwice, GlobalCountDecidesPhases]
