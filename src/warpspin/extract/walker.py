@@ -957,6 +957,8 @@ class WarpWalker:
             why = f"kernel argument {root}, which the kernel writes"
         elif unknown:
             why = f"global memory, which {unknown[0]} may write"
+        elif op.result_types[0] not in INT_TYPES:
+            why = f"{op.result_types[0]} values (integers are modelled)"
         elif n is None or len(shape) != 1:
             why = f"a tensor of shape {shape} (a static one-dimensional shape is modelled)"
         elif opaque_reasons(idx) or LANE in expr_vars(idx):
