@@ -147,11 +147,11 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
     An array some other write may overlap (a copy, a store of a value the model does not follow,
     a write into unknown shared memory) is not modelled: its stores go, its loads become values
     not modelled, and what depends on them is Unsupported, naming the write."""
+    if not ctx.word_arrays:
+        return (), procs
     decls, rebase, dropped = [], {}, {}
-    # a relaxed arrive orders no store before it: by a warp that stores words, it could be the
-    # only hand-off of a word (mbarrier arrives: any warp, as the hand-off may be indirect)
-    relaxed = [what for warp, what in ctx.relaxed_arrives
-               if warp in ctx.word_storers or ".cluster." not in what]
+    # a relaxed arrive orders no store before it, and a hand-off may pass through any warp's
+    relaxed = [what for _, what in ctx.relaxed_arrives]
     for uid, (name, label, lo, hi, loc) in ctx.word_arrays.items():
         clash = [what for a, rng, what in ctx.smem_writes
                  if a is None or (a == uid and (rng is None or (rng[0] < 4 * hi and 4 * lo < rng[1])))]
@@ -161,8 +161,9 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
         else:
             rebase[name] = lo
             decls.append(WordsDecl(name, hi - lo, loc, label))
-    if not ctx.word_arrays:
-        return (), procs
+    if decls and ctx.derived_view_writes:
+        ctx.assumptions.add("shared words: a tensor derived from a shared-memory tensor (a "
+                            "partition, tile or slice) stays inside that tensor's bytes")
 
     def fix(body):
         out = []

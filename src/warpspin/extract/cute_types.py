@@ -47,6 +47,11 @@ def is_smem(type_str: str) -> bool:
     return ", smem" in type_str or "ptr<3>" in type_str
 
 
+def is_cluster_smem(type_str: str) -> bool:
+    """A ``shared::cluster`` address (``!llvm.ptr<7>``): any CTA's shared memory."""
+    return "ptr<7>" in type_str
+
+
 def parse_shape(text: str) -> Shape:
     """``"((4096,1),(1))"`` -> ((4096, 1), (1,)); ``?`` leaves -> None."""
     pos = 0

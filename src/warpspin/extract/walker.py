@@ -65,23 +65,29 @@ ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|gridd
                       r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit", re.I)
 
 
-# ops with shared-memory operands that do not write shared memory (`WarpWalker.smem_writes_of`);
-# cute.memref.store is recorded by its own handler
-SMEM_READERS = {"cute.memref.load", "cute.memref.store", "cute.make_view", "cute.get_iter",
+# ops with memory operands that do not write memory (`WarpWalker.smem_writes_of`,
+# `Context.written_gmem`); cute.memref.store and cute.copy are recorded by their own handlers
+MEMORY_READERS = {"cute.memref.load", "cute.memref.store", "cute.make_view", "cute.get_iter",
                 "cute.add_offset", "cute.recast_iter", "cute.get_layout", "cute.get_shape",
                 "cute.get_stride", "cute.derefine", "cute.assume", "cute.ptrtoint", "llvm.ptrtoint",
                 "nvvm.mapa", "cute_nvgpu.arch.make_warp_uniform", "nvvm.mbarrier.try_wait.parity",
                 "nvvm.mbarrier.wait.parity", "nvvm.mbarrier.test.wait",
                 "cute_nvgpu.atom.tma_partition", "cute.memref.alloca",
                 "builtin.unrealized_conversion_cast"}
-SMEM_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
+MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
                         "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
                         "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
                         "cute.append", "cute.prepend", "cute.select", "cute.size", "cute.cosize",
                         "cute.coalesce", "cute.filter", "cute.static", "cute.to_int_tuple")
-# ops that write shared memory of the cluster through an address the walker does not follow
-SMEM_REMOTE_WRITERS = {"nvvm.store.async", "nvvm.cp.async.bulk.shared.cluster.global",
-                       "nvvm.stmatrix", "nvvm.cp.async.shared.global"}
+
+
+def _memory_reader(name: str) -> bool:
+    return name in MEMORY_READERS or name.startswith(MEMORY_READER_PREFIXES)
+
+
+def _may_be_gmem(t: str) -> bool:
+    """A global tensor or pointer, or a generic pointer (which may point to global memory)."""
+    return "gmem" in t or t.startswith("!llvm.ptr<1>") or t == "!llvm.ptr" or "generic" in t
 # ops that keep the memory a global tensor or pointer views (for `Context.gmem_root`)
 GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice", "cute.local_tile",
               "cute.recast_iter", "cute.derefine", "cute.assume", "cute.make_ptr", "cute.recast_layout",
@@ -257,10 +263,11 @@ class Context:
     # (allocation uid or None: unknown, byte range or None: anywhere, what)
     word_arrays: dict = field(default_factory=dict)
     smem_writes: list = field(default_factory=list)
-    # warps that store words, and relaxed arrives (which do not order earlier stores) per warp
-    word_storers: set = field(default_factory=set)
     assumptions: set = field(default_factory=set)  # what a verdict on the kernel assumes
+    # relaxed arrives (which order no earlier store), and whether a write was placed only by the
+    # bytes of the tensor it was derived from
     relaxed_arrives: list = field(default_factory=list)  # (warp, what)
+    derived_view_writes: bool = False
 
     def __post_init__(self):
         self.varying, self.impure_ops = varying_values(self.kernel)
@@ -308,37 +315,41 @@ class Context:
 
     def written_gmem(self) -> tuple[set[int], list[str]]:
         """(kernel arguments the kernel may write, ops that may write global memory we cannot
-        attribute to an argument).  Cached."""
+        attribute to an argument).  An allow-list: every op with an operand that may be global
+        memory and is not a known reader (a load, a view, an address computation) may write it.
+        Cached."""
         if self._written is None:
             args: set[int] = set()
             unknown: list[str] = []
             for op in self.kernel.walk():
+                where = f"{op.name}@{op.loc.short()}"
                 dst = None
                 if op.name == "cute.memref.store":
                     if "gmem" not in op.operand_types[0]:
                         continue
                     dst = op.operands[0]
                 elif op.name == "cute.copy" and len(op.operands) > 2:
+                    if ct.atom_kind(op.operand_types[0]) in ("tma_store", "tma_reduce", "bulk_copy_s2g"):
+                        unknown.append(where)
+                        continue
                     if "gmem" not in (op.operand_types[2] if len(op.operand_types) > 2 else ""):
-                        if ct.atom_kind(op.operand_types[0]) not in ("tma_store", "tma_reduce",
-                                                                      "bulk_copy_s2g"):
-                            continue
-                        unknown.append(f"{op.name}@{op.loc.short()}")
                         continue
                     dst = op.operands[2]
                 elif op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
                     text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-                    if re.search(r"\bst\.(global|async)|\bst\.[^s]|\batom|\bred\.|cp\.async\.bulk", text):
+                    if re.search(r"\bst\.|\batom|\bred\.|cp\.async\.bulk|tensormap", text):
                         unknown.append(f"inline PTX@{op.loc.short()}")
                     continue
-                elif GMEM_WRITERS.search(op.name):
-                    unknown.append(f"{op.name}@{op.loc.short()}")
+                elif _memory_reader(op.name):
+                    continue
+                elif GMEM_WRITERS.search(op.name) or any(_may_be_gmem(t) for t in op.operand_types):
+                    unknown.append(where)
                     continue
                 else:
                     continue
                 root = self.gmem_root(dst)
                 if root is None:
-                    unknown.append(f"{op.name}@{op.loc.short()}")
+                    unknown.append(where)
                 else:
                     args.add(root)
             self._written = (args, unknown)
@@ -860,13 +871,12 @@ class WarpWalker:
         """Every op with a shared-memory operand that is not known to leave shared memory as it
         is (a load, a view, an address computation) may write it; mbarrier ops write their 8
         bytes. Word stores are recorded by `memref_store` itself."""
-        if op.name in SMEM_READERS or op.name.startswith(SMEM_READER_PREFIXES):
-            return
-        if op.name in SMEM_REMOTE_WRITERS:  # into some CTA's shared memory, address not followed
-            self.ctx.smem_writes.append((None, None, f"{op.name}@{op.loc.short()}"))
+        if _memory_reader(op.name):
             return
         for vid, t in zip(op.operands, op.operand_types):
-            if ct.is_smem(t):
+            if ct.is_cluster_smem(t):  # some CTA's shared memory, through an address not followed
+                self.ctx.smem_writes.append((None, None, f"{op.name}@{op.loc.short()}"))
+            elif ct.is_smem(t):
                 v = self.val(vid)
                 arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
                     if op.name.startswith("nvvm.mbarrier.") and isinstance(v, Ptr) and v.alloc \
@@ -888,6 +898,7 @@ class WarpWalker:
             self.ctx.smem_writes.append((v.ptr.alloc.uid, v.byte_range, what))
         elif isinstance(v, Region):
             self.ctx.smem_writes.append((v.alloc, (v.lo, v.hi), what))
+            self.ctx.derived_view_writes = True
         elif isinstance(v, Ptr) and v.alloc is not None and v.cta is None:
             self.ctx.smem_writes.append((v.alloc.uid, None, what))
         else:
@@ -929,7 +940,6 @@ class WarpWalker:
             self.note_smem_write(op.operands[0], f"st.shared of {why}{where}")
             return
         out.append(SmemStore(WordRef(self.ctx.word_array(view, self.loc(op)), r), value, self.loc(op)))
-        self.ctx.word_storers.add(self.warp)
 
     def memref_load(self, op: Op, out) -> None:
         """``cute.memref.load`` of one element of a global tensor the kernel never writes (a
@@ -976,6 +986,9 @@ class WarpWalker:
                                          f"most {MAX_READ_ELEMENTS} are modelled)@{op.loc.short()}")
             return
         name = _subscripted_name(self.loc(op)) or f"arg{root}"
+        self.ctx.assumptions.add("values read from global memory: nothing else writes the tensors "
+                                 "they come from while the kernel runs, and kernel arguments do "
+                                 "not alias")
         elems = {i: self.ctx.param(f"{name}_{i}", f"{name}[{i}]: element {i} of kernel argument "
                                    f"{root} (global memory, read at {op.loc.short()}; the kernel "
                                    f"does not write it)", self.loc(op), default=READ_RANGE,
