@@ -55,6 +55,16 @@ class GatedChild:
     def log(self) -> str:
         return "".join(self.out)[-1500:]
 
+    def launch(self, hang: float) -> tuple[str, float | None]:
+        """"not ready" (it exited or never compiled: killed, reaped), else `go_and_wait`."""
+        if self.p.poll() is not None or not self.ready.is_set():
+            if self.p.poll() is None:
+                self.p.kill()
+            self.p.wait()
+            self.reader.join(5)
+            return "not ready", None
+        return self.go_and_wait(hang)
+
     def go_and_wait(self, hang: float) -> tuple[str, float]:
         """Let it launch; "exit <rc>" or "hang" (killed after `hang` seconds), and the seconds."""
         t1 = time.time()
@@ -104,21 +114,37 @@ def classify(what: str, log: str) -> dict:
     return {"outcome": "error", "log": log}
 
 
+def gate_compile(ready: str = COMPILED) -> None:
+    """In a child: `cute.compile` says `ready` after its first compile and waits for a line on
+    stdin (the parent's go) before returning."""
+    import cutlass.cute as cute
+
+    class Gate:
+        def __init__(self, orig):
+            self.orig, self.gone = orig, False
+
+        def __call__(self, *a, **kw):
+            compiled = self.orig(*a, **kw)
+            if not self.gone:
+                self.gone = True
+                print(ready, flush=True)
+                sys.stdin.readline()
+            return compiled
+
+        def __getitem__(self, k):
+            return self.orig[k]
+
+        def __getattr__(self, k):
+            return getattr(self.orig, k)
+
+    cute.compile = Gate(cute.compile)
+
+
 def child(name: str) -> int:
     from conformance.suite import by_name
 
     lit = by_name(name)
-    import cutlass.cute as cute
-
-    orig = cute.compile
-
-    def gated(*a, **kw):
-        compiled = orig(*a, **kw)
-        print(COMPILED, flush=True)
-        sys.stdin.readline()
-        return compiled
-
-    cute.compile = gated
+    gate_compile()
     lit.run_on_device(lambda words: print(VALUES + json.dumps(words), flush=True))
     return 0
 
@@ -160,13 +186,10 @@ def device(out: str, hang: float = 5.0, jobs: int = 6, only: list[str] | None = 
 
     def finish(name, c: GatedChild):
         compile_s = round(time.time() - c.t0, 1)
-        if c.p.poll() is not None or not c.ready.is_set():
-            if c.p.poll() is None:
-                c.p.kill()
-            c.p.wait()
+        what, secs = c.launch(hang)
+        if what == "not ready":
             row = {"outcome": "error before launch", "log": c.log()}
         else:
-            what, secs = c.go_and_wait(hang)
             values = [json.loads(l[len(VALUES):]) for l in c.out if l.startswith(VALUES)]
             distinct = sorted({tuple(v) for v in values})
             row = classify(what, c.log())

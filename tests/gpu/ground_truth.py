@@ -47,27 +47,10 @@ def _variants(path: str) -> list[str]:
 def child(path: str, variant: str) -> int:
     """The child: run_on_device(variant), stopping once after the first compile until the parent
     says go (a line on stdin)."""
-    import cutlass.cute as cute
+    sys.path.insert(0, ROOT)
+    from conformance.device import gate_compile
 
-    class Gate:
-        def __init__(self, orig):
-            self.orig, self.gone = orig, False
-
-        def __call__(self, *a, **kw):
-            compiled = self.orig(*a, **kw)
-            if not self.gone:
-                self.gone = True
-                print(COMPILED, flush=True)
-                sys.stdin.readline()
-            return compiled
-
-        def __getitem__(self, k):
-            return self.orig[k]
-
-        def __getattr__(self, k):
-            return getattr(self.orig, k)
-
-    cute.compile = Gate(cute.compile)
+    gate_compile(COMPILED)
     mod = _load(path)
     mod.run_on_device(variant)
     return 0
@@ -95,14 +78,10 @@ def device(out: str, hang: float = 10.0, jobs: int = 4, only: list[str] | None =
         # compile_seconds: from the child's start to its kernel being compiled (including the
         # time it waited for a CPU among the others); seconds: from the go to the exit or the kill
         row = {"example": ex, "variant": variant, "compile_seconds": compile_s}
-        if r.p.poll() is not None or not r.ready.is_set():
-            if r.p.poll() is None:
-                r.p.kill()
-            r.p.wait()
-            r.reader.join(5)
+        what, secs = r.launch(hang)
+        if what == "not ready":
             row.update(outcome="error before launch", seconds=None, log=r.log())
         else:
-            what, secs = r.go_and_wait(hang)
             outcome = {"exit 0": "ran, correct", "hang": "hang"}.get(what, "ran, wrong result or error")
             log = r.log() + (f"{variant}: HANG (no exit {hang:.0f} s after launch)\n" if outcome == "hang" else "")
             row.update(outcome=outcome, seconds=secs, log=log)
