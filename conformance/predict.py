@@ -21,21 +21,27 @@ def _observer(lit):
     SyncIR result of the test/try-wait or shared-word load on each probe's line (0 when it did
     not run)."""
     lines = dict(lit.probe_lines)
+    where: dict[int, list[tuple[int, int]]] = {}  # slot -> (CTA, state index) of its results
 
-    def observe(m: Machine, s) -> tuple:
-        words = [0] * (lit.cluster * lit.probes)
+    def locate(m: Machine) -> None:
         for slot, (file, line) in lines.items():
-            seen = {}
-            for inst in m.instances:
-                for _, ins in m.flat[inst.process].ops():
-                    st = ins.stmt
-                    if (type(st).__name__ in ("MbarTestWait", "SmemLoad") and st.loc.line == line
-                            and os.path.basename(st.loc.file) == file):
-                        v = s[m.sl.local[inst.gid][st.dest]]
-                        seen.setdefault(inst.cta, set()).add(v)
-            if not seen:
+            where[slot] = [(inst.cta, m.sl.local[inst.gid][ins.stmt.dest])
+                           for inst in m.instances for _, ins in m.flat[inst.process].ops()
+                           if type(ins.stmt).__name__ in ("MbarTestWait", "SmemLoad")
+                           and ins.stmt.loc.line == line
+                           and os.path.basename(ins.stmt.loc.file) == file]
+            if not where[slot]:
                 raise AssertionError(f"{lit.name}: no test/try-wait or word load on {file}:{line} "
                                      f"(probe {slot})")
+
+    def observe(m: Machine, s) -> tuple:
+        if not where:
+            locate(m)
+        words = [0] * (lit.cluster * lit.probes)
+        for slot, places in where.items():
+            seen: dict[int, set] = {}
+            for cta, i in places:
+                seen.setdefault(cta, set()).add(s[i])
             for cta, vals in seen.items():
                 if len(vals) > 1:
                     raise AssertionError(f"{lit.name}: probe {slot} differs between the warps of "

@@ -110,6 +110,11 @@ def _fold(e: Expr) -> Expr:
     return e
 
 
+def _cta_major(size: int, cta: Expr, index: Expr) -> Expr:
+    """Element `index` of CTA `cta`'s copy in a flat array of per-CTA arrays of `size`."""
+    return _fold(BinOp("+", BinOp("*", cta, Const(size)), index))
+
+
 # ----------------------------------------------------------------------------- the lowering
 
 class _Lowering:
@@ -156,12 +161,10 @@ class _Lowering:
 
     # -- places
     def mb_index(self, array: str, cta: Expr, index: Expr) -> Expr:
-        size = self.k.mbarrier(array).size
-        return _fold(BinOp("+", BinOp("*", cta, Const(size)), index))
+        return _cta_major(self.k.mbarrier(array).size, cta, index)
 
     def word_index(self, array: str, cta: Expr, index: Expr) -> Expr:
-        size = self.k.word_array(array).size
-        return _fold(BinOp("+", BinOp("*", cta, Const(size)), index))
+        return _cta_major(self.k.word_array(array).size, cta, index)
 
     def async_index(self, p: Inflight) -> Expr:
         keys = [k for k in self.lay.async_keys if k[0] == p.process and k[1] == p.pc]

@@ -142,15 +142,20 @@ def _times_t(t: int, e: Expr) -> Expr:
     return e if t == 1 else _times(Const(t), e)
 
 
+def _index_checks(name: str, index: Expr, size: int, unit: str) -> list:
+    """invalid-operand when a dynamic index leaves its array (constant ones are validated)."""
+    if isinstance(index, Const):
+        return []
+    return [When(any_of(_lt(index, 0), _ge(index, size)),
+                 [Fail("invalid-operand", "{who} names " + name + "[{0}], outside the array of "
+                       f"{size}{unit}", (index,))])]
+
+
 def resolve(c, ref: MBarRef) -> tuple[El, list]:
     """The element `ref` names and the checks that it exists (dynamic indices, remote CTAs)."""
     size = c.kernel.mbarrier(ref.name).size
     cta = Const(c.cta) if ref.cta is None else ref.cta
-    checks = []
-    if not isinstance(ref.index, Const):
-        checks.append(When(any_of(_lt(ref.index, 0), _ge(ref.index, size)),
-                           [Fail("invalid-operand", "{who} names " + ref.name + "[{0}], outside "
-                                 f"the array of {size}", (ref.index,))]))
+    checks = _index_checks(ref.name, ref.index, size, "")
     if ref.cta is not None and not isinstance(ref.cta, Const):
         checks.append(When(any_of(_lt(cta, 0), _ge(cta, c.kernel.num_ctas)),
                            [Fail("invalid-operand", "{who} names CTA {0} of a cluster of "
@@ -878,11 +883,7 @@ class TmaLoad(SyncOp):
 def _word(c, ref: WordRef) -> tuple[WordField, list]:
     """The word `ref` names in the executing CTA, and the check that it exists."""
     size = c.kernel.word_array(ref.name).size
-    checks = []
-    if not isinstance(ref.index, Const):
-        checks.append(When(any_of(_lt(ref.index, 0), _ge(ref.index, size)),
-                           [Fail("invalid-operand", "{who} names " + ref.name + "[{0}], outside "
-                                 f"the array of {size} words", (ref.index,))]))
+    checks = _index_checks(ref.name, ref.index, size, " words")
     return WordField(ref.name, Const(c.cta), ref.index, "val"), checks
 
 
