@@ -26,6 +26,7 @@ class CheckOptions:
     memory_mb: int = 4096
     emit_promela: str | None = None
     reduce: bool = True
+    jobs: int = 1                 # > 1: exhaustive search and bug hunts at once (engine/portfolio.py)
 
 
 def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None = None,
@@ -35,7 +36,8 @@ def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None
     stats = stats or Stats()
     t0 = time.perf_counter()
     r = check_kernel(kernel, target=target, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
-                     emit_promela=opts.emit_promela, reduce=opts.reduce, stats=stats)
+                     emit_promela=opts.emit_promela, reduce=opts.reduce, stats=stats,
+                     jobs=opts.jobs)
     r.syncir_text = fmt_kernel(kernel)
     stats.seconds["total"] = stats.seconds.get("trace", 0) + stats.seconds.get("extract", 0) + \
         (time.perf_counter() - t0)
@@ -43,19 +45,24 @@ def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None
 
 
 def verify(jit_fn, *args, arch: str = "sm_90a", params: dict | None = None,
-           timeout_s: float = 600.0, memory_mb: int = 4096, target: str = "") -> Result:
+           timeout_s: float = 600.0, memory_mb: int = 4096, target: str = "",
+           jobs: int = 1) -> Result:
     """Trace `jit_fn(*args)` with the CuTe DSL on the CPU and check every kernel it launches.
     With several kernels, the result of the worst one is returned (see verify_all)."""
     results = verify_all(jit_fn, *args, arch=arch, params=params, timeout_s=timeout_s,
-                         memory_mb=memory_mb, target=target)
+                         memory_mb=memory_mb, target=target, jobs=jobs)
     order = ["error", "violation", "unsupported", "inconclusive", "verified"]
     return min(results, key=lambda r: order.index(r.verdict))
 
 
 def verify_all(jit_fn, *args, arch: str = "sm_90a", params: dict | None = None,
-               timeout_s: float = 600.0, memory_mb: int = 4096, target: str = "") -> list[Result]:
+               timeout_s: float = 600.0, memory_mb: int = 4096, target: str = "",
+               jobs: int = 1) -> list[Result]:
+    """`jobs` > 1: the exhaustive search and randomized bug hunts on that many cores (a hunt's
+    counterexample is shortened, so the one shown can differ from run to run; 1 is
+    deterministic)."""
     opts = CheckOptions(arch=arch, params=_norm_params(params or {}), timeout_s=timeout_s,
-                        memory_mb=memory_mb)
+                        memory_mb=memory_mb, jobs=jobs)
     return _check_jit(jit_fn, args, opts, target or getattr(jit_fn, "__name__", "kernel"))
 
 

@@ -14,6 +14,7 @@ import json
 import sys
 
 from .api import CheckOptions, check_target
+from .engine.portfolio import default_jobs
 from .report.result import exit_status
 
 
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit-promela", metavar="DIR", help="write each generated Promela model here")
     c.add_argument("--no-reduce", action="store_true", help="plain encoding: one Promela process per instance")
     c.add_argument("--print-syncir", action="store_true", help="print the extracted SyncIR")
+    c.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+                   help="cores to use: the exhaustive search and, beside it, randomized bug hunts "
+                        "(default: the cores available)")
     return ap
 
 
@@ -55,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     opts = CheckOptions(arch=args.arch, params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
-                        reduce=not args.no_reduce)
+                        reduce=not args.no_reduce, jobs=max(1, args.jobs))
     results = []
     for target in args.targets:
         for r in check_target(target, opts):

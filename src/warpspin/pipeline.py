@@ -33,12 +33,12 @@ _TRUNCATION = {
 
 def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
                  memory_mb: int = 4096, emit_promela: str | None = None,
-                 reduce: bool = True, stats: Stats | None = None) -> Result:
+                 reduce: bool = True, stats: Stats | None = None, jobs: int = 1) -> Result:
     stats = stats or Stats()
     stats.processes = sum(p.instances for p in kernel.processes)
     res = Result(target=target, kernel=kernel.name, stats=stats, config=_config(kernel))
     try:
-        _check(kernel, res, timeout_s, memory_mb, emit_promela, reduce)
+        _check(kernel, res, timeout_s, memory_mb, emit_promela, reduce, jobs)
     except Exception as e:  # a bug of warpspin's: never a verdict on the kernel
         tb = traceback.extract_tb(e.__traceback__)[-1]
         res.verdict = ERROR
@@ -50,7 +50,7 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     return res
 
 
-def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, reduce) -> None:
+def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, reduce, jobs) -> None:
     problems = validate(kernel)
     if problems:
         res.verdict = ERROR
@@ -68,7 +68,8 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
 
     t0 = time.perf_counter()
     try:
-        model, er = lower_and_check(kernel, reduce=reduce, timeout_s=timeout_s, memory_mb=memory_mb)
+        model, er = lower_and_check(kernel, reduce=reduce, timeout_s=timeout_s, memory_mb=memory_mb,
+                                    jobs=jobs)
         _emit(model, kernel, emit_promela)
     except (LowerError, EngineError) as e:
         res.verdict = ERROR
@@ -79,6 +80,11 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     stats.states, stats.transitions = er.states, er.transitions
     stats.depth, stats.memory_mb = er.depth, er.memory_mb
     stats.state_vector = er.state_vector
+    stats.seconds["compile"] = er.compile_seconds
+    stats.cores, stats.hunts = er.cores, er.hunts
+    if er.kind is not None:
+        stats.found_by, stats.found_depth = er.found_by, er.found_depth
+        stats.first_found_by, stats.first_found_s = er.first_found_by, er.first_found_s
     res.config["search"] = er.search
     res.config["reductions"] = [r.split(":")[0] for r in model.reductions] or ["none (plain encoding)"]
     res.config["reductions_refused"] = [f"{d.reduction}: {d.why}" for d in model.refused]

@@ -15,10 +15,11 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..lower.promela import LoweredModel, lower
 from ..lower.trail import fix_param, parse_trail
+from .portfolio import HUNT_MB, PAN_ERROR, run_portfolio, split_jobs
 from ..syncir.trace import Complete, Event, ParamChoice, Step
 
 SPIN = shutil.which("spin") or "/usr/bin/spin"
@@ -52,6 +53,12 @@ class EngineResult:
     trail_output: str = ""
     pan_error: str = ""            # pan's own error line, e.g. "assertion violated 0 (at depth 9)"
 
+    cores: int = 1                 # cores of the exhaustive search
+    hunts: int = 0                 # randomized bug-hunt runs beside it (portfolio.py)
+    found_by: str = ""             # which search found the counterexample
+    found_depth: int = 0           # the depth it was first found at, before shortening
+    first_found_by: str = ""       # the search that found a counterexample first
+    first_found_s: float = 0.0     # and when (seconds after the searches started)
     options: str = ""              # how pan ran, for reports
     reductions: tuple[str, ...] = ()  # the model's reductions (LoweredModel.reductions)
     # lower_and_check: the fused (R6) model reported reduction-unsound and this result is the
@@ -78,12 +85,14 @@ class EngineResult:
 def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
           workdir: str | None = None, search: str = "bfs", max_depth: int = 1_000_000,
           vector_size: int = 4096, opt: str | None = None, keep: bool = False,
-          collapse: bool | None = None) -> EngineResult:
+          collapse: bool | None = None, jobs: int = 1, shorten_s: float = 20.0) -> EngineResult:
     """Model-check `model`. `search`: "bfs" (shortest counterexample, the default), "dfs", or
     "dfs-shortest" (DFS with pan -i: iteratively shortened counterexample). `opt`: the C
     compiler's optimization (default: -O0 for small models, where compiling dominates, -O1 else).
     `collapse`: pan's -DCOLLAPSE state compression (exact; default off: it cost 20-30% of pan's
-    time and saved ~6% memory on the reduced rings, docs/spin.md)."""
+    time and saved ~6% memory on the reduced rings, docs/spin.md). `jobs` > 1 (BFS only): the
+    exhaustive search and randomized bug hunts at once (portfolio.py); a hunt's counterexample is
+    shortened by the BFS for up to `shorten_s` seconds."""
     if search not in ("bfs", "dfs", "dfs-shortest"):
         raise ValueError(f"unknown search {search!r}")
     if opt is None:
@@ -93,8 +102,15 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
     start = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="warpspin-", dir=workdir)
     try:
-        res = _check_in(tmp, model, model.text, timeout_s, memory_mb, search, max_depth,
-                        vector_size, opt, collapse)
+        if jobs > 1 and search == "bfs":
+            res = _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, opt,
+                                   collapse, jobs, shorten_s)
+        else:
+            res = _check_in(tmp, model, model.text, timeout_s, memory_mb, search, max_depth,
+                            vector_size, opt, collapse)
+            if res.kind is not None:
+                res.found_by = res.first_found_by = f"exhaustive {search.upper()}"
+                res.found_depth, res.first_found_s = res.depth, res.seconds
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -209,18 +225,12 @@ def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_
     if params is not None:  # fix the parameters to the values of a trail (probe runs)
         for p in params:
             text = fix_param(text, model, p)
-    pml = os.path.join(tmp, "model.pml")
-    with open(pml, "w") as f:
-        f.write(text)
-    _run([SPIN, "-a", "model.pml"], tmp, timeout_s, "spin -a")
-    flags = [opt, "-DSAFETY", "-DNOCLAIM", f"-DMEMLIM={int(memory_mb)}",
-             f"-DVECTORSZ={int(vector_size)}"]
+    _spin_a(tmp, text, timeout_s)
+    flags = _flags(opt, memory_mb, vector_size, collapse)
     if search == "bfs":
         flags.append("-DBFS")
     if search == "dfs-shortest":
         flags.append("-DREACH")
-    if collapse:
-        flags.append("-DCOLLAPSE")
     _run([CC, *flags, "-o", "pan", "pan.c"], tmp, timeout_s, "gcc pan.c")
     compile_s = time.monotonic() - start
     args = ["./pan", f"-w{hash_bits(memory_mb)}", f"-m{max_depth}", "-n", *extra_args]
@@ -238,10 +248,88 @@ def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_
         # pan replays its own trail (-r), running the model's embedded C and printing WS| lines
         r = subprocess.run(["./pan", "-r", "-n"], cwd=tmp, capture_output=True,
                            text=True, timeout=max(30.0, timeout_s))
-        res.trail_output = r.stdout
-        res.events, kind = parse_trail(r.stdout, model)
-        res.kind = kind or _pan_kind(res.pan_error)
+        _take_trail(res, model, r.stdout, res.pan_error)
+    elif res.pan_error and not res.truncated:
+        raise EngineError(f"pan reported an error but wrote no trail:\n{out}")
+    return res
+
+
+def _take_trail(res: EngineResult, model, replay: str, pan_error: str) -> None:
+    res.trail_output = replay
+    res.events, kind = parse_trail(replay, model)
+    res.kind = kind or _pan_kind(pan_error)
+    res.pan_error = pan_error
+    res.complete = False
+
+
+def _spin_a(tmp, text, timeout_s) -> None:
+    with open(os.path.join(tmp, "model.pml"), "w") as f:
+        f.write(text)
+    _run([SPIN, "-a", "model.pml"], tmp, timeout_s, "spin -a")
+
+
+def _flags(opt, memory_mb, vector_size, collapse) -> list[str]:
+    flags = [opt, "-DSAFETY", "-DNOCLAIM", f"-DMEMLIM={int(memory_mb)}",
+             f"-DVECTORSZ={int(vector_size)}"]
+    if collapse:
+        flags.append("-DCOLLAPSE")
+    return flags
+
+
+def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, opt, collapse,
+                     jobs, shorten_s) -> EngineResult:
+    """The exhaustive BFS (on `cores` cores) and randomized hunts at once (portfolio.py). The
+    hunts' pan compiles while the search runs. A parallel BFS's counterexample is re-derived by
+    a one-core BFS bounded at its depth (the same search order up to that depth: the shortest)."""
+    start = time.monotonic()
+    cores, hunts = split_jobs(jobs)
+    _spin_a(tmp, model.text, timeout_s)
+    ex_mb = max(256, memory_mb - hunts * HUNT_MB)
+    ex_flags = _flags(opt, ex_mb, vector_size, collapse) + (
+        ["-DBFS_PAR", "-DNO_TDH", f"-DNCORE={cores}"] if cores > 1 else ["-DBFS"])
+    hunt_flags = [opt, "-DSAFETY", "-DNOCLAIM", "-DBITSTATE", "-DT_RAND", "-DP_RAND",
+                  f"-DVECTORSZ={int(vector_size)}"]
+    _run([CC, *ex_flags, "-o", "pan_x", "pan.c"], tmp, timeout_s, "gcc pan.c")
+
+    def build_hunt():
+        return subprocess.Popen([CC, *hunt_flags, "-o", "pan_h", "pan.c"], cwd=tmp,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    compile_s = time.monotonic() - start
+    ex_args = [f"-w{hash_bits(ex_mb)}", f"-m{max_depth}", "-n"]
+    deadline = start + max(1.0, timeout_s)
+    out, timed_out, pan_s, trail, first, hunt_runs = run_portfolio(
+        tmp, os.path.join(tmp, "pan_x"), build_hunt, os.path.join(tmp, "pan_h"), ex_args, cores,
+        hunts, deadline, shorten_s, max_depth, f"WS|V|{REDUCTION_UNSOUND}|")
+    res = parse_pan(out)
+    res.search, res.seconds, res.compile_seconds = "bfs", pan_s, compile_s
+    res.cores, res.hunts = cores, hunt_runs
+    res.options = (f"SPIN bfs{f' parallel on {cores} cores' if cores > 1 else ''}, exact state "
+                   f"storage, {' '.join(ex_flags[1:])} {' '.join(ex_args)}; {hunts} bitstate "
+                   f"hunt{'s' if hunts != 1 else ''} beside it ({hunt_runs} runs)")
+    if timed_out:
+        res.truncated = tuple(dict.fromkeys((*res.truncated, "timeout")))
         res.complete = False
+    if trail is not None and not trail.replay:  # the parallel BFS's: re-derive it
+        left = deadline - time.monotonic()
+        redo = os.path.join(tmp, "redo")
+        os.makedirs(redo)
+        try:
+            again = _check_in(redo, model, model.text, max(10.0, left), memory_mb, "bfs",
+                              trail.depth + 1, vector_size, opt, collapse)
+        except EngineError:
+            again = None
+        if again is not None and again.kind is not None:
+            trail = replace(trail, replay=again.trail_output, pan_error=again.pan_error,
+                            depth=again.depth)
+        else:  # not re-derived in time: no counterexample in hand, and no proof either
+            trail = None
+            res.kind, res.pan_error, res.complete = None, "", False
+            res.truncated = tuple(dict.fromkeys((*res.truncated, "timeout")))
+    if trail is not None:
+        _take_trail(res, model, trail.replay, trail.pan_error)
+        res.found_by = trail.found_by
+        res.found_depth = first.depth
+        res.first_found_by, res.first_found_s = first.found_by, first.seconds
     elif res.pan_error and not res.truncated:
         raise EngineError(f"pan reported an error but wrote no trail:\n{out}")
     return res
@@ -272,18 +360,30 @@ def _num(pattern: str, text: str, default=0.0) -> float:
     return float(m.group(1)) if m else default
 
 
+# pan's words for a search that dropped states for lack of memory; the parallel BFS's come from
+# the sum over its cores ("states lost", "Search incomplete"), since only core 0 prints the others
+_STATES_LOST = ("reached -DMEMLIM bound", "out of memory", "states lost", "losing states",
+                "Search incomplete", "hash table is full", "out of shared memory")
+# a core of the parallel BFS that stopped the search for any reason but an error found elsewhere
+# ("early termination") leaves it incomplete, and the other cores still print "errors: 0"
+_PAR_STOP = re.compile(r"^(?:cpu\d+: )?stop \((?!early )(.*)\)$", re.M)
+_PAR_ABORT = ("fork failed", "internal error", "aborting", "file system error")
+
+
 def parse_pan(out: str) -> EngineResult:
     """Statistics, errors and truncations from pan's output."""
     truncated = []
     if "max search depth too small" in out:
         truncated.append("depth")
-    if "reached -DMEMLIM bound" in out or "out of memory" in out:
+    if any(w in out for w in _STATES_LOST):
         truncated.append("memory")
+    elif _PAR_STOP.search(out) or any(w in out for w in _PAR_ABORT):
+        truncated.append("aborted")
     if "VECTORSZ" in out and "too small" in out:
         truncated.append("vector")
     if "Interrupted" in out:
         truncated.append("timeout")
-    err = re.search(r"^pan:\d+:\s*(.*)$", out, re.M)
+    err = PAN_ERROR.search(out)
     pan_error = err.group(1).strip() if err else ""
     finished = "State-vector" in out
     if not finished and not truncated:
@@ -294,7 +394,9 @@ def parse_pan(out: str) -> EngineResult:
         states=int(_num(r"^\s*([\d.e+]+) states, stored", out)),
         transitions=int(_num(r"^\s*([\d.e+]+) transitions", out)),
         depth=int(_num(r"depth reached (\d+)", out)),
-        memory_mb=_num(r"^\s*([\d.]+)\s+total actual memory usage", out),
+        memory_mb=_num(r"^\s*([\d.]+)\s+total actual memory usage", out)
+        or _num(r"^\s*([\d.]+)\s+total shared memory usage", out)
+        + _num(r"^\s*([\d.]+)\s+total non-shared memory usage", out),
         state_vector=int(_num(r"State-vector (\d+) byte", out)),
         pan_output=out, pan_error=pan_error)
 

@@ -26,6 +26,7 @@ def render_text(r: Result, max_steps: int = 200) -> str:
     if r.verdict == VERIFIED:
         out.append(f"{head}VERIFIED: no deadlock and no barrier-protocol error in any interleaving "
                    f"({s.states:,} states, {s.seconds.get('total', 0):.2f} s{'; ' + cfg if cfg else ''})")
+        out.append(searched_line(s))
         out += refused
         out.append(f"  = note: {NOT_CHECKED}")
         return "\n".join(out)
@@ -38,7 +39,7 @@ def render_text(r: Result, max_steps: int = 200) -> str:
             kind = {INCONCLUSIVE: "inconclusive", UNSUPPORTED: "unsupported", ERROR: "error"}[r.verdict]
             out.append(f"{where}{'error' if r.verdict != INCONCLUSIVE else 'warning'}[{kind}]: {why}")
         if s.states:
-            out.append(f"  = searched {s.states:,} states in {s.seconds.get('check', 0):.2f} s")
+            out.append(searched_line(s))
         return "\n".join(out + refused)
     if r.verdict != VIOLATION:
         return f"{head}ERROR\nerror[internal]: no verdict was reached (verdict {r.verdict!r})"
@@ -89,5 +90,24 @@ def render_text(r: Result, max_steps: int = 200) -> str:
                 src = f"{_short(t.file)}:{t.line}" if t.line else ""
                 frame = f" ({t.frame})" if t.frame else ""
                 out.append(f"    {t.step:>4}. {t.process:<{width}}  {t.op:<48} {src}{frame}")
-    out.append(f"  = searched {s.states:,} states in {s.seconds.get('check', 0):.2f} s")
+    out.append(searched_line(s))
+    if s.found_by:
+        out.append(found_line(s))
     return "\n".join(out)
+
+
+def searched_line(s) -> str:
+    """What the search cost: states, state-vector bytes, memory, seconds, cores and hunts."""
+    size = f"{s.state_vector}-byte states, " if s.state_vector else ""
+    mem = f"{s.memory_mb:,.0f} MB, " if s.memory_mb else ""
+    cores = f" on {s.cores} cores" if s.cores > 1 else ""
+    hunts = f", {s.hunts} bug-hunt run{'s' if s.hunts != 1 else ''} beside it" if s.hunts else ""
+    return (f"  = searched {s.states:,} states ({size}{mem}{s.seconds.get('check', 0):.2f} s"
+            f"{cores}{hunts})")
+
+
+def found_line(s) -> str:
+    if s.first_found_by and s.first_found_by != s.found_by:
+        return (f"  = note: found by the {s.first_found_by} after {s.first_found_s:.2f} s at "
+                f"depth {s.found_depth}; shortened by the {s.found_by}")
+    return f"  = note: found by the {s.found_by} after {s.first_found_s:.2f} s"

@@ -80,6 +80,12 @@ class Stats:
     depth: int = 0
     memory_mb: float = 0.0
     state_vector: int = 0     # bytes per stored state
+    cores: int = 1            # cores of the exhaustive search
+    hunts: int = 0            # randomized bug-hunt runs beside it
+    found_by: str = ""        # the search whose counterexample is shown
+    first_found_by: str = ""  # the search that found a counterexample first, and when
+    first_found_s: float = 0.0
+    found_depth: int = 0      # the depth it was first found at (before shortening)
     seconds: dict[str, float] = field(default_factory=lambda: {
         "trace": 0.0, "extract": 0.0, "check": 0.0, "total": 0.0})
 
@@ -117,7 +123,12 @@ class Result:
             "stats": {"processes": self.stats.processes, "states": self.stats.states,
                       "transitions": self.stats.transitions, "depth": self.stats.depth,
                       "state_vector_bytes": self.stats.state_vector,
-                      "seconds": dict(self.stats.seconds), "memory_mb": self.stats.memory_mb},
+                      "seconds": dict(self.stats.seconds), "memory_mb": self.stats.memory_mb,
+                      "cores": self.stats.cores, "hunts": self.stats.hunts,
+                      "found_by": self.stats.found_by,
+                      "first_found_by": self.stats.first_found_by,
+                      "first_found_s": self.stats.first_found_s,
+                      "found_depth": self.stats.found_depth},
         }
 
     def to_json(self, indent: int | None = 2) -> str:

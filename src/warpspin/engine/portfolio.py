@@ -1,0 +1,204 @@
+"""A proof search and a bug hunt at once (docs/spin.md, "Portfolio").
+
+One exhaustive search (pan's breadth-first search: on one core, or SPIN's parallel BFS,
+`-DBFS_PAR`, on several) runs beside randomized bug hunts: pan compiled with `-DBITSTATE
+-DT_RAND -DP_RAND`, each run with its own seed (`-RS`) and bitstate size (`-w`), a slice of time
+each, the way SPIN's swarm verification varies its runs. Only the exhaustive search can make a
+result complete; a hunt never does.
+
+The first violation found by either stops nothing at once: it is shortened. The exhaustive BFS
+keeps going (it reaches every state up to the hunt's depth, so it finds a counterexample at most
+that long, and the shortest), and the hunts restart bounded below the best depth found. When the
+BFS reports its error, or the shortening budget is spent, the shortest trail in hand is the
+result; `EngineResult.found_by` says which search found it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+
+
+HUNT_BITS = (22, 24, 26, 27)     # pan -w per hunt run, cycled (2^w bits: 0.5 to 16 MB)
+HUNT_SLICE_S = (2.0, 5.0, 15.0)  # a hunt run's time, cycled: short runs first, then longer ones
+HUNT_AFTER_S = 1.0               # hunts start when the exhaustive search has not ended by then
+HUNT_MB = 96                     # a hunt's memory: its bit array and its depth-first stack
+
+
+@dataclass
+class Trail:
+    """A counterexample pan wrote: how deep, pan's error line, and what `pan -r` printed."""
+    depth: int
+    pan_error: str
+    replay: str          # "" when the trail must be re-derived (a parallel BFS's: see below)
+    found_by: str
+    seconds: float       # since the portfolio started
+
+
+@dataclass
+class _Run:
+    name: str
+    cwd: str
+    proc: subprocess.Popen
+    limit: float         # monotonic deadline of this run
+
+    def output(self) -> str:
+        with open(os.path.join(self.cwd, "out.txt"), errors="replace") as f:
+            return f.read()
+
+
+def default_jobs() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover (not Linux)
+        return max(1, os.cpu_count() or 1)
+
+
+def split_jobs(jobs: int) -> tuple[int, int]:
+    """(cores of the exhaustive search, hunts running beside it). One job: the exhaustive search
+    alone. Two or three: one core for the search, the rest hunt. More: a quarter hunt, the rest
+    search in parallel (docs/spin.md has the measurements this split comes from)."""
+    if jobs <= 1:
+        return 1, 0
+    if jobs <= 3:
+        return 1, jobs - 1
+    hunts = max(1, jobs // 4)
+    return jobs - hunts, hunts
+
+
+_DEPTH = re.compile(r"at depth (\d+)")
+# pan's error line; parallel BFS prefixes it with the core ("cpu01: pan:1: ...")
+PAN_ERROR = re.compile(r"^(?:cpu\d+: )?pan:\d+:\s*(.*)$", re.M)
+
+
+def _start(name, tmp, binary, args, limit) -> _Run:
+    """pan in a directory of its own (its trail file is named after the model), writing to a
+    file (a pipe would fill up and stop a long search)."""
+    cwd = os.path.join(tmp, re.sub(r"\W+", "_", name))
+    os.makedirs(cwd)
+    os.symlink(binary, os.path.join(cwd, "pan"))
+    with open(os.path.join(cwd, "out.txt"), "w") as out:
+        proc = subprocess.Popen(["./pan", *args], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    return _Run(name, cwd, proc, limit)
+
+
+def _stop(run: _Run) -> str:
+    """Interrupt a run (pan prints its statistics on SIGINT), then kill it; its output."""
+    if run.proc.poll() is None:
+        try:
+            os.killpg(run.proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        try:
+            run.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(run.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            run.proc.wait()
+    return run.output()
+
+
+def _trail_of(run: _Run, out: str, started: float, replayable: bool) -> Trail | None:
+    """The trail a run wrote, replayed by `pan -r`. A parallel BFS's trail file
+    (model.pml_<exe>_<pid>.trail) is not replayed: measured with SPIN 6.5.2, its last step can be
+    a different transition than the one that failed, so the caller re-derives it."""
+    trails = [f for f in os.listdir(run.cwd) if f.endswith(".trail")]
+    if not trails:
+        return None
+    err = PAN_ERROR.search(out)
+    pan_error = err.group(1).strip() if err else ""
+    depth = _DEPTH.search(pan_error)
+    replay = ""
+    if replayable:
+        replay = subprocess.run(["./pan", "-r", trails[0], "-n"], cwd=run.cwd,
+                                capture_output=True, text=True, timeout=120).stdout
+    os.rename(os.path.join(run.cwd, trails[0]), os.path.join(run.cwd, "seen.trail-done"))
+    return Trail(int(depth.group(1)) if depth else 1 << 30, pan_error, replay, run.name,
+                 time.monotonic() - started)
+
+
+def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
+                  exhaustive_args: list[str], cores: int, hunts: int, deadline: float,
+                  shorten_s: float, max_depth: int, unsound_kind: str):
+    """Run the exhaustive search, and `hunts` hunts once it has run HUNT_AFTER_S seconds
+    (`build_hunt()` starts compiling them then: a model searched sooner needs no hunt) until the
+    exhaustive search ends, a shortened counterexample is in hand, or `deadline`. Returns
+    (exhaustive output, exhaustive timed out, seconds, the shortest trail or None, the first
+    trail found, hunt runs)."""
+    started = time.monotonic()
+    args = [*exhaustive_args] + ([f"-u{cores}"] if cores > 1 else [])
+    ex = _start("exhaustive BFS" + (f" on {cores} cores" if cores > 1 else ""), tmp,
+                exhaustive_bin, args, deadline)
+    running: list[_Run] = []
+    seed = 0
+    best: Trail | None = None
+    first: Trail | None = None
+    shorten_until = deadline
+    ex_out, ex_timed_out = None, False
+
+    def launch_hunt():
+        nonlocal seed
+        seed += 1
+        depth = max_depth if best is None else best.depth - 1
+        bits = HUNT_BITS[(seed - 1) % len(HUNT_BITS)]
+        slice_s = HUNT_SLICE_S[((seed - 1) // hunts) % len(HUNT_SLICE_S)]
+        now = time.monotonic()
+        running.append(_start(f"hunt (seed {seed}, -w{bits})", tmp, hunt_bin,
+                              [f"-RS{seed}", f"-w{bits}", f"-m{depth}", "-n"],
+                              min(now + slice_s, shorten_until)))
+
+    hunting = False
+    hunt_build = None
+    while True:
+        now = time.monotonic()
+        if hunt_build is None and hunts and now - started >= HUNT_AFTER_S:
+            hunt_build = build_hunt()
+        if not hunting and hunt_build is not None and hunt_build.poll() is not None:
+            hunting = hunt_build.returncode == 0   # a failed build leaves the search alone
+            for _ in range(hunts if hunting else 0):
+                launch_hunt()
+            hunts = hunts if hunting else 0
+        if ex.proc.poll() is not None:
+            ex_out = ex.output()
+            # its own counterexample is the shortest; if it ended without one (a limit), any
+            # hunt's trail stands
+            best = _trail_of(ex, ex_out, started, cores == 1) or best
+            first = first or best
+            break
+        if now >= deadline:
+            ex_out, ex_timed_out = _stop(ex), True
+            break
+        for run in list(running):
+            if run.proc.poll() is None and now < run.limit:
+                continue
+            out = _stop(run)
+            running.remove(run)
+            found = _trail_of(run, out, started, True)
+            if found is not None and (best is None or found.depth < best.depth):
+                if best is None:
+                    shorten_until = min(deadline, now + shorten_s)
+                    first = found
+                best = found
+                if unsound_kind in found.replay:
+                    # the fused model's monitor fired: the caller searches the unfused model
+                    ex_out = _stop(ex)
+                    break
+            if now < shorten_until:
+                launch_hunt()
+        if best is not None and (now >= shorten_until or unsound_kind in best.replay):
+            ex_out = _stop(ex)
+            break
+        time.sleep(0.02)
+    if hunt_build is not None and hunt_build.poll() is None:
+        hunt_build.kill()
+        hunt_build.wait()
+    for r in running:
+        _stop(r)
+    return ex_out, ex_timed_out, time.monotonic() - started, best, first, seed

@@ -1,0 +1,110 @@
+"""The exhaustive search and the bug hunts at once (engine/portfolio.py, `--jobs`): the proof is
+the same search as on one core, a hunt's counterexample is real, replayed and shortened, and a
+hunt that finds nothing never makes a result complete."""
+from __future__ import annotations
+
+import pytest
+
+from warpspin.engine import check, lower_and_check
+from warpspin.engine.portfolio import split_jobs
+from warpspin.engine.spin import parse_pan
+from warpspin.lower import lower
+from warpspin.pipeline import check_kernel
+from warpspin.syncir.interp import replay
+from warpspin.syncir.protocols import ring
+
+
+def test_split_jobs():
+    assert split_jobs(1) == (1, 0)
+    assert split_jobs(2) == (1, 1)
+    assert split_jobs(3) == (1, 2)
+    assert split_jobs(4) == (3, 1)
+    assert split_jobs(16) == (12, 4)
+
+
+@pytest.mark.parametrize("jobs", [2, 4])
+def test_same_proof_on_more_cores(jobs):
+    model = lower(ring(stages=4, trips=16, consumers=8), reduce=True, fuse=False)
+    one = check(model, timeout_s=300)
+    many = check(model, timeout_s=300, jobs=jobs)
+    assert one.complete and many.complete and many.kind is None
+    assert many.states == one.states
+    assert many.cores == split_jobs(jobs)[0]
+
+
+@pytest.mark.parametrize("bug", ["two-behind", "arrivals-too-few", "tx-bytes"])
+def test_violation_same_as_one_core(bug):
+    kernel = ring(stages=4, trips=16, consumers=8, bug=bug)
+    one = check_kernel(kernel, timeout_s=300)
+    two = check_kernel(kernel, timeout_s=300, jobs=2)
+    assert one.verdict == two.verdict == "violation"
+    assert two.violations[0].kind == one.violations[0].kind
+    assert len(two.violations[0].trace) == len(one.violations[0].trace)
+    assert two.stats.found_by
+
+
+def test_parallel_bfs_counterexample_is_rederived_and_replays():
+    """SPIN 6.5.2's parallel BFS writes a trail whose last step can be another transition than
+    the failing one; the engine re-derives it with a one-core BFS bounded at its depth."""
+    kernel = ring(stages=4, trips=16, consumers=8, bug="two-behind")
+    model = lower(kernel, reduce=True, fuse=False)
+    r = check(model, timeout_s=300, jobs=4)
+    assert r.kind == "parity-aliasing"
+    assert r.found_by.startswith("exhaustive BFS on 3 cores")
+    rp = replay(model.kernel, r.events, expect_kind="parity-aliasing")
+    assert rp.ok, rp.error
+
+
+def test_hunt_finds_what_the_search_cannot_reach():
+    """The exhaustive BFS runs out of memory before the bug's depth; a bitstate hunt finds it,
+    the trail is real (replayed) and the verdict says which search found it."""
+    kernel = ring(stages=4, trips=64, consumers=16, bug="two-behind")
+    model = lower(kernel, reduce=True, fuse=False)
+    r = check(model, timeout_s=240, memory_mb=350, jobs=2, shorten_s=5)
+    assert r.kind == "parity-aliasing"
+    assert r.first_found_by.startswith("hunt")
+    assert "memory" in r.truncated
+    assert replay(model.kernel, r.events, expect_kind="parity-aliasing").ok
+
+
+def test_hunts_never_make_a_result_complete():
+    model = lower(ring(stages=4, trips=64, consumers=16), reduce=True, fuse=False)
+    r = check(model, timeout_s=240, memory_mb=350, jobs=2)
+    assert r.kind is None and not r.complete and "memory" in r.truncated
+    assert r.hunts >= 1
+
+
+def test_parallel_bfs_out_of_shared_memory_is_not_complete():
+    """A core that stops for lack of shared memory leaves the others printing `errors: 0`."""
+    model = lower(ring(stages=4, trips=64, consumers=16), reduce=True, fuse=False)
+    r = check(model, timeout_s=240, memory_mb=300, jobs=4)
+    assert r.kind is None and not r.complete
+    assert "memory" in r.truncated
+
+
+def test_pipeline_with_jobs_reports_the_cost():
+    _, single = lower_and_check(ring(stages=2, trips=4, consumers=2), jobs=1)
+    res = check_kernel(ring(stages=2, trips=4, consumers=2), jobs=2)
+    assert res.verdict == "verified" and res.stats.states == single.states
+    text = str(res)
+    assert "-byte states" in text and "MB" in text
+
+
+@pytest.mark.parametrize("line,why", [
+    ("cpu01: stop (out of shared memory)", "memory"),
+    ("cpu02: stop (file system error)", "aborted"),
+    ("    3 states lost (lack of queue memory)", "memory"),
+])
+def test_parallel_stops_are_truncations(line, why):
+    out = f"pan: using 3 cores\n{line}\nState-vector 308 byte, depth reached 89, errors: 0\n" \
+          "   447206 states, stored\n"
+    r = parse_pan(out)
+    assert not r.complete and why in r.truncated
+
+
+def test_early_termination_is_not_a_truncation():
+    out = ("pan: using 3 cores\ncpu01: pan:1: assertion violated 0 (at depth 63)\n"
+           "cpu02: stop (early termination)\nState-vector 212 byte, depth reached 63, errors: 1\n"
+           "   1000 states, stored\n")
+    r = parse_pan(out)
+    assert r.truncated == () and r.pan_error.startswith("assertion violated")
