@@ -178,7 +178,19 @@ def _interval(e: Expr, env: dict, lay, visit) -> tuple:
         return (-a[1], -a[0]) if e.op == "-" else (0, 1)
     if isinstance(e, Select):
         interval(e.cond, env, lay, visit)
-        return _join(interval(e.then, env, lay, visit), interval(e.else_, env, lay, visit))
+        then, else_ = interval(e.then, env, lay, visit), interval(e.else_, env, lay, visit)
+        # `select(a == k, x, a)` (or `select(a != k, a, x)`): the branch that yields `a` is taken
+        # only when a != k, so an endpoint k of a's interval is not a value there (the modular
+        # stage counter `select(i + 1 == S, 0, i + 1)`)
+        c = e.cond
+        if (isinstance(c, BinOp) and c.op in ("==", "!=") and isinstance(c.rhs, Const)
+                and (e.else_ if c.op == "==" else e.then) == c.lhs):
+            k = c.rhs.value
+            lo, hi = else_ if c.op == "==" else then
+            lo, hi = (lo + 1 if lo == k else lo), (hi - 1 if hi == k else hi)
+            ne = (lo, hi) if lo <= hi else None
+            return _join(then, ne) if c.op == "==" else _join(ne, else_)
+        return _join(then, else_)
     assert isinstance(e, BinOp), e
     a, b = interval(e.lhs, env, lay, visit), interval(e.rhs, env, lay, visit)
     op = e.op
@@ -251,18 +263,58 @@ _UP = (1, 255, 32767, INF)
 _DOWN = (0, -32768, -INF)
 
 
-def _up(x):
-    return next(t for t in _UP if x <= t)
+def _up(x, consts=()):
+    """The widening threshold for an upper bound x: the next type bound, or a constant of the
+    process's code (+-1) if one lies in between (widening with thresholds: still finitely many,
+    so the iteration terminates; it continues until nothing moves, so the result is a
+    post-fixpoint whatever the thresholds)."""
+    return min([t for t in _UP if x <= t] + [t for t in consts if x <= t])
 
 
-def _down(x):
-    return next(t for t in _DOWN if x >= t)
+def _down(x, consts=()):
+    return max([t for t in _DOWN if x >= t] + [t for t in consts if x >= t])
+
+
+def _code_consts(code) -> tuple[int, ...]:
+    """Widening thresholds: every constant c of the process's conditions and values, c-1, c+1."""
+    out = set()
+
+    def walk(e):
+        if isinstance(e, Const):
+            out.update((e.value - 1, e.value, e.value + 1))
+        elif isinstance(e, BinOp):
+            walk(e.lhs), walk(e.rhs)
+        elif isinstance(e, UnOp):
+            walk(e.arg)
+        elif isinstance(e, Select):
+            walk(e.cond), walk(e.then), walk(e.else_)
+    for ins in code:
+        if isinstance(ins, Let):
+            walk(ins.value)
+        elif isinstance(ins, Branch):
+            walk(ins.cond)
+        elif isinstance(ins, Bound):
+            out.update((ins.limit - 1, ins.limit, ins.limit + 1))
+    return tuple(sorted(out))
 
 
 def ranges(lay: Layout, pi: int, params: dict[str, tuple[int, int]]) -> dict[str, tuple]:
     """Interval of every local over every reachable pc. A local whose interval leaves the
     model's band is checked at run time (`integer-range`), so callers may intersect with
     `BAND` (see `checked_locals`)."""
+    fp = lay.flat[pi]
+    state, start = pc_states(lay, pi, params)
+    result = {n: None for n in fp.locals}
+    for env in state:
+        if env is not None:
+            for n in fp.locals:
+                result[n] = _join(result[n], env[n])
+    # a local that is never reachable keeps its initial value; dead resets write 0
+    return {n: _join(r if r is not None else start[n], (0, 0)) for n, r in result.items()}
+
+
+def pc_states(lay: Layout, pi: int, params: dict[str, tuple[int, int]]):
+    """(intervals of the locals on entry to each pc, None where unreachable; the start env)."""
     fp = lay.flat[pi]
     code = fp.code
     init = dict(fp.process.init)
@@ -273,6 +325,7 @@ def ranges(lay: Layout, pi: int, params: dict[str, tuple[int, int]]) -> dict[str
     work = [0]
     heads = {ins.target for pc, ins in enumerate(code)
              if isinstance(ins, (Goto, Branch)) and ins.target <= pc}
+    consts = _code_consts(code)
 
     def push(pc, env):
         if env is None or pc >= len(code):
@@ -286,8 +339,9 @@ def ranges(lay: Layout, pi: int, params: dict[str, tuple[int, int]]) -> dict[str
         if new != old:
             visits[pc] += 1
             if pc in heads and visits[pc] > 4:  # widen the bounds that still move
-                new = {k: (old[k][0] if new[k][0] >= old[k][0] else _down(new[k][0]),
-                           old[k][1] if new[k][1] <= old[k][1] else _up(new[k][1])) for k in old}
+                new = {k: (old[k][0] if new[k][0] >= old[k][0] else _down(new[k][0], consts),
+                           old[k][1] if new[k][1] <= old[k][1] else _up(new[k][1], consts))
+                       for k in old}
             state[pc] = new
             work.append(pc)
 
@@ -312,13 +366,40 @@ def ranges(lay: Layout, pi: int, params: dict[str, tuple[int, int]]) -> dict[str
                     out[s.place.name] = _join(out[s.place.name], interval(s.value, env, lay))
             for s in _succ(fp, pc):
                 push(s, out)
-    result = {n: None for n in fp.locals}
-    for env in state:
-        if env is not None:
-            for n in fp.locals:
-                result[n] = _join(result[n], env[n])
-    # a local that is never reachable keeps its initial value; dead resets write 0
-    return {n: _join(r if r is not None else start[n], (0, 0)) for n, r in result.items()}
+    return state, start
+
+
+def constant_locals(lay: Layout, pi: int, params: dict[str, tuple[int, int]],
+                    live: list[frozenset[str]], keep=()) -> dict[str, int]:
+    """Locals that hold one constant c wherever they are read and wherever they are live at a
+    visible pc (a stored state), with the value c; also (value 0) locals never read nor live at
+    a visible pc. With dead-variable resets (R4) such a local is c where live and 0 where not, a
+    function of the pc, so it need not be stored, and every read may print c. `keep`: locals
+    never to remove (range-checked ones, loop-bound counters)."""
+    fp = lay.flat[pi]
+    state, _ = pc_states(lay, pi, params)
+    val: dict[str, object] = {n: None for n in fp.locals}
+    for n in keep:
+        val[n] = False
+    for pc, ins in enumerate(fp.code):
+        if isinstance(ins, Bound):
+            val[ins.counter] = False
+    for pc, ins in enumerate(fp.code):
+        env = state[pc]
+        if env is None:
+            continue
+        seen = set(uses_defs(lay, pi, pc)[0])
+        if isinstance(ins, Op):
+            seen |= live[pc]
+        for n in seen:
+            if n not in val or val[n] is False:
+                continue
+            lo, hi = env[n]
+            if lo != hi or (val[n] is not None and val[n] != lo):
+                val[n] = False
+            else:
+                val[n] = lo
+    return {n: (0 if v is None else v) for n, v in val.items() if v is not False}
 
 
 def checked_locals(rng: dict[str, tuple]) -> set[str]:
@@ -368,4 +449,115 @@ def integer_problems(lay: Layout, rngs: list[dict[str, tuple]]) -> list[tuple[st
                      if r[0] < INT32[0] or r[1] > INT32[1] else None)
             if bad:
                 out.append((fmt_expr(bad[0]), lay.flat[key[0]].code[key[1]].loc))
+    return out
+
+
+# ----------------------------------------------------------------------------- mbarrier fields
+
+def _sets(body, before=()):
+    """(Set, the statements before it in its list) of every Set of a rule body."""
+    for i, s in enumerate(body):
+        if isinstance(s, Set):
+            yield s, body[:i]
+        elif isinstance(s, When):
+            yield from _sets(s.then, body[:i])
+            yield from _sets(s.else_, body[:i])
+
+
+def _fails_if_greater(before, amount: Expr, place) -> bool:
+    """A statement in `before` fails the step when `amount > place` (arrive's check)."""
+    from ..syncir.rules import Fail
+    for s in before:
+        if (isinstance(s, When) and s.cond == BinOp(">", amount, place) and not s.else_
+                and any(isinstance(t, Fail) for t in s.then)):
+            return True
+    return False
+
+
+def mbar_fields(lay: Layout, rngs: list[dict[str, tuple]]) -> dict[str, dict[str, tuple]]:
+    """What each field of each mbarrier array needs to be stored (docs/semantics.md, R3):
+    ("const", c): every write writes c, its initial value: not stored;
+    ("vis", c, z): written only by mbarrier.init, always c, and vis (never reset to 0) says
+    whether the init ran: c where vis != 0, z (its initial value) where vis == 0: not stored;
+    ("range", lo, hi): every value it holds, and every value a step writes to it before a check
+    in the same step fails the step (the declared range of objects.py, or tighter)."""
+    params = {p.name: (p.lo, p.hi) for p in lay.kernel.params}
+    writes: dict[tuple[str, str], list] = {}  # (array, field) -> [(value, env, op, before, pi)]
+
+    def scan(body, env, op, pi):
+        for s, before in _sets(body):
+            if isinstance(s.place, MbarField):
+                writes.setdefault((s.place.array, s.place.field), []).append(
+                    (s.value, env, op, before, pi))
+    for pi, fp in enumerate(lay.flat):
+        env = {**params, **banded(rngs[pi])}
+        for pc, ins in fp.ops():
+            scan(lay.rule(pi, pc).body, env, type(ins.stmt).__name__, pi)
+    for key in lay.async_keys:
+        scan(lay.completion(key).body, dict(params), "completion", None)
+    for body in lay.subrules.bodies.values():
+        scan(body, dict(params), "subrule", None)
+
+    out: dict[str, dict[str, tuple]] = {}
+    for m in lay.kernel.mbarriers:
+        a = m.name
+        fields: dict[str, tuple] = {}
+        decl = {f.name: f for f in MBARRIER.fields}
+        for f in MBARRIER.fields:  # a field written only with its initial value is constant
+            ws = writes.get((a, f.name), [])
+            if all(isinstance(v, Const) and v.value == f.init for v, *_ in ws):
+                fields[f.name] = ("const", f.init)
+        vis_ws = writes.get((a, "vis"), [])
+        vis_monotone = all(isinstance(v, Const) and v.value >= 1 for v, *_ in vis_ws)
+
+        def by_init(name):
+            ws = writes.get((a, name), [])
+            return bool(ws) and all(op == "MbarInit" for _, _, op, _, _ in ws)
+        # exp: the init counts
+        exp_hull = None
+        for v, env, *_ in writes.get((a, "exp"), []):
+            exp_hull = _join(exp_hull, interval(v, env, lay))
+        if exp_hull is not None:
+            exp_hull = _meet(_join(exp_hull, (0, 0)), (decl["exp"].lo, decl["exp"].hi))
+        if "exp" not in fields:
+            ws = writes.get((a, "exp"), [])
+            vals = {interval(v, env, lay) for v, env, *_ in ws}
+            if vis_monotone and by_init("exp") and len(vals) == 1 and \
+                    next(iter(vals))[0] == next(iter(vals))[1]:
+                fields["exp"] = ("vis", next(iter(vals))[0], decl["exp"].init)
+            else:
+                fields["exp"] = ("range", *exp_hull)
+        # by: the initializing instance
+        if "by" not in fields:
+            ws = writes.get((a, "by"), [])
+            gids = set()
+            for v, env, op, before, pi in ws:
+                if not isinstance(v, Self) or pi is None:
+                    gids = None
+                    break
+                first = lay.first_gid[pi]
+                gids |= set(range(first, first + lay.kernel.processes[pi].instances))
+            if vis_monotone and by_init("by") and gids is not None and len(gids) == 1:
+                fields["by"] = ("vis", gids.pop(), decl["by"].init)
+            else:
+                fields["by"] = ("range", decl["by"].lo, decl["by"].hi)
+        # pend: set to an init count or to exp, or decreased by an amount checked not to exceed it
+        if "pend" not in fields:
+            hull = (0, 0)
+            for v, env, op, before, pi in writes.get((a, "pend"), []):
+                if isinstance(v, MbarField) and v.array == a and v.field == "exp" \
+                        and exp_hull is not None:
+                    r = exp_hull
+                elif (isinstance(v, BinOp) and v.op == "-" and isinstance(v.lhs, MbarField)
+                      and v.lhs.array == a and v.lhs.field == "pend"
+                      and interval(v.rhs, env, lay)[0] >= 0
+                      and _fails_if_greater(before, v.rhs, v.lhs)):
+                    r = (0, 0)  # pend - x with 0 <= x <= pend: between 0 and the old pend
+                else:
+                    r = _meet(interval(v, env, lay), (decl["pend"].lo, decl["pend"].hi))
+                hull = _join(hull, r)
+            fields["pend"] = ("range", *_meet(hull, (decl["pend"].lo, decl["pend"].hi)))
+        for f in MBARRIER.fields:
+            fields.setdefault(f.name, ("range", f.lo, f.hi))
+        out[a] = fields
     return out

@@ -158,6 +158,12 @@ class _Lowering:
                 elif kernel.processes[pi].instances > 1:
                     decisions.append(d)
         self.integer_problems = analysis.integer_problems(self.lay, self.ranges)
+        # R3 on the shared state: what each mbarrier field needs (None: the declared types)
+        self.mbf = analysis.mbar_fields(self.lay, self.ranges) if self.narrow else None
+        # R3 + R4: locals that are one constant wherever read or stored (not stored)
+        self.consts = [analysis.constant_locals(self.lay, pi, pr, self.live[pi][0],
+                                                keep=self.checked_locals[pi])
+                       if self.narrow and self.dead else {} for pi in range(len(self.flat))]
 
     # -- places
     def mb_index(self, array: str, cta: Expr, index: Expr) -> Expr:
@@ -187,11 +193,14 @@ class _Lowering:
     def model(self) -> str:
         out = [f"/* warpspin: kernel {self.k.name} (generated; docs/semantics.md) */",
                "c_code { static int ws_trail; }  /* embedded C: pan -r prints the WS| lines */",
-               _typedef("MBar", MBARRIER), _typedef("NBar", NAMED_BARRIER)]
+               *([_typedef("MBar", MBARRIER)] if self.mbf is None else
+                 [self.mbar_typedef(m.name) for m in self.k.mbarriers]),
+               _typedef("NBar", NAMED_BARRIER)]
         for p in self.k.params:
             out.append(f"int {self.params[p.name]};")
         for m in self.k.mbarriers:
-            out.append(f"MBar {self.mbars[m.name]}[{m.size * self.k.num_ctas}];")
+            t = "MBar" if self.mbf is None else "T_" + self.mbars[m.name]
+            out.append(f"{t} {self.mbars[m.name]}[{m.size * self.k.num_ctas}];")
         if self.lay.named_slots:
             out.append(f"NBar nb[{len(self.lay.named_slots)}];")
         f = LIVE.fields[0]
@@ -241,13 +250,14 @@ class _Lowering:
         for m in self.k.mbarriers:
             for i in range(m.size * self.k.num_ctas):
                 for f in MBARRIER.fields:
-                    if f.init:
+                    if f.init and self.mbar_stored(m.name, f.name):
                         lines.append(f"    {self.mbars[m.name]}[{i}].{f.name} = {f.init};")
         for pi, p in enumerate(self.k.processes):
             if pi in self.symmetric:
                 for j in range(p.instances):
                     ctx = _Ctx(self, pi, j)
-                    lines += [f"    {ctx.locals[n]} = {v};" for n, v in p.init if v]
+                    lines += [f"    {ctx.locals[n]} = {v};" for n, v in p.init
+                              if v and n in ctx.locals]
                 if not isinstance(self.flat[pi].code[0], Op):
                     # the records are global: their local start-up code runs here, inside init's
                     # atomic block, so it costs no step of the search
@@ -267,11 +277,39 @@ class _Lowering:
 
     # ------------------------------------------------------------------ one process
     def ltype(self, pi: int, name: str) -> str:
-        """Promela type of a local: `int`, or the narrowest type of its value range (R3)."""
+        """Promela type of a local: `int`, or the narrowest type of its value range (R3):
+        `unsigned:<bits>` (a bit-field) for a non-negative range."""
         if not self.narrow:
             return "int"
         lo, hi = analysis.banded(self.ranges[pi])[name]
-        return ctype(lo, hi)
+        return _ntype(lo, hi)
+
+    def pc_type(self, fp: FlatProcess) -> str:
+        """pc: 0..len(code) (len(code): an exited record)."""
+        return _ntype(0, len(fp.code)) if self.narrow else _pc_type(fp)
+
+    # -- mbarrier fields (R3 on the shared state: analysis.mbar_fields)
+    def mbar_stored(self, array: str, field: str) -> bool:
+        return self.mbf is None or self.mbf[array][field][0] == "range"
+
+    def mbar_typedef(self, array: str) -> str:
+        fields = [(_ntype(lo, hi), f.name, 0) for f in MBARRIER.fields
+                  for kind, *rest in [self.mbf[array][f.name]] if kind == "range"
+                  for lo, hi in [rest]]
+        kept = {f for _, f, _ in fields}
+        gone = [f"{f.name} = {self.mbf[array][f.name][1]}"
+                + (f" where vis != 0, else {self.mbf[array][f.name][2]}"
+                   if self.mbf[array][f.name][0] == "vis" else "")
+                for f in MBARRIER.fields if f.name not in kept]
+        note = f"  /* not stored (R3): {'; '.join(gone)} */" if gone else ""
+        return f"typedef T_{self.mbars[array]} {{ {_fields(fields)} }};{note}"
+
+    def mbar_read(self, array: str, field: str, elem: str) -> str:
+        """A field that is not stored, read at element `elem` (Promela text of the element)."""
+        kind, c, *z = self.mbf[array][field]
+        if kind == "const":
+            return _num(c)
+        return f"(({elem}.vis != 0) -> {_num(c)} : {_num(z[0])})"
 
     def proctype(self, pi: int) -> list[str]:
         if pi in self.symmetric:
@@ -280,12 +318,19 @@ class _Lowering:
         ctx = _Ctx(self, pi)
         lines = [f"proctype {self.proctypes[pi]}(byte inst) {{"]
         init = dict(fp.process.init)
-        for n in fp.locals:
-            lines.append(f"  {self.ltype(pi, n)} {ctx.locals[n]} = {init.get(n, 0)};")
-        for name in ctx.obs:
-            f = OBSERVATION.fields[0]
-            lines.append(f"  {ctype(f.lo, f.hi)} {ctx.obs[name]}[{self.k.mbarrier(name).size}];")
-        lines.append(f"  {_pc_type(fp)} pc = 0;")
+        f = OBSERVATION.fields[0]
+        fields = [(self.ltype(pi, n), ctx.locals[n], 0) for n in fp.locals if n in ctx.locals]
+        fields += [(ctype(f.lo, f.hi), o, self.k.mbarrier(name).size)
+                   for name, o in ctx.obs.items()]
+        fields.append((self.pc_type(fp), "pc", 0))
+        if self.narrow:  # pan's own bit-fields (_pid, _t, _p) come first: about 16 bits
+            fields = _layout(fields + [("byte", "inst", 0)], head_bits=16)
+        start = {ctx.locals[n]: init.get(n, 0) for n in fp.locals if n in ctx.locals}
+        for t, v, k in fields:
+            if v in start or v == "pc":
+                lines.append(f"  {_decl(t, v)} = {start.get(v, 0)};")
+            elif v != "inst":
+                lines.append(f"  {_decl(t, v, k)};")
         if not isinstance(fp.code[0], Op):
             lines += ["  d_step { true;", *_indent(ctx.continuation("I", 0), 4), "  };"]
         elif pc0 := ctx.at_word(0, 1):  # starts at a shared-word access: count it first
@@ -334,7 +379,8 @@ class _Lowering:
             ea = self.mb_index(st.bar.name, Const(ctx.p.cta), st.bar.index)
             diff = f"({ctx.e(ea)} != {ctx.e(eb)})"
         _, rbody = ctx.visible(r)
-        fused = [*wbody, *[f"{ctx.locals[x.var]} = {ctx.e(x.value)};" for x in lets], *rbody,
+        fused = [*wbody, *[f"{ctx.locals[x.var]} = {ctx.e(x.value)};" for x in lets
+                           if x.var in ctx.locals], *rbody,
                  *ctx.continuation(f"F{w}", r + 1)]
         alone = [*wbody, *ctx.continuation(str(w), w + 1)]
         at = f"{ctx.pc} == {w}"
@@ -351,8 +397,9 @@ class _Lowering:
         """(type, name, array size or 0) of an instance record."""
         fp = self.flat[pi]
         f = OBSERVATION.fields[0]
-        fields = [(_pc_type(fp), "pc", 0)]
-        fields += [(self.ltype(pi, n), v, 0) for n, v in _unique(fp.locals, "l_").items()]
+        fields = [(self.pc_type(fp), "pc", 0)]
+        fields += [(self.ltype(pi, n), v, 0) for n, v in _unique(fp.locals, "l_").items()
+                   if n not in self.consts[pi]]
         fields += [(ctype(f.lo, f.hi), v, self.k.mbarrier(n).size)
                    for n, v in _unique(observed(self.lay, pi), "o_").items()]
         return fields
@@ -362,7 +409,7 @@ class _Lowering:
         (the others are sorted; any total order will do, so memcmp) and prints the move for the
         trail (`WS|M`, printed only when pan replays a trail)."""
         n = self.k.processes[pi].instances
-        decl = "; ".join(f"{t} {f}" + (f"[{k}]" if k else "") for t, f, k in self.record_fields(pi))
+        decl = _fields(self.record_fields(pi), self.narrow)
         return [f"typedef R{pi} {{ {decl} }};",
                 f"R{pi} r{pi}[{n}];",
                 "c_code {",
@@ -417,6 +464,63 @@ class _Lowering:
 def _typedef(name: str, kind) -> str:
     fields = "; ".join(f"{ctype(f.lo, f.hi)} {f.name}" for f in kind.fields)
     return f"typedef {name} {{ {fields} }};"
+
+
+def _ntype(lo: float, hi: float) -> str:
+    """R3: `unsigned:<bits>` for a range in 0..2^31-1 (SPIN packs bit-fields), else the
+    narrowest of byte, short, int."""
+    if lo >= 0 and hi <= (1 << 31) - 1:
+        return f"unsigned:{max(1, int(hi).bit_length())}"
+    return ctype(lo, hi)
+
+
+def _decl(t: str, name: str, n: int = 0) -> str:
+    if t.startswith("unsigned:"):
+        assert not n, "SPIN has no arrays of bit-fields"
+        return f"unsigned {name} : {t[9:]}"
+    return f"{t} {name}" + (f"[{n}]" if n else "")
+
+
+_SIZE = {"int": 4, "short": 2, "byte": 1}
+
+
+def _c_size(fields, head_bits: int = 0) -> int:
+    """Bytes of a C struct of these (type, name, array size) fields in this order, as gcc lays it
+    out (a bit-field does not straddle a 4-byte unit; bit-fields align the struct to 4)."""
+    bits, align = head_bits, 4 if head_bits else 1
+    for t, _, n in fields:
+        if t.startswith("unsigned:"):
+            w = int(t[9:])
+            if bits // 32 != (bits + w - 1) // 32:
+                bits = -(-bits // 32) * 32
+            bits, align = bits + w, max(align, 4)
+        else:
+            w = 8 * _SIZE[t]
+            bits = -(-bits // w) * w + w * max(n, 1)
+            align = max(align, w // 8)
+    size = -(-bits // 8)
+    return -(-size // align) * align
+
+
+def _layout(fields, head_bits: int = 0) -> list:
+    """R3: the smaller of two layouts of a struct's fields: bit-fields first, then by decreasing
+    size; or every bit-field as the byte/short/int holding its range (bit-fields make gcc align
+    the struct to 4 bytes, which can cost more than they save)."""
+    def order(fs):
+        return sorted(fs, key=lambda f: (not f[0].startswith("unsigned"), -_SIZE.get(f[0], 0)))
+    packed = order(fields)
+    plain = order([(ctype(0, (1 << int(t[9:])) - 1) if t.startswith("unsigned:") else t, f, k)
+                   for t, f, k in fields])
+    return packed if _c_size(packed, head_bits) < _c_size(plain, head_bits) else plain
+
+
+def _fields(fields, pack: bool = True) -> str:
+    """The fields of a typedef (SPIN keeps a typedef's order), laid out by `_layout`."""
+    return "; ".join(_decl(t, f, k) for t, f, k in (_layout(fields) if pack else fields))
+
+
+def _num(c: int) -> str:
+    return str(c) if c >= 0 else f"({c})"
 
 
 def _indent(lines, n: int) -> list[str]:
@@ -497,7 +601,10 @@ class _GlobalCtx:
     def place(self, p) -> str:
         low = self.low
         if isinstance(p, MbarField):
-            return f"{low.mbars[p.array]}[{self.e(low.mb_index(p.array, p.cta, p.index))}].{p.field}"
+            elem = f"{low.mbars[p.array]}[{self.e(low.mb_index(p.array, p.cta, p.index))}]"
+            if not low.mbar_stored(p.array, p.field):
+                return low.mbar_read(p.array, p.field, elem)
+            return f"{elem}.{p.field}"
         if isinstance(p, NamedField):
             return f"{low.named(p.cta, p.bid, self)}.{p.field}"
         if isinstance(p, ClusterField):
@@ -516,10 +623,15 @@ class _GlobalCtx:
     def instance_place(self, p) -> str:
         raise LowerError(f"{p!r} needs an executing instance")
 
+    def stored(self, p) -> bool:
+        return not isinstance(p, MbarField) or self.low.mbar_stored(p.array, p.field)
+
     def stmts(self, body, viol) -> list[str]:
         out: list[str] = []
         for s in body:
             if isinstance(s, Set):
+                if not self.stored(s.place):
+                    continue  # R3: a field or local that is not stored (its value is known)
                 out.append(f"{self.place(s.place)} = {self.e(s.value)};")
             elif isinstance(s, When):
                 then = self.stmts(s.then, viol) or ["skip"]
@@ -573,8 +685,11 @@ class _Ctx(_GlobalCtx):
         rec = f"r{pi}[{slot}]." if self.symmetric else ""
         self.pc = rec + "pc"
         self.inst = str(slot) if self.symmetric else "inst"
-        self.locals = {n: rec + v for n, v in _unique(self.fp.locals, "l_").items()}
-        self.env = {**low.params, **self.locals}
+        consts = low.consts[pi]  # R3 + R4: known locals, not stored
+        self.locals = {n: rec + v for n, v in _unique(self.fp.locals, "l_").items()
+                       if n not in consts}
+        self.consts = {n: _num(c) for n, c in consts.items()}
+        self.env = {**low.params, **self.locals, **self.consts}
         self.obs = {n: rec + v for n, v in _unique(observed(low.lay, pi), "o_").items()}
         first = low.lay.first_gid[pi]
         # a record never stores its identity (R1's precondition), so it compares as nobody
@@ -583,12 +698,19 @@ class _Ctx(_GlobalCtx):
 
     def instance_place(self, p) -> str:
         if isinstance(p, Local):
+            if p.name in self.consts:
+                return self.consts[p.name]
             if p.name not in self.locals:
                 raise LowerError(f"undefined local {p.name!r}")
             return self.locals[p.name]
         if isinstance(p, Obs):
             return f"{self.obs[p.array]}[{self.e(p.index)}]"
         raise LowerError(f"not a place: {p!r}")
+
+    def stored(self, p) -> bool:
+        if isinstance(p, Local):
+            return p.name not in self.consts
+        return super().stored(p)
 
     def resets(self, pc: int | None) -> list[str]:
         """Dead-variable reset on reaching visible pc `pc` (None: exit): locals that are not
@@ -668,7 +790,9 @@ class _Ctx(_GlobalCtx):
             ins = code[pc]
             lab = f"C{tag}_{pc}:"
             v = _viol_text(str(self.pi), self.inst, str(pc))
-            if isinstance(ins, Let):
+            if isinstance(ins, Let) and ins.var in self.consts:
+                out.append(f"{lab} {to(pc + 1)};")  # R3: a known local, not stored
+            elif isinstance(ins, Let):
                 x = self.locals[ins.var]
                 check = (f" if :: ({x} > {band} || {x} < -{band}) -> {v('integer-range')} "
                          ":: else fi;" if ins.var in checked else "")
@@ -724,7 +848,7 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
                           + " as sorted records")
     refused += [d for d in low.decisions if not d.applied]
     if low.narrow:
-        reductions.append("narrow-types: locals typed by their value range")
+        reductions.append("narrow-types: locals and mbarrier fields typed by their proven range (bit-fields), known ones not stored")
     if low.dead:
         reductions.append("dead-variable-reset: dead locals and obs reset at each step")
     fused = tuple((pi, w, r) for pi, f in enumerate(low.fusable) for w, r in sorted(f.items()))
