@@ -4,6 +4,12 @@ Two steps, so the search can run on a machine without the DSL (the 16-core H200 
 
     python bench/parallel.py export DIR [NAME ...]   # lower models, write DIR/<name>/model.pml + pan.*
     python3 bench/parallel.py run DIR --cores 15 --timeout 60 [--modes bfs bfs_par ...]
+    python bench/parallel.py export-kernels DIR [NAME ...]    # the SyncIR kernels, pickled
+    python3 bench/parallel.py check DIR --jobs 16 --timeout 120   # warpspin's own pipeline
+
+`check` runs `warpspin.pipeline.check_kernel(kernel, jobs=N)` (the portfolio: exhaustive search
+and bug hunts, replay, verdict) on each pickled kernel; it needs `spin` on PATH and gcc, not the
+DSL.
 
 `run` needs only gcc and python3 (no warpspin import): it compiles each model's pan.c once per
 mode and prints one row per (model, mode): states, state-vector bytes, seconds, states/s, memory,
@@ -52,6 +58,54 @@ def export(out_dir: str, names) -> None:
             f.write(model.text)
         subprocess.run(["spin", "-a", "model.pml"], cwd=d, check=True, capture_output=True)
         print(name, sum(p.instances for p in kern.processes), "processes", flush=True)
+
+
+def export_kernels(out_dir: str, names) -> None:
+    import pickle
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "tests"))
+    sys.path.insert(0, os.path.join(here, "..", "src"))
+    from warpspin.extract import extract
+    from warpspin.syncir.protocols import ring
+    os.makedirs(out_dir, exist_ok=True)
+    for name in names:
+        if name.startswith("ring16"):
+            kern = ring(stages=4, trips=64, consumers=16,
+                        bug="two-behind" if name.endswith("two_behind") else None)
+        else:
+            from fixtures import catalog as C
+            kern = extract(C.traced(name), params=C.entry(name).params)
+        with open(os.path.join(out_dir, name + ".pkl"), "wb") as f:
+            pickle.dump(kern, f)
+        print(name, sum(p.instances for p in kern.processes), "processes", flush=True)
+
+
+def check_kernels(kernel_dir, jobs_list, timeout, memory_mb, only=()) -> int:
+    import pickle
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+    from warpspin.pipeline import check_kernel
+    print("| kernel | processes | jobs | cores | hunts | states | state-vector bytes | check s | "
+          "MB | verdict | found by |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for fn in sorted(os.listdir(kernel_dir)):
+        name = fn[:-4]
+        if not fn.endswith(".pkl") or (only and name not in only):
+            continue
+        with open(os.path.join(kernel_dir, fn), "rb") as f:
+            kern = pickle.load(f)
+        for jobs in jobs_list:
+            r = check_kernel(kern, timeout_s=timeout, memory_mb=memory_mb, jobs=jobs)
+            s = r.stats
+            verdict = r.verdict.upper() + (f" ({r.violations[0].kind})" if r.violations else "")
+            if r.verdict == "inconclusive":
+                verdict += " (" + "; ".join(r.reasons)[:80] + ")"
+            found = s.found_by and (s.first_found_by if s.first_found_by == s.found_by else
+                                    f"{s.first_found_by} at {s.first_found_s:.1f} s, "
+                                    f"shortened by the {s.found_by}")
+            print(f"| {name} | {s.processes} | {jobs} | {s.cores} | {s.hunts} | {s.states:,} | "
+                  f"{s.state_vector} | {s.seconds.get('check', 0):.1f} | {s.memory_mb:,.0f} | "
+                  f"{verdict} | {found or ''} |", flush=True)
+    return 0
 
 
 FLAGS = {
@@ -152,6 +206,15 @@ def main(argv=None) -> int:
     e = sub.add_parser("export")
     e.add_argument("dir")
     e.add_argument("names", nargs="*", default=list(MODELS))
+    ek = sub.add_parser("export-kernels")
+    ek.add_argument("dir")
+    ek.add_argument("names", nargs="*", default=list(MODELS))
+    ck = sub.add_parser("check")
+    ck.add_argument("dir")
+    ck.add_argument("--jobs", type=int, nargs="+", default=[os.cpu_count() or 1])
+    ck.add_argument("--timeout", type=float, default=120)
+    ck.add_argument("--memory", type=int, default=4096)
+    ck.add_argument("--only", nargs="*", default=[])
     r = sub.add_parser("run")
     r.add_argument("dir")
     r.add_argument("--modes", nargs="+", default=["bfs", "bfs_par", "ncore"])
@@ -164,6 +227,11 @@ def main(argv=None) -> int:
     if a.cmd == "export":
         export(a.dir, a.names or MODELS)
         return 0
+    if a.cmd == "export-kernels":
+        export_kernels(a.dir, a.names or MODELS)
+        return 0
+    if a.cmd == "check":
+        return check_kernels(a.dir, a.jobs, a.timeout, a.memory, a.only)
     if shutil.which("gcc") is None:
         print("gcc is needed", file=sys.stderr)
         return 2
