@@ -71,6 +71,10 @@ def split_jobs(jobs: int) -> tuple[int, int]:
 
 
 _DEPTH = re.compile(r"at depth (\d+)")
+# pan's own errors that end a counterexample when no WS|V line names a property: a deadlock, the
+# probe's assert(false) (engine._other_ctas), an array index outside its bounds (a lowering bug).
+# Any other error with a trail is pan stopping itself ("VECTORSZ too small ... aborting").
+COUNTEREXAMPLE = ("invalid end state", "assertion violated", "invalid array index")
 # pan's error line; parallel BFS prefixes it with the core ("cpu01: pan:1: ...")
 PAN_ERROR = re.compile(r"^(?:cpu\d+: )?pan:\d+:\s*(.*)$", re.M)
 
@@ -114,6 +118,8 @@ def _trail_of(run: _Run, out: str, started: float, replayable: bool) -> Trail | 
         return None
     err = PAN_ERROR.search(out)
     pan_error = err.group(1).strip() if err else ""
+    if not any(w in pan_error for w in COUNTEREXAMPLE):
+        return None  # pan stopped itself: its trail is no counterexample
     depth = _DEPTH.search(pan_error)
     replay = ""
     if replayable:
@@ -169,7 +175,11 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
             ex_out = ex.output()
             # its own counterexample is the shortest; if it ended without one (a limit), any
             # hunt's trail stands
-            best = _trail_of(ex, ex_out, started, cores == 1) or best
+            found = _trail_of(ex, ex_out, started, cores == 1)
+            # a one-core BFS's trail is the shortest; a parallel BFS's must be re-derived, so a
+            # hunt's trail at most as deep is kept instead
+            if found is not None and (best is None or found.replay or found.depth < best.depth):
+                best = found
             first = first or best
             break
         if now >= deadline:
@@ -202,3 +212,41 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
     for r in running:
         _stop(r)
     return ex_out, ex_timed_out, time.monotonic() - started, best, first, seed
+
+
+def hunt_to_depth(tmp: str, hunt_bin: str, n: int, depth: int, until: float,
+                  max_depth: int) -> Trail | None:
+    """`n` hunts at once to re-derive a parallel BFS's counterexample found at `depth`: first
+    unbounded (a trail quickly), then each run bounded below the best trail so far, until one is
+    no deeper than `depth` or `until`. The best trail found, or None. (Hunts bounded at `depth`
+    from the start would each search the whole bounded space: as slow as the BFS.)"""
+    started = time.monotonic()
+    running: list[_Run] = []
+    seed = 1000
+    best: Trail | None = None
+
+    def launch():
+        nonlocal seed
+        seed += 1
+        bits = HUNT_BITS[seed % len(HUNT_BITS)]
+        slice_s = HUNT_SLICE_S[((seed - 1001) // n) % len(HUNT_SLICE_S)]
+        bound = max_depth if best is None else best.depth - 1
+        running.append(_start(f"hunt (seed {seed}, -w{bits})", tmp, hunt_bin,
+                              [f"-RS{seed}", f"-w{bits}", f"-m{bound}", "-n"],
+                              min(time.monotonic() + slice_s, until)))
+
+    for _ in range(n):
+        launch()
+    while time.monotonic() < until and (best is None or best.depth > depth):
+        for run in list(running):
+            if run.proc.poll() is None and time.monotonic() < run.limit:
+                continue
+            running.remove(run)
+            found = _trail_of(run, _stop(run), started, True)
+            if found is not None and (best is None or found.depth < best.depth):
+                best = found
+            launch()
+        time.sleep(0.02)
+    for r in running:
+        _stop(r)
+    return best

@@ -19,12 +19,17 @@ from dataclasses import dataclass, replace
 
 from ..lower.promela import LoweredModel, lower
 from ..lower.trail import fix_param, parse_trail
-from .portfolio import HUNT_MB, PAN_ERROR, run_portfolio, split_jobs
+from .portfolio import (COUNTEREXAMPLE as _COUNTEREXAMPLE, HUNT_MB, PAN_ERROR, hunt_to_depth,
+                        run_portfolio, split_jobs)
 from ..syncir.trace import Complete, Event, ParamChoice, Step
 
 SPIN = shutil.which("spin") or "/usr/bin/spin"
 CC = shutil.which("gcc") or "gcc"
 
+
+# pan: "VECTORSZ too small, recompile pan.c with -DVECTORSZ=N with N>172"
+_VECTOR_NEEDED = re.compile(r"-DVECTORSZ=N with N>(\d+)")
+MAX_VECTOR = 1 << 16
 
 # EngineResult.kind when R6's monitored condition failed: the fused model says nothing about the
 # kernel; check `lower(kernel, reduce, fuse=False)` instead (lower_and_check does)
@@ -85,14 +90,17 @@ class EngineResult:
 def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
           workdir: str | None = None, search: str = "bfs", max_depth: int = 1_000_000,
           vector_size: int = 4096, opt: str | None = None, keep: bool = False,
-          collapse: bool | None = None, jobs: int = 1, shorten_s: float = 20.0) -> EngineResult:
+          collapse: bool | None = None, jobs: int = 1, shorten_s: float = 20.0,
+          grow_vector: bool = True) -> EngineResult:
     """Model-check `model`. `search`: "bfs" (shortest counterexample, the default), "dfs", or
     "dfs-shortest" (DFS with pan -i: iteratively shortened counterexample). `opt`: the C
     compiler's optimization (default: -O0 for small models, where compiling dominates, -O1 else).
     `collapse`: pan's -DCOLLAPSE state compression (exact; default off: it cost 20-30% of pan's
     time and saved ~6% memory on the reduced rings, docs/spin.md). `jobs` > 1 (BFS only): the
     exhaustive search and randomized bug hunts at once (portfolio.py); a hunt's counterexample is
-    shortened by the BFS for up to `shorten_s` seconds."""
+    shortened by the BFS for up to `shorten_s` seconds. `grow_vector`: when pan stops because the
+    state vector does not fit `vector_size`, compile again with twice the size it names (up to
+    MAX_VECTOR)."""
     if search not in ("bfs", "dfs", "dfs-shortest"):
         raise ValueError(f"unknown search {search!r}")
     if opt is None:
@@ -102,15 +110,25 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
     start = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="warpspin-", dir=workdir)
     try:
-        if jobs > 1 and search == "bfs":
-            res = _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, opt,
-                                   collapse, jobs, shorten_s)
-        else:
-            res = _check_in(tmp, model, model.text, timeout_s, memory_mb, search, max_depth,
-                            vector_size, opt, collapse)
-            if res.kind is not None:
-                res.found_by = res.first_found_by = f"exhaustive {search.upper()}"
-                res.found_depth, res.first_found_s = res.depth, res.seconds
+        while True:
+            if jobs > 1 and search == "bfs":
+                res = _check_portfolio(tmp, model, timeout_s - (time.monotonic() - start),
+                                       memory_mb, max_depth, vector_size, opt, collapse, jobs,
+                                       shorten_s)
+            else:
+                res = _check_in(tmp, model, model.text, timeout_s - (time.monotonic() - start),
+                                memory_mb, search, max_depth, vector_size, opt, collapse)
+            need = _VECTOR_NEEDED.search(res.pan_output)
+            if not grow_vector or "vector" not in res.truncated or not need \
+                    or int(need.group(1)) >= MAX_VECTOR:
+                break
+            # pan names the state-vector size it needs: compile again with room for it
+            vector_size = min(MAX_VECTOR, 2 * int(need.group(1)))
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp = tempfile.mkdtemp(prefix="warpspin-", dir=workdir)
+        if res.kind is not None and not res.found_by:
+            res.found_by = res.first_found_by = f"exhaustive {search.upper()}"
+            res.found_depth, res.first_found_s = res.depth, res.seconds
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -260,6 +278,13 @@ def _take_trail(res: EngineResult, model, replay: str, pan_error: str) -> None:
     res.kind = kind or _pan_kind(pan_error)
     res.pan_error = pan_error
     res.complete = False
+    if kind is None and pan_error and not any(w in pan_error for w in _COUNTEREXAMPLE):
+        # pan stopped itself ("VECTORSZ too small ... aborting", a parallel core's abort) and
+        # wrote a trail to where it stopped: no property failed there, so it is no
+        # counterexample; the search is truncated (docs/semantics.md, "Trail protocol")
+        res.events, res.kind = [], None
+        res.truncated = res.truncated or ("aborted",)
+
 
 
 def _spin_a(tmp, text, timeout_s) -> None:
@@ -306,22 +331,14 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
     res.options = (f"SPIN bfs{f' parallel on {cores} cores' if cores > 1 else ''}, exact state "
                    f"storage, {' '.join(ex_flags[1:])} {' '.join(ex_args)}; {hunts} bitstate "
                    f"hunt{'s' if hunts != 1 else ''} beside it ({hunt_runs} runs)")
-    if timed_out:
-        res.truncated = tuple(dict.fromkeys((*res.truncated, "timeout")))
+    if timed_out:  # an interrupted parallel BFS prints no statistics: that is the time limit
+        res.truncated = tuple(t for t in dict.fromkeys((*res.truncated, "timeout"))
+                              if t != "aborted")
         res.complete = False
     if trail is not None and not trail.replay:  # the parallel BFS's: re-derive it
-        left = deadline - time.monotonic()
-        redo = os.path.join(tmp, "redo")
-        os.makedirs(redo)
-        try:
-            again = _check_in(redo, model, model.text, max(10.0, left), memory_mb, "bfs",
-                              trail.depth + 1, vector_size, opt, collapse)
-        except EngineError:
-            again = None
-        if again is not None and again.kind is not None:
-            trail = replace(trail, replay=again.trail_output, pan_error=again.pan_error,
-                            depth=again.depth)
-        else:  # not re-derived in time: no counterexample in hand, and no proof either
+        trail = _rederive(tmp, model, trail, jobs, deadline, shorten_s, memory_mb, vector_size,
+                          opt, collapse, build_hunt, max_depth)
+        if trail is None:  # not re-derived in time: no counterexample in hand, and no proof
             trail = None
             res.kind, res.pan_error, res.complete = None, "", False
             res.truncated = tuple(dict.fromkeys((*res.truncated, "timeout")))
@@ -333,6 +350,34 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
     elif res.pan_error and not res.truncated:
         raise EngineError(f"pan reported an error but wrote no trail:\n{out}")
     return res
+
+
+def _rederive(tmp, model, trail, jobs, deadline, shorten_s, memory_mb, vector_size, opt,
+              collapse, build_hunt, model_depth):
+    """A replayable counterexample for the parallel BFS's, found at depth d: `jobs` hunts
+    shortening their own trails towards d for up to `shorten_s` (portfolio.hunt_to_depth); if
+    they find none, a one-core BFS bounded at d + 1 (the shortest; it costs what a one-core
+    search to that depth costs)."""
+    hunt_bin = os.path.join(tmp, "pan_h")
+    if not os.path.exists(hunt_bin):
+        b = build_hunt()
+        b.wait()
+    until = min(deadline, time.monotonic() + shorten_s)
+    if os.path.exists(hunt_bin) and time.monotonic() < until:
+        found = hunt_to_depth(tmp, hunt_bin, jobs, trail.depth, until, model_depth)
+        if found is not None:
+            return replace(found, found_by=f"{found.found_by} (re-deriving the trail the "
+                           f"{trail.found_by} found at depth {trail.depth})")
+    redo = os.path.join(tmp, "redo")
+    os.makedirs(redo)
+    try:
+        again = _check_in(redo, model, model.text, max(10.0, deadline - time.monotonic()),
+                          memory_mb, "bfs", trail.depth + 1, vector_size, opt, collapse)
+    except EngineError:
+        return None
+    if again.kind is None:
+        return None
+    return replace(trail, replay=again.trail_output, pan_error=again.pan_error, depth=again.depth)
 
 
 def _run_pan(args, cwd, timeout) -> tuple[str, bool, float]:
