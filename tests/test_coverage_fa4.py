@@ -26,7 +26,7 @@ except Exception as e:  # not installed (not in CI's install), or its imports ar
 
 from fixtures import catalog as C  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
-from warpspin.extract import extract  # noqa: E402
+from warpspin.extract import ExtractError, extract  # noqa: E402
 from warpspin.syncir import MbarArriveExpectTx, TmaLoad, unsupported_ops, walk_stmts  # noqa: E402
 
 N_BLOCKS = C.N_BLOCKS  # cute.ceil_div(seqlen_k, tile_n) at flash_attn/cute/block_info.py:35
@@ -66,17 +66,39 @@ def test_sm100_unsupported_tcgen05():
 
 
 
-def test_causal_and_varlen_extract_to_valid_syncir():
-    """Issue 7: these ended in "invalid SyncIR: variable ... is never assigned".  What the model
-    cannot follow is UNSUPPORTED at a line of flash-attn: causal, the KV-block range computed from
-    the tile index the LPT scheduler's loop carries (``cute.ceil_div`` at block_info.py:42);
-    varlen, the tile scheduler's warp shuffle of per-sequence tile counts."""
-    causal = extract(fa4_fwd("sm90.causal"), params={"arg19": 1, "clusterid_x": 0})
-    assert {u.what.split(" depends on ")[-1] for u in unsupported_ops(causal)} == {
-        "cute.ceil_div of a loop or branch variable@block_info.py:42"}
+def test_varlen_extracts_to_valid_syncir():
+    """Issue 7: this ended in "invalid SyncIR: variable ... is never assigned".  What the model
+    cannot follow is UNSUPPORTED at a line of flash-attn: the tile scheduler's warp shuffle of
+    per-sequence tile counts."""
     varlen = extract(fa4_fwd("sm90.varlen"))
     assert {u.what.split(" depends on ")[-1] for u in unsupported_ops(varlen)} == {
         "nvvm.shfl.sync@tile_scheduler.py:1085"}
-    for sk in (causal, varlen):  # at flash-attn's lines (and quack's, which it calls)
-        assert all(u.loc.line > 0 and ("/flash_attn/cute/" in u.loc.file or "/quack/" in u.loc.file)
-                   for u in unsupported_ops(sk))
+    assert all(u.loc.line > 0 and ("/flash_attn/cute/" in u.loc.file or "/quack/" in u.loc.file)
+               for u in unsupported_ops(varlen))
+
+
+def test_causal_lpt_scheduler_needs_its_launch_values():
+    """Causal: the KV-block range is ``cute.ceil_div`` of the m-block the LPT scheduler decodes
+    from the tile index with ``cute.fast_divmod.compute`` (block_info.py:42,
+    tile_scheduler.py:662-671). Both are modelled: the divisions by the scheduler's divisors
+    (kernel arguments of type ``!cute.fast_divmod_divisor``) under the FastDivmod assumption,
+    the ceiling under a non-negative dividend. Without the scheduler's values the extractor
+    names them."""
+    with pytest.raises(ExtractError) as e:
+        extract(fa4_fwd("sm90.causal"), params={"arg19": 1, "clusterid_x": 0})
+    for name in ("arg26", "arg28", "arg30", "arg32", "arg20"):
+        assert f"--param {name}=N" in str(e.value)
+    assert "FastDivmodDivisor" in str(e.value)
+    sk = extract(fa4_fwd("sm90.causal"), params=C.entry("fa4.sm90.causal").params)
+    assert not unsupported_ops(sk)
+    assert any("cute.ceil_div at block_info.py:42" in a for a in sk.assumptions)
+    assert any("FastDivmod at tile_scheduler.py:662" in a for a in sk.assumptions)
+
+
+@pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
+def test_causal_verified_for_every_tile():
+    """flash-attn-4's SM90 causal forward with its LPT tile scheduler, every CTA of the grid of 4
+    (m-blocks 3, 2, 1, 0 in LPT order: 2, 2, 1 and 1 KV blocks): VERIFIED (1.4 M states)."""
+    sk = extract(fa4_fwd("sm90.causal"), params=C.entry("fa4.sm90.causal").params)
+    r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096))
+    assert r.verdict == "verified", str(r)

@@ -614,6 +614,55 @@ class WarpWalker:
         a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
         self.env[op.result] = self.f.binop("//", self.f.binop("+", a, self.f.binop("-", b, Const(1))), b)
 
+    def fast_divmod_compute(self, op: Op, out) -> None:
+        """``cute.fast_divmod.compute(n, divisor)`` -> (quotient, remainder), where the divisor is
+        a kernel argument of type ``!cute.fast_divmod_divisor`` (the host packs the divisor with
+        its multiplier and shift): exactly ``n // d`` and ``n % d`` under the FastDivmod contract
+        (a dividend in 0..2^31-1), an assumption the verdict states. ``d`` is a launch parameter
+        named after the argument (``argN``: the divisor itself, e.g. the number of heads)."""
+        n = self.val(op.operands[0])
+        idx = self.kernel_arg(op.operands[1])
+        if not isinstance(n, Expr) or idx is None or len(op.results) != 2 \
+                or not op.operand_types[1].startswith("!cute.fast_divmod_divisor"):
+            self.set_unknown_results(op)
+            return
+        d = self.ctx.param(f"arg{idx}", f"the divisor of a cute.FastDivmodDivisor (kernel "
+                           f"argument {idx}, at least 1)", self.loc(op))
+        self.ctx.assumptions.add(f"FastDivmod at {op.loc.short()}: its dividend lies in 0..2^31-1 "
+                                 f"and the host packed divisor arg{idx} with its multiplier and "
+                                 "shift")
+        q = self.f.binop("//", n, d)
+        r = self.f.binop("%", n, d)
+        for res, e in zip(op.results, (q, r)):
+            if _size(e) > BIG_EXPR and expr_vars(e) - set(self.ctx.params) - {LANE}:
+                name = f"v{op.uid}_{res}"
+                out.append(Assign(name, e, self.loc(op)))
+                e = Var(name)
+            self.env[res] = e
+
+    def cute_ceil_div(self, op: Op, out) -> None:
+        """``cute.ceil_div`` of scalars. Of launch values it stays one launch parameter (named
+        after it: the user sets the block count, as before). Of a loop or branch variable (a
+        scheduler's tile index) it is ``(a + b - 1) // b`` for a positive constant ``b``: the
+        ceiling for every ``a``; since the lowering's rounding of a negative ``a`` (not a shape)
+        is not documented, that the dividend is not negative is a stated assumption."""
+        operands = [self.val(o) for o in op.operands]
+        scalar = (len(op.operands) == 2 and len(op.results) == 1
+                  and ct.is_dynamic_scalar(op.result_types[0]))
+        if scalar and not isinstance(operands[1], Const):
+            tile = re.fullmatch(r'!cute\.tile<"(\d+)(?::1)?">', op.operand_types[1])
+            if tile:  # a static 1-D tiler: divide by its size
+                operands[1] = Const(int(tile.group(1)))
+        if (not scalar or all(self.is_uniform(v) for v in operands)
+                or not all(isinstance(v, Expr) for v in operands)
+                or not isinstance(operands[1], Const) or operands[1].value <= 0):
+            self.set_unknown_results(op)
+            return
+        a, b = operands
+        self.ctx.assumptions.add(f"cute.ceil_div at {op.loc.short()}: its dividend is not "
+                                 "negative (a shape)")
+        self.bind(op, self.f.binop("//", self.f.binop("+", a, Const(b.value - 1)), b), out)
+
     def kernel_arg(self, vid: int) -> Optional[int]:
         info = self.k.value_info.get(vid)
         return info.index if info is not None and info.is_block_arg and info.region == -1 else None
@@ -1487,6 +1536,8 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "arith.constant": WarpWalker.constant,
     "arith.cmpi": WarpWalker.cmpi,
     "arith.select": WarpWalker.select,
+    "cute.ceil_div": WarpWalker.cute_ceil_div,
+    "cute.fast_divmod.compute": WarpWalker.fast_divmod_compute,
     "arith.ceildivsi": WarpWalker.ceildiv,
     "arith.ceildivui": WarpWalker.ceildiv,
     "arith.shli": WarpWalker.shift,
