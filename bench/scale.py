@@ -21,18 +21,19 @@ from warpspin.engine import check, lower_and_check
 from warpspin.lower import lower
 from warpspin.syncir.protocols import ring
 
-HEAD = ("NC", "S", "K", "CTAs", "processes", "encoding", "states", "state-vector bytes", "pan s",
+HEAD = ("NC", "S", "K", "CTAs", "processes", "encoding", "jobs", "states", "state-vector bytes", "pan s",
         "total s", "MB", "result")
 
 
-def run(nc, s, k, ctas, encoding, timeout, memory):
+def run(nc, s, k, ctas, encoding, timeout, memory, bug=None, jobs=1):
     t0 = time.perf_counter()
-    kern = ring(stages=s, trips=k, consumers=nc, ctas=ctas)
+    kern = ring(stages=s, trips=k, consumers=nc, ctas=ctas, bug=bug)
     if encoding == "fused":
-        _, r = lower_and_check(kern, reduce=True, fuse=True, timeout_s=timeout, memory_mb=memory)
+        _, r = lower_and_check(kern, reduce=True, fuse=True, timeout_s=timeout, memory_mb=memory,
+                               jobs=jobs)
     else:
         m = lower(kern, reduce=encoding == "reduced", fuse=False)
-        r = check(m, timeout_s=timeout, memory_mb=memory)
+        r = check(m, timeout_s=timeout, memory_mb=memory, jobs=jobs)
     total = time.perf_counter() - t0
     if r.kind:
         verdict = r.kind
@@ -42,6 +43,10 @@ def run(nc, s, k, ctas, encoding, timeout, memory):
         verdict = "inconclusive (" + ", ".join(r.truncated) + ")"
     if getattr(r, "refused", False):
         verdict += " (R6 refused: unfused)"
+    if r.kind and r.found_by:
+        verdict += f", found by the {r.first_found_by} after {r.first_found_s:.2f} s"
+        if r.first_found_by != r.found_by:
+            verdict += f", shortened by the {r.found_by}"
     procs = sum(p.instances for p in kern.processes)
     return r, (nc, s, k, ctas, procs, encoding, f"{r.states:,}", r.state_vector,
                f"{r.seconds:.2f}", f"{total:.2f}", f"{r.memory_mb:.0f}", verdict)
@@ -60,6 +65,9 @@ def main(argv=None) -> int:
     ap.add_argument("--memory", type=int, default=2048)
     ap.add_argument("--plain-limit", type=int, default=30_000)
     ap.add_argument("--out", default="")
+    ap.add_argument("--bug", default=None, help="a ring bug (syncir.protocols.RING_BUGS)")
+    ap.add_argument("--jobs", type=int, nargs="+", default=[1],
+                    help="engine jobs (the portfolio: exhaustive search and bug hunts)")
     args = ap.parse_args(argv)
     if args.quick:
         args.nc, args.s, args.k, args.ctas = [1, 2, 4], [2], [4], [1, 2]
@@ -73,10 +81,14 @@ def main(argv=None) -> int:
                     continue
                 for nc in args.nc:
                     small = True
-                    for enc in (["fused"] if args.reduced_only else args.encodings):
+                    for enc, jobs in [(e, j) for e in (["fused"] if args.reduced_only
+                                                          else args.encodings)
+                                      for j in args.jobs]:
                         if enc == "plain" and not small:
                             continue
-                        r, row = run(nc, s, k, ctas, enc, args.timeout, args.memory)
+                        r, row = run(nc, s, k, ctas, enc, args.timeout, args.memory, args.bug,
+                                     jobs)
+                        row = row[:6] + (jobs,) + row[6:]
                         rows.append(row)
                         print(" | ".join(map(str, row)), flush=True)
                         if enc == "reduced":
