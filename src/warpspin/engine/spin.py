@@ -95,8 +95,7 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
     """Model-check `model`. `search`: "bfs" (shortest counterexample, the default), "dfs", or
     "dfs-shortest" (DFS with pan -i: iteratively shortened counterexample). `opt`: the C
     compiler's optimization (default: -O0 for small models, where compiling dominates, -O1 else).
-    `collapse`: pan's -DCOLLAPSE state compression (exact; default off: it cost 20-30% of pan's
-    time and saved ~6% memory on the reduced rings, docs/spin.md). `jobs` > 1 (BFS only): the
+    `collapse`: pan's -DCOLLAPSE state compression (exact; default: `default_collapse`). `jobs` > 1 (BFS only): the
     exhaustive search and randomized bug hunts at once (portfolio.py); a hunt's counterexample is
     shortened by the BFS for up to `shorten_s` seconds. `grow_vector`: when pan stops because the
     state vector does not fit `vector_size`, compile again with twice the size it names (up to
@@ -106,7 +105,7 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
     if opt is None:
         opt = _default_opt(model)
     if collapse is None:
-        collapse = False
+        collapse = default_collapse(model)
     start = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="warpspin-", dir=workdir)
     try:
@@ -155,6 +154,16 @@ def lower_and_check(kernel, reduce: bool = True, fuse: bool | None = None,
     res.fused_states = first.states
     res.fused_seconds = first.seconds + first.compile_seconds
     return model, res
+
+
+def default_collapse(model: LoweredModel) -> bool:
+    """pan's -DCOLLAPSE (lossless: each process's local state and the globals are stored once
+    and states refer to them) where it was measured to pay: CTAs of four or more roles, whose
+    states repeat each role's part (quack's SM90 GEMM: -42% memory, +11% time; its persistent
+    kernel: -54%; flash-attn-4 SM90: -26%, +14%), not the two-role rings (+27% time, < 1%
+    memory) or quack's cluster softmax (two roles per CTA: -16% memory, -22% speed;
+    docs/spin.md, "State compression")."""
+    return sum(1 for p in model.lowered.processes if p.cta == 0) >= 4
 
 
 def _default_opt(model: LoweredModel) -> str:
