@@ -119,7 +119,8 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
                                 memory_mb, search, max_depth, vector_size, opt, collapse)
             need = _VECTOR_NEEDED.search(res.pan_output)
             if not grow_vector or "vector" not in res.truncated or not need \
-                    or int(need.group(1)) >= MAX_VECTOR:
+                    or int(need.group(1)) >= MAX_VECTOR \
+                    or timeout_s - (time.monotonic() - start) < 5:
                 break
             # pan names the state-vector size it needs: compile again with room for it
             vector_size = min(MAX_VECTOR, 2 * int(need.group(1)))
