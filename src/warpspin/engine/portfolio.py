@@ -162,55 +162,59 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
 
     hunting = False
     hunt_build = None
-    while True:
-        now = time.monotonic()
-        if hunt_build is None and hunts and now - started >= HUNT_AFTER_S:
-            hunt_build = build_hunt()
-        if not hunting and hunt_build is not None and hunt_build.poll() is not None:
-            hunting = hunt_build.returncode == 0   # a failed build leaves the search alone
-            for _ in range(hunts if hunting else 0):
-                launch_hunt()
-            hunts = hunts if hunting else 0
-        if ex.proc.poll() is not None:
-            ex_out = ex.output()
-            # its own counterexample is the shortest; if it ended without one (a limit), any
-            # hunt's trail stands
-            found = _trail_of(ex, ex_out, started, cores == 1)
-            # a one-core BFS's trail is the shortest; a parallel BFS's must be re-derived, so a
-            # hunt's trail at most as deep is kept instead
-            if found is not None and (best is None or found.replay or found.depth < best.depth):
-                best = found
-            first = first or best
-            break
-        if now >= deadline:
+    try:
+        while True:
+            now = time.monotonic()
+            if hunt_build is None and hunts and now - started >= HUNT_AFTER_S:
+                hunt_build = build_hunt()
+            if not hunting and hunt_build is not None and hunt_build.poll() is not None:
+                hunting = hunt_build.returncode == 0   # a failed build leaves the search alone
+                for _ in range(hunts if hunting else 0):
+                    launch_hunt()
+                hunts = hunts if hunting else 0
+            if ex.proc.poll() is not None:
+                ex_out = ex.output()
+                # a one-core BFS's trail is the shortest; a parallel BFS's must be re-derived, so
+                # a hunt's trail at most as deep is kept instead; without one (a limit), any
+                # hunt's trail stands
+                found = _trail_of(ex, ex_out, started, cores == 1)
+                if found is not None and (best is None or found.replay
+                                          or found.depth < best.depth):
+                    best = found
+                first = first or best
+                break
+            if now >= deadline:
+                ex_out, ex_timed_out = _stop(ex), True
+                break
+            for run in list(running):
+                if run.proc.poll() is None and now < run.limit:
+                    continue
+                out = _stop(run)
+                running.remove(run)
+                found = _trail_of(run, out, started, True)
+                if found is not None and (best is None or found.depth < best.depth):
+                    if best is None:
+                        shorten_until = min(deadline, now + shorten_s)
+                        first = found
+                    best = found
+                    if unsound_kind in found.replay:
+                        # the fused model's monitor fired: the caller searches the unfused model
+                        ex_out = _stop(ex)
+                        break
+                if now < shorten_until:
+                    launch_hunt()
+            if best is not None and (now >= shorten_until or unsound_kind in best.replay):
+                ex_out = _stop(ex)
+                break
+            time.sleep(0.02)
+    finally:  # also on an exception (Ctrl-C): no pan outlives the check
+        if hunt_build is not None and hunt_build.poll() is None:
+            hunt_build.kill()
+            hunt_build.wait()
+        for r in running:
+            _stop(r)
+        if ex.proc.poll() is None:
             ex_out, ex_timed_out = _stop(ex), True
-            break
-        for run in list(running):
-            if run.proc.poll() is None and now < run.limit:
-                continue
-            out = _stop(run)
-            running.remove(run)
-            found = _trail_of(run, out, started, True)
-            if found is not None and (best is None or found.depth < best.depth):
-                if best is None:
-                    shorten_until = min(deadline, now + shorten_s)
-                    first = found
-                best = found
-                if unsound_kind in found.replay:
-                    # the fused model's monitor fired: the caller searches the unfused model
-                    ex_out = _stop(ex)
-                    break
-            if now < shorten_until:
-                launch_hunt()
-        if best is not None and (now >= shorten_until or unsound_kind in best.replay):
-            ex_out = _stop(ex)
-            break
-        time.sleep(0.02)
-    if hunt_build is not None and hunt_build.poll() is None:
-        hunt_build.kill()
-        hunt_build.wait()
-    for r in running:
-        _stop(r)
     return ex_out, ex_timed_out, time.monotonic() - started, best, first, seed
 
 
