@@ -69,6 +69,19 @@ def test_hunt_finds_what_the_search_cannot_reach():
     assert replay(model.kernel, r.events, expect_kind="parity-aliasing").ok
 
 
+def test_hunts_go_on_after_the_search_stops_at_a_limit(monkeypatch):
+    """The search runs out of memory before any hunt has started (hunts held back 12 s here):
+    the hunts still run, for as long again as the search ran, and find the bug."""
+    from warpspin.engine import portfolio
+    monkeypatch.setattr(portfolio, "HUNT_AFTER_S", 12.0)
+    model = lower(ring(stages=4, trips=64, consumers=16, bug="two-behind"), reduce=True,
+                  fuse=False)
+    r = check(model, timeout_s=240, memory_mb=300, jobs=2, shorten_s=3)
+    assert "memory" in r.truncated
+    assert r.kind == "parity-aliasing" and r.first_found_by.startswith("hunt")
+    assert replay(model.kernel, r.events, expect_kind="parity-aliasing").ok
+
+
 def test_hunts_never_make_a_result_complete():
     model = lower(ring(stages=4, trips=64, consumers=16), reduce=True, fuse=False)
     r = check(model, timeout_s=240, memory_mb=350, jobs=2)

@@ -132,10 +132,12 @@ def _trail_of(run: _Run, out: str, started: float, replayable: bool) -> Trail | 
 
 def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
                   exhaustive_args: list[str], cores: int, hunts: int, deadline: float,
-                  shorten_s: float, max_depth: int, unsound_kind: str):
+                  shorten_s: float, max_depth: int, unsound_kind: str, searched_all):
     """Run the exhaustive search, and `hunts` hunts once it has run HUNT_AFTER_S seconds
     (`build_hunt()` starts compiling them then: a model searched sooner needs no hunt) until the
-    exhaustive search ends, a shortened counterexample is in hand, or `deadline`. Returns
+    exhaustive search ends (`searched_all(output)`: complete; if it stopped at a limit the hunts
+    go on, for as long again as it ran), a shortened counterexample is in hand, or `deadline`.
+    Returns
     (exhaustive output, exhaustive timed out, seconds, the shortest trail or None, the first
     trail found, hunt runs)."""
     started = time.monotonic()
@@ -147,6 +149,7 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
     best: Trail | None = None
     first: Trail | None = None
     shorten_until = deadline
+    hunt_until = deadline
     ex_out, ex_timed_out = None, False
 
     def launch_hunt():
@@ -158,21 +161,25 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
         now = time.monotonic()
         running.append(_start(f"hunt (seed {seed}, -w{bits})", tmp, hunt_bin,
                               [f"-RS{seed}", f"-w{bits}", f"-m{depth}", "-n"],
-                              min(now + slice_s, shorten_until)))
+                              min(now + slice_s, shorten_until, hunt_until)))
 
     hunting = False
     hunt_build = None
+    hunt_extra = 0.0
     try:
         while True:
             now = time.monotonic()
-            if hunt_build is None and hunts and now - started >= HUNT_AFTER_S:
+            if hunt_build is None and hunts and (now - started >= HUNT_AFTER_S
+                                                 or ex_out is not None):
                 hunt_build = build_hunt()
             if not hunting and hunt_build is not None and hunt_build.poll() is not None:
                 hunting = hunt_build.returncode == 0   # a failed build leaves the search alone
+                if hunting and hunt_extra:
+                    hunt_until = min(deadline, now + hunt_extra)
                 for _ in range(hunts if hunting else 0):
                     launch_hunt()
                 hunts = hunts if hunting else 0
-            if ex.proc.poll() is not None:
+            if ex_out is None and ex.proc.poll() is not None:
                 ex_out = ex.output()
                 # a one-core BFS's trail is the shortest; a parallel BFS's must be re-derived, so
                 # a hunt's trail at most as deep is kept instead; without one (a limit), any
@@ -182,9 +189,20 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
                                           or found.depth < best.depth):
                     best = found
                 first = first or best
+                if best is not None or not hunts or searched_all(ex_out):
+                    break
+                # the search stopped at a limit with no counterexample: the hunts go on, for as
+                # long again as the search ran, counted from when they run (within the deadline)
+                hunt_extra = max(HUNT_AFTER_S, now - started)
+                if hunting:
+                    hunt_until = min(deadline, now + hunt_extra)
+                    for run in running:
+                        run.limit = min(run.limit, hunt_until)
+            if ex_out is not None and best is None and (now >= hunt_until or not hunts):
                 break
             if now >= deadline:
-                ex_out, ex_timed_out = _stop(ex), True
+                if ex_out is None:
+                    ex_out, ex_timed_out = _stop(ex), True
                 break
             for run in list(running):
                 if run.proc.poll() is None and now < run.limit:
@@ -199,12 +217,13 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
                     best = found
                     if unsound_kind in found.replay:
                         # the fused model's monitor fired: the caller searches the unfused model
-                        ex_out = _stop(ex)
                         break
-                if now < shorten_until:
+                if now < shorten_until and (ex_out is None or now < hunt_until
+                                            or best is not None):
                     launch_hunt()
             if best is not None and (now >= shorten_until or unsound_kind in best.replay):
-                ex_out = _stop(ex)
+                if ex_out is None:
+                    ex_out = _stop(ex)
                 break
             time.sleep(0.02)
     finally:  # also on an exception (Ctrl-C): no pan outlives the check

@@ -334,7 +334,8 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
     deadline = start + max(1.0, timeout_s)
     out, timed_out, pan_s, trail, first, hunt_runs = run_portfolio(
         tmp, os.path.join(tmp, "pan_x"), build_hunt, os.path.join(tmp, "pan_h"), ex_args, cores,
-        hunts, deadline, shorten_s, max_depth, f"WS|V|{REDUCTION_UNSOUND}|")
+        hunts, deadline, shorten_s, max_depth, f"WS|V|{REDUCTION_UNSOUND}|",
+        lambda out: parse_pan(out).complete)
     res = parse_pan(out)
     res.search, res.seconds, res.compile_seconds = "bfs", pan_s, compile_s
     res.cores, res.hunts = cores, hunt_runs
