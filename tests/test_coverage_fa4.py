@@ -89,6 +89,8 @@ def test_causal_lpt_scheduler_needs_its_launch_values():
     for name in ("arg26", "arg28", "arg30", "arg32", "arg20"):
         assert f"--param {name}=N" in str(e.value)
     assert "FastDivmodDivisor" in str(e.value)
+    with pytest.raises(ExtractError, match="arg28=0..0: the divisor"):
+        extract(fa4_fwd("sm90.causal"), params={**C.entry("fa4.sm90.causal").params, "arg28": 0})
     sk = extract(fa4_fwd("sm90.causal"), params=C.entry("fa4.sm90.causal").params)
     assert not unsupported_ops(sk)
     assert any("cute.ceil_div at block_info.py:42" in a for a in sk.assumptions)

@@ -13,7 +13,7 @@ from cutlass import Int32  # noqa: E402
 from quack.fast_math import FastDivmod  # noqa: E402
 
 from warpspin.api import verify  # noqa: E402
-from warpspin.extract import extract  # noqa: E402
+from warpspin.extract import ExtractError, extract  # noqa: E402
 from warpspin.frontend import fake_tensor, trace  # noqa: E402
 from warpspin.syncir import BinOp, unsupported_ops, walk_stmts  # noqa: E402
 
@@ -47,6 +47,16 @@ def test_the_quotient_is_a_division():
             if isinstance(e, BinOp) and e.op == "//"]
     assert divs, "the FastDivmod quotient should be extracted as a floor division"
     assert any("FastDivmod" in a for a in k.assumptions)
+
+
+def test_a_divisor_range_must_not_reach_zero():
+    """The divisor is a launch parameter that divides: a range including 0 is no launch the
+    model covers (the Promela division would fault), so extraction names it."""
+    (tk,) = trace(_launcher("plain"), *_args())
+    k = extract(tk, params={"n": (0, 7)})
+    d = next(p.name for p in k.params if p.name != "n")
+    with pytest.raises(ExtractError, match=rf"--param {d}=0\.\.3: .* divides"):
+        extract(tk, params={"n": (0, 7), d: (0, 3)})
 
 
 def _exprs(s):

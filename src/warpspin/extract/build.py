@@ -71,6 +71,9 @@ def _params(ctx: Context, used: set[str], given: Mapping[str, ParamValue]) -> tu
             missing.append(f"  --param {name}=N   ({info.what}, {info.loc})")
             continue
         lo, hi = (v, v) if isinstance(v, int) else v
+        if info.at_least is not None and lo < info.at_least:
+            raise ExtractError(f"--param {name}={lo}..{hi}: {info.what} divides, so each value "
+                               f"must be at least {info.at_least} ({info.loc})")
         out.append(Param(name, lo, hi))
     if missing:
         raise ExtractError("the synchronization depends on launch values with no concrete value; "

@@ -246,6 +246,7 @@ class ParamInfo:
     what: str
     loc: Loc
     default: Optional[tuple[int, int]] = None
+    at_least: Optional[int] = None   # a divisor: a value below this is no launch the model covers
 
 
 @dataclass
@@ -299,6 +300,11 @@ class Context:
         self.params[name] = ParamInfo(name, what, loc, default)
         self._by_key[same_as] = name
         return Var(name)
+
+    def divisor(self, d: Expr) -> None:
+        """`d` divides: a launch parameter in it must be given values of at least 1."""
+        if isinstance(d, Var) and d.name in self.params:
+            self.params[d.name].at_least = 1
 
     def gmem_root(self, vid: int, depth: int = 0) -> Optional[int]:
         """The kernel argument a global memref or pointer value views (through view ops that
@@ -628,6 +634,7 @@ class WarpWalker:
             return
         d = self.ctx.param(f"arg{idx}", f"the divisor of a cute.FastDivmodDivisor (kernel "
                            f"argument {idx}, at least 1)", self.loc(op))
+        self.ctx.divisor(d)
         self.ctx.assumptions.add(f"FastDivmod at {op.loc.short()}: its dividend lies in 0..2^31-1 "
                                  f"and the host packed divisor arg{idx} with its multiplier and "
                                  "shift")
@@ -720,6 +727,7 @@ class WarpWalker:
             self.env[op.result] = opaque(f"mul.hi.u32 and a shift@{op.loc.short()}")
             return
         n, d = self.expr(q.n), self.expr(args[d_index].value)
+        self.ctx.divisor(d)
         self.ctx.assumptions.add(f"FastDivmod at {op.loc.short()}: its dividend lies in 0..2^31-1 "
                                  f"and the host computed its multiplier and shift for the divisor "
                                  f"(kernel arguments {q.magic}..{d_index})")
