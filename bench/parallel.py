@@ -37,12 +37,18 @@ MODELS = ("ring16", "ring16_two_behind", "fa4.sm90.default_tile", "quack.softmax
           "quack.gemm_sm90.persistent", "quack.gemm_sm90.pingpong", "quack.gemm_sm90.cluster2")
 
 
-def export(out_dir: str, names) -> None:
+def _on_path() -> None:
+    """warpspin's sources and the test catalog, importable without installing."""
     here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, "..", "tests"))
-    sys.path.insert(0, os.path.join(here, "..", "src"))
+    for d in ("tests", "src"):
+        if os.path.join(here, "..", d) not in sys.path:
+            sys.path.insert(0, os.path.join(here, "..", d))
+
+
+def _kernels(names):
+    """(name, SyncIR kernel) per model name: the bench rings or catalog entries, extracted."""
+    _on_path()
     from warpspin.extract import extract
-    from warpspin.lower import lower
     from warpspin.syncir.protocols import ring
     for name in names:
         if name.startswith("ring16"):
@@ -51,38 +57,33 @@ def export(out_dir: str, names) -> None:
         else:
             from fixtures import catalog as C
             kern = extract(C.traced(name), params=C.entry(name).params)
+        yield name, kern
+        print(name, sum(p.instances for p in kern.processes), "processes", flush=True)
+
+
+def export(out_dir: str, names) -> None:
+    _on_path()
+    from warpspin.lower import lower
+    for name, kern in _kernels(names):
         model = lower(kern, reduce=True, fuse=True)
         d = os.path.join(out_dir, name)
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "model.pml"), "w") as f:
             f.write(model.text)
         subprocess.run(["spin", "-a", "model.pml"], cwd=d, check=True, capture_output=True)
-        print(name, sum(p.instances for p in kern.processes), "processes", flush=True)
 
 
 def export_kernels(out_dir: str, names) -> None:
     import pickle
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, "..", "tests"))
-    sys.path.insert(0, os.path.join(here, "..", "src"))
-    from warpspin.extract import extract
-    from warpspin.syncir.protocols import ring
     os.makedirs(out_dir, exist_ok=True)
-    for name in names:
-        if name.startswith("ring16"):
-            kern = ring(stages=4, trips=64, consumers=16,
-                        bug="two-behind" if name.endswith("two_behind") else None)
-        else:
-            from fixtures import catalog as C
-            kern = extract(C.traced(name), params=C.entry(name).params)
+    for name, kern in _kernels(names):
         with open(os.path.join(out_dir, name + ".pkl"), "wb") as f:
             pickle.dump(kern, f)
-        print(name, sum(p.instances for p in kern.processes), "processes", flush=True)
 
 
 def check_kernels(kernel_dir, jobs_list, timeout, memory_mb, only=()) -> int:
     import pickle
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+    _on_path()
     from warpspin.pipeline import check_kernel
     print("| kernel | processes | jobs | cores | hunts | states | state-vector bytes | check s | "
           "MB | verdict | found by |")

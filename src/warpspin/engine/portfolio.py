@@ -91,6 +91,16 @@ def _start(name, tmp, binary, args, limit) -> _Run:
     return _Run(name, cwd, proc, limit)
 
 
+def _hunt(tmp, hunt_bin, seed: int, turn: int, depth: int, until: float) -> _Run:
+    """One hunt run: seed `seed`, its bitstate size by seed, its time slice by how many times
+    the hunts have been relaunched (`turn`), bounded at `depth`, stopped at `until` at latest."""
+    bits = HUNT_BITS[(seed - 1) % len(HUNT_BITS)]
+    slice_s = HUNT_SLICE_S[turn % len(HUNT_SLICE_S)]
+    return _start(f"hunt (seed {seed}, -w{bits})", tmp, hunt_bin,
+                  [f"-RS{seed}", f"-w{bits}", f"-m{depth}", "-n"],
+                  min(time.monotonic() + slice_s, until))
+
+
 def _stop(run: _Run) -> str:
     """Interrupt a run (pan prints its statistics on SIGINT), then kill it; its output."""
     if run.proc.poll() is None:
@@ -156,12 +166,8 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
         nonlocal seed
         seed += 1
         depth = max_depth if best is None else best.depth - 1
-        bits = HUNT_BITS[(seed - 1) % len(HUNT_BITS)]
-        slice_s = HUNT_SLICE_S[((seed - 1) // hunts) % len(HUNT_SLICE_S)]
-        now = time.monotonic()
-        running.append(_start(f"hunt (seed {seed}, -w{bits})", tmp, hunt_bin,
-                              [f"-RS{seed}", f"-w{bits}", f"-m{depth}", "-n"],
-                              min(now + slice_s, shorten_until, hunt_until)))
+        running.append(_hunt(tmp, hunt_bin, seed, (seed - 1) // hunts, depth,
+                             min(shorten_until, hunt_until)))
 
     hunting = False
     hunt_build = None
@@ -251,12 +257,8 @@ def hunt_to_depth(tmp: str, hunt_bin: str, n: int, depth: int, until: float,
     def launch():
         nonlocal seed
         seed += 1
-        bits = HUNT_BITS[seed % len(HUNT_BITS)]
-        slice_s = HUNT_SLICE_S[((seed - 1001) // n) % len(HUNT_SLICE_S)]
         bound = max_depth if best is None else best.depth - 1
-        running.append(_start(f"hunt (seed {seed}, -w{bits})", tmp, hunt_bin,
-                              [f"-RS{seed}", f"-w{bits}", f"-m{bound}", "-n"],
-                              min(time.monotonic() + slice_s, until)))
+        running.append(_hunt(tmp, hunt_bin, seed, (seed - 1001) // n, bound, until))
 
     for _ in range(n):
         launch()

@@ -95,9 +95,9 @@ def check(model: LoweredModel, timeout_s: float = 300, memory_mb: int = 4096,
     """Model-check `model`. `search`: "bfs" (shortest counterexample, the default), "dfs", or
     "dfs-shortest" (DFS with pan -i: iteratively shortened counterexample). `opt`: the C
     compiler's optimization (default: -O0 for small models, where compiling dominates, -O1 else).
-    `collapse`: pan's -DCOLLAPSE state compression (exact; default: `default_collapse`). `jobs` > 1 (BFS only): the
-    exhaustive search and randomized bug hunts at once (portfolio.py); a hunt's counterexample is
-    shortened by the BFS for up to `shorten_s` seconds. `grow_vector`: when pan stops because the
+    `collapse`: pan's -DCOLLAPSE state compression (exact; default: `default_collapse`).
+    `jobs` > 1 (BFS only): the exhaustive search and randomized bug hunts at once (portfolio.py);
+    a hunt's counterexample is shortened by the BFS for up to `shorten_s` seconds. `grow_vector`: when pan stops because the
     state vector does not fit `vector_size`, compile again with twice the size it names (up to
     MAX_VECTOR)."""
     if search not in ("bfs", "dfs", "dfs-shortest"):
@@ -296,7 +296,6 @@ def _take_trail(res: EngineResult, model, replay: str, pan_error: str) -> None:
         res.truncated = res.truncated or ("aborted",)
 
 
-
 def _spin_a(tmp, text, timeout_s) -> None:
     with open(os.path.join(tmp, "model.pml"), "w") as f:
         f.write(text)
@@ -314,8 +313,8 @@ def _flags(opt, memory_mb, vector_size, collapse) -> list[str]:
 def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, opt, collapse,
                      jobs, shorten_s) -> EngineResult:
     """The exhaustive BFS (on `cores` cores) and randomized hunts at once (portfolio.py). The
-    hunts' pan compiles while the search runs. A parallel BFS's counterexample is re-derived by
-    a one-core BFS bounded at its depth (the same search order up to that depth: the shortest)."""
+    hunts' pan compiles while the search runs. A parallel BFS's counterexample is re-derived
+    (`_rederive`)."""
     start = time.monotonic()
     cores, hunts = split_jobs(jobs)
     _spin_a(tmp, model.text, timeout_s)
@@ -350,7 +349,6 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
         trail = _rederive(tmp, model, trail, jobs, deadline, shorten_s, memory_mb, vector_size,
                           opt, collapse, build_hunt, max_depth)
         if trail is None:  # not re-derived in time: no counterexample in hand, and no proof
-            trail = None
             res.kind, res.pan_error, res.complete = None, "", False
             res.truncated = tuple(dict.fromkeys((*res.truncated, "timeout")))
     if trail is not None:

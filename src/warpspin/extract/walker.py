@@ -595,14 +595,15 @@ class WarpWalker:
         self.env[op.result] = opaque(f"elect.sync combined with another condition"
                                      f"@{op.loc.short()}")
 
-    def bind(self, op: Op, e: Expr, out: list) -> None:
-        """Result of integer arithmetic: kept inline while small, else a local (so repeated
-        state updates, e.g. an unrolled producer_tail, do not nest without bound)."""
+    def bind(self, op: Op, e: Expr, out: list, result: Optional[int] = None) -> None:
+        """Result of integer arithmetic (`op`'s result, or its result `result` of several): kept
+        inline while small, else a local (so repeated state updates, e.g. an unrolled
+        producer_tail, do not nest without bound)."""
         if _size(e) > BIG_EXPR and expr_vars(e) - set(self.ctx.params) - {LANE}:
-            name = f"v{op.uid}"
+            name = f"v{op.uid}" if result is None else f"v{op.uid}_{result}"
             out.append(Assign(name, e, self.loc(op)))
             e = Var(name)
-        self.env[op.result] = e
+        self.env[op.result if result is None else result] = e
 
     def tuple_arith(self, op: Op, out) -> None:
         """``cute.tuple_add/sub/mul/div/mod`` on scalar int tuples: integer arithmetic."""
@@ -638,14 +639,8 @@ class WarpWalker:
         self.ctx.assumptions.add(f"FastDivmod at {op.loc.short()}: its dividend lies in 0..2^31-1 "
                                  f"and the host packed divisor arg{idx} with its multiplier and "
                                  "shift")
-        q = self.f.binop("//", n, d)
-        r = self.f.binop("%", n, d)
-        for res, e in zip(op.results, (q, r)):
-            if _size(e) > BIG_EXPR and expr_vars(e) - set(self.ctx.params) - {LANE}:
-                name = f"v{op.uid}_{res}"
-                out.append(Assign(name, e, self.loc(op)))
-                e = Var(name)
-            self.env[res] = e
+        self.bind(op, self.f.binop("//", n, d), out, op.results[0])
+        self.bind(op, self.f.binop("%", n, d), out, op.results[1])
 
     def cute_ceil_div(self, op: Op, out) -> None:
         """``cute.ceil_div`` of scalars. Of launch values it stays one launch parameter (named
