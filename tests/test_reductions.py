@@ -71,7 +71,8 @@ def test_unknown_footprint_switches_every_reduction_off(op_class):
     assert m.reductions == ()
     refused = {d.reduction: d.why for d in m.refused}
     assert set(refused) == {"independent-ctas", "symmetric-instances", "narrow-types",
-                            "dead-variable-reset", "wait-release-fusion"}
+                            "dead-variable-reset", "wait-release-fusion",
+                            "merged-completions"}
     for why in refused.values():
         assert "dummy.unknown" in why and "dummy.py:42" in why and "footprint" in why
 
@@ -108,3 +109,70 @@ def test_refusal_is_in_the_verdict(op_class):
     r = verify_kernel(kernel_with(Dummy()))
     assert any("dummy.unknown2" in x for x in r.config["reductions_refused"])
     assert r.verdict == "verified" and "reduction not applied: independent-ctas" in str(r)
+
+
+# ----------------------------------------------------------------------------- R7
+
+def copy_kernel(expect_bytes: int, extra=()) -> Kernel:
+    """`loader` expects `expect_bytes` on `full`, copies 16 bytes into it and waits for the
+    phase; `helper` copies 16 bytes into the same barrier from another site, then exits. The two
+    copy sites complete with the same rule (R7 merges their counters). With 32 expected bytes the
+    loader's wait covers both copies; with 16 it may pass while the helper's copy is still in
+    flight, and the CTA's last threads exit under it: pending-at-exit."""
+    from warpspin.syncir import MbarArriveExpectTx, TmaLoad
+    full = MBarRef("full")
+    loader = (Elect((MbarInit(full, 1), MbarInitFence())), BarSync(), *extra,
+              Elect((MbarArriveExpectTx(full, expect_bytes), TmaLoad(full, 16))),
+              MbarWait(full, 0))
+    helper = (BarSync(), *extra, Elect((TmaLoad(full, 16),)))
+    return Kernel("copies", (Process("loader", loader, warps=(0, 1)),
+                             Process("helper", helper, warps=(1, 2))), (MBarrierDecl("full"),))
+
+
+def _check(kernel, reduce=True):
+    from warpspin.api import CheckOptions, verify_kernel
+    return verify_kernel(kernel, opts=CheckOptions(reduce=reduce, timeout_s=120))
+
+
+def test_merged_completions_listed_and_verdicts_agree_with_plain():
+    m = lower(copy_kernel(32))
+    assert any(r.startswith("R7") and "2 copy sites in 1 class" in r for r in m.reductions)
+    assert m.text.count('printf("WS|C|') == 1  # one completion step for the class
+    for expect, verdict in ((32, "verified"), (16, "violation")):
+        red, plain = _check(copy_kernel(expect)), _check(copy_kernel(expect), reduce=False)
+        assert red.verdict == plain.verdict == verdict, (red, plain)
+        if verdict == "violation":
+            assert red.violations[0].kind == plain.violations[0].kind == "pending-at-exit"
+
+
+def test_merged_completions_fewer_states(op_class):
+    """The same kernel with an op that does not list R7 in its facts: counters per site."""
+    fp = Footprint((Access("mbarrier", "read", "cta"),))
+    merged = _check(copy_kernel(32, (op_class("dummy.merge", fp, ALL)(),)))
+    Unproven = op_class("dummy.nomerge", fp, ALL - {"merged-completions"})
+    split = _check(copy_kernel(32, (Unproven(),)))
+    assert merged.verdict == split.verdict == "verified"
+    assert "merged-completions" in str(split.config["reductions_refused"])
+    assert merged.stats.states < split.stats.states, (merged.stats.states, split.stats.states)
+
+
+def test_replay_resolves_a_completion_named_by_its_class():
+    """A trail of the merged model names a class's completion by one site; the reference
+    interpreter replays it as the completion of a site of the class that has a copy in flight."""
+    from warpspin.syncir.interp import Machine, replay
+    from warpspin.syncir.trace import Complete, Step
+    k = copy_kernel(16)
+    m = Machine(k)
+    (loader_copy,) = [pc for pc, ins in m.layout.flat[0].ops() if type(ins.stmt).__name__ == "TmaLoad"]
+    (helper_copy,) = [pc for pc, ins in m.layout.flat[1].ops() if type(ins.stmt).__name__ == "TmaLoad"]
+    assert m.layout.completion_class((0, loader_copy)) == ((0, loader_copy), (1, helper_copy))
+    pcs0 = [pc for pc, _ in m.layout.flat[0].ops()]
+    pcs1 = [pc for pc, _ in m.layout.flat[1].ops()]
+    # the helper copies first; its completion is named by the loader's site, which has none in flight
+    arrive = [Step(0, 0, pc) for pc in pcs0[:3]] + [Step(1, 0, pcs1[0])]
+    resume = [Step(0, 0, pcs0[3]), Step(1, 0, pcs1[1])]
+    events = arrive + resume + [Step(1, 0, helper_copy), Complete(0, loader_copy, 0, 0)]
+    rp = replay(k, events)
+    assert rp.error == "trace ends without a violation", rp.error  # every step was enabled
+    wrong_class = Complete(1, helper_copy + 1, 0, 0)
+    assert replay(k, events[:-1] + [wrong_class]).error.startswith("step")

@@ -29,7 +29,7 @@ from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
                               ASYNC_COPY, SHARED_WORD, ctype)
-from ..syncir.ops import DEAD_RESET, FUSION, NARROW_TYPES
+from ..syncir.ops import DEAD_RESET, FUSION, MERGED_COMPLETIONS, NARROW_TYPES
 from ..syncir.rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField,
                             NamedField, Obs, Self, Set, When, WordField)
 
@@ -127,10 +127,13 @@ class _Lowering:
         narrow = red.kernel_wide(kernel, NARROW_TYPES) if reduce else None
         dead = red.kernel_wide(kernel, DEAD_RESET) if reduce else None
         fusion = red.kernel_wide(kernel, FUSION) if reduce and fuse else None
-        for d in (narrow, dead, fusion):
+        merge = red.kernel_wide(kernel, MERGED_COMPLETIONS) if reduce else None
+        for d in (narrow, dead, fusion, merge):
             if d is not None:
                 decisions.append(d)
         self.decisions = decisions
+        self.infl_classes, self.infl_base, self.infl_count, self.completions = \
+            self._infl_slots(merge is not None and merge.applied)
         # value ranges: always computed (the integer check needs them); used for types with R3
         pr = {p.name: (p.lo, p.hi) for p in kernel.params}
         self.ranges = [analysis.ranges(self.lay, pi, pr) for pi in range(len(self.flat))]
@@ -172,11 +175,34 @@ class _Lowering:
     def word_index(self, array: str, cta: Expr, index: Expr) -> Expr:
         return _cta_major(self.k.word_array(array).size, cta, index)
 
+    def _infl_slots(self, merge: bool):
+        """The in-flight counters: one per (copy site, target CTA, element) or, with R7, one per
+        (completion class, target CTA, element). Returns the classes, each site's
+        (first slot of its class, first target CTA of its class, array size), the number of
+        slots and, per slot, the key of a site whose completion rule it runs (None: no site of
+        the class reaches that element)."""
+        sites = {}
+        for key in self.lay.async_keys:
+            sites.setdefault(key[:2], []).append(key)
+        classes = list(self.lay.completion_classes) if merge else [(s,) for s in sites]
+        base, completions, n = {}, [], 0
+        for cls in classes:
+            keys = [k for s in cls for k in sites[s]]
+            size = self.k.mbarrier(self.lay.async_stmt[keys[0]].bar.name).size
+            first, last = min(k[2] for k in keys), max(k[2] for k in keys)
+            for s in cls:
+                base[s] = (n, first, size)
+            by_target = {}
+            for k in keys:
+                by_target.setdefault((k[2], k[3]), k)
+            for cta in range(first, last + 1):
+                for idx in range(size):
+                    completions.append(by_target.get((cta, idx)))
+            n += (last - first + 1) * size
+        return tuple(classes), base, n, completions
+
     def async_index(self, p: Inflight) -> Expr:
-        keys = [k for k in self.lay.async_keys if k[0] == p.process and k[1] == p.pc]
-        base = self.lay.async_slot[keys[0]]
-        first = keys[0][2]
-        size = self.k.mbarrier(self.flat[p.process].code[p.pc].stmt.bar.name).size
+        base, first, size = self.infl_base[(p.process, p.pc)]
         return _fold(BinOp("+", Const(base), BinOp("+", BinOp("*", BinOp("-", p.cta, Const(first)),
                                                                  Const(size)), p.index)))
 
@@ -210,7 +236,7 @@ class _Lowering:
                 out.append(f"{ctype(f.lo, f.hi)} cl_{f.name};  /* cluster barrier: {f.doc} */")
         if self.lay.async_keys:
             f = ASYNC_COPY.fields[0]
-            out.append(f"{ctype(f.lo, f.hi)} infl[{len(self.lay.async_keys)}];")
+            out.append(f"{ctype(f.lo, f.hi)} infl[{self.infl_count}];")
         for w in self.k.words:
             f = SHARED_WORD.field("val")
             n = w.size * self.k.num_ctas
@@ -448,7 +474,9 @@ class _Lowering:
 
     def async_proctype(self) -> list[str]:
         lines = ["proctype async_ops() {", "end: do"]  # a valid end state: it may idle forever
-        for slot, key in enumerate(self.lay.async_keys):
+        for key in self.completions:
+            if key is None:
+                continue
             pi, pc, cta, idx = key
             rule = self.lay.completion(key)
             g = _GlobalCtx(self)
@@ -851,6 +879,11 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
         reductions.append("narrow-types: locals and mbarrier fields typed by their proven range (bit-fields), known ones not stored")
     if low.dead:
         reductions.append("dead-variable-reset: dead locals and obs reset at each step")
+    merged = [c for c in low.infl_classes if len(c) > 1]
+    if merged:
+        reductions.append(f"R7: merged completions: {sum(map(len, merged))} copy sites in "
+                          f"{len(merged)} class(es) complete with the same step and share "
+                          "their in-flight counters")
     fused = tuple((pi, w, r) for pi, f in enumerate(low.fusable) for w, r in sorted(f.items()))
     if fused:
         reductions.append(f"R6: wait-release fusion of {len(fused)} block(s) (a passing wait and "

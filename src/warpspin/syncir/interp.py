@@ -409,6 +409,20 @@ class Machine:
                 evs.append(Complete(*key))
         return evs
 
+    def in_flight_equivalent(self, s: State, ev: "Complete") -> "Complete":
+        """`ev`, or when no copy of its site is in flight, the completion of a site of the same
+        completion class that has one: a model with merged counters (R7) names a class by one
+        of its sites, and every site of the class completes with the same rule."""
+        key = (ev.process, ev.pc, ev.cta, ev.index)
+        slot = self.layout.async_slot.get(key)
+        if slot is None or s[self.sl.infl + slot] > 0:
+            return ev
+        for site in self.layout.completion_class((ev.process, ev.pc)):
+            other = self.layout.async_slot.get((*site, ev.cta, ev.index))
+            if other is not None and s[self.sl.infl + other] > 0:
+                return Complete(*site, ev.cta, ev.index)
+        return ev
+
     def is_deadlock(self, s: State) -> bool:
         return (not self.enabled(s)) and any(not self.ended(s, i.gid) for i in self.instances)
 
@@ -677,6 +691,8 @@ def replay(kernel: Kernel, events: list[Event], expect_kind: str | None = None) 
     steps = [e for e in events if not isinstance(e, ParamChoice)]
     for n, ev in enumerate(steps):
         try:
+            if isinstance(ev, Complete):
+                ev = m.in_flight_equivalent(s, ev)
             if ev not in m.enabled(s) and not (isinstance(ev, Step) and ev.instance < 0):
                 return Replay(False, None, s, log, m, n, f"step {n + 1} ({ev}) is not enabled")
             s = m.step(s, ev, log)

@@ -12,7 +12,7 @@ from .ir import Const, Kernel
 from .objects import LIMITS
 from .ops import (BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, MbarInit,
                   SmemLoad, SmemStore, TmaLoad)
-from .rules import Obs, Rule, SubRules, rule_places
+from .rules import Inflight, Obs, Rule, SubRules, replace_places, rule_places
 
 
 @dataclass(frozen=True)
@@ -183,6 +183,34 @@ class Layout:
             st = self.flat[pi].code[pc].stmt
             r = self._completions[key] = st.complete(self.ctx(pi, pc), cta, idx)
         return r
+
+    @cached_property
+    def completion_classes(self) -> tuple[tuple[tuple[int, int], ...], ...]:
+        """The copy sites (process, pc) grouped so that two sites of one class copy into the same
+        barrier array and, for every target element both can reach, complete with the same rule
+        up to which site's in-flight counter it decrements (R7, docs/semantics.md)."""
+        sites: dict[tuple[int, int], dict[tuple[int, int], Rule]] = {}
+        for key in self.async_keys:
+            pi, pc, cta, idx = key
+            anon = replace_places(self.completion(key), lambda p: Inflight(-1, -1, p.cta, p.index)
+                                  if isinstance(p, Inflight) else p)
+            sites.setdefault((pi, pc), {})[(cta, idx)] = anon
+        classes: list[list[tuple[int, int]]] = []
+        for site, rules in sites.items():
+            array = self.async_stmt[(*site, *next(iter(rules)))].bar.name
+            for cls in classes:
+                same = all(self.async_stmt[(*m, *next(iter(sites[m])))].bar.name == array
+                           and all(sites[m][t] == r for t, r in rules.items() if t in sites[m])
+                           for m in cls)
+                if same:
+                    cls.append(site)
+                    break
+            else:
+                classes.append([site])
+        return tuple(tuple(c) for c in classes)
+
+    def completion_class(self, site: tuple[int, int]) -> tuple[tuple[int, int], ...]:
+        return next(c for c in self.completion_classes if site in c)
 
     # ------------------------------------------------------------------ names
 

@@ -38,6 +38,7 @@ DEAD_RESET = "dead-variable-reset"
 FUSION = "wait-release-fusion"            # the kernel may be fused (every op must allow it)
 FUSION_WAIT = "wait-release-fusion:wait"      # this op may be the fused wait
 FUSION_RELEASE = "wait-release-fusion:release"  # this op may be the fused release
+MERGED_COMPLETIONS = "merged-completions"  # R7: copy sites whose completions are the same step
 REDUCTIONS = (SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION)
 
 
@@ -111,7 +112,7 @@ def sync_op(cls):
     return cls
 
 
-ALL = frozenset({SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION})
+ALL = frozenset({SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION, MERGED_COMPLETIONS})
 
 # ----------------------------------------------------------------------------- helpers
 

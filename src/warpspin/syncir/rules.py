@@ -283,6 +283,25 @@ def rule_places(rule: Rule) -> list:
     return out
 
 
+def replace_places(obj, fn):
+    """`obj` (a rule, statement, expression or tuple of them) with every place p replaced by
+    fn(p) (fn returns p itself to keep it)."""
+    from dataclasses import fields, is_dataclass, replace
+    if isinstance(obj, Place):
+        obj = fn(obj)
+    if isinstance(obj, tuple):
+        return tuple(replace_places(x, fn) for x in obj)
+    if is_dataclass(obj) and not isinstance(obj, type):
+        changes = {}
+        for f in fields(obj):
+            v = getattr(obj, f.name)
+            w = replace_places(v, fn)
+            if w is not v:
+                changes[f.name] = w
+        return replace(obj, **changes) if changes else obj
+    return obj
+
+
 @dataclass
 class SubRules:
     """Named parameterless sub-rules of a kernel (Promela inlines), in definition order."""
