@@ -60,9 +60,9 @@ def test_parallel_bfs_counterexample_is_rederived_and_replays():
 def test_hunt_finds_what_the_search_cannot_reach():
     """The exhaustive BFS runs out of memory before the bug's depth; a bitstate hunt finds it,
     the trail is real (replayed) and the verdict says which search found it."""
-    kernel = ring(stages=4, trips=64, consumers=16, bug="two-behind")
+    kernel = ring(stages=4, trips=64, consumers=24, bug="two-behind")
     model = lower(kernel, reduce=True, fuse=False)
-    r = check(model, timeout_s=240, memory_mb=350, jobs=2, shorten_s=5)
+    r = check(model, timeout_s=240, memory_mb=300, jobs=2, shorten_s=5)
     assert r.kind == "parity-aliasing"
     assert r.first_found_by.startswith("hunt")
     assert "memory" in r.truncated
@@ -74,7 +74,7 @@ def test_hunts_go_on_after_the_search_stops_at_a_limit(monkeypatch):
     the hunts still run, for as long again as the search ran, and find the bug."""
     from warpspin.engine import portfolio
     monkeypatch.setattr(portfolio, "HUNT_AFTER_S", 12.0)
-    model = lower(ring(stages=4, trips=64, consumers=16, bug="two-behind"), reduce=True,
+    model = lower(ring(stages=4, trips=64, consumers=24, bug="two-behind"), reduce=True,
                   fuse=False)
     r = check(model, timeout_s=240, memory_mb=300, jobs=2, shorten_s=3)
     assert "memory" in r.truncated
@@ -84,7 +84,7 @@ def test_hunts_go_on_after_the_search_stops_at_a_limit(monkeypatch):
 
 def test_hunts_never_make_a_result_complete():
     model = lower(ring(stages=4, trips=64, consumers=16), reduce=True, fuse=False)
-    r = check(model, timeout_s=240, memory_mb=350, jobs=2)
+    r = check(model, timeout_s=240, memory_mb=120, jobs=2)
     assert r.kind is None and not r.complete and "memory" in r.truncated
     assert r.hunts >= 1
 
@@ -92,7 +92,7 @@ def test_hunts_never_make_a_result_complete():
 def test_parallel_bfs_out_of_shared_memory_is_not_complete():
     """A core that stops for lack of shared memory leaves the others printing `errors: 0`."""
     model = lower(ring(stages=4, trips=64, consumers=16), reduce=True, fuse=False)
-    r = check(model, timeout_s=240, memory_mb=300, jobs=4)
+    r = check(model, timeout_s=240, memory_mb=120, jobs=4)
     assert r.kind is None and not r.complete
     assert "memory" in r.truncated
 

@@ -72,7 +72,7 @@ def test_unknown_footprint_switches_every_reduction_off(op_class):
     refused = {d.reduction: d.why for d in m.refused}
     assert set(refused) == {"independent-ctas", "symmetric-instances", "narrow-types",
                             "dead-variable-reset", "wait-release-fusion",
-                            "merged-completions"}
+                            "merged-completions", "early-issue"}
     for why in refused.values():
         assert "dummy.unknown" in why and "dummy.py:42" in why and "footprint" in why
 
@@ -149,7 +149,7 @@ def test_merged_completions_fewer_states(op_class):
     """The same kernel with an op that does not list R7 in its facts: counters per site."""
     fp = Footprint((Access("mbarrier", "read", "cta"),))
     merged = _check(copy_kernel(32, (op_class("dummy.merge", fp, ALL)(),)))
-    Unproven = op_class("dummy.nomerge", fp, ALL - {"merged-completions"})
+    Unproven = op_class("dummy.nomerge", fp, ALL - {"merged-completions", "early-issue"})
     split = _check(copy_kernel(32, (Unproven(),)))
     assert merged.verdict == split.verdict == "verified"
     assert "merged-completions" in str(split.config["reductions_refused"])
@@ -176,3 +176,41 @@ def test_replay_resolves_a_completion_named_by_its_class():
     assert rp.error == "trace ends without a violation", rp.error  # every step was enabled
     wrong_class = Complete(1, helper_copy + 1, 0, 0)
     assert replay(k, events[:-1] + [wrong_class]).error.startswith("step")
+
+
+# ----------------------------------------------------------------------------- R8
+
+def test_early_issue_listed_fewer_states_and_verdicts_agree(op_class):
+    """The loader's and the helper's copies are issued with the step before them once `full` is
+    published; a kernel with an op that does not list R8 keeps them as steps of their own."""
+    fp = Footprint((Access("mbarrier", "read", "cta"),))
+    m = lower(copy_kernel(32))
+    assert any(r.startswith("R8: early issue of 2 ") for r in m.reductions), m.reductions
+    early = _check(copy_kernel(32, (op_class("dummy.early", fp, ALL)(),)))
+    late = _check(copy_kernel(32, (op_class("dummy.late", fp, ALL - {"early-issue"})(),)))
+    assert early.verdict == late.verdict == "verified"
+    assert "early-issue" in str(late.config["reductions_refused"])
+    assert early.stats.states < late.stats.states, (early.stats.states, late.stats.states)
+
+
+def unpublished_copy_kernel(publish: bool) -> Kernel:
+    """The helper copies into `full` right after the loader's init (and fence) without a barrier
+    in between unless `publish`: uninitialized-barrier, which the early issue must not hide (its
+    condition is false until the init is published)."""
+    from warpspin.syncir import MbarArriveExpectTx, TmaLoad
+    full = MBarRef("full")
+    sync = (BarSync(),) if publish else ()
+    loader = (Elect((MbarInit(full, 1), MbarInitFence())), BarSync(),
+              Elect((MbarArriveExpectTx(full, 32), TmaLoad(full, 16))), MbarWait(full, 0))
+    helper = (*sync, Elect((TmaLoad(full, 16),)), *(() if publish else (BarSync(),)))
+    return Kernel("unpublished", (Process("loader", loader, warps=(0, 1)),
+                                  Process("helper", helper, warps=(1, 2))), (MBarrierDecl("full"),))
+
+
+@pytest.mark.parametrize("publish", [True, False])
+def test_early_issue_keeps_use_before_publication(publish):
+    red, plain = _check(unpublished_copy_kernel(publish)), _check(unpublished_copy_kernel(publish),
+                                                                 reduce=False)
+    assert red.verdict == plain.verdict == ("verified" if publish else "violation")
+    if not publish:
+        assert red.violations[0].kind == plain.violations[0].kind == "uninitialized-barrier"

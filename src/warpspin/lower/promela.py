@@ -29,7 +29,7 @@ from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
                               ASYNC_COPY, SHARED_WORD, ctype)
-from ..syncir.ops import DEAD_RESET, FUSION, MERGED_COMPLETIONS, NARROW_TYPES
+from ..syncir.ops import DEAD_RESET, EARLY_ISSUE, FUSION, MERGED_COMPLETIONS, NARROW_TYPES
 from ..syncir.rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField,
                             NamedField, Obs, Self, Set, When, WordField)
 
@@ -128,7 +128,9 @@ class _Lowering:
         dead = red.kernel_wide(kernel, DEAD_RESET) if reduce else None
         fusion = red.kernel_wide(kernel, FUSION) if reduce and fuse else None
         merge = red.kernel_wide(kernel, MERGED_COMPLETIONS) if reduce else None
-        for d in (narrow, dead, fusion, merge):
+        early = red.kernel_wide(kernel, EARLY_ISSUE) if reduce else None
+        self.early_ok = early is not None and early.applied
+        for d in (narrow, dead, fusion, merge, early):
             if d is not None:
                 decisions.append(d)
         self.decisions = decisions
@@ -144,6 +146,8 @@ class _Lowering:
                      for pi in range(len(self.flat))]
         self.fusable = [red.fusable_blocks(fp) if fusion is not None and fusion.applied else {}
                         for fp in self.flat]
+        self.early = [self._early_issues(pi) if self.early_ok else {}
+                      for pi in range(len(self.flat))]
         self.monitored = sorted({fp.code[w].stmt.bar.name for pi, fp in enumerate(self.flat)
                                  for w in self.fusable[pi]})
         self.atw = _unique(self.monitored, "atw_")
@@ -174,6 +178,21 @@ class _Lowering:
 
     def word_index(self, array: str, cta: Expr, index: Expr) -> Expr:
         return _cta_major(self.k.word_array(array).size, cta, index)
+
+    def _early_issues(self, pi: int) -> dict[int, Expr]:
+        """R8: {pc: condition} of the async issues of process pi that the step before them
+        also takes when the condition holds (docs/semantics.md). Not an R6 wait or release,
+        nor a shared-word access (their monitors count the instances resting there)."""
+        fused = set(self.fusable[pi]) | set(self.fusable[pi].values())
+        out = {}
+        for pc, ins in self.flat[pi].ops():
+            cond_of = getattr(ins.stmt, "early_issue_condition", None)
+            if cond_of is None or pc in fused or pc in self.lay.word_ops[pi]:
+                continue
+            cond = cond_of(self.lay.ctx(pi, pc))
+            if cond is not None:
+                out[pc] = cond
+        return out
 
     def _infl_slots(self, merge: bool):
         """The in-flight counters: one per (copy site, target CTA, element) or, with R7, one per
@@ -789,13 +808,15 @@ class _Ctx(_GlobalCtx):
     def continuation(self, tag: str, start: int) -> list[str]:
         code = self.fp.code
         tag = self.tag + tag
-        if isinstance(code[start], Op):
+        early = self.low.early[self.pi]
+        rests = lambda pc: isinstance(code[pc], Op) and pc not in early  # noqa: E731
+        if rests(start):
             return [" ".join([*self.at_word(start, 1), *self.resets(start), *self.at_w(start, 1),
                               f"{self.pc} = {start}"])]
         order, seen, todo = [], set(), [start]
         while todo:
             pc = todo.pop()
-            if pc in seen or isinstance(code[pc], Op):
+            if pc in seen or rests(pc):
                 continue
             seen.add(pc)
             order.append(pc)
@@ -805,11 +826,12 @@ class _Ctx(_GlobalCtx):
                 succ.append(ins.target)
             todo += succ
 
+        def rest(pc: int) -> str:
+            return " ".join([*self.at_word(pc, 1), *self.resets(pc), *self.at_w(pc, 1),
+                             f"{self.pc} = {pc}; goto D{tag}"])
+
         def to(pc: int) -> str:
-            if isinstance(code[pc], Op):
-                return " ".join([*self.at_word(pc, 1), *self.resets(pc), *self.at_w(pc, 1),
-                                 f"{self.pc} = {pc}; goto D{tag}"])
-            return f"goto C{tag}_{pc}"
+            return rest(pc) if rests(pc) else f"goto C{tag}_{pc}"
 
         band = LIMITS.local_band
         checked = self.low.checked_locals[self.pi]
@@ -818,7 +840,11 @@ class _Ctx(_GlobalCtx):
             ins = code[pc]
             lab = f"C{tag}_{pc}:"
             v = _viol_text(str(self.pi), self.inst, str(pc))
-            if isinstance(ins, Let) and ins.var in self.consts:
+            if pc in early:  # R8: the issue is taken here too when its condition holds
+                _, body = self.visible(pc)
+                out.append(f"{lab} if :: ({self.e(early[pc])}) -> {' '.join(body)} "
+                           f"{to(pc + 1)} :: else -> {rest(pc)} fi;")
+            elif isinstance(ins, Let) and ins.var in self.consts:
                 out.append(f"{lab} {to(pc + 1)};")  # R3: a known local, not stored
             elif isinstance(ins, Let):
                 x = self.locals[ins.var]
@@ -879,6 +905,10 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
         reductions.append("narrow-types: locals and mbarrier fields typed by their proven range (bit-fields), known ones not stored")
     if low.dead:
         reductions.append("dead-variable-reset: dead locals and obs reset at each step")
+    early = sum(map(len, low.early))
+    if early:
+        reductions.append(f"R8: early issue of {early} async copy site(s) (taken with the step "
+                          "before them when their barrier is published in their own CTA)")
     merged = [c for c in low.infl_classes if len(c) > 1]
     if merged:
         reductions.append(f"R7: merged completions: {sum(map(len, merged))} copy sites in "

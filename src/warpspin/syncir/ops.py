@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, WordRef, _lift_fields,
-                 expr_vars, lift)
+from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef,
+                 _lift_fields, expr_vars, lift)
 from .objects import LIMITS
 from .rules import (Call, ClusterField, El, Fail, Hook, Inflight, Live, Local, NamedField, Obs,
                     Rule, Self, Set, When, WordField, add, all_of, any_of, sub)
@@ -39,6 +39,7 @@ FUSION = "wait-release-fusion"            # the kernel may be fused (every op mu
 FUSION_WAIT = "wait-release-fusion:wait"      # this op may be the fused wait
 FUSION_RELEASE = "wait-release-fusion:release"  # this op may be the fused release
 MERGED_COMPLETIONS = "merged-completions"  # R7: copy sites whose completions are the same step
+EARLY_ISSUE = "early-issue"  # R8: the kernel allows an async issue to run with the step before it
 REDUCTIONS = (SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION)
 
 
@@ -112,7 +113,8 @@ def sync_op(cls):
     return cls
 
 
-ALL = frozenset({SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION, MERGED_COMPLETIONS})
+ALL = frozenset({SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION, MERGED_COMPLETIONS,
+                 EARLY_ISSUE})
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -865,6 +867,17 @@ class TmaLoad(SyncOp):
                 *lifetime, *vis_checks(el, tma=True),
                 *_issue(Inflight(c.process, c.pc, Const(t), self.bar.index), T)]))
         return Rule(body)
+
+    def early_issue_condition(self, c) -> Expr | None:
+        """R8 (docs/semantics.md): when this holds, the issue commutes left with every step of
+        every other instance until it is taken: the element exists, is in the issuing CTA (whose
+        threads cannot all exit first) and its init is published (`vis` never leaves 3 but by a
+        violating re-init). A multicast copy reaches other CTAs: None."""
+        if self.multicast is not None:
+            return None
+        el, checks = resolve(c, self.bar)
+        exists = [UnOp("not", ch.cond) for ch in checks]
+        return all_of(*exists, _eq(el.cta, Const(c.cta)), _eq(el.vis, 3))
 
     def complete(self, c, cta: int, index: int):
         el = El(self.bar.name, Const(cta), Const(index))
