@@ -56,3 +56,13 @@ def test_hunt_abort_is_no_counterexample():
     """A hunt that stops itself leaves no trail the portfolio takes for a counterexample."""
     res = check(lower(kernel()), vector_size=16, timeout_s=60, jobs=2, grow_vector=False)
     assert res.kind is None and res.events == [] and not res.complete
+
+
+def test_time_limit_while_compiling_is_inconclusive_not_an_error():
+    """A model too big to translate and compile within the time limit (the 64-warp cluster-8
+    cross-entropy's pan.c took minutes of gcc) is a limit reached: INCONCLUSIVE, never ERROR."""
+    from warpspin.pipeline import check_kernel
+    from warpspin.syncir.protocols import ring
+    r = check_kernel(ring(stages=4, trips=16, consumers=8), timeout_s=0.05)
+    assert r.verdict == "inconclusive", r
+    assert "time limit" in r.reasons[0] and "nothing was searched" in r.reasons[0]

@@ -62,7 +62,7 @@ def test_reductions_are_recorded():
     m = lower(ring(stages=2, trips=4, consumers=4, ctas=2))
     names = [r.split(":")[0] for r in m.reductions]
     assert names == ["independent-ctas", "symmetric-instances", "narrow-types",
-                     "dead-variable-reset", "R6"]
+                     "dead-variable-reset", "R8", "R6"]
     assert m.fused == ((0, 13, 14), (1, 5, 6))  # producer empty->full, consumer full->empty
     assert lower(ring(stages=2, trips=4, consumers=4, ctas=2), reduce=False).reductions == ()
     assert "R6" not in [r.split(":")[0] for r in lower(ring(consumers=4), fuse=False).reductions]

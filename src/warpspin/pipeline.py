@@ -13,7 +13,7 @@ import os
 import time
 import traceback
 
-from .engine import EngineError, lower_and_check
+from .engine import EngineError, EngineTimeout, lower_and_check
 from .lower import LowerError
 from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
                             BlockedWait, Location, Note, Result, Stats, TraceStep, Violation)
@@ -71,6 +71,11 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         model, er = lower_and_check(kernel, reduce=reduce, timeout_s=timeout_s, memory_mb=memory_mb,
                                     jobs=jobs)
         _emit(model, kernel, emit_promela)
+    except EngineTimeout as e:
+        res.verdict = INCONCLUSIVE
+        res.reasons = [f"the time limit was reached before the search began ({e}): raise "
+                       "--timeout; nothing was searched"]
+        return
     except (LowerError, EngineError) as e:
         res.verdict = ERROR
         res.reasons = [f"internal error: the kernel could not be model-checked: {e}"]

@@ -40,6 +40,11 @@ class EngineError(Exception):
     """SPIN or the C compiler failed on a model (a lowering bug, not a verdict)."""
 
 
+class EngineTimeout(EngineError):
+    """The time limit ran out while SPIN or the C compiler prepared the search (a limit, not a
+    bug: the verdict is INCONCLUSIVE)."""
+
+
 @dataclass
 class EngineResult:
     complete: bool                 # every reachable state was searched, and no error was found
@@ -235,7 +240,8 @@ def _run(cmd, cwd, timeout, what) -> subprocess.CompletedProcess:
     try:
         r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise EngineError(f"{what} timed out after {timeout:.0f} s") from None
+        raise EngineTimeout(f"{what} did not finish within the {timeout:.0f} s left of the "
+                            "time limit") from None
     if r.returncode != 0:
         raise EngineError(f"{what} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     return r
