@@ -72,7 +72,7 @@ def test_unknown_footprint_switches_every_reduction_off(op_class):
     refused = {d.reduction: d.why for d in m.refused}
     assert set(refused) == {"independent-ctas", "symmetric-instances", "narrow-types",
                             "dead-variable-reset", "wait-release-fusion",
-                            "merged-completions", "early-issue"}
+                            "merged-completions", "early-issue", "failed-test-blocks"}
     for why in refused.values():
         assert "dummy.unknown" in why and "dummy.py:42" in why and "footprint" in why
 
@@ -149,7 +149,7 @@ def test_merged_completions_fewer_states(op_class):
     """The same kernel with an op that does not list R7 in its facts: counters per site."""
     fp = Footprint((Access("mbarrier", "read", "cta"),))
     merged = _check(copy_kernel(32, (op_class("dummy.merge", fp, ALL)(),)))
-    Unproven = op_class("dummy.nomerge", fp, ALL - {"merged-completions", "early-issue"})
+    Unproven = op_class("dummy.nomerge", fp, ALL - {"merged-completions", "early-issue", "failed-test-blocks"})
     split = _check(copy_kernel(32, (Unproven(),)))
     assert merged.verdict == split.verdict == "verified"
     assert "merged-completions" in str(split.config["reductions_refused"])
@@ -214,3 +214,53 @@ def test_early_issue_keeps_use_before_publication(publish):
     assert red.verdict == plain.verdict == ("verified" if publish else "violation")
     if not publish:
         assert red.violations[0].kind == plain.violations[0].kind == "uninitialized-barrier"
+
+
+# ----------------------------------------------------------------------------- R9
+
+def try_wait_kernel(consumer_arrives: bool, extra=()) -> Kernel:
+    """A two-stage ring in the pipelines' shape: the consumer tests the next stage's phase
+    (`consumer_try_wait`) and waits on it only if the test failed (`consumer_wait`). Without the
+    consumer's release the producer deadlocks on `empty`."""
+    from warpspin.syncir import If, MbarTestWait
+    full, empty = MBarRef("full", Var("s")), MBarRef("empty", Var("s"))
+    prod = (Elect((MbarInit(MBarRef("full", 0), 1), MbarInit(MBarRef("full", 1), 1),
+                   MbarInit(MBarRef("empty", 0), 1), MbarInit(MBarRef("empty", 1), 1),
+                   MbarInitFence())), BarSync(), *extra,
+            For("k", 0, 4, (MbarWait(empty, Var("ph") ^ 1), Elect((MbarArrive(full, 1),)),
+                            Assign("s", Var("s") ^ 1),
+                            Assign("ph", Var("ph") ^ Var("s").eq(0)))))
+    release = (Elect((MbarArrive(empty, 1),)),) if consumer_arrives else ()
+    cons = (BarSync(), *extra, MbarTestWait("t", full, Var("ph")),
+            For("k", 0, 4, (If(Var("t").eq(0), (MbarWait(full, Var("ph")),)), *release,
+                            Assign("s", Var("s") ^ 1),
+                            Assign("ph", Var("ph") ^ Var("s").eq(0)),
+                            If((Var("k") + 1).lt(4), (MbarTestWait("t", full, Var("ph")),),
+                               (Assign("t", 1),)))))
+    return Kernel("trywait", (Process("producer", prod, warps=(0, 1)),
+                              Process("consumer", cons, warps=(1, 2))),
+                  (MBarrierDecl("full", 2), MBarrierDecl("empty", 2)))
+
+
+def test_failed_test_blocks_listed_fewer_states_and_verdicts_agree(op_class):
+    fp = Footprint((Access("mbarrier", "read", "cta"),))
+    m = lower(try_wait_kernel(True))
+    assert any(r.startswith("R9: 2 test-wait") for r in m.reductions), m.reductions
+    blocked = _check(try_wait_kernel(True, (op_class("dummy.r9", fp, ALL)(),)))
+    failing = _check(try_wait_kernel(True, (op_class("dummy.nor9", fp,
+                                                     ALL - {"failed-test-blocks"})(),)))
+    assert blocked.verdict == failing.verdict == _check(try_wait_kernel(True), False).verdict \
+        == "verified"
+    assert "failed-test-blocks" in str(failing.config["reductions_refused"])
+    assert blocked.stats.states < failing.stats.states, (blocked.stats.states,
+                                                         failing.stats.states)
+
+
+def test_failed_test_blocks_deadlock_replays_with_the_failed_test():
+    """The reduced model's deadlock leaves the consumer at its test; the trail is completed with
+    the failing test (the consumer then blocks in its wait) and replays."""
+    red, plain = _check(try_wait_kernel(False)), _check(try_wait_kernel(False), reduce=False)
+    assert red.verdict == plain.verdict == "violation"
+    assert red.violations[0].kind == plain.violations[0].kind == "deadlock"
+    assert red.violations[0].replayed
+    assert len(red.violations[0].trace) == len(plain.violations[0].trace)

@@ -24,14 +24,16 @@ from dataclasses import dataclass
 
 from . import analysis
 from . import reductions as red
+from .testwait import blocking_tests
 from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, is_exit
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
                               ASYNC_COPY, SHARED_WORD, ctype)
-from ..syncir.ops import DEAD_RESET, EARLY_ISSUE, FUSION, MERGED_COMPLETIONS, NARROW_TYPES
+from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
+                          NARROW_TYPES)
 from ..syncir.rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField,
-                            NamedField, Obs, Self, Set, When, WordField)
+                            NamedField, Obs, Self, Set, When, WordField, any_of)
 
 
 class LowerError(Exception):
@@ -130,7 +132,9 @@ class _Lowering:
         merge = red.kernel_wide(kernel, MERGED_COMPLETIONS) if reduce else None
         early = red.kernel_wide(kernel, EARLY_ISSUE) if reduce else None
         self.early_ok = early is not None and early.applied
-        for d in (narrow, dead, fusion, merge, early):
+        blocks = red.kernel_wide(kernel, FAILED_TEST_BLOCKS) if reduce else None
+        self.blocks_ok = blocks is not None and blocks.applied
+        for d in (narrow, dead, fusion, merge, early, blocks):
             if d is not None:
                 decisions.append(d)
         self.decisions = decisions
@@ -140,6 +144,10 @@ class _Lowering:
         pr = {p.name: (p.lo, p.hi) for p in kernel.params}
         self.ranges = [analysis.ranges(self.lay, pi, pr) for pi in range(len(self.flat))]
         self.checked_locals = [analysis.checked_locals(r) for r in self.ranges]
+        self.blocking = [blocking_tests(fp, analysis.liveness(self.lay, pi)[0],
+                                        self.checked_locals[pi],
+                                        analysis.pc_states(self.lay, pi, pr)[0])
+                         if self.blocks_ok else {} for pi, fp in enumerate(self.flat)]
         self.narrow = narrow is not None and narrow.applied
         self.dead = dead is not None and dead.applied
         self.live = [analysis.liveness(self.lay, pi) if self.dead else None
@@ -395,6 +403,10 @@ class _Lowering:
         if pc in self.fusable[ctx.pi]:
             return self.fused_option(ctx, pc, ins, close, after)
         guard, body = ctx.visible(pc)
+        block = self.blocking[ctx.pi].get(pc)
+        if block is not None:  # R9: a test bound to fail and then wait on its phase, waits
+            wait = ins.stmt.wait_guard(self.lay.ctx(ctx.pi, pc))
+            guard = ctx.e(any_of(wait, UnOp("not", block)))
         at = f"{ctx.pc} == {pc}" + (f" && {when}" if when else "")
         lines = [f"  :: d_step {{ {at if guard == '1' else at + ' && ' + guard} ->",
                  *_indent(ctx.at_word(pc, -1), 7), *_indent(body, 7)]
@@ -909,6 +921,10 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
     if early:
         reductions.append(f"R8: early issue of {early} async copy site(s) (taken with the step "
                           "before them when their barrier is published in their own CTA)")
+    blocking = sum(map(len, low.blocking))
+    if blocking:
+        reductions.append(f"R9: {blocking} test-wait(s) whose failure only leads to a wait on "
+                          "the same phase wait instead of failing")
     merged = [c for c in low.infl_classes if len(c) > 1]
     if merged:
         reductions.append(f"R7: merged completions: {sum(map(len, merged))} copy sites in "

@@ -409,6 +409,34 @@ class Machine:
                 evs.append(Complete(*key))
         return evs
 
+    def settle_failed_tests(self, s: State, log: "ReplayLog | None" = None) -> State:
+        return self.failed_test_steps(s, log)[0]
+
+    def failed_test_steps(self, s: State, log: "ReplayLog | None" = None):
+        """`s` after every instance resting at a test-wait that fails there takes it, when
+        that brings it, through local code, to a wait that cannot pass either: a model with R9
+        keeps such an instance at its test, so its deadlock ends one step before (docs/
+        semantics.md, R9). Any other step leaves `s` unchanged. Returns the state and the steps."""
+        steps = []
+        for inst in self.instances:
+            gid = inst.gid
+            if self.ended(s, gid):
+                continue
+            pc = self.pc(s, gid)
+            op = self.flat[inst.process].code[pc].stmt
+            if type(op).__name__ != "MbarTestWait":
+                continue
+            try:
+                t = self.step(s, Step(inst.process, inst.index, pc), log)
+            except (Violation, ModelError):
+                continue
+            nxt = self.flat[inst.process].code[self.pc(t, gid)].stmt \
+                if not self.ended(t, gid) else None
+            if type(nxt).__name__ == "MbarWait" and not self.is_enabled(t, gid):
+                s = t
+                steps.append(Step(inst.process, inst.index, pc))
+        return s, steps
+
     def in_flight_equivalent(self, s: State, ev: "Complete") -> "Complete":
         """`ev`, or when no copy of its site is in flight, the completion of a site of the same
         completion class that has one: a model with merged counters (R7) names a class by one
@@ -674,6 +702,15 @@ class Replay:
     error: str = ""
 
 
+def failed_tests_at_end(kernel: Kernel, events: list[Event]) -> list[Step]:
+    """The failing test-wait steps that complete a deadlock trail of a model with R9 (see
+    `Machine.failed_test_steps`); [] when the events do not replay."""
+    rp = replay(kernel, events, expect_kind=None)
+    if rp.violation is not None or rp.state is None or rp.error != "trace ends without a violation":
+        return []
+    return rp.machine.failed_test_steps(rp.state)[1]
+
+
 def replay(kernel: Kernel, events: list[Event], expect_kind: str | None = None) -> Replay:
     """Execute `events` in order. ok when every step is enabled and the trace ends in a violation
     of `expect_kind` (a deadlock: no step possible at the end)."""
@@ -703,6 +740,8 @@ def replay(kernel: Kernel, events: list[Event], expect_kind: str | None = None) 
                           f"replay hits {v.kind} at step {n + 1} of {len(steps)}")
         except ModelError as e:
             return Replay(False, None, s, log, m, n, f"model error at step {n + 1}: {e}")
+    if expect_kind == "deadlock" and not m.is_deadlock(s):
+        s = m.settle_failed_tests(s, log)
     if m.is_deadlock(s):
         v = Violation("deadlock", "no step is possible")
         ok = expect_kind in (None, "deadlock")

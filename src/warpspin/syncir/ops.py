@@ -40,6 +40,7 @@ FUSION_WAIT = "wait-release-fusion:wait"      # this op may be the fused wait
 FUSION_RELEASE = "wait-release-fusion:release"  # this op may be the fused release
 MERGED_COMPLETIONS = "merged-completions"  # R7: copy sites whose completions are the same step
 EARLY_ISSUE = "early-issue"  # R8: the kernel allows an async issue to run with the step before it
+FAILED_TEST_BLOCKS = "failed-test-blocks"  # R9: a test-wait bound to fail and then wait, waits
 REDUCTIONS = (SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION)
 
 
@@ -114,7 +115,7 @@ def sync_op(cls):
 
 
 ALL = frozenset({SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION, MERGED_COMPLETIONS,
-                 EARLY_ISSUE})
+                 EARLY_ISSUE, FAILED_TEST_BLOCKS})
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -565,6 +566,11 @@ class MbarTestWait(_ParityWait):
 
     def fmt(self):
         return f"{self.dest} = mbarrier.test_wait {fmt_bar(self.bar)}, parity={_e(self.parity)}"
+
+    def wait_guard(self, c) -> Expr:
+        """When the wait on the same phase would be enabled (R9 blocks the test otherwise)."""
+        el, checks, bad, aliased, passed = self.conditions(c)
+        return any_of(_scope_guard(c, self.bar, el, checks), passed, aliased, bad)
 
     def rule(self, c):
         el, checks, bad, aliased, passed = self.conditions(c)
