@@ -79,14 +79,14 @@ def test_persistent_scheduler_hands_tiles_through_shared_words():
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
 def test_persistent_verified():
     """quack's default SM90 GEMM (persistent tile scheduler, cluster 1), through the library's
-    own compile: VERIFIED for 2 k-tiles and the scheduler's launch values of one tile (2.2 M
-    states with R8; about 50 s and 0.9 GB on one core of the CI container)."""
+    own compile: VERIFIED for 2 k-tiles and the scheduler's launch values of one tile (1.1 M
+    states with R8 and R9; about 20 s on one core of the CI container)."""
     from fixtures.catalog import SCHEDULER_ONE
     sk = extract(quack_sm90_gemm("persistent"),
                  params={K_TILES: 2, "size_L558": 2, "clusterid_z": 0, **SCHEDULER_ONE})
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096))
     assert r.verdict == "verified", str(r)
-    assert r.stats.states > 2_000_000
+    assert r.stats.states > 500_000
     assert any("FastDivmod" in a for a in r.config["assumptions"])
 
 
