@@ -144,14 +144,14 @@ class _Lowering:
         pr = {p.name: (p.lo, p.hi) for p in kernel.params}
         self.ranges = [analysis.ranges(self.lay, pi, pr) for pi in range(len(self.flat))]
         self.checked_locals = [analysis.checked_locals(r) for r in self.ranges]
-        self.blocking = [blocking_tests(fp, analysis.liveness(self.lay, pi)[0],
-                                        self.checked_locals[pi],
-                                        analysis.pc_states(self.lay, pi, pr)[0])
-                         if self.blocks_ok else {} for pi, fp in enumerate(self.flat)]
         self.narrow = narrow is not None and narrow.applied
         self.dead = dead is not None and dead.applied
-        self.live = [analysis.liveness(self.lay, pi) if self.dead else None
-                     for pi in range(len(self.flat))]
+        liveness = [analysis.liveness(self.lay, pi) if self.dead or self.blocks_ok else None
+                    for pi in range(len(self.flat))]
+        self.live = liveness if self.dead else [None] * len(self.flat)  # R4 resets by it
+        self.blocking = [blocking_tests(fp, liveness[pi][0], self.checked_locals[pi],
+                                        analysis.pc_states(self.lay, pi, pr)[0])
+                         if self.blocks_ok else {} for pi, fp in enumerate(self.flat)]
         self.fusable = [red.fusable_blocks(fp) if fusion is not None and fusion.applied else {}
                         for fp in self.flat]
         self.early = [self._early_issues(pi) if self.early_ok else {}
