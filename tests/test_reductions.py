@@ -9,7 +9,8 @@ import pytest
 from warpspin.lower import lower
 from warpspin.syncir import (Elect, Kernel, Loc, MBarRef, MBarrierDecl, MbarArrive,
                              MbarInit, MbarInitFence, MbarWait, BarSync, Process, Var, For, Assign)
-from warpspin.syncir.ops import (ALL, OPS, SYMMETRIC, Access, Footprint, SyncOp, sync_op)
+from warpspin.syncir.ops import (ALL, OPS, SYMMETRIC, Access, BarSyncResume, Footprint, SyncOp,
+                                 sync_op)
 from warpspin.syncir.rules import Rule
 
 LOC = Loc("dummy.py", 42)
@@ -72,7 +73,8 @@ def test_unknown_footprint_switches_every_reduction_off(op_class):
     refused = {d.reduction: d.why for d in m.refused}
     assert set(refused) == {"independent-ctas", "symmetric-instances", "narrow-types",
                             "dead-variable-reset", "wait-release-fusion",
-                            "merged-completions", "early-issue", "failed-test-blocks"}
+                            "merged-completions", "early-issue", "failed-test-blocks",
+                            "resume-fusion"}
     for why in refused.values():
         assert "dummy.unknown" in why and "dummy.py:42" in why and "footprint" in why
 
@@ -264,3 +266,62 @@ def test_failed_test_blocks_deadlock_replays_with_the_failed_test():
     assert red.violations[0].kind == plain.violations[0].kind == "deadlock"
     assert red.violations[0].replayed
     assert len(red.violations[0].trace) == len(plain.violations[0].trace)
+
+
+def epilogue_kernel(rounds: int, extra=()) -> Kernel:
+    """An epilogue in quack's shape: a warp group (a leader warp and 3 identical warps) meets
+    on named barrier 1 four times per tile, then each warp releases the producer's stage; the
+    producer waits for the four releases. With `rounds` < 4 for the leader, the other warps wait
+    on barrier 1 for ever, and the producer for the leader's missing round: deadlock."""
+    done = MBarRef("done")
+    lead = (Elect((MbarInit(done, 4), MbarInitFence())), BarSync(), *extra,
+            *[BarSync(1, 128) for _ in range(rounds)], Elect((MbarArrive(done, 1),)))
+    warps = (BarSync(), *extra, *[BarSync(1, 128) for _ in range(4)],
+             Elect((MbarArrive(done, 1),)))
+    prod = (BarSync(), MbarWait(done, 0))
+    return Kernel("epilogue", (Process("lead", lead, warps=(0, 1)),
+                               Process("warps", warps, warps=(1, 4), instances=3),
+                               Process("producer", prod, warps=(4, 5))),
+                  (MBarrierDecl("done"),))
+
+
+def test_resume_fusion_listed_fewer_states_and_verdicts_agree(op_class):
+    fp = Footprint((Access("mbarrier", "read", "cta"),))
+    m = lower(epilogue_kernel(4))
+    assert any(r.startswith("R10: ") for r in m.reductions), m.reductions
+    fused = _check(epilogue_kernel(4, (op_class("dummy.r10", fp, ALL)(),)))
+    apart = _check(epilogue_kernel(4, (op_class("dummy.nor10", fp, ALL - {"resume-fusion"})(),)))
+    assert fused.verdict == apart.verdict == _check(epilogue_kernel(4), False).verdict \
+        == "verified"
+    assert "resume-fusion" in str(apart.config["reductions_refused"])
+    assert fused.stats.states < apart.stats.states, (fused.stats.states, apart.stats.states)
+
+
+def test_resume_fusion_deadlock_agrees_with_plain_and_replays():
+    red, plain = _check(epilogue_kernel(3)), _check(epilogue_kernel(3), reduce=False)
+    assert red.verdict == plain.verdict == "violation"
+    # the deadlock is classified: the producer waits for arrivals that can no longer come
+    assert red.violations[0].kind == plain.violations[0].kind == "arrival-mismatch"
+    assert red.violations[0].replayed
+
+
+def test_resume_fusion_not_taken_into_a_monitored_pc():
+    """A resume followed by an R6 fused wait keeps its own step (R6's monitor counts the
+    instances resting at that wait); a resume followed by a plain arrive is fused."""
+    b, c = MBarRef("b"), MBarRef("c")
+    cons = (BarSync(), MbarWait(b, 0), Elect((MbarArrive(c, 1),)))
+    prod = (Elect((MbarInit(b, 1), MbarInit(c, 1), MbarInitFence())), BarSync(),
+            Elect((MbarArrive(b, 1),)), MbarWait(c, 0))
+    m = lower(Kernel("k", (Process("producer", prod, warps=(0, 1)),
+                           Process("consumer", cons, warps=(1, 2))),
+                     (MBarrierDecl("b"), MBarrierDecl("c"))))
+    def resume_pc(pi):
+        (r,) = [pc for pc, ins in m.flat[pi].ops() if isinstance(ins.stmt, BarSyncResume)]
+        return r
+    waits = {(pi, w) for pi, w, _ in m.fused}
+    resumed = {(pi, r): n for pi, r, n in m.resumed}
+    assert (1, resume_pc(1) + 1) in waits, m.fused   # the consumer's wait after its resume
+    assert (1, resume_pc(1)) not in resumed
+    assert all((pi, n) not in waits for (pi, _), n in resumed.items())
+    n = resumed[(0, resume_pc(0))]                   # the producer's resume takes its arrive
+    assert type(m.flat[0].code[n].stmt).__name__ == "MbarArrive"

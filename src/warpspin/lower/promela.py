@@ -31,6 +31,7 @@ from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
                               ASYNC_COPY, SHARED_WORD, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
+                          RESUME_FUSION, RESUME_MOVER,
                           NARROW_TYPES)
 from ..syncir.rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField,
                             NamedField, Obs, Self, Set, When, WordField, any_of)
@@ -58,6 +59,8 @@ class LoweredModel:
     # R6 wait->release fusion: (process, wait pc, release pc) of every fused block
     fused: tuple[tuple[int, int, int], ...] = ()
     integer_problems: tuple[tuple[str, object], ...] = ()  # expressions beyond 32 bits
+    # R10 resume fusion: (process, resume pc, pc of the op taken with it)
+    resumed: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def lowered(self) -> Kernel:
@@ -134,7 +137,8 @@ class _Lowering:
         self.early_ok = early is not None and early.applied
         blocks = red.kernel_wide(kernel, FAILED_TEST_BLOCKS) if reduce else None
         self.blocks_ok = blocks is not None and blocks.applied
-        for d in (narrow, dead, fusion, merge, early, blocks):
+        resume = red.kernel_wide(kernel, RESUME_FUSION) if reduce else None
+        for d in (narrow, dead, fusion, merge, early, blocks, resume):
             if d is not None:
                 decisions.append(d)
         self.decisions = decisions
@@ -156,6 +160,8 @@ class _Lowering:
                         for fp in self.flat]
         self.early = [self._early_issues(pi) if self.early_ok else {}
                       for pi in range(len(self.flat))]
+        self.resumes = [self._resume_blocks(pi) if resume is not None and resume.applied else {}
+                        for pi in range(len(self.flat))]
         self.monitored = sorted({fp.code[w].stmt.bar.name for pi, fp in enumerate(self.flat)
                                  for w in self.fusable[pi]})
         self.atw = _unique(self.monitored, "atw_")
@@ -200,6 +206,23 @@ class _Lowering:
             cond = cond_of(self.lay.ctx(pi, pc))
             if cond is not None:
                 out[pc] = cond
+        return out
+
+    def _resume_blocks(self, pi: int) -> dict[int, int]:
+        """R10: {r: n} for every resume at pc r followed by `Let`s only up to the visible op at
+        n that its step may take along (docs/semantics.md). n must not be a pc that a monitor
+        counts (R6's fused waits, shared-word accesses), an R8 issue, an R9 test or an exit."""
+        fp = self.flat[pi]
+        busy = (set(self.fusable[pi]) | set(self.fusable[pi].values()) | set(self.early[pi])
+                | set(self.blocking[pi]) | set(self.lay.word_ops[pi]))
+        out = {}
+        for r, ins in fp.ops():
+            if RESUME_MOVER not in ins.stmt.facts() or r in busy:
+                continue
+            n = red.after_lets(fp, r)
+            nxt = fp.code[n] if n < len(fp.code) else None
+            if isinstance(nxt, Op) and n not in busy and not is_exit(nxt):
+                out[r] = n
         return out
 
     def _infl_slots(self, merge: bool):
@@ -402,6 +425,8 @@ class _Lowering:
         condition on the option)."""
         if pc in self.fusable[ctx.pi]:
             return self.fused_option(ctx, pc, ins, close, after)
+        if pc in self.resumes[ctx.pi]:
+            return self.resume_option(ctx, pc, close, after)
         guard, body = ctx.visible(pc)
         block = self.blocking[ctx.pi].get(pc)
         if block is not None:  # R9: a test bound to fail and then wait on its phase, waits
@@ -447,6 +472,24 @@ class _Lowering:
                 *_indent(fused, 12),
                 "          :: else ->",
                 *_indent(alone, 12),
+                "       fi;", *_indent(after, 7), f"     {close}"]
+
+    def resume_option(self, ctx: "_Ctx", r: int, close: str, after=()) -> list[str]:
+        """R10 (docs/semantics.md): the resume at `r`, the `Let`s after it and, when its guard
+        holds then, the op at n = resumes[r], in one d_step (each prints its WS|S line).
+        Otherwise the resume and the `Let`s alone, as in the unfused model."""
+        n = self.resumes[ctx.pi][r]
+        guard, rbody = ctx.visible(r)
+        nguard, nbody = ctx.visible(n)
+        lets = [f"{ctx.locals[x.var]} = {ctx.e(x.value)};" for x in ctx.fp.code[r + 1:n]
+                if x.var in ctx.locals]
+        at = f"{ctx.pc} == {r}"
+        return [f"  :: d_step {{ {at if guard == '1' else at + ' && ' + guard} ->",
+                *_indent(rbody, 7), *_indent(lets, 7),
+                f"       if :: {nguard} ->",
+                *_indent([*ctx.resets(n), *nbody, *ctx.continuation(f"R{r}", n + 1)], 12),
+                "          :: else ->",
+                *_indent(ctx.continuation(str(r), n), 12),
                 "       fi;", *_indent(after, 7), f"     {close}"]
 
     # -- the symmetric encoding
@@ -934,10 +977,16 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
     if fused:
         reductions.append(f"R6: wait-release fusion of {len(fused)} block(s) (a passing wait and "
                           "the release after it are one step; monitored, exact)")
+    resumed = sum(map(len, low.resumes))
+    if resumed:
+        reductions.append(f"R10: {resumed} barrier resume(s) taken with the step after them "
+                          "when it can run")
     probe = ""
     if checked is not None:
         probe = text.replace("  atomic {\n", "  atomic {\n    run ws_probe();\n", 1)
         probe = probe.replace("\ninit {", PROBE + "\ninit {", 1)
     return LoweredModel(kernel, text, low.lay, tuple(low.proctypes), tuple(sorted(low.symmetric)),
                         tuple(reductions), tuple(refused), checked, cta_procs, probe, fused,
-                        tuple(low.integer_problems))
+                        tuple(low.integer_problems),
+                        tuple((pi, r, n) for pi, f in enumerate(low.resumes)
+                              for r, n in sorted(f.items())))

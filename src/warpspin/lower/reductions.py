@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..syncir.flat import FlatProcess, Op
+from ..syncir.flat import FlatProcess, Let, Op
 from ..syncir.ir import Kernel, walk_stmts
 from ..syncir.ops import (FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC, SyncOp)
 
@@ -89,17 +89,22 @@ def independent_ctas(kernel: Kernel) -> tuple[Decision, Kernel | None, tuple]:
     return Decision(INDEPENDENT_CTAS, True), comp, tuple(tuple(x) for x in per)
 
 
+def after_lets(fp: FlatProcess, pc: int) -> int:
+    """The first pc after `pc` that is not a `Let` (straight line)."""
+    n = pc + 1
+    while n < len(fp.code) and isinstance(fp.code[n], Let):
+        n += 1
+    return n
+
+
 def fusable_blocks(fp: FlatProcess) -> dict[int, int]:
     """R6: {w: r} for every visible wait at pc w > 0 whose op may be a fused wait, followed by
     `Let`s only (straight line) up to a visible op at pc r that may be a fused release."""
-    from ..syncir.flat import Let
     out = {}
     for w, ins in enumerate(fp.code):
         if w == 0 or not (isinstance(ins, Op) and FUSION_WAIT in ins.stmt.facts()):
             continue
-        r = w + 1
-        while r < len(fp.code) and isinstance(fp.code[r], Let):
-            r += 1
+        r = after_lets(fp, w)
         rel = fp.code[r] if r < len(fp.code) else None
         if isinstance(rel, Op) and FUSION_RELEASE in rel.stmt.facts():
             out[w] = r

@@ -41,6 +41,8 @@ FUSION_RELEASE = "wait-release-fusion:release"  # this op may be the fused relea
 MERGED_COMPLETIONS = "merged-completions"  # R7: copy sites whose completions are the same step
 EARLY_ISSUE = "early-issue"  # R8: the kernel allows an async issue to run with the step before it
 FAILED_TEST_BLOCKS = "failed-test-blocks"  # R9: a test-wait bound to fail and then wait, waits
+RESUME_FUSION = "resume-fusion"  # R10: a passed barrier resume runs with the step after it
+RESUME_MOVER = "resume-fusion:resume"  # this op may be the resume (its guard, once true, stays)
 REDUCTIONS = (SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION)
 
 
@@ -115,7 +117,7 @@ def sync_op(cls):
 
 
 ALL = frozenset({SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION, MERGED_COMPLETIONS,
-                 EARLY_ISSUE, FAILED_TEST_BLOCKS})
+                 EARLY_ISSUE, FAILED_TEST_BLOCKS, RESUME_FUSION})
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -668,7 +670,7 @@ class BarSyncResume(SyncOp):
     mnemonic: ClassVar[str] = "bar.sync.resume"
     ptx: ClassVar[str] = "9.7.13.1"
     summary: ClassVar[str] = "blocks until the barrier's gen differs from the one seen at arrival"
-    proven: ClassVar[frozenset[str]] = ALL
+    proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
 
     @classmethod
     def example(cls):
@@ -767,7 +769,7 @@ class ClusterWait(SyncOp):
     ptx: ClassVar[str] = "9.7.13.2"
     summary: ClassVar[str] = ("without a preceding arrive: arrival-mismatch; blocks until gen "
                               "moves past the one seen at arrival")
-    proven: ClassVar[frozenset[str]] = ALL - {INDEPENDENT_CTAS}
+    proven: ClassVar[frozenset[str]] = (ALL - {INDEPENDENT_CTAS}) | {RESUME_MOVER}
 
     @classmethod
     def example(cls):
