@@ -74,7 +74,7 @@ def test_unknown_footprint_switches_every_reduction_off(op_class):
     assert set(refused) == {"independent-ctas", "symmetric-instances", "narrow-types",
                             "dead-variable-reset", "wait-release-fusion",
                             "merged-completions", "early-issue", "failed-test-blocks",
-                            "resume-fusion"}
+                            "resume-fusion", "load-runs"}
     for why in refused.values():
         assert "dummy.unknown" in why and "dummy.py:42" in why and "footprint" in why
 
@@ -325,3 +325,61 @@ def test_resume_fusion_not_taken_into_a_monitored_pc():
     assert all((pi, n) not in waits for (pi, _), n in resumed.items())
     n = resumed[(0, resume_pc(0))]                   # the producer's resume takes its arrive
     assert type(m.flat[0].code[n].stmt).__name__ == "MbarArrive"
+
+
+def words_kernel(late_store: bool, extra=(), index3=None) -> Kernel:
+    """A scheduler hands a tile over in four shared words (quack's m, n, batch, valid) and
+    arrives; three identical consumers wait and load the four words back to back (one R11 run).
+    With `late_store` the scheduler stores the last word again after its arrive: a race with the
+    run's last load only."""
+    from warpspin.syncir import Const, SmemLoad, SmemStore, WordRef, WordsDecl
+    full = MBarRef("full")
+    words = [WordRef("tile", Const(i)) for i in range(4)]
+    if index3 is not None:
+        words[3] = WordRef("tile", index3)
+    prod = (Elect((MbarInit(full, 3), MbarInitFence())), BarSync(),
+            *[SmemStore(WordRef("tile", Const(i)), Const(i + 1)) for i in range(4)],
+            Elect((MbarArrive(full, 3),)),
+            *((SmemStore(WordRef("tile", Const(3)), Const(9)),) if late_store else ()))
+    cons = (BarSync(), *extra, MbarWait(full, 0), *[SmemLoad(f"t{i}", w) for i, w in enumerate(words)])
+    return Kernel("words", (Process("scheduler", prod, warps=(0, 1)),
+                            Process("consumer", cons, warps=(1, 4), instances=3)),
+                  (MBarrierDecl("full"),), words=(WordsDecl("tile", 4),))
+
+
+def test_load_runs_listed_fewer_states_and_verdicts_agree(op_class):
+    fp = Footprint((Access("mbarrier", "read", "cta"),))
+    m = lower(words_kernel(False))
+    assert any(r.startswith("R11: 1 run(s)") and "4 loads" in r for r in m.reductions), \
+        m.reductions
+    runs = _check(words_kernel(False, (op_class("dummy.r11", fp, ALL)(),)))
+    apart = _check(words_kernel(False, (op_class("dummy.nor11", fp, ALL - {"load-runs"})(),)))
+    assert runs.verdict == apart.verdict == _check(words_kernel(False), False).verdict \
+        == "verified"
+    assert "load-runs" in str(apart.config["reductions_refused"])
+    assert runs.stats.states < apart.stats.states, (runs.stats.states, apart.stats.states)
+
+
+def test_load_runs_keep_a_race_with_a_later_load_of_the_run():
+    """The late store races with the consumers' fourth load: the reduced model counts a consumer
+    resting at the run as resting at each of its loads, so the race is found, and replays."""
+    red, plain = _check(words_kernel(True)), _check(words_kernel(True), reduce=False)
+    assert red.verdict == plain.verdict == "violation"
+    assert red.violations[0].kind == plain.violations[0].kind == "race"
+    assert red.violations[0].replayed
+
+
+def test_load_run_stops_at_a_load_not_proven_in_bounds():
+    """A later load whose index is not proven inside the array is not counted ahead (its own
+    step checks the index): the run is the first three loads. An index out of bounds is that
+    load's invalid-operand in both encodings (the race monitor does not count an instance at a
+    word that does not exist; it used to index past its array: a model error)."""
+    from warpspin.syncir import Param
+    k = words_kernel(False, index3=Var("j"))
+    k = Kernel(k.name, k.processes, k.mbarriers, params=(Param("j", 0, 4),), words=k.words)
+    m = lower(k)
+    assert any(r.startswith("R11: 1 run(s)") and "3 loads" in r for r in m.reductions), \
+        m.reductions
+    for reduce in (True, False):
+        r = _check(k, reduce)
+        assert r.verdict == "violation" and r.violations[0].kind == "invalid-operand", r

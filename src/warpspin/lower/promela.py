@@ -31,7 +31,7 @@ from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
                               ASYNC_COPY, SHARED_WORD, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
-                          RESUME_FUSION, RESUME_MOVER,
+                          LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
                           NARROW_TYPES)
 from ..syncir.rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField,
                             NamedField, Obs, Self, Set, When, WordField, any_of)
@@ -138,7 +138,8 @@ class _Lowering:
         blocks = red.kernel_wide(kernel, FAILED_TEST_BLOCKS) if reduce else None
         self.blocks_ok = blocks is not None and blocks.applied
         resume = red.kernel_wide(kernel, RESUME_FUSION) if reduce else None
-        for d in (narrow, dead, fusion, merge, early, blocks, resume):
+        runs = red.kernel_wide(kernel, LOAD_RUNS) if reduce else None
+        for d in (narrow, dead, fusion, merge, early, blocks, resume, runs):
             if d is not None:
                 decisions.append(d)
         self.decisions = decisions
@@ -162,6 +163,8 @@ class _Lowering:
                       for pi in range(len(self.flat))]
         self.resumes = [self._resume_blocks(pi) if resume is not None and resume.applied else {}
                         for pi in range(len(self.flat))]
+        self.runs = [self._load_runs(pi) if runs is not None and runs.applied else {}
+                     for pi in range(len(self.flat))]
         self.monitored = sorted({fp.code[w].stmt.bar.name for pi, fp in enumerate(self.flat)
                                  for w in self.fusable[pi]})
         self.atw = _unique(self.monitored, "atw_")
@@ -223,6 +226,40 @@ class _Lowering:
             nxt = fp.code[n] if n < len(fp.code) else None
             if isinstance(nxt, Op) and n not in busy and not is_exit(nxt):
                 out[r] = n
+        return out
+
+    def _load_runs(self, pi: int) -> dict[int, tuple[int, ...]]:
+        """R11: {first pc: pcs} of every run of two or more shared-word loads at consecutive pcs
+        whose word indices read no destination of an earlier load of the run (docs/semantics.md).
+        No pc of a run is one another reduction takes along with a step (R8, R10)."""
+        from ..syncir.ir import expr_vars
+        fp = self.flat[pi]
+        taken = set(self.early[pi]) | set(self.resumes[pi].values())
+        envs = analysis.pc_states(self.lay, pi, {p.name: (p.lo, p.hi) for p in self.k.params})[0]
+
+        def joins(run, pc) -> bool:
+            """pc's load may join `run`: its index reads no destination of the run's loads and
+            is in bounds wherever the run starts (its count is taken there)."""
+            st = fp.code[pc].stmt
+            if expr_vars(st.ref.index) & {fp.code[x].stmt.dest for x in run}:
+                return False
+            if not run:
+                return True
+            if envs[run[0]] is None:
+                return False
+            lo, hi = analysis.interval(st.ref.index, envs[run[0]], self.lay)
+            return 0 <= lo and hi < self.k.word_array(st.ref.name).size
+
+        out, pc = {}, 0
+        while pc < len(fp.code):
+            run = []
+            while pc < len(fp.code) and isinstance(fp.code[pc], Op) and pc not in taken \
+                    and LOAD_RUN_MOVER in fp.code[pc].stmt.facts() and joins(run, pc):
+                run.append(pc)
+                pc += 1
+            if len(run) > 1:
+                out[run[0]] = tuple(run)
+            pc += 0 if run else 1
         return out
 
     def _infl_slots(self, merge: bool):
@@ -427,6 +464,9 @@ class _Lowering:
             return self.fused_option(ctx, pc, ins, close, after)
         if pc in self.resumes[ctx.pi]:
             return self.resume_option(ctx, pc, close, after)
+        run = self.runs[ctx.pi].get(pc)
+        if run is not None:
+            return self.run_option(ctx, run, close, after)
         guard, body = ctx.visible(pc)
         block = self.blocking[ctx.pi].get(pc)
         if block is not None:  # R9: a test bound to fail and then wait on its phase, waits
@@ -491,6 +531,20 @@ class _Lowering:
                 "          :: else ->",
                 *_indent(ctx.continuation(str(r), n), 12),
                 "       fi;", *_indent(after, 7), f"     {close}"]
+
+    def run_option(self, ctx: "_Ctx", run: tuple[int, ...], close: str, after=()) -> list[str]:
+        """R11 (docs/semantics.md): the loads of a run in one d_step (each prints its WS|S line
+        and runs its race check). An instance resting at the run counts as resting at each of
+        its loads (`at_word`)."""
+        body = []
+        for pc in run:
+            guard, b = ctx.visible(pc)
+            assert guard == "1", "a load has no guard"
+            body += b
+        return [f"  :: d_step {{ {ctx.pc} == {run[0]} ->",
+                *_indent(ctx.at_word(run[0], -1), 7), *_indent(body, 7),
+                *_indent(ctx.continuation(str(run[0]), run[-1] + 1), 7),
+                *_indent(after, 7), f"     {close}"]
 
     # -- the symmetric encoding
     def record_fields(self, pi: int) -> list[tuple[str, str, int]]:
@@ -850,14 +904,22 @@ class _Ctx(_GlobalCtx):
     def at_word(self, pc: int, delta: int) -> list[str]:
         """Race monitor bookkeeping: an instance reaching (+1) or executing (-1) a shared-word
         access at `pc` counts in wat[word * 2 + (0 load | 1 store)]."""
-        acc = self.low.lay.word_ops[self.pi].get(pc)
-        if acc is None:
-            return []
-        kind, ref = acc
-        a = self.low.wat[ref.name]
-        i = (f"({self.e(self.low.word_index(ref.name, Const(self.p.cta), ref.index))}) * 2 + "
-             f"{1 if kind == 'st' else 0}")
-        return [f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"]
+        out = []
+        for at in self.low.runs[self.pi].get(pc, (pc,)):
+            acc = self.low.lay.word_ops[self.pi].get(at)
+            if acc is None:
+                continue
+            kind, ref = acc
+            a = self.low.wat[ref.name]
+            i = (f"({self.e(self.low.word_index(ref.name, Const(self.p.cta), ref.index))}) * 2 + "
+                 f"{1 if kind == 'st' else 0}")
+            count = f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"
+            if not isinstance(_fold(ref.index), Const):
+                # an index outside the array is the access's own invalid-operand: not counted
+                x, n = self.e(ref.index), self.low.k.word_array(ref.name).size
+                count = f"if :: (0 <= {x} && {x} < {n}) -> {count} :: else -> skip fi;"
+            out.append(count)
+        return out
 
     # -- local code after a visible instruction, up to the next visible one(s)
     def continuation(self, tag: str, start: int) -> list[str]:
@@ -977,6 +1039,10 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
     if fused:
         reductions.append(f"R6: wait-release fusion of {len(fused)} block(s) (a passing wait and "
                           "the release after it are one step; monitored, exact)")
+    runs = low.runs
+    if any(runs):
+        reductions.append(f"R11: {sum(map(len, runs))} run(s) of shared-word loads taken as "
+                          f"one step ({sum(len(r) for f in runs for r in f.values())} loads)")
     resumed = sum(map(len, low.resumes))
     if resumed:
         reductions.append(f"R10: {resumed} barrier resume(s) taken with the step after them "

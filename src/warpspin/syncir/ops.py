@@ -43,6 +43,8 @@ EARLY_ISSUE = "early-issue"  # R8: the kernel allows an async issue to run with 
 FAILED_TEST_BLOCKS = "failed-test-blocks"  # R9: a test-wait bound to fail and then wait, waits
 RESUME_FUSION = "resume-fusion"  # R10: a passed barrier resume runs with the step after it
 RESUME_MOVER = "resume-fusion:resume"  # this op may be the resume (its guard, once true, stays)
+LOAD_RUNS = "load-runs"  # R11: consecutive shared-word loads of an instance are one step
+LOAD_RUN_MOVER = "load-runs:load"  # this op may be a load of a run (a left-mover unless a race)
 REDUCTIONS = (SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION)
 
 
@@ -117,7 +119,7 @@ def sync_op(cls):
 
 
 ALL = frozenset({SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION, MERGED_COMPLETIONS,
-                 EARLY_ISSUE, FAILED_TEST_BLOCKS, RESUME_FUSION})
+                 EARLY_ISSUE, FAILED_TEST_BLOCKS, RESUME_FUSION, LOAD_RUNS})
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -978,7 +980,7 @@ class SmemLoad(SyncOp):
     mnemonic: ClassVar[str] = "ld.shared"
     ptx: ClassVar[str] = "9.7.9.8"
     summary: ClassVar[str] = "dest = val; another instance about to store the word: race"
-    proven: ClassVar[frozenset[str]] = ALL
+    proven: ClassVar[frozenset[str]] = ALL | {LOAD_RUN_MOVER}
 
     @classmethod
     def example(cls):
