@@ -40,11 +40,11 @@ class ElectOneArrives(Litmus):
 class ElectWhichLane(Litmus):
     """Which lane does elect.sync elect? Inside `elect_one`, the elected lane arrives on bar(0)
     if it is lane 0 and on bar(1) otherwise; the probes show which phase completed. PTX says
-    only that the choice is deterministic for a member mask; the model does not pick a lane,
-    and a lane predicate inside an elect branch is UNSUPPORTED (named op and line), so the H200
-    column records the fact alone."""
+    only that the choice is deterministic for a member mask; the H200 elects lane 0, the lowest
+    executing lane, and the model takes that lane when a lane predicate inside the elect branch
+    decides what it does (stated as an assumption of the verdict)."""
     rules = ("warp.elect-sync",)
-    expect = "unsupported"
+    expect = "verified"
     warps = 1
     nbars = 2
     probes = 2

@@ -423,6 +423,7 @@ class Active:
 
     lanes: frozenset
     count: int
+    leader: Optional[int] = None  # inside elect.sync: the lane the model takes as elected
 
     @property
     def exact(self) -> bool:
@@ -574,7 +575,9 @@ class WarpWalker:
     def elect_and(self, op: Op) -> None:
         """``elect.sync() & p`` (canonicalize merges ``if elect: if p:`` into one ``if``): the
         elected lane when ``p`` holds for every executing lane, nothing when it holds for none.
-        Otherwise it depends on which lane is elected, which PTX leaves unspecified."""
+        Otherwise it depends on which lane is elected: PTX only says the choice is the same for
+        the same membermask every time; the model takes the lowest executing lane (what sm_90
+        elects) and the verdict states that assumption."""
         a, b = (self.val(o) for o in op.operands[:2])
         p = b if a is ELECT else a
         if p is ELECT:
@@ -583,14 +586,18 @@ class WarpWalker:
         if isinstance(p, Expr) and expr_vars(p) <= {LANE}:
             lv = lane_values(p, self.lanes)
             seen = None if lv is None else {bool(lv[l]) for l in self.active.lanes}
+            if seen is not None and len(seen) > 1:
+                leader = min(self.active.lanes)
+                self._assume_leader(op, leader)
+                seen = {bool(lv[leader])}
             if seen == {True}:
                 self.env[op.result] = ELECT
             elif seen == {False}:
                 self.env[op.result] = Const(0)
             else:
                 self.env[op.result] = opaque(
-                    f"elect.sync and a lane predicate only some lanes satisfy (which lane "
-                    f"elect.sync elects is unspecified in PTX)@{op.loc.short()}")
+                    f"elect.sync and a lane predicate the model cannot evaluate per lane"
+                    f"@{op.loc.short()}")
             return
         self.env[op.result] = opaque(f"elect.sync combined with another condition"
                                      f"@{op.loc.short()}")
@@ -1391,7 +1398,7 @@ class WarpWalker:
             self._unsupported_if(op, out, "elect.sync executed by a subset of the warp's lanes "
                                           "(its member mask names all lanes, which it waits for)")
             return
-        then, ty = self._region_as(op, 0, Active(a.lanes, 1))
+        then, ty = self._region_as(op, 0, Active(a.lanes, 1, min(a.lanes)))
         else_, ey = self._region_as(op, 1, Active(a.lanes, a.count - 1)) if a.count > 1 else ([], [])
         if then:
             out.append(Lanes(1, tuple(then), loc))
@@ -1399,15 +1406,26 @@ class WarpWalker:
             out.append(Lanes(a.count - 1, tuple(else_), loc))
         self._merge_results(op, ty, ey, None, [], [])
 
+    def _assume_leader(self, op: Op, leader: int) -> None:
+        """A lane predicate decides what the elected lane does: the model takes the lowest
+        executing lane as elected (the H200 does: litmus ElectWhichLane) and says so."""
+        self.ctx.assumptions.add(
+            f"elect.sync before {op.loc.short()}: the elected lane is the lowest executing lane "
+            f"(lane {leader}); PTX only says the same lane is elected for the same member mask, "
+            "and a lane predicate there decides what it does")
+
     def _lane_if(self, op: Op, out: list, vals: list[int], loc: Loc) -> None:
         """An ``if`` on a predicate over the lane index (``vals``: its value for every lane)."""
         a = self.active
         tl = frozenset(l for l in a.lanes if vals[l])
         fl = a.lanes - tl
         if not a.exact and tl and fl:
-            self._unsupported_if(op, out, "lane predicate inside an elect.sync branch (which lane "
-                                          "elect.sync elects is unspecified in PTX)")
-            return
+            if a.leader is None:
+                self._unsupported_if(op, out, "lane predicate inside an elect.sync branch (which "
+                                              "lane elect.sync elects is unspecified in PTX)")
+                return
+            self._assume_leader(op, a.leader)
+            tl, fl = (a.lanes, frozenset()) if vals[a.leader] else (frozenset(), a.lanes)
         if not tl or not fl:  # every executing lane takes the same branch
             stmts, ys = self.region(op, 0 if tl else 1, [])
             out.extend(stmts)
