@@ -235,26 +235,17 @@ class _Lowering:
         from ..syncir.ir import expr_vars
         fp = self.flat[pi]
         taken = set(self.early[pi]) | set(self.resumes[pi].values())
-        envs = analysis.pc_states(self.lay, pi, {p.name: (p.lo, p.hi) for p in self.k.params})[0]
 
-        def joins(run, pc) -> bool:
-            """pc's load may join `run`: its index reads no destination of the run's loads and
-            is in bounds wherever the run starts (its count is taken there)."""
-            st = fp.code[pc].stmt
-            if expr_vars(st.ref.index) & {fp.code[x].stmt.dest for x in run}:
-                return False
-            if not run:
-                return True
-            if envs[run[0]] is None:
-                return False
-            lo, hi = analysis.interval(st.ref.index, envs[run[0]], self.lay)
-            return 0 <= lo and hi < self.k.word_array(st.ref.name).size
+        def load(pc) -> bool:
+            ins = fp.code[pc]
+            return (isinstance(ins, Op) and pc not in taken
+                    and LOAD_RUN_MOVER in ins.stmt.facts())
 
         out, pc = {}, 0
         while pc < len(fp.code):
             run = []
-            while pc < len(fp.code) and isinstance(fp.code[pc], Op) and pc not in taken \
-                    and LOAD_RUN_MOVER in fp.code[pc].stmt.facts() and joins(run, pc):
+            while pc < len(fp.code) and load(pc) and not (
+                    expr_vars(fp.code[pc].stmt.ref.index) & {fp.code[x].stmt.dest for x in run}):
                 run.append(pc)
                 pc += 1
             if len(run) > 1:
@@ -534,8 +525,7 @@ class _Lowering:
 
     def run_option(self, ctx: "_Ctx", run: tuple[int, ...], close: str, after=()) -> list[str]:
         """R11 (docs/semantics.md): the loads of a run in one d_step (each prints its WS|S line
-        and runs its race check). An instance resting at the run counts as resting at each of
-        its loads (`at_word`)."""
+        and runs its race check), so the reduced step is the unreduced steps back to back."""
         body = []
         for pc in run:
             guard, b = ctx.visible(pc)
@@ -904,21 +894,19 @@ class _Ctx(_GlobalCtx):
     def at_word(self, pc: int, delta: int) -> list[str]:
         """Race monitor bookkeeping: an instance reaching (+1) or executing (-1) a shared-word
         access at `pc` counts in wat[word * 2 + (0 load | 1 store)]."""
-        out = []
-        for at in self.low.runs[self.pi].get(pc, (pc,)):
-            acc = self.low.lay.word_ops[self.pi].get(at)
-            if acc is None:
-                continue
-            kind, ref = acc
-            a = self.low.wat[ref.name]
-            i = (f"({self.e(self.low.word_index(ref.name, Const(self.p.cta), ref.index))}) * 2 + "
-                 f"{1 if kind == 'st' else 0}")
-            count = f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"
-            if not isinstance(_fold(ref.index), Const):
-                # an index outside the array is the access's own invalid-operand: not counted
-                x, n = self.e(ref.index), self.low.k.word_array(ref.name).size
-                count = f"if :: (0 <= {x} && {x} < {n}) -> {count} :: else -> skip fi;"
-            out.append(count)
+        acc = self.low.lay.word_ops[self.pi].get(pc)
+        if acc is None:
+            return []
+        kind, ref = acc
+        a = self.low.wat[ref.name]
+        i = (f"({self.e(self.low.word_index(ref.name, Const(self.p.cta), ref.index))}) * 2 + "
+             f"{1 if kind == 'st' else 0}")
+        count = f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"
+        if not isinstance(_fold(ref.index), Const):
+            # an index outside the array is the access's own invalid-operand: not counted
+            x, n = self.e(ref.index), self.low.k.word_array(ref.name).size
+            count = f"if :: (0 <= {x} && {x} < {n}) -> {count} :: else -> skip fi;"
+        out = [count]
         return out
 
     # -- local code after a visible instruction, up to the next visible one(s)
