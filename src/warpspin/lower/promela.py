@@ -163,6 +163,7 @@ class _Lowering:
                       for pi in range(len(self.flat))]
         self.resumes = [self._resume_blocks(pi) if resume is not None and resume.applied else {}
                         for pi in range(len(self.flat))]
+        self.resumed_by = [{n: r for r, n in f.items()} for f in self.resumes]
         self.runs = [self._load_runs(pi) if runs is not None and runs.applied else {}
                      for pi in range(len(self.flat))]
         self.monitored = sorted({fp.code[w].stmt.bar.name for pi, fp in enumerate(self.flat)
@@ -212,19 +213,21 @@ class _Lowering:
         return out
 
     def _resume_blocks(self, pi: int) -> dict[int, int]:
-        """R10: {r: n} for every resume at pc r followed by `Let`s only up to the visible op at
-        n that its step may take along (docs/semantics.md). n must not be a pc that a monitor
-        counts (R6's fused waits, shared-word accesses), an R8 issue, an R9 test or an exit."""
+        """R10: {r: n} for every resume at pc r directly followed by the visible op at n = r + 1
+        that its step may take along (docs/semantics.md). n must not be a pc that a monitor
+        counts (R6's fused waits, shared-word accesses), an R8 issue, an R9 test, a resume or
+        an exit. (With local code between r and n, n's guard would need it substituted; such
+        pairs are left alone.)"""
         fp = self.flat[pi]
         busy = (set(self.fusable[pi]) | set(self.fusable[pi].values()) | set(self.early[pi])
                 | set(self.blocking[pi]) | set(self.lay.word_ops[pi]))
         out = {}
         for r, ins in fp.ops():
-            if RESUME_MOVER not in ins.stmt.facts() or r in busy:
-                continue
-            n = red.after_lets(fp, r)
+            n = r + 1
             nxt = fp.code[n] if n < len(fp.code) else None
-            if isinstance(nxt, Op) and n not in busy and not is_exit(nxt):
+            if RESUME_MOVER not in ins.stmt.facts() or r in busy or not isinstance(nxt, Op):
+                continue
+            if n not in busy and not is_exit(nxt) and RESUME_MOVER not in nxt.stmt.facts():
                 out[r] = n
         return out
 
@@ -455,6 +458,7 @@ class _Lowering:
             return self.fused_option(ctx, pc, ins, close, after)
         if pc in self.resumes[ctx.pi]:
             return self.resume_option(ctx, pc, close, after)
+        from_resume = self.resumed_by[ctx.pi].get(pc)
         run = self.runs[ctx.pi].get(pc)
         if run is not None:
             return self.run_option(ctx, run, close, after)
@@ -464,7 +468,14 @@ class _Lowering:
             wait = ins.stmt.wait_guard(self.lay.ctx(ctx.pi, pc))
             guard = ctx.e(any_of(wait, UnOp("not", block)))
         at = f"{ctx.pc} == {pc}" + (f" && {when}" if when else "")
-        lines = [f"  :: d_step {{ {at if guard == '1' else at + ' && ' + guard} ->",
+        cond = at if guard == '1' else at + ' && ' + guard
+        prefix = []
+        if from_resume is not None:  # R10: also taken by an instance at the resume before it
+            rguard, rbody = ctx.visible(from_resume)
+            cond = f"({cond}) || ({ctx.pc} == {from_resume} && {rguard} && {guard})"
+            prefix = [f"if :: {ctx.pc} == {from_resume} ->",
+                      *_indent([*rbody, *ctx.resets(pc)], 5), "   :: else -> skip", "fi;"]
+        lines = [f"  :: d_step {{ {cond} ->", *_indent(prefix, 7),
                  *_indent(ctx.at_word(pc, -1), 7), *_indent(body, 7)]
         if not is_exit(ins):
             lines += _indent(ctx.continuation(str(pc), pc + 1), 7)
@@ -506,22 +517,15 @@ class _Lowering:
                 "       fi;", *_indent(after, 7), f"     {close}"]
 
     def resume_option(self, ctx: "_Ctx", r: int, close: str, after=()) -> list[str]:
-        """R10 (docs/semantics.md): the resume at `r`, the `Let`s after it and, when its guard
-        holds then, the op at n = resumes[r], in one d_step (each prints its WS|S line).
-        Otherwise the resume and the `Let`s alone, as in the unfused model."""
+        """R10 (docs/semantics.md): the resume at `r` alone, only while the op at n = r + 1
+        cannot run; when it can, n's own option takes the instance at r (the resume and n in
+        one d_step, each printing its WS|S line)."""
         n = self.resumes[ctx.pi][r]
         guard, rbody = ctx.visible(r)
-        nguard, nbody = ctx.visible(n)
-        lets = [f"{ctx.locals[x.var]} = {ctx.e(x.value)};" for x in ctx.fp.code[r + 1:n]
-                if x.var in ctx.locals]
-        at = f"{ctx.pc} == {r}"
-        return [f"  :: d_step {{ {at if guard == '1' else at + ' && ' + guard} ->",
-                *_indent(rbody, 7), *_indent(lets, 7),
-                f"       if :: {nguard} ->",
-                *_indent([*ctx.resets(n), *nbody, *ctx.continuation(f"R{r}", n + 1)], 12),
-                "          :: else ->",
-                *_indent(ctx.continuation(str(r), n), 12),
-                "       fi;", *_indent(after, 7), f"     {close}"]
+        nguard, _ = ctx.visible(n)
+        at = f"{ctx.pc} == {r}" + ("" if guard == "1" else f" && {guard}")
+        return [f"  :: d_step {{ {at} && !({nguard}) ->", *_indent(rbody, 7),
+                *_indent(ctx.continuation(str(r), n), 7), *_indent(after, 7), f"     {close}"]
 
     def run_option(self, ctx: "_Ctx", run: tuple[int, ...], close: str, after=()) -> list[str]:
         """R11 (docs/semantics.md): the loads of a run in one d_step (each prints its WS|S line
