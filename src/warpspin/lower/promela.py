@@ -523,6 +523,8 @@ class _Lowering:
         n = self.resumes[ctx.pi][r]
         guard, rbody = ctx.visible(r)
         nguard, _ = ctx.visible(n)
+        if nguard == "1":  # the op after it can always run: n's option takes every instance
+            return []
         at = f"{ctx.pc} == {r}" + ("" if guard == "1" else f" && {guard}")
         return [f"  :: d_step {{ {at} && !({nguard}) ->", *_indent(rbody, 7),
                 *_indent(ctx.continuation(str(r), n), 7), *_indent(after, 7), f"     {close}"]
