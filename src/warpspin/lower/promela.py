@@ -26,7 +26,7 @@ from . import analysis
 from . import reductions as red
 from .testwait import blocking_tests
 from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, is_exit
-from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var
+from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
                               ASYNC_COPY, SHARED_WORD, ctype)
@@ -235,14 +235,16 @@ class _Lowering:
         """R11: {first pc: pcs} of every run of two or more shared-word loads at consecutive pcs
         whose word indices read no destination of an earlier load of the run (docs/semantics.md).
         No pc of a run is one another reduction takes along with a step (R8, R10)."""
-        from ..syncir.ir import expr_vars
         fp = self.flat[pi]
         taken = set(self.early[pi]) | set(self.resumes[pi].values())
 
         def load(pc) -> bool:
+            """A load that may join a run: it lists the fact, and its step is never blocked
+            (the run's step has no guard of its own)."""
             ins = fp.code[pc]
             return (isinstance(ins, Op) and pc not in taken
-                    and LOAD_RUN_MOVER in ins.stmt.facts())
+                    and LOAD_RUN_MOVER in ins.stmt.facts()
+                    and self.lay.rule(pi, pc).guard == Const(1))
 
         out, pc = {}, 0
         while pc < len(fp.code):
@@ -458,10 +460,10 @@ class _Lowering:
             return self.fused_option(ctx, pc, ins, close, after)
         if pc in self.resumes[ctx.pi]:
             return self.resume_option(ctx, pc, close, after)
-        from_resume = self.resumed_by[ctx.pi].get(pc)
         run = self.runs[ctx.pi].get(pc)
         if run is not None:
             return self.run_option(ctx, run, close, after)
+        from_resume = self.resumed_by[ctx.pi].get(pc)
         guard, body = ctx.visible(pc)
         block = self.blocking[ctx.pi].get(pc)
         if block is not None:  # R9: a test bound to fail and then wait on its phase, waits
@@ -532,11 +534,7 @@ class _Lowering:
     def run_option(self, ctx: "_Ctx", run: tuple[int, ...], close: str, after=()) -> list[str]:
         """R11 (docs/semantics.md): the loads of a run in one d_step (each prints its WS|S line
         and runs its race check), so the reduced step is the unreduced steps back to back."""
-        body = []
-        for pc in run:
-            guard, b = ctx.visible(pc)
-            assert guard == "1", "a load has no guard"
-            body += b
+        body = [line for pc in run for line in ctx.visible(pc)[1]]  # no guards (_load_runs)
         return [f"  :: d_step {{ {ctx.pc} == {run[0]} ->",
                 *_indent(ctx.at_word(run[0], -1), 7), *_indent(body, 7),
                 *_indent(ctx.continuation(str(run[0]), run[-1] + 1), 7),
@@ -912,8 +910,7 @@ class _Ctx(_GlobalCtx):
             # an index outside the array is the access's own invalid-operand: not counted
             x, n = self.e(ref.index), self.low.k.word_array(ref.name).size
             count = f"if :: (0 <= {x} && {x} < {n}) -> {count} :: else -> skip fi;"
-        out = [count]
-        return out
+        return [count]
 
     # -- local code after a visible instruction, up to the next visible one(s)
     def continuation(self, tag: str, start: int) -> list[str]:
