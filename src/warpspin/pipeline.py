@@ -20,7 +20,7 @@ from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIE
 from .syncir import BOUND_KINDS, Kernel, unsupported_ops, validate
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
-from .syncir.trace import Complete, ParamChoice, Step
+from .syncir.trace import Complete, ParamChoice, Step, Take
 
 _TRUNCATION = {
     "memory": "memory limit reached: raise --memory",
@@ -255,6 +255,10 @@ def _trace_steps(machine, events, texts: list[str]) -> list[TraceStep]:
             st = machine.flat[ev.process].code[ev.pc].stmt
             out.append(TraceStep(n, "async", op, st.loc.file, st.loc.line, st.loc.frame or "",
                                  ev.cta))
+        elif isinstance(ev, Take):
+            decl = machine.kernel.counter(ev.counter)
+            out.append(TraceStep(n, "other CTAs", op, decl.loc.file, decl.loc.line,
+                                 decl.loc.frame or "", 0))
     return out
 
 

@@ -22,7 +22,7 @@ from ..lower.trail import fix_param, parse_trail
 from .portfolio import (COUNTEREXAMPLE as _COUNTEREXAMPLE, HUNT_MB, PAN_ERROR, hunt_to_depth,
                         run_portfolio, split_jobs)
 from ..syncir.interp import failed_tests_at_end
-from ..syncir.trace import Complete, Event, ParamChoice, Step
+from ..syncir.trace import Complete, Event, ParamChoice, Step, Take
 
 SPIN = shutil.which("spin") or "/usr/bin/spin"
 CC = shutil.which("gcc") or "gcc"
@@ -235,6 +235,8 @@ def _other_ctas(model, res, timeout_s, memory_mb, vector_size, opt, collapse, wo
 def _to_cta(model, ev, cta: int):
     """An event of CTA 0 (in the original kernel's process numbering) as the same event of
     CTA `cta`."""
+    if isinstance(ev, Take):  # the counter is one for the grid
+        return ev
     j = model.cta_procs[0].index(ev.process)
     if isinstance(ev, Step):
         return Step(model.cta_procs[cta][j], ev.instance, ev.pc)

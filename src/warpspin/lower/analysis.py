@@ -17,8 +17,8 @@ from ..syncir.flat import Bound, Branch, Goto, Let, Op
 from ..syncir.ir import BinOp, Const, Expr, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (ASYNC_COPY, CLUSTER_BARRIER, INT32, LIMITS, MBARRIER, NAMED_BARRIER,
-                              OBSERVATION, SHARED_WORD)
-from ..syncir.rules import (ClusterField, Inflight, Live, Local, MbarField, NamedField, Obs, Self,
+                              GLOBAL_COUNTER, OBSERVATION, SHARED_WORD)
+from ..syncir.rules import (ClusterField, CounterField, Inflight, Live, Local, MbarField, NamedField, Obs, Self,
                             Set, When, WordField, expr_places, rule_exprs, rule_locals, walk_rule)
 
 INF = math.inf
@@ -147,6 +147,8 @@ def place_range(p, lay: Layout | None) -> tuple:
         return fr(ASYNC_COPY, "inflight")
     if isinstance(p, WordField):
         return fr(SHARED_WORD, p.field)
+    if isinstance(p, CounterField):
+        return fr(GLOBAL_COUNTER, p.field)
     return TOP
 
 
@@ -167,7 +169,8 @@ def _interval(e: Expr, env: dict, lay, visit) -> tuple:
     if isinstance(e, Self):
         n = len(lay.instances) if lay is not None else INF
         return (-2, n)
-    if isinstance(e, (MbarField, NamedField, ClusterField, Live, Obs, Inflight, WordField)):
+    if isinstance(e, (MbarField, NamedField, ClusterField, Live, Obs, Inflight, WordField,
+                      CounterField)):
         for f in ("cta", "index", "bid"):
             sub = getattr(e, f, None)
             if isinstance(sub, Expr):

@@ -9,7 +9,8 @@ state, in BFS as in DFS. A violation prints `WS|V|<kind>|...` after its step's `
 `assert(false)`. An exit leaves the `do`: an exited instance has terminated, an instance blocked
 at a wait has not, so SPIN's "invalid end state" is the deadlock of the spec.
 
-`async_ops` completes any in-flight copy at any time (`WS|C|...`); it idles at an `end` label.
+`async_ops` completes any in-flight copy at any time (`WS|C|...`) and, for each global counter,
+takes values for the CTAs outside the model (`WS|O|<counter>`); it idles at an `end` label.
 
 Symmetric encoding (R1): the instances of a process are records of one array kept sorted
 (memcmp order, by an embedded-C insertion step after each step), so states that differ by a
@@ -29,11 +30,11 @@ from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, is_exit
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
-                              ASYNC_COPY, SHARED_WORD, ctype)
+                              ASYNC_COPY, GLOBAL_COUNTER, SHARED_WORD, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
                           NARROW_TYPES)
-from ..syncir.rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField,
+from ..syncir.rules import (Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField,
                             NamedField, Obs, Self, Set, When, WordField, any_of)
 
 
@@ -173,6 +174,7 @@ class _Lowering:
         self.mbars = _unique([m.name for m in kernel.mbarriers], "mb_")
         self.words = _unique([w.name for w in kernel.words], "w_")
         self.wat = _unique([w.name for w in kernel.words], "wat_")
+        self.counters = _unique([c.name for c in kernel.counters], "cnt_")
         self.proctypes = [f"p{i}_{_ident(p.role)}" for i, p in enumerate(kernel.processes)]
         self.symmetric = set()
         for pi in range(len(self.flat)):
@@ -327,6 +329,10 @@ class _Lowering:
             out.append(f"{ctype(f.lo, f.hi)} {self.words[w.name]}[{n}];  /* shared words */")
             out.append(f"{'short' if many else 'byte'} {self.wat[w.name]}[{2 * n}];  "
                        "/* race monitor: instances whose next step loads (0) / stores (1) it */")
+        for c in self.k.counters:
+            f = GLOBAL_COUNTER.field("val")
+            out.append(f"{ctype(f.lo, f.hi)} {self.counters[c.name]};  /* global counter "
+                       f"{c.label or c.name} (atom.inc) */")
         if self.monitored:
             out.append("/* R6 monitor: instances at a fused wait, per (element, parity) */")
             many = sum(p.instances for p in self.k.processes) > 255
@@ -342,7 +348,7 @@ class _Lowering:
                     "  skip", "}"]
         for pi in range(len(self.flat)):
             out += self.proctype(pi)
-        if self.lay.async_keys:
+        if self.lay.async_keys or self.k.counters:
             out += self.async_proctype()
         out += self.init()
         return "\n".join(out) + "\n"
@@ -379,7 +385,7 @@ class _Lowering:
                 continue
             for j in range(p.instances):
                 lines.append(f"    run {self.proctypes[pi]}({j});")
-        if self.lay.async_keys:
+        if self.lay.async_keys or self.k.counters:
             lines.append("    run async_ops();")
         lines += ["  }", "}"]
         return lines
@@ -607,6 +613,13 @@ class _Lowering:
             lines.append(f'       printf("WS|C|{pi}|{pc}|{cta}|{idx}\\n");')
             lines += _indent(g.stmts(rule.body, viol), 7)
             lines.append("     }")
+        for c in self.k.counters:  # CTAs outside the model take values (environment steps)
+            rule = self.lay.takes[c.name]
+            g = _GlobalCtx(self)
+            lines.append(f"  :: d_step {{ {g.e(rule.guard)} ->")
+            lines.append(f'       printf("WS|O|{c.name}\\n");')
+            lines += _indent(g.stmts(rule.body, _viol_text("-1", "-1", "-1")), 7)
+            lines.append("     }")
         lines += ["od", "}", ""]
         return lines
 
@@ -763,6 +776,8 @@ class _GlobalCtx:
             return f"live[{self.e(p.cta)}]"
         if isinstance(p, Inflight):
             return f"infl[{self.e(low.async_index(p))}]"
+        if isinstance(p, CounterField):
+            return low.counters[p.name]
         if isinstance(p, WordField):
             i = self.e(low.word_index(p.array, p.cta, p.index))
             if p.field == "val":

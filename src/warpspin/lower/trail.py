@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..syncir.trace import Complete, Event, ParamChoice, Step
+from ..syncir.trace import Complete, Event, ParamChoice, Step, Take
 from .promela import LoweredModel, param_names
 
 
@@ -37,6 +37,8 @@ def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None
         elif tag == "C":
             pi, pc, cta, idx = map(int, args[:4])
             events.append(Complete(orig(pi), pc, cta, idx))
+        elif tag == "O":
+            events.append(Take(args[0]))
         elif tag == "V":
             kind = args[0]
     return events, kind

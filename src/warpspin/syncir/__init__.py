@@ -3,4 +3,4 @@ from .ir import *  # noqa: F401,F403
 from .ir import Elect, Lanes, walk_stmts, stmt_exprs, lift, expr_vars  # noqa: F401
 from .printer import fmt_kernel, fmt_process, fmt_expr, fmt_op  # noqa: F401
 from .validate import validate, check, InvalidKernel, Problem, unsupported_ops  # noqa: F401
-from .trace import ParamChoice, Step, Complete, KINDS, BOUND_KINDS  # noqa: F401
+from .trace import ParamChoice, Step, Complete, Take, KINDS, BOUND_KINDS  # noqa: F401

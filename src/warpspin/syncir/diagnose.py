@@ -10,7 +10,7 @@ from .interp import Machine, ModelError, Replay, State, eval_expr
 from .ir import Const, Expr, Loc, MBarRef, WordRef
 from .ops import BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, MbarWait, TmaLoad
 from .printer import fmt_op
-from .trace import Complete, ParamChoice, Step
+from .trace import Complete, ParamChoice, Step, Take
 
 
 @dataclass(frozen=True)
@@ -241,6 +241,10 @@ def describe_steps(m: Machine, events) -> list[str]:
             name = m.kernel.mbarrier(st.bar.name).element_name(ev.index)
             cta = f"@cta{ev.cta}" if m.kernel.num_ctas > 1 else ""
             text = f"(copy completes on {name}{cta}: {eval_expr(st.bytes, env)} bytes)"
+        elif isinstance(ev, Take):
+            decl = m.kernel.counter(ev.counter)
+            val = s[m.sl.counter[ev.counter]] if s is not None else "?"
+            text = f"(another CTA takes value {val} of {decl.label or decl.name})"
         out.append(text)
         if s is not None:
             try:

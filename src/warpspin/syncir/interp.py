@@ -21,9 +21,9 @@ from .ir import BinOp, Const, Kernel, Loc, NOLOC, Select, UnOp, Var
 from .layout import Layout
 from .objects import CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER
 from .ops import MbarTestWait, MbarWait
-from .rules import (Call, ClusterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
+from .rules import (Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
                     Obs, Self, Set, When, WordField)
-from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step  # noqa: F401 (re-exported)
+from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step, Take  # noqa: F401 (re-exported)
 
 MB_FIELDS = {f.name: i for i, f in enumerate(MBARRIER.fields)}
 NB_FIELDS = {f.name: i for i, f in enumerate(NAMED_BARRIER.fields)}
@@ -79,6 +79,8 @@ class StateLayout:
         off += k.num_ctas
         self.infl = off
         off += len(lay.async_keys)
+        self.counter = {name: off + i for i, name in enumerate(lay.counters)}
+        off += len(lay.counters)
         self.size = off
 
     def mb_field(self, element: int, name: str) -> int:
@@ -128,6 +130,8 @@ class Machine:
         self.sl = StateLayout(self.layout)
         self._steps: dict[tuple[int, int], tuple] = {}     # (gid, pc) -> (guard, body)
         self._completions: dict[int, tuple] = {}           # async slot -> (guard, body)
+        self._takes = {name: (self._expr(r.guard, -1), self._body(r.body, -1, NOLOC))
+                       for name, r in self.layout.takes.items()}
         self._subrules: dict[str, object] = {}
         # static arrivers per (CTA, barrier array), for deadlock classification: local arrives
         # reach their own CTA, remote ones any CTA
@@ -240,6 +244,9 @@ class Machine:
         if isinstance(p, Live):
             cta = self._expr(p.cta, gid)
             return lambda v: sl.live + cta(v)
+        if isinstance(p, CounterField):
+            i = sl.counter[p.name]
+            return lambda v: i
         if isinstance(p, Local):
             if p.name not in sl.local[gid]:
                 raise ModelError(f"undefined local {p.name!r}")
@@ -408,6 +415,9 @@ class Machine:
         for slot, key in enumerate(self.layout.async_keys):
             if s[self.sl.infl + slot] > 0:
                 evs.append(Complete(*key))
+        for name, (guard, _) in self._takes.items():
+            if guard(s):
+                evs.append(Take(name))
         return evs
 
     def failed_test_steps(self, s: State, log: "ReplayLog | None" = None):
@@ -479,6 +489,11 @@ class Machine:
             except Violation as e:
                 e.process, e.instance, e.pc = ev.process, -1, ev.pc
                 raise
+        elif isinstance(ev, Take):
+            guard, body = self._takes.get(ev.counter, (None, None))
+            if guard is None or not guard(v):
+                raise ModelError(f"no value left for other CTAs to take: {ev}")
+            body(v, log)
         else:
             raise ModelError(f"not a step: {ev}")
         return tuple(v)

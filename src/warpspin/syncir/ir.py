@@ -185,6 +185,21 @@ class WordsDecl:
 
 
 @dataclass(frozen=True)
+class CounterDecl:
+    """A 32-bit word of global memory the kernel takes work from with `atom.inc` (a dynamic tile
+    scheduler's semaphore), shared with the CTAs of the grid outside the model: between any two
+    steps of the model, one of them may take its next value. `limit` is the atom.inc wrap bound
+    (the last value a launch hands out). `label` names it as the user wrote it."""
+    name: str
+    limit: Expr
+    loc: Loc = NOLOC
+    label: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "limit", lift(self.limit))
+
+
+@dataclass(frozen=True)
 class Param:
     """A launch parameter (problem size, tile count): one value, or every value in lo..hi."""
     name: str
@@ -330,6 +345,7 @@ class Kernel:
     # what a verdict on the kernel assumes beyond the hardware model (extraction states them,
     # the verdict lists them)
     assumptions: tuple[str, ...] = ()
+    counters: tuple[CounterDecl, ...] = ()  # global work counters (atom.inc), shared with the grid
 
     def __post_init__(self):
         object.__setattr__(self, "cta_blocks", tuple(tuple(lift(x) for x in b)
@@ -339,11 +355,18 @@ class Kernel:
         object.__setattr__(self, "params", tuple(self.params))
         object.__setattr__(self, "words", tuple(self.words))
         object.__setattr__(self, "assumptions", tuple(self.assumptions))
+        object.__setattr__(self, "counters", tuple(self.counters))
 
     def word_array(self, name: str) -> WordsDecl:
         for w in self.words:
             if w.name == name:
                 return w
+        raise KeyError(name)
+
+    def counter(self, name: str) -> CounterDecl:
+        for c in self.counters:
+            if c.name == name:
+                return c
         raise KeyError(name)
 
     def mbarrier(self, name: str) -> MBarrierDecl:

@@ -10,7 +10,7 @@ from functools import cached_property
 from .flat import FlatProcess, Op, flatten
 from .ir import Const, Kernel
 from .objects import LIMITS
-from .ops import (BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, MbarInit,
+from .ops import (counter_take, BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, MbarInit,
                   SmemLoad, SmemStore, TmaLoad)
 from .rules import Inflight, Obs, Rule, SubRules, replace_places, rule_places
 
@@ -97,6 +97,9 @@ class Layout:
         for w in k.words:
             self.word_base[w.name] = len(self.words)
             self.words += [(c, w.name, i) for c in range(k.num_ctas) for i in range(w.size)]
+        # global counters (atom.inc), one slot each, and the environment step taking from each
+        self.counters: list[str] = [c.name for c in k.counters]
+        self.takes: dict[str, Rule] = {c.name: counter_take(c) for c in k.counters}
         # per process: pc -> ("ld" | "st", word ref) of its shared-word accesses (race monitor)
         self.word_ops: list[dict[int, tuple[str, object]]] = [
             {pc: ("st" if isinstance(ins.stmt, SmemStore) else "ld", ins.stmt.ref)

@@ -109,8 +109,14 @@ SHARED_WORD = ObjectKind("shared-word", "cta", (
 ), "a 32-bit word of shared memory used as a value by several roles (st.shared / ld.shared, "
    "PTX 9.7.9.8-9), one per array element per CTA")
 
+GLOBAL_COUNTER = ObjectKind("global-counter", "grid", (
+    FieldDecl("val", 0, LIMITS.local_band, 0, "the value the next atom.inc returns (0 at launch); "
+              "CTAs outside the model take values too"),
+), "a 32-bit word of global memory that CTAs take work from with atom.inc (PTX 9.7.13.5), a "
+   "dynamic tile scheduler's semaphore; one per counter, shared with the grid")
+
 KINDS_OF_OBJECTS = (MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER, LIVE, ASYNC_COPY, OBSERVATION,
-                    SHARED_WORD)
+                    SHARED_WORD, GLOBAL_COUNTER)
 
 def ctype(lo: float, hi: float) -> str:
     """The narrowest Promela integer type holding lo..hi."""

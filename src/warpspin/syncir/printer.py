@@ -96,6 +96,9 @@ def fmt_kernel(k: Kernel) -> str:
         lines.append(f"  mbarrier {m.name}[{m.size}]{label}")
     for w in k.words:
         lines.append(f"  words {w.name}[{w.size}]" + (f"  # {w.label}" if w.label else ""))
+    for c in k.counters:
+        lines.append(f"  counter {c.name}, limit={fmt_expr(c.limit)}" +
+                     (f"  # {c.label}" if c.label else ""))
     for p in k.processes:
         lines.append(fmt_process(p))
     return "\n".join(lines)

@@ -6,9 +6,10 @@ so tests can check that a violation points at the intended op.
 """
 from __future__ import annotations
 
-from .ir import (BarSync, Elect, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
-                 MbarArriveExpectTx, MbarInit, MbarInitFence, MbarWait, Process, TmaLoad, Var,
-                 Assign, Param, Const)
+from .ir import (AtomInc, BarSync, CounterDecl, Elect, For, If, Kernel, Lanes, Loc, MBarRef,
+                 MBarrierDecl, MbarArrive, MbarArriveExpectTx, MbarInit, MbarInitFence, MbarWait,
+                 Process, SmemLoad, SmemStore, TmaLoad, Var, While, WordRef, WordsDecl, Assign,
+                 Param, Const)
 
 RING_FILE = "ring.py"
 
@@ -145,3 +146,64 @@ def exchange(rounds: int = 4, flip: bool = True) -> Kernel:
                   (Process("a", a, warps=(0, 1), init=(("ph", 0),)),
                    Process("b", b, warps=(1, 2), init=(("ph", 0),))),
                   (MBarrierDecl("to_b"), MBarrierDecl("to_a")))
+
+
+DYNAMIC_FILE = "dynamic.py"
+DYNAMIC_BUGS = ("no-sentinel", "static-count")
+# what each bug must be reported as, and where (a source line of DYNAMIC_FILE)
+DYNAMIC_BUG_EXPECT = {"no-sentinel": ("deadlock", 41), "static-count": ("deadlock", 41)}
+
+
+def dynamic_scheduler(tiles: tuple[int, int] = (0, 5), grid: tuple[int, int] = (1, 2),
+                      stages: int = 2, bug: str | None = None) -> Kernel:
+    """A dynamic persistent scheduler, the shape of quack's SM90 `PersistenceMode.DYNAMIC`: CTA 0
+    of a grid of G persistent CTAs starts at tile 0; its scheduler warp takes each next tile
+    from a global semaphore (lane 0: `G + atom.inc(sem, T - 1)`, the other CTAs of the grid take
+    tiles from it too) and publishes every tile, the last (invalid) one included, through a
+    shared word and a `stages`-deep PipelineAsync; the consumer warp loads tiles while they are
+    valid (< T). `bug`: "no-sentinel" (the scheduler does not publish the final invalid tile) or
+    "static-count" (the consumer runs the static schedule's trip count, ceil(T / G), as if no
+    other CTA could take its tiles)."""
+    if bug is not None and bug not in DYNAMIC_BUGS:
+        raise ValueError(f"unknown dynamic-scheduler bug {bug!r}; one of {DYNAMIC_BUGS}")
+    L = lambda n: Loc(DYNAMIC_FILE, n)  # noqa: E731
+    T, G = Var("T"), Var("G")
+    init = Elect((
+        For("i", 0, stages, (MbarInit(MBarRef("full", Var("i")), 1, L(10)),
+                             MbarInit(MBarRef("empty", Var("i")), 1, L(11)))),
+        MbarInitFence(L(12)),
+    ))
+
+    def publish(line: int):
+        return (MbarWait(MBarRef("empty", Var("s")), Var("ph") ^ 1, L(line)),
+                Lanes(1, (SmemStore(WordRef("tile", Var("s")), Var("tile"), L(line + 1)),
+                          MbarArrive(MBarRef("full", Var("s")), 1, L(line + 2)))),
+                *advance("s", "ph", stages))
+
+    fetch = (Lanes(1, (AtomInc("t", "sem", T - 1, L(30)),)),
+             Assign("tile", G + Var("t"), L(30)))
+    last = () if bug == "no-sentinel" else publish(35)
+    scheduler = (
+        init, BarSync(loc=L(13)),
+        Assign("tile", 0, L(20)),
+        While(Var("tile").lt(T), (*publish(21), *fetch), max_iters=8, loc=L(25)),
+        *last,
+    )
+
+    def consume():
+        return (MbarWait(MBarRef("full", Var("s")), Var("ph"), L(41)),
+                SmemLoad("v", WordRef("tile", Var("s")), L(42)),
+                Lanes(1, (MbarArrive(MBarRef("empty", Var("s")), 1, L(43)),)),
+                *advance("s", "ph", stages))
+    if bug == "static-count":
+        loop = (For("k", 0, (T + G - 1) // G, consume(), loc=L(40)),)
+    else:
+        loop = (*consume(), While(Var("v").lt(T), consume(), max_iters=8, loc=L(40)))
+    consumer = (BarSync(loc=L(13)), *loop)
+    return Kernel("dynamic_scheduler" + (f"_{bug}" if bug else ""),
+                  (Process("scheduler", scheduler, warps=(0, 1), init=(("ph", 0),)),
+                   Process("consumer", consumer, warps=(1, 2), init=(("ph", 0),))),
+                  (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)),
+                  params=(Param("T", *tiles), Param("G", *grid)),
+                  words=(WordsDecl("tile", stages, label="tile"),),
+                  counters=(CounterDecl("sem", T - 1, L(30), "tile_count_semaphore"),))

@@ -95,6 +95,13 @@ class WordField(Place):
 
 
 @dataclass(frozen=True, eq=True)
+class CounterField(Place):
+    """Field `field` (`val`) of global counter `name` (objects.GLOBAL_COUNTER)."""
+    name: str
+    field: str = "val"
+
+
+@dataclass(frozen=True, eq=True)
 class Self(Expr):
     """The executing instance's global number (what `MbarField(.., 'by')` records)."""
 

@@ -28,7 +28,13 @@ class Complete:
     index: int
 
 
-Event = ParamChoice | Step | Complete
+@dataclass(frozen=True)
+class Take:
+    """A CTA outside the model takes the next value of global counter `counter` (atom.inc)."""
+    counter: str
+
+
+Event = ParamChoice | Step | Complete | Take
 
 # Violation kinds: the fixed vocabulary of the reports.
 KINDS = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing", "uninitialized-barrier",

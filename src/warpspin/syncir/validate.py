@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, While,
                  expr_vars, stmt_exprs, walk_stmts)
 from .objects import LIMITS
-from .ops import OPS, BarArrive, BarSync, Exit, MbarTestWait, SmemLoad, SyncOp, Unsupported
+from .ops import OPS, AtomInc, BarArrive, BarSync, Exit, MbarTestWait, SmemLoad, SyncOp, Unsupported
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,12 @@ def validate(k: Kernel) -> list[Problem]:
     for w in k.words:
         if w.size < 1:
             probs.append(Problem(f"shared-word array {w.name} has size {w.size}", w.loc))
+    if len({c.name for c in k.counters}) != len(k.counters):
+        probs.append(Problem("two global counters share a name", k.loc))
+    for c in k.counters:
+        for v in expr_vars(c.limit) - params:
+            probs.append(Problem(f"global counter {c.name}: its limit reads {v!r}, not a launch "
+                                 "parameter", c.loc))
     if not k.processes:
         probs.append(Problem("kernel has no processes", k.loc))
     for c in range(k.num_ctas):
@@ -80,7 +86,7 @@ def validate(k: Kernel) -> list[Problem]:
                 names.add(s.var)
             elif isinstance(s, For):
                 names.add(s.var)
-            elif isinstance(s, (MbarTestWait, SmemLoad)):
+            elif isinstance(s, (MbarTestWait, SmemLoad, AtomInc)):
                 names.add(s.dest)
         probs += _body_problems(k, p, p.body, names, params, bars, where, lanes=None)
     return probs
@@ -120,7 +126,7 @@ def _body_problems(k, p, body, names, params, bars, where, lanes) -> list[Proble
         if isinstance(s, Exit) and lanes is not None:
             probs.append(Problem(f"{where}: exit inside a lane subset (Lanes({lanes})): an exit "
                                  "by part of a warp is not modelled", loc))
-        if isinstance(s, (MbarTestWait, SmemLoad, Assign)) and \
+        if isinstance(s, (MbarTestWait, SmemLoad, AtomInc, Assign)) and \
                 (s.var if isinstance(s, Assign) else s.dest) in params:
             probs.append(Problem(f"{where}: assigns to launch parameter", loc))
         if isinstance(s, For) and s.step <= 0:
