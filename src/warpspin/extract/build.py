@@ -7,7 +7,7 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ir import (Assign, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
+from ..syncir.ir import (AtomInc, Assign, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, Var, While, WordRef, WordsDecl, expr_vars, walk_stmts)
 from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
@@ -132,13 +132,17 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
         for s in walk_stmts(p.body):
             for e in stmt_exprs(s):
                 used |= expr_vars(e) & set(ctx.params)
+    counted = {s.counter for p in procs for s in walk_stmts(p.body) if isinstance(s, AtomInc)}
+    counters = tuple(d for n, d in sorted(ctx.counters.items()) if n in counted)
+    for d in counters:
+        used |= expr_vars(d.limit) & set(ctx.params)
     names = element_names(procs)
     bars = tuple(MBarrierDecl(name, size, loc, elements=names.get(name, ()))
                  for name, size, loc in ctx.arrays.values())
     out = Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
                  loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used), words=words,
-                 assumptions=tuple(sorted(ctx.assumptions)))
+                 assumptions=tuple(sorted(ctx.assumptions)), counters=counters)
     problems = validate(out)
     if problems:
         raise ExtractorBug(out.name, problems)

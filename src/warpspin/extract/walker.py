@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
-from ..syncir.ir import (Assign, BarArrive, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
+from ..syncir.ir import (AtomInc, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
                          MbarInitFence, MbarTestWait, MbarWait, SmemLoad, SmemStore, Stmt,
@@ -23,7 +23,7 @@ from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
 from .values import (ELECT, LANE, Alloc, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
                      Unknown, Value, View, lane_values, opaque_reasons,
-                     lin_add, lin_expr, lin_scale, linear, opaque)
+                     lin_add, lin_expr, lin_scale, linear, opaque, subst)
 
 INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "index"}
 CMP = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
@@ -148,6 +148,18 @@ def _subscripted_name(loc: Loc) -> Optional[str]:
     return names[0] if len(set(names)) == 1 else None
 
 
+def _pointer_name(k: TracedKernel, vid: int) -> Optional[str]:
+    """`tile_count_semaphore` for a pointer made on a line `params.tile_count_semaphore.llvm_ptr`."""
+    import linecache
+
+    info = k.value_info.get(vid)
+    op = info.op if info is not None and not info.is_block_arg else None
+    if op is None or not op.loc.file:
+        return None
+    m = re.search(r"([A-Za-z_]\w*)\.(?:llvm_ptr|iterator)\b", linecache.getline(op.loc.file, op.loc.line))
+    return m.group(1) if m else None
+
+
 def _ident(s: str) -> str:
     s = re.sub(r"\W+", "_", s).strip("_")
     return s if s and not s[0].isdigit() and not LOCAL_NAME.fullmatch(s) else f"p_{s}"
@@ -265,6 +277,7 @@ class Context:
     word_arrays: dict = field(default_factory=dict)
     smem_writes: list = field(default_factory=list)
     assumptions: set = field(default_factory=set)  # what a verdict on the kernel assumes
+    counters: dict = field(default_factory=dict)  # global work counters (atom.inc): name -> decl
     # relaxed arrives (which order no earlier store), and whether a write was placed only by the
     # bytes of the tensor it was derived from
     relaxed_arrives: list = field(default_factory=list)  # (warp, what)
@@ -1365,7 +1378,7 @@ class WarpWalker:
         if expr_vars(cond) == {LANE}:
             vals = lane_values(cond, self.lanes)
             if vals is not None:
-                self._lane_if(op, out, vals, loc)
+                self._lane_if(op, out, vals, loc, cond)
                 return
         then, ty = self.region(op, 0, [])
         else_, ey = self.region(op, 1, [])
@@ -1414,8 +1427,11 @@ class WarpWalker:
             f"(lane {leader}); PTX only says the same lane is elected for the same member mask, "
             "and a lane predicate there decides what it does")
 
-    def _lane_if(self, op: Op, out: list, vals: list[int], loc: Loc) -> None:
-        """An ``if`` on a predicate over the lane index (``vals``: its value for every lane)."""
+    def _lane_if(self, op: Op, out: list, vals: list[int], loc: Loc, cond: Expr) -> None:
+        """An ``if`` on a predicate over the lane index (``vals``: its value for every lane).
+        A result that differs between the branches is a per-lane value: ``select(cond, then,
+        else)`` over the lane index, which a shuffle from a constant lane makes uniform
+        (``shfl_sync``) and anything else reports as depending on the lane index."""
         a = self.active
         tl = frozenset(l for l in a.lanes if vals[l])
         fl = a.lanes - tl
@@ -1436,6 +1452,12 @@ class WarpWalker:
         out.extend(self._lanes(sorted(tl), then, loc))
         out.extend(self._lanes(sorted(fl), else_, loc))
         self._merge_results(op, ty, ey, None, [], [])
+        for i, r in enumerate(op.results):
+            a = ty[i] if i < len(ty) else None
+            b = ey[i] if i < len(ey) else None
+            if isinstance(a, Expr) and isinstance(b, Expr) and a != b \
+                    and not opaque_reasons(a) and not opaque_reasons(b):
+                self.env[r] = self.f.select(cond, a, b)
 
     def _lanes(self, lanes: list[int], body: list[Stmt], loc: Loc) -> list[Stmt]:
         """``body`` run by the given lanes (a proper subset of the executing lanes):
@@ -1451,6 +1473,69 @@ class WarpWalker:
             if len(lanes) <= MAX_LANE_SPLIT:
                 return [Lanes(1, subst_stmts(tuple(body), {LANE: l}, self.f), loc) for l in lanes]
         return [Lanes(len(lanes), tuple(body), loc)]
+
+    def atomic_rmw(self, op: Op, out: list) -> None:
+        """``atom.inc`` by one thread on a word of global memory that is a kernel argument: a
+        global work counter (a dynamic tile scheduler's semaphore), which the grid's other CTAs
+        take values from too (syncir ``AtomInc``, ``Kernel.counters``).  Any other atomic, or one
+        by more threads, is not modelled."""
+        loc = self.loc(op)
+        kind = str(op.attrs.get("op", ""))
+        vid = pointer = op.operands[0] if op.operands else None
+        while vid is not None:  # through casts of the pointer
+            info = self.k.value_info.get(vid)
+            if info is None or info.is_block_arg or info.op is None \
+                    or info.op.name != "builtin.unrealized_conversion_cast":
+                break
+            vid = info.op.operands[0]
+        root = self.ctx.gmem_root(vid) if vid is not None else None
+        limit = self.expr(op.operands[1]) if len(op.operands) > 1 else None
+        why = None
+        if not kind.rstrip(">").endswith(" inc"):
+            why = f"atomic {kind or '?'} (atom.inc on a counter is modelled)"
+        elif root is None:
+            why = "atom.inc on global memory that is not a kernel argument"
+        elif limit is None or opaque_reasons(limit) or expr_vars(limit) - set(self.ctx.params):
+            why = "atom.inc whose limit is not a launch value"
+        elif self.active.count != 1 or not self.active.exact and self.active.leader is None:
+            why = f"atom.inc by {self.active.count} threads (each gets its own value)"
+        if why is not None:
+            out.append(Unsupported(f"{op.name}: {why}", loc))
+            self.set_unknown_results(op)
+            return
+        name = f"sem{root}"
+        decl = self.ctx.counters.get(name)
+        if decl is None:
+            label = _pointer_name(self.k, pointer) or f"kernel argument {root}"
+            decl = self.ctx.counters[name] = CounterDecl(name, limit, loc, label)
+            self.ctx.assumptions.add(
+                f"global counter {label} (atom.inc at {op.loc.short()}): it holds 0 when the "
+                "kernel starts, only atom.inc changes it, and the CTAs of the grid outside the "
+                "model (any number of them) may take any of its values between two steps")
+        elif decl.limit != limit:
+            out.append(Unsupported(f"{op.name}: atom.inc on {decl.label} with two different "
+                                   "limits", loc))
+            self.set_unknown_results(op)
+            return
+        dest = f"a{op.uid}"
+        out.append(AtomInc(dest, name, limit, loc))
+        self.env[op.results[0]] = Var(dest)
+
+    def shfl_sync(self, op: Op, out: list) -> None:
+        """``shfl.sync.idx`` by the whole warp from a constant source lane: every lane gets that
+        lane's value (a per-lane value is evaluated at that lane).  Other shuffles are values
+        the model does not follow."""
+        kind = str(op.attrs.get("kind", ""))
+        if not kind.rstrip(">").endswith(" idx") or len(op.operands) < 3 or not self.whole_warp():
+            self.set_unknown_results(op)
+            return
+        mask, value, src = (self.val(o) for o in op.operands[:3])
+        full = (1 << self.lanes) - 1
+        if not (isinstance(mask, Const) and mask.value & full == full and isinstance(src, Const)
+                and 0 <= src.value < self.lanes and isinstance(value, Expr)):
+            self.set_unknown_results(op)
+            return
+        self.bind(op, subst(value, {LANE: src.value}, self.f), out)
 
     def _merge_results(self, op: Op, ty, ey, cond, tassign: list, eassign: list) -> None:
         """Results of a two-way if: equal values pass through; integers under a modelled
@@ -1600,6 +1685,8 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute_nvgpu.atom.set_value": WarpWalker.set_value,
     "cute.copy": WarpWalker.copy,
     "nvvm.store.async": WarpWalker.store_async,
+    "nvvm.atomicrmw": WarpWalker.atomic_rmw,
+    "nvvm.shfl.sync": WarpWalker.shfl_sync,
     "scf.if": WarpWalker.scf_if,
     "scf.for": WarpWalker.scf_for,
     "scf.while": WarpWalker.scf_while,

@@ -390,7 +390,7 @@ class Kernel:
 
 
 # the Expr-valued fields of statements (extract.cleanup substitutes into them)
-EXPR_FIELDS = ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start", "stop",
+EXPR_FIELDS = ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start", "stop", "limit",
                "multicast")
 
 
