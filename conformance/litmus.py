@@ -49,6 +49,7 @@ class Litmus:
     nbars: int = 2
     probes: int = 0
     launches: int = 3
+    zero_x: tuple[int, ...] = ()  # words of `x` set to 0 before each launch (a counter)
 
     def __init__(self):
         self.probe_lines: dict[int, tuple[str, int]] = {}
@@ -139,6 +140,8 @@ class Litmus:
         compiled = cute.compile(self, tx, to)
         for _ in range(self.launches):
             out.zero_()
+            for i in self.zero_x:
+                x[i] = 0
             compiled(tx, to)
             torch.cuda.synchronize()
             report(out.tolist()[:self.cluster * self.probes])

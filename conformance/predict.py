@@ -18,7 +18,7 @@ class Prediction:
 
 def _observer(lit):
     """observe(machine, state): the probe words as the kernel writes them to `out`, from the
-    SyncIR result of the test/try-wait or shared-word load on each probe's line (0 when it did
+    SyncIR result of the test/try-wait, shared-word load or atom.inc on each probe's line (0 when it did
     not run)."""
     lines = dict(lit.probe_lines)
     where: dict[int, list[tuple[int, int]]] = {}  # slot -> (CTA, state index) of its results
@@ -27,7 +27,7 @@ def _observer(lit):
         for slot, (file, line) in lines.items():
             where[slot] = [(inst.cta, m.sl.local[inst.gid][ins.stmt.dest])
                            for inst in m.instances for _, ins in m.flat[inst.process].ops()
-                           if type(ins.stmt).__name__ in ("MbarTestWait", "SmemLoad")
+                           if type(ins.stmt).__name__ in ("MbarTestWait", "SmemLoad", "AtomInc")
                            and ins.stmt.loc.line == line
                            and os.path.basename(ins.stmt.loc.file) == file]
             if not where[slot]:

@@ -75,4 +75,7 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.read-value": ("Values read from global memory", "9.7.9.8",
         "every reader of an element of a read-only global tensor sees one value, chosen at "
         "launch; the check covers each value of its range"),
+    "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
+        "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
+        "values between two of it"),
 }

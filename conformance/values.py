@@ -5,6 +5,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32
 
+from cutlass.experimental import primitives as prims
+
 from .litmus import Litmus
 
 
@@ -97,4 +99,23 @@ class GlobalCountDecidesPhases(_Words):
             self.observe(1, cute.arch.mbarrier_test_wait(self.bar(0), 1))
 
 
-LITMUS = [WordHandoff, WordHandoffTwice, GlobalCountDecidesPhases]
+class AtomIncWraps(Litmus):
+    """Lane 0 of warp 0 takes four values from a counter in global memory (x[0], 0 at launch)
+    with atom.inc wrapping at 2: 0, 1, 2 and, wrapped, 0 (probes [0, 1, 2, 0]). No other CTA
+    runs here; warpspin's model lets other CTAs take values between two fetches, so it allows
+    more outcomes (every run that increases up to the wrap), [0, 1, 2, 0] among them."""
+    rules = ("gmem.atom-inc",)
+    probes = 4
+    zero_x = (0,)
+
+    @cute.jit
+    def body(self):
+        if self.warp == 0:
+            if self.lane == 0:
+                self.observe(0, prims.atomicrmw(prims.AtomicOp.INC, self.x.iterator, Int32(2)))
+                self.observe(1, prims.atomicrmw(prims.AtomicOp.INC, self.x.iterator, Int32(2)))
+                self.observe(2, prims.atomicrmw(prims.AtomicOp.INC, self.x.iterator, Int32(2)))
+                self.observe(3, prims.atomicrmw(prims.AtomicOp.INC, self.x.iterator, Int32(2)))
+
+
+LITMUS = [WordHandoff, WordHandoffTwice, GlobalCountDecidesPhases, AtomIncWraps]
