@@ -1,6 +1,7 @@
 """Bench: values handed through memory, as their ranges grow. The MoE example (per-expert token
-counts read from global memory, each count in 0..hi) and the persistent scheduler (tile indices
-through shared-memory words, num_tiles in 0..hi, both CTAs of the grid).
+counts read from global memory, each count in 0..hi), the persistent scheduler (tile indices
+through shared-memory words, num_tiles in 0..hi, both CTAs of the grid) and the dynamic
+scheduler (the same, its tiles taken from a global semaphore the other CTAs take tiles from).
 
     python bench/values.py
 
@@ -18,7 +19,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS = [("moe_counts.py", v, {f"counts_{e}": (0, hi) for e in range(4)}, f"counts_e in 0..{hi}")
         for v in ("correct", "producer_caps") for hi in (1, 2, 3, 4)] + \
        [("persistent_scheduler.py", v, {"num_tiles": (0, hi)}, f"num_tiles in 0..{hi}")
-        for v in ("correct", "zero_tile_wait", "release_before_load") for hi in (2, 5, 8)]
+        for v in ("correct", "zero_tile_wait", "release_before_load") for hi in (2, 5, 8)] + \
+       [("dynamic_scheduler.py", v, {"num_tiles": (0, hi)}, f"num_tiles in 0..{hi}")
+        for v in ("correct", "static_count") for hi in (2, 5, 8, 12)]
 
 
 def main() -> int:

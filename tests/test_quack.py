@@ -21,7 +21,7 @@ from fixtures import catalog as C  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.extract import ExtractError, extract  # noqa: E402
 from warpspin.syncir import (MbarArrive, MbarArriveExpectTx, SmemLoad, SmemStore, TmaLoad,  # noqa: E402
-                             unsupported_ops, walk_stmts)
+                             Var, unsupported_ops, walk_stmts)
 
 
 def quack_sm90_gemm(variant: str = ""):
@@ -92,6 +92,23 @@ def test_persistent_verified():
     assert r.stats.states > 2_000_000
     assert any("FastDivmod" in a for a in r.config["assumptions"])
     assert "size_L558" in str(r.config) and "0..3" in str(r.config), r.config
+
+
+@pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
+def test_persistent_dynamic_verified():
+    """quack's dynamic persistent GEMM: its scheduler warp takes each next tile from a global
+    semaphore (lane 0's atom.inc, shuffled to the warp) that the grid's other CTAs take tiles
+    from too. It extracts completely and is VERIFIED for every tile count 0..3, grid 1..2 and
+    every way the other CTAs can take tiles between two fetches, with one k-tile."""
+    from fixtures.catalog import DYNAMIC_RANGES
+    sk = extract(quack_sm90_gemm("persistent_dynamic"), params=DYNAMIC_RANGES)
+    assert not unsupported_ops(sk)
+    (decl,) = sk.counters
+    assert decl.label == "tile_count_semaphore"
+    assert decl.limit == Var("size_L558") - 1
+    r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096))
+    assert r.verdict == "verified", str(r)
+    assert any("tile_count_semaphore" in a for a in r.config["assumptions"])
 
 
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
