@@ -268,6 +268,9 @@ def _config(kernel: Kernel) -> dict:
         cfg[p.name] = p.lo if p.lo == p.hi else f"{p.lo}..{p.hi}"
     if kernel.num_ctas > 1:
         cfg["ctas"] = kernel.num_ctas
+    if kernel.constraints:
+        from .syncir.printer import fmt_expr
+        cfg["assume"] = " and ".join(fmt_expr(c) for c in kernel.constraints)
     return cfg
 
 

@@ -81,6 +81,13 @@ def _params(ctx: Context, used: set[str], given: Mapping[str, ParamValue]) -> tu
     return tuple(out)
 
 
+def _grid_constraints(used: set[str]) -> tuple:
+    """The modelled cluster is one of the grid's: clusterid_d < nclusterid_d in every dimension
+    where both are launch parameters (PTX 10, %clusterid and %nclusterid)."""
+    return tuple(Var(f"clusterid_{d}").lt(Var(f"nclusterid_{d}")) for d in "xyz"
+                 if f"clusterid_{d}" in used and f"nclusterid_{d}" in used)
+
+
 def _cta_blocks(k: TracedKernel, used: set[str]) -> tuple:
     """Each CTA's block index (x, y, z) over the launch params (``ctaid = clusterid * cluster +
     the CTA's coordinate in its cluster``), for reports; () when a dimension is not determined
@@ -142,7 +149,8 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
     out = Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
                  loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used), words=words,
-                 assumptions=tuple(sorted(ctx.assumptions)), counters=counters)
+                 assumptions=tuple(sorted(ctx.assumptions)), counters=counters,
+                 constraints=_grid_constraints(used))
     problems = validate(out)
     if problems:
         raise ExtractorBug(out.name, problems)

@@ -360,6 +360,10 @@ class _Lowering:
             opts = " ".join(f":: {v} = {x}" for x in p.values)
             lines.append(f"    if {opts} fi;")
             lines.append(f'    printf("WS|P|{p.name}|%d\\n", {v});')
+        if self.k.constraints:  # parameter values no launch has: no instance runs
+            g = _GlobalCtx(self)
+            cond = " && ".join(f"({g.e(c)} != 0)" for c in self.k.constraints)
+            lines.append(f"    if :: !({cond}) -> goto not_a_launch :: else -> skip fi;")
         for c in range(self.k.num_ctas):
             lines.append(f"    live[{c}] = {self.k.cta_threads(c)};")
         for m in self.k.mbarriers:
@@ -387,6 +391,8 @@ class _Lowering:
                 lines.append(f"    run {self.proctypes[pi]}({j});")
         if self.lay.async_keys or self.k.counters:
             lines.append("    run async_ops();")
+        if self.k.constraints:
+            lines.append("not_a_launch: skip")
         lines += ["  }", "}"]
         return lines
 

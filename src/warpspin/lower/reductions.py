@@ -85,7 +85,8 @@ def independent_ctas(kernel: Kernel) -> tuple[Decision, Kernel | None, tuple]:
             return Decision(INDEPENDENT_CTAS, False, f"CTA {c} runs other processes than CTA 0"), \
                 None, ()
     comp = Kernel(kernel.name, tuple(base), kernel.mbarriers, kernel.params, 1, kernel.loc,
-                  words=kernel.words, assumptions=kernel.assumptions, counters=kernel.counters)
+                  words=kernel.words, assumptions=kernel.assumptions, counters=kernel.counters,
+                  constraints=kernel.constraints)
     return Decision(INDEPENDENT_CTAS, True), comp, tuple(tuple(x) for x in per)
 
 

@@ -381,6 +381,9 @@ class Machine:
         out = []
         k, sl, lay = self.kernel, self.sl, self.layout
         for values in itertools.product(*[p.values for p in k.params]):
+            env = dict(zip(self.param_names, values))
+            if not all(eval_expr(c, env) for c in k.constraints):
+                continue  # not a launch: the check covers only what the constraints allow
             choices = tuple(ParamChoice(n, v) for n, v in zip(self.param_names, values))
             v = [0] * sl.size
             v[:len(values)] = values

@@ -346,6 +346,9 @@ class Kernel:
     # the verdict lists them)
     assumptions: tuple[str, ...] = ()
     counters: tuple[CounterDecl, ...] = ()  # global work counters (atom.inc), shared with the grid
+    # facts of every launch over the parameters (e.g. clusterid_z < nclusterid_z): the check
+    # covers only the parameter values that satisfy all of them
+    constraints: tuple[Expr, ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "cta_blocks", tuple(tuple(lift(x) for x in b)
@@ -356,6 +359,7 @@ class Kernel:
         object.__setattr__(self, "words", tuple(self.words))
         object.__setattr__(self, "assumptions", tuple(self.assumptions))
         object.__setattr__(self, "counters", tuple(self.counters))
+        object.__setattr__(self, "constraints", tuple(lift(c) for c in self.constraints))
 
     def word_array(self, name: str) -> WordsDecl:
         for w in self.words:

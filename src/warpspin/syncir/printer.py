@@ -86,6 +86,8 @@ def fmt_kernel(k: Kernel) -> str:
     for prm in k.params:
         rng = str(prm.lo) if prm.lo == prm.hi else f"{prm.lo}..{prm.hi}"
         lines.append(f"  param {prm.name} = {rng}")
+    for c in k.constraints:
+        lines.append(f"  assume {fmt_expr(c)}")
     for c, b in enumerate(k.cta_blocks):
         lines.append(f"  cta {c} = block ({', '.join(fmt_expr(x) for x in b)})")
     for m in k.mbarriers:

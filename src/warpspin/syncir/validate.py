@@ -57,6 +57,9 @@ def validate(k: Kernel) -> list[Problem]:
     for w in k.words:
         if w.size < 1:
             probs.append(Problem(f"shared-word array {w.name} has size {w.size}", w.loc))
+    for c in k.constraints:
+        for v in expr_vars(c) - params:
+            probs.append(Problem(f"a launch constraint reads {v!r}, not a launch parameter", k.loc))
     if len({c.name for c in k.counters}) != len(k.counters):
         probs.append(Problem("two global counters share a name", k.loc))
     for c in k.counters:
