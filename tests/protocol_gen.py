@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from warpspin.syncir import (Assign, BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Elect,
+from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Elect,
                              Exit, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
                              MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
                              MbarTestWait, MbarWait, Param, Process, SmemLoad, SmemStore, TmaLoad,
@@ -266,3 +266,20 @@ REQUIRED_CONSTRUCTS = ("ClusterArrive(relaxed)", "ClusterArrive", "ClusterWait",
                        "MbarTestWait", "Exit", "params", "MbarExpectTx", "MbarArriveExpectTx",
                        "BarArrive", "BarSync", "MbarInit", "MbarInitFence", "MbarWait", "If", "For",
                        "SmemStore", "SmemLoad")
+
+
+@st.composite
+def prefix_protocols(draw) -> Kernel:
+    """A random protocol whose initializing process p0 (its barrier inits, and their fence when
+    drawn, elected) is followed, in every CTA, by a process that runs exactly p0's code after
+    those inits: R12's shape (prefix symmetry, docs/semantics.md)."""
+    k = draw(protocols())
+    procs = []
+    for p in k.processes:
+        procs.append(p)
+        if p.role == "p0" and p.body and isinstance(p.body[0], Lanes):
+            n = draw(st.integers(1, 2))
+            procs.append(Process("p0x", p.body[1:], cta=p.cta, warps=(40, 40 + n),
+                                 threads=p.threads, instances=n, init=p.init))
+    return Kernel(k.name, tuple(procs), k.mbarriers, params=k.params, num_ctas=k.num_ctas,
+                  words=k.words)

@@ -23,7 +23,7 @@ import pytest
 from warpspin.syncir.flat import VISIBLE, flatten
 from hypothesis import HealthCheck, given, settings
 
-from protocol_gen import REQUIRED_CONSTRUCTS, constructs, protocols
+from protocol_gen import REQUIRED_CONSTRUCTS, constructs, prefix_protocols, protocols
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import REDUCTION_UNSOUND, check, lower_and_check
 from warpspin.lower import lower
@@ -31,7 +31,7 @@ from warpspin.syncir import interp, validate
 from warpspin.syncir.ir import (BarArrive, ClusterArrive, ClusterWait, Const, Elect, Exit, Kernel,
                                 Lanes, MBarRef, MBarrierDecl, MbarArriveExpectTx, MbarInit,
                                 MbarInitFence, MbarTestWait, MbarWait, Process, TmaLoad)
-from warpspin.syncir.protocols import RING_BUGS, ring
+from warpspin.syncir.protocols import PREFIX_BUG_EXPECT, PREFIX_BUGS, RING_BUGS, prefix_ring, ring
 
 pytestmark = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
                                 reason="needs SPIN and gcc")
@@ -152,6 +152,26 @@ def test_fused_spin_matches_interpreter(k):
     interpreter: a violation iff the interpreter reaches one, a kind it reaches, a trail that
     replays to that kind."""
     spin_agrees(k, reduce=True, fuse=True, stats="fused vs interpreter")
+
+
+@diff_settings(max(20, EXAMPLES // 4))
+@given(prefix_protocols())
+def test_prefix_symmetry_matches_interpreter(k):
+    """R12: the initializing process joins the records of the process that runs its code after
+    the inits; SPIN on that model against the interpreter on the kernel as written."""
+    spin_agrees(k, reduce=True, fuse=True, stats="prefix symmetry vs interpreter")
+
+
+@pytest.mark.parametrize("fence_in_prefix", [False, True])
+@pytest.mark.parametrize("bug", [None, *PREFIX_BUGS])
+def test_prefix_ring(bug, fence_in_prefix):
+    """The ring whose first consumer warp initializes the barriers: R12 applies, and every bug
+    (one where only the initializing warp may use a barrier before it is published) keeps its
+    kind, its replay and its shortest depth."""
+    k = prefix_ring(bug=bug, fence_in_prefix=fence_in_prefix)
+    assert any(x.startswith("R12") for x in lower(k).reductions)
+    r = spin_agrees(k, reduce=True, fuse=True)
+    assert r.kind == PREFIX_BUG_EXPECT.get(bug)
 
 
 def test_fusion_refusal_falls_back():

@@ -21,12 +21,12 @@ Embedded C is why trails are replayed by `pan -r`, not `spin -t`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import analysis
 from . import reductions as red
 from .testwait import blocking_tests
-from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, is_exit
+from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, flatten, is_exit
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
@@ -34,8 +34,9 @@ from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BAR
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
                           NARROW_TYPES)
-from ..syncir.rules import (Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField,
-                            NamedField, Obs, Self, Set, When, WordField, any_of)
+from ..syncir.rules import (Call, ClusterField, CounterField, El, Fail, Hook, Inflight, Live,
+                            Local, MbarField, NamedField, Obs, Self, Set, When, WordField, all_of,
+                            any_of)
 
 
 class LowerError(Exception):
@@ -62,6 +63,12 @@ class LoweredModel:
     integer_problems: tuple[tuple[str, object], ...] = ()  # expressions beyond 32 bits
     # R10 resume fusion: (process, resume pc, pc of the op taken with it)
     resumed: tuple[tuple[int, int, int], ...] = ()
+    # R12 prefix symmetry: the kernel the Promela text models when processes are merged
+    # (`modelled`), its processes' indices in `lowered` (`modelled_procs`), and per merged
+    # process m of it: (m, a, b, start), a and b the merged processes of `lowered`
+    modelled: Kernel | None = None
+    modelled_procs: tuple[int, ...] = ()
+    merged: tuple[tuple[int, int, int, int], ...] = ()
 
     @property
     def lowered(self) -> Kernel:
@@ -74,6 +81,20 @@ class LoweredModel:
 
     def original_process(self, pi: int, cta: int = 0) -> int:
         return self.cta_procs[cta][pi] if self.cta_procs else pi
+
+    @property
+    def model_kernel(self) -> Kernel:
+        """The kernel whose process numbering the Promela text and its trails use."""
+        return self.modelled if self.modelled is not None else self.lowered
+
+    def lowered_step(self, pi: int, instance: int, pc: int) -> tuple[int, int, int]:
+        """(process, instance, pc) of `lowered` for a step of the modelled kernel: a merged
+        process's instance 0 is its prefix process's, the others those of the process it joins,
+        whose code starts `start` pcs later."""
+        for m, a, b, start in self.merged:
+            if pi == m:
+                return (a, 0, pc) if instance == 0 else (b, instance - 1, pc - start)
+        return (self.modelled_procs[pi] if self.modelled_procs else pi), instance, pc
 
 
 # ----------------------------------------------------------------------------- names
@@ -124,8 +145,11 @@ def _cta_major(size: int, cta: Expr, index: Expr) -> Expr:
 # ----------------------------------------------------------------------------- the lowering
 
 class _Lowering:
-    def __init__(self, kernel: Kernel, reduce: bool, fuse: bool):
+    def __init__(self, kernel: Kernel, reduce: bool, fuse: bool,
+                 prefix: dict[int, int] | None = None):
         self.k = kernel
+        # R12: merged process -> the pc at which the instances other than the first start
+        self.prefix = prefix or {}
         self.reduce = reduce
         self.lay = Layout(kernel)
         self.flat = self.lay.flat
@@ -178,6 +202,9 @@ class _Lowering:
         self.proctypes = [f"p{i}_{_ident(p.role)}" for i, p in enumerate(kernel.processes)]
         self.symmetric = set()
         for pi in range(len(self.flat)):
+            if pi in self.prefix:  # R12's own precondition stands for R1's
+                self.symmetric.add(pi)
+                continue
             if reduce:
                 d = red.symmetric(kernel, pi)
                 if d.applied:
@@ -372,6 +399,20 @@ class _Lowering:
                     if f.init and self.mbar_stored(m.name, f.name):
                         lines.append(f"    {self.mbars[m.name]}[{i}].{f.name} = {f.init};")
         for pi, p in enumerate(self.k.processes):
+            if pi in self.prefix:  # R12: the first record runs the prefix, the others start after
+                for j in range(p.instances):
+                    ctx = _Ctx(self, pi, j)
+                    lines += [f"    {ctx.locals[n]} = {v};" for n, v in p.init
+                              if v and n in ctx.locals]
+                    lines.append(f"    {ctx.gid} = {self.lay.first_gid[pi] if j == 0 else -2};")
+                    if j == 0 and isinstance(self.flat[pi].code[0], Op):
+                        lines += _indent(ctx.at_word(0, 1), 4)
+                    else:
+                        lines += _indent(ctx.continuation(f"I{pi}_", self.prefix[pi] if j else 0),
+                                         4)
+                lines.append(f"    c_code {{ ws_sort{pi}(0); }}")
+                lines.append(f"    run {self.proctypes[pi]}();")
+                continue
             if pi in self.symmetric:
                 for j in range(p.instances):
                     ctx = _Ctx(self, pi, j)
@@ -562,7 +603,26 @@ class _Lowering:
                    if n not in self.consts[pi]]
         fields += [(ctype(f.lo, f.hi), v, self.k.mbarrier(n).size)
                    for n, v in _unique(observed(self.lay, pi), "o_").items()]
+        if pi in self.prefix:  # R12: the instance's identity while an element it initialized
+            fields.append(("short", "me", 0))  # is not yet published, else -2 (nobody)
         return fields
+
+    def forget_identity(self, ctx: "_Ctx") -> list[str]:
+        """R12: a record past the prefix forgets its identity once no element it initialized is
+        initialized and not yet published (vis 1 or 2): no rule can tell it from the others."""
+        start = self.prefix[ctx.pi]
+        me = ctx.gid
+        held = []
+        for name in sorted(self.lay.inited_arrays[ctx.pi]):
+            for i in range(self.k.mbarrier(name).size):
+                el = El(name, Const(ctx.p.cta), Const(i))
+                held.append(all_of(BinOp("==", el.by, Self()),
+                                   any_of(BinOp("==", el.vis, Const(1)),
+                                          BinOp("==", el.vis, Const(2)))))
+        cond = f"{me} != (-2) && {ctx.pc} >= {start}"
+        if held:
+            cond += f" && !({ctx.e(any_of(*held))})"
+        return [f"if :: ({cond}) -> {me} = (-2) :: else -> skip fi;"]
 
     def record_decls(self, pi: int) -> list[str]:
         """The record type and array, and `ws_sort<pi>(i)` in C: moves record i to its place
@@ -595,8 +655,9 @@ class _Lowering:
         for i in range(n):
             ctx = _Ctx(self, pi, i)
             others = "(" + " && ".join(f"r{pi}[{j}].pc == {done}" for j in range(n) if j != i) + ")"
+            forget = tuple(self.forget_identity(ctx)) if pi in self.prefix else ()
             for pc, ins in fp.ops():
-                sort = (f"c_code {{ ws_sort{pi}({i}); }}",)
+                sort = (*forget, f"c_code {{ ws_sort{pi}({i}); }}")
                 if not is_exit(ins):
                     lines += self.option(ctx, pc, ins, "}", sort)
                     continue
@@ -863,8 +924,11 @@ class _Ctx(_GlobalCtx):
         self.env = {**low.params, **self.locals, **self.consts}
         self.obs = {n: rec + v for n, v in _unique(observed(low.lay, pi), "o_").items()}
         first = low.lay.first_gid[pi]
-        # a record never stores its identity (R1's precondition), so it compares as nobody
+        # a record never stores its identity (R1's precondition), so it compares as nobody;
+        # under R12 a merged process's records carry it (`me`) while it can matter
         self.gid = "(-2)" if self.symmetric else (f"({first} + inst)" if first else "inst")
+        if self.symmetric and pi in low.prefix:
+            self.gid = rec + "me"
         self.tag = "" if slot is None else f"s{slot}_"
 
     def instance_place(self, p) -> str:
@@ -1023,7 +1087,15 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
         elif kernel.num_ctas > 1:
             refused.append(d)
     k = checked if checked is not None else kernel
-    low = _Lowering(k, reduce, fuse)
+    modelled, procs, merged, prefix = None, (), (), {}
+    groups = red.prefix_groups(k, flatten(k)) if reduce else []
+    if groups:
+        modelled, procs, merged = _merge_prefix_groups(k, groups)
+        prefix = {m: start for m, _, _, start in merged}
+        for m, a, b, start in merged:
+            reductions.append(f"R12 prefix-symmetry: {k.processes[a].role} joins the records of "
+                              f"{k.processes[b].role} after its {start}-step prefix")
+    low = _Lowering(modelled or k, reduce, fuse, prefix)
     text = low.model()
     if low.symmetric:
         reductions.append("symmetric-instances: identical instances of "
@@ -1042,10 +1114,10 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
     if blocking:
         reductions.append(f"R9: {blocking} test-wait(s) whose failure only leads to a wait on "
                           "the same phase wait instead of failing")
-    merged = [c for c in low.infl_classes if len(c) > 1]
-    if merged:
-        reductions.append(f"R7: merged completions: {sum(map(len, merged))} copy sites in "
-                          f"{len(merged)} class(es) complete with the same step and share "
+    classes = [c for c in low.infl_classes if len(c) > 1]
+    if classes:
+        reductions.append(f"R7: merged completions: {sum(map(len, classes))} copy sites in "
+                          f"{len(classes)} class(es) complete with the same step and share "
                           "their in-flight counters")
     fused = tuple((pi, w, r) for pi, f in enumerate(low.fusable) for w, r in sorted(f.items()))
     if fused:
@@ -1067,4 +1139,24 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
                         tuple(reductions), tuple(refused), checked, cta_procs, probe, fused,
                         tuple(low.integer_problems),
                         tuple((pi, r, n) for pi, f in enumerate(low.resumes)
-                              for r, n in sorted(f.items())))
+                              for r, n in sorted(f.items())), modelled, procs, merged)
+
+
+def _merge_prefix_groups(k: Kernel, groups) -> tuple[Kernel, tuple[int, ...], tuple]:
+    """R12: `k` with each (a, b, start) of `groups` as one process of 1 + b's instances (a's
+    code; b's instances start at `start`), its processes' indices in `k`, and the merged
+    processes as (m, a, b, start)."""
+    firsts = {a: (b, start) for a, b, start in groups}
+    joined = {b for _, b, _ in groups}
+    procs, out, merged = [], [], []
+    for i, p in enumerate(k.processes):
+        if i in joined:
+            continue
+        if i in firsts:
+            b, start = firsts[i]
+            pb = k.processes[b]
+            p = replace(p, instances=1 + pb.instances, warps=(p.warps[0], pb.warps[1]))
+            merged.append((len(out), i, b, start))
+        out.append(p)
+        procs.append(i)
+    return replace(k, processes=tuple(out)), tuple(procs), tuple(merged)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..syncir.flat import FlatProcess, Let, Op
+from ..syncir.flat import Branch, FlatProcess, Goto, Let, Op, is_exit
 from ..syncir.ir import Kernel, walk_stmts
-from ..syncir.ops import (FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC, SyncOp)
+from ..syncir.ops import (FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC, BarSyncResume,
+                          SyncOp, snap_var)
 
 LOCAL_SCOPES = ("thread", "warp", "cta")
 
@@ -111,3 +112,50 @@ def fusable_blocks(fp: FlatProcess) -> dict[int, int]:
             out[w] = r
     return out
 
+
+
+PREFIX_SYMMETRY = "prefix-symmetry"
+
+
+def _shifted(ins, off: int):
+    """`ins` of a process whose code runs `off` pcs later, as it reads at its own pc: jump
+    targets and the bar.sync snapshot names (named by pc) moved back by `off`."""
+    if isinstance(ins, (Branch, Goto)):
+        return replace(ins, target=ins.target - off)
+    if isinstance(ins, Op) and isinstance(ins.stmt, BarSyncResume):
+        at = int(ins.stmt.snap[len(snap_var(0)) - 1:])
+        return replace(ins, stmt=replace(ins.stmt, snap=snap_var(at - off)))
+    return ins
+
+
+def prefix_groups(kernel: Kernel, flat: tuple[FlatProcess, ...]) -> list[tuple[int, int, int]]:
+    """R12 (docs/semantics.md): (a, b, start) for every process `a` of one instance whose code
+    is a prefix of visible ops followed by the code of process `b`, the next process (same CTA,
+    threads and initial locals): its instance joins b's instances as one more sorted record,
+    starting at pc 0 while b's start at `start`. The prefix may store a's identity (mbarrier.init);
+    its ops write no locals. b must be symmetric (R1's precondition), and the shared code issues
+    no async op (their in-flight counters are per pc of a process)."""
+    out = []
+    for a in range(len(kernel.processes) - 1):
+        b = a + 1
+        pa, pb = kernel.processes[a], kernel.processes[b]
+        fa, fb = flat[a], flat[b]
+        start = len(fa.code) - len(fb.code)
+        if pa.instances != 1 or start <= 0 or (pa.cta, pa.threads, pa.init) != \
+                (pb.cta, pb.threads, pb.init):
+            continue
+        if not all(isinstance(ins, Op) and not ins.stmt.own_locals(pc) and not is_exit(ins)
+                   for pc, ins in enumerate(fa.code[:start])):
+            continue
+        if any(_shifted(x, start) != y for x, y in zip(fa.code[start:], fb.code)):
+            continue
+        if any(type(ins.stmt).complete is not SyncOp.complete for _, ins in fb.ops()):
+            continue
+        if _refuser(kernel, SYMMETRIC, lambda fp: all(x.identity != "write" for x in fp.accesses),
+                    {b}):
+            continue
+        if any(not isinstance(s, SyncOp) or s.footprint(kernel) is None
+               for _, s in _ops(kernel, {a})):
+            continue
+        out.append((a, b, start))
+    return out

@@ -15,8 +15,14 @@ def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None
     moves (`WS|M|<process>|<from>|<to>`); following the moves gives each step's instance."""
     events: list[Event] = []
     kind = None
-    who = {pi: list(range(model.lowered.processes[pi].instances)) for pi in model.symmetric}
-    orig = model.original_process
+    who = {pi: list(range(model.model_kernel.processes[pi].instances)) for pi in model.symmetric}
+
+    def step(pi: int, inst: int, pc: int) -> Step:
+        p, i, at = model.lowered_step(pi, inst, pc)
+        return Step(model.original_process(p), i, at)
+
+    def orig(pi: int) -> int:
+        return model.original_process(model.lowered_step(pi, 0, 0)[0])
     for line in text.splitlines():
         at = line.find("WS|")
         if at < 0:
@@ -27,10 +33,10 @@ def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None
             events.append(ParamChoice(args[0], int(args[1])))
         elif tag == "S":
             pi, inst, pc = map(int, args[:3])
-            events.append(Step(orig(pi), inst, pc))
+            events.append(step(pi, inst, pc))
         elif tag == "s":
             pi, slot, pc = map(int, args[:3])
-            events.append(Step(orig(pi), who[pi][slot], pc))
+            events.append(step(pi, who[pi][slot], pc))
         elif tag == "M":
             pi, src, dst = map(int, args[:3])
             who[pi].insert(dst, who[pi].pop(src))
@@ -46,5 +52,5 @@ def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None
 
 def fix_param(text: str, model: LoweredModel, choice: ParamChoice) -> str:
     """The model with launch parameter `choice.name` fixed to `choice.value` (probe runs)."""
-    v = param_names(model.lowered)[choice.name]
+    v = param_names(model.model_kernel)[choice.name]
     return re.sub(rf"if (:: {v} = -?\d+ ?)+fi;", f"{v} = {choice.value};", text, count=1)

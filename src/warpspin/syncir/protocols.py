@@ -207,3 +207,50 @@ def dynamic_scheduler(tiles: tuple[int, int] = (0, 5), grid: tuple[int, int] = (
                   params=(Param("T", *tiles), Param("G", *grid)),
                   words=(WordsDecl("tile", stages, label="tile"),),
                   counters=(CounterDecl("sem", T - 1, L(30), "tile_count_semaphore"),))
+
+
+PREFIX_FILE = "prefix_ring.py"
+PREFIX_BUGS = ("no-fence", "consumer-trips", "early-wait")
+PREFIX_BUG_EXPECT = {"no-fence": "uninitialized-barrier", "consumer-trips": "deadlock",
+                     "early-wait": "uninitialized-barrier"}
+
+
+def prefix_ring(consumers: int = 3, stages: int = 2, trips: int = 3, fence_in_prefix: bool = False,
+                bug: str | None = None) -> Kernel:
+    """The TMA ring with its barriers initialized by the first consumer warp, as quack's GEMMs
+    do: that warp runs the inits (unrolled, elected), then exactly the code of the other consumer
+    warps (R12, prefix symmetry). Every warp fences the inits and syncs; with `fence_in_prefix`
+    only the initializing warp fences. `bug`: "no-fence" (no warp fences: the others use
+    barriers whose init is not published), "consumer-trips" (the consumers wait for one k-tile
+    more than the producer loads), "early-wait" (the consumers wait on a barrier before the CTA
+    barrier that publishes the inits: the initializing warp may, the others may not)."""
+    if bug is not None and bug not in PREFIX_BUGS:
+        raise ValueError(f"unknown prefix-ring bug {bug!r}; one of {PREFIX_BUGS}")
+    L = lambda n: Loc(PREFIX_FILE, n)  # noqa: E731
+    inits = Elect(tuple(x for i in range(stages) for x in (
+        MbarInit(MBarRef("full", Const(i)), 1, L(10)),
+        MbarInit(MBarRef("empty", Const(i)), consumers, L(11)))), L(9))
+    fence = () if bug == "no-fence" else (MbarInitFence(L(12)),)
+    prefix = (inits, *fence) if fence_in_prefix else (inits,)
+    shared_fence = () if fence_in_prefix else fence
+    sync = (BarSync(loc=L(13)),)
+    early = (MbarWait(MBarRef("full", Const(0)), Const(0), L(14)),) if bug == "early-wait" else ()
+    consumer_trips = trips + 1 if bug == "consumer-trips" else trips
+    loop = For("k", 0, consumer_trips, (
+        MbarWait(MBarRef("full", Var("s")), Var("ph"), L(31)),
+        Lanes(1, (MbarArrive(MBarRef("empty", Var("s")), 1, L(32)),)),
+        *advance("s", "ph", stages)), loc=L(30))
+    common = (*shared_fence, *early, *sync, loop)
+    producer = (*shared_fence, *sync, For("k", 0, trips, (
+        MbarWait(MBarRef("empty", Var("s")), Var("ph") ^ 1, L(21)),
+        Elect((MbarArriveExpectTx(MBarRef("full", Var("s")), 1024, L(22)),
+               TmaLoad(MBarRef("full", Var("s")), 1024, L(23)))),
+        *advance("s", "ph", stages)), loc=L(20)))
+    first = (*prefix, *common)
+    others = common
+    return Kernel("prefix_ring" + (f"_{bug}" if bug else ""),
+                  (Process("producer", producer, warps=(0, 1), init=(("ph", 0),)),
+                   Process("consumer0", first, warps=(1, 2), init=(("ph", 0),)),
+                   Process("consumers", others, warps=(2, 1 + consumers),
+                           instances=consumers - 1, init=(("ph", 0),))),
+                  (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)))
