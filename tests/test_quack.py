@@ -95,6 +95,18 @@ def test_persistent_verified():
 
 
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
+def test_two_consumer_warpgroups_verified():
+    """Tile 128x192: two consumer warpgroups, whose first warp initializes every barrier and then
+    runs the code of the other seven (R12 merges its record with theirs: eight records, whose
+    start-up in the model's init is one d_step each, since pan merges at most 256 statements of an
+    atomic sequence)."""
+    sk = extract(quack_sm90_gemm("tile128x192"), params={K_TILES: 1})
+    r = verify_kernel(sk, opts=CheckOptions(timeout_s=300, memory_mb=4096))
+    assert r.verdict == "verified", str(r)
+    assert any(x.startswith("R12") for x in r.config["reductions"]), r.config
+
+
+@pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
 def test_persistent_dynamic_verified():
     """quack's dynamic persistent GEMM: its scheduler warp takes each next tile from a global
     semaphore (lane 0's atom.inc, shuffled to the warp) that the grid's other CTAs take tiles

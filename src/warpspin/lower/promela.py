@@ -401,15 +401,15 @@ class _Lowering:
         for pi, p in enumerate(self.k.processes):
             if pi in self.prefix:  # R12: the first record runs the prefix, the others start after
                 for j in range(p.instances):
+                    # one d_step per record: pan merges at most 256 statements of an atomic
                     ctx = _Ctx(self, pi, j)
-                    lines += [f"    {ctx.locals[n]} = {v};" for n, v in p.init
-                              if v and n in ctx.locals]
-                    lines.append(f"    {ctx.gid} = {self.lay.first_gid[pi] if j == 0 else -2};")
+                    rec = [f"{ctx.locals[n]} = {v};" for n, v in p.init if v and n in ctx.locals]
+                    rec.append(f"{ctx.gid} = {self.lay.first_gid[pi] if j == 0 else -2};")
                     if j == 0 and isinstance(self.flat[pi].code[0], Op):
-                        lines += _indent(ctx.at_word(0, 1), 4)
+                        rec += ctx.at_word(0, 1)
                     else:
-                        lines += _indent(ctx.continuation(f"I{pi}_", self.prefix[pi] if j else 0),
-                                         4)
+                        rec += ctx.continuation(f"I{pi}_", self.prefix[pi] if j else 0)
+                    lines += ["    d_step {", *_indent(rec, 6), "    };"]
                 lines.append(f"    c_code {{ ws_sort{pi}(0); }}")
                 lines.append(f"    run {self.proctypes[pi]}();")
                 continue
