@@ -94,6 +94,18 @@ def test_persistent_verified():
     assert "size_L558" in str(r.config) and "0..3" in str(r.config), r.config
 
 
+def test_persistent_cluster2_words_wait_for_st_async():
+    """The persistent GEMM with a 2-CTA cluster: its scheduler st.async's each tile's four words
+    into both CTAs (`store_shared_remote_x4`, inline PTX), which the model does not follow, so the
+    words are not modelled and what depends on them is UNSUPPORTED, naming that store. The
+    consumers' release arrives on the peer's barrier through mapa: an mbarrier op on a barrier of
+    a known array writes only that barrier, so it does not count against the words."""
+    sk = extract(quack_sm90_gemm("persistent_cluster2"),
+                 params=C.entry("quack.gemm_sm90.persistent_cluster2").params)
+    reasons = {s.what for s in unsupported_ops(sk)}
+    assert reasons and all("inline PTX@utils.py:79" in r for r in reasons), reasons
+
+
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
 def test_two_consumer_warpgroups_verified():
     """Tile 128x192: two consumer warpgroups, whose first warp initializes every barrier and then

@@ -946,13 +946,18 @@ class WarpWalker:
         if _memory_reader(op.name):
             return
         for vid, t in zip(op.operands, op.operand_types):
-            if ct.is_cluster_smem(t):  # some CTA's shared memory, through an address not followed
+            v = self.val(vid)
+            # an mbarrier op on a barrier of a known array (in this CTA, or in a peer through
+            # mapa: every CTA lays its shared memory out alike) writes that barrier's 8 bytes
+            arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
+                if op.name.startswith("nvvm.mbarrier.") and isinstance(v, Ptr) and v.alloc \
+                and (ct.is_smem(t) or ct.is_cluster_smem(t)) else None
+            if ct.is_cluster_smem(t) and arr is None:
+                # some CTA's shared memory, through an address not followed
                 self.ctx.smem_writes.append((None, None, f"{op.name}@{op.loc.short()}"))
+            elif ct.is_cluster_smem(t):
+                self.ctx.smem_writes.append((v.alloc.uid, (arr[1], arr[1] + arr[2]), op.name))
             elif ct.is_smem(t):
-                v = self.val(vid)
-                arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
-                    if op.name.startswith("nvvm.mbarrier.") and isinstance(v, Ptr) and v.alloc \
-                    and v.cta is None else None
                 if arr is not None:  # inside the barrier array's struct field
                     self.ctx.smem_writes.append((v.alloc.uid, (arr[1], arr[1] + arr[2]), op.name))
                 else:
