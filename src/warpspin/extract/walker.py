@@ -1537,7 +1537,8 @@ class WarpWalker:
         mask, value, src = (self.val(o) for o in op.operands[:3])
         full = (1 << self.lanes) - 1
         if not (isinstance(mask, Const) and mask.value & full == full and isinstance(src, Const)
-                and 0 <= src.value < self.lanes and isinstance(value, Expr)):
+                and 0 <= src.value < self.lanes and isinstance(value, Expr)) \
+                or opaque_reasons(value):  # a value not followed: name the shuffle
             self.set_unknown_results(op)
             return
         self.bind(op, subst(value, {LANE: src.value}, self.f), out)
