@@ -95,11 +95,15 @@ def test_a_negative_limit_never_wraps_and_nobody_else_takes():
     assert _kinds(k) == [None, None, None]
 
 
-def test_atom_inc_by_a_whole_warp_is_unsupported():
+def test_atom_inc_by_a_whole_warp_is_invalid_syncir():
+    """The extractor emits atom.inc only for one lane (else Unsupported); SyncIR written by hand
+    with atom.inc by a whole warp is rejected, and the rule itself would refuse it."""
     k = Kernel("fetch32", (Process("w", (AtomInc("t", "sem", Const(3)),), warps=(0, 1)),), (),
                counters=(CounterDecl("sem", Const(3)),))
+    assert any("by 32 threads" in str(p) for p in validate(k))
+    r = verify_kernel(k, opts=CheckOptions(timeout_s=60))
+    assert r.verdict == "error" and "by 32 threads" in str(r), str(r)
     assert explore(k).violation.kind == "unsupported"
-    assert lower_and_check(k)[1].kind == "unsupported"
 
 
 def test_validate_checks_the_counter_and_its_limit():

@@ -126,6 +126,11 @@ def _body_problems(k, p, body, names, params, bars, where, lanes) -> list[Proble
                 and not 0 <= s.barrier_id.value < LIMITS.named_barriers:
             probs.append(Problem(f"{where}: named barrier id {s.barrier_id.value} outside "
                                  f"0..{LIMITS.named_barriers - 1}", loc))
+        if isinstance(s, AtomInc) and (p.threads if lanes is None else lanes) != 1:
+            probs.append(Problem(f"{where}: atom.inc on {s.counter} by "
+                                 f"{p.threads if lanes is None else lanes} threads: each would "
+                                 "get its own value, which is not modelled (one lane: Lanes(1))",
+                                 loc))
         if isinstance(s, Exit) and lanes is not None:
             probs.append(Problem(f"{where}: exit inside a lane subset (Lanes({lanes})): an exit "
                                  "by part of a warp is not modelled", loc))
