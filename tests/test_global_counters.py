@@ -150,6 +150,7 @@ def test_example_counter_is_extracted():
     ("every_lane", "atom.inc by 32 threads"),
     ("add", "atomic"),
     ("lane_from_data", "nvvm.shfl.sync"),
+    ("per_lane_word", "nvvm.shfl.sync"),
 ])
 def test_other_atomics_and_shuffles_are_unsupported_with_their_line(mode, why):
     pytest.importorskip("cutlass")

@@ -1457,6 +1457,10 @@ class WarpWalker:
         out.extend(self._lanes(sorted(tl), then, loc))
         out.extend(self._lanes(sorted(fl), else_, loc))
         self._merge_results(op, ty, ey, None, [], [])
+        # a branch run by several lanes whose code depends on the lane is split into one copy
+        # per lane (`_lanes`): a local it writes holds the last copy's value, not each lane's
+        if (len(tl) > 1 and reads_var(then, LANE)) or (len(fl) > 1 and reads_var(else_, LANE)):
+            return
         for i, r in enumerate(op.results):
             a = ty[i] if i < len(ty) else None
             b = ey[i] if i < len(ey) else None
