@@ -160,6 +160,36 @@ def test_other_atomics_and_shuffles_are_unsupported_with_their_line(mode, why):
     assert any(why in reason for reason in r.reasons), r.reasons
 
 
+def test_without_other_ctas_nobody_else_takes():
+    """A counter whose grid has no CTA outside the model (`others` 0): the static hand-off count
+    is then right, since the one CTA gets every tile."""
+    k = dynamic_scheduler(bug="static-count")
+    (decl,) = k.counters
+    k1 = Kernel(k.name, k.processes, k.mbarriers, params=k.params, words=k.words,
+                counters=(CounterDecl(decl.name, decl.limit, decl.loc, decl.label, others=0),))
+    assert _kinds(k1) == [None, None, None]
+
+
+@dsl
+def test_a_static_grid_of_one_cta_has_no_other_ctas():
+    """The example launched on one CTA: no other CTA can take a tile, so the consumers' static
+    hand-off count is right and the variant verifies; on two CTAs it deadlocks."""
+    pytest.importorskip("cutlass")
+    import importlib.util
+
+    from warpspin.api import verify
+    spec = importlib.util.spec_from_file_location(
+        "dyn_grid", os.path.join(ROOT, "examples", "dynamic_scheduler.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    kinds = {}
+    for grid in (1, 2):
+        fn, args = mod.variant("static_count", grid=grid)
+        r = verify(fn, *args, params={"num_tiles": (0, 5)})
+        kinds[grid] = r.violations[0].kind if r.violations else r.verdict
+    assert kinds == {1: "verified", 2: "deadlock"}
+
+
 @dsl
 def test_lane0_fetch_decides_a_barrier():
     """Lane 0's value, shuffled to the warp, decides whether warp 0 joins warp 1 at a named

@@ -1516,7 +1516,8 @@ class WarpWalker:
         decl = self.ctx.counters.get(name)
         if decl is None:
             label = _pointer_name(self.k, pointer) or f"kernel argument {root}"
-            decl = self.ctx.counters[name] = CounterDecl(name, limit, loc, label)
+            decl = self.ctx.counters[name] = CounterDecl(name, limit, loc, label,
+                                                         others=self._other_clusters())
             self.ctx.assumptions.add(
                 f"global counter {label} (atom.inc at {op.loc.short()}): it holds 0 when the "
                 "kernel starts, only atom.inc changes it, and the CTAs of the grid outside the "
@@ -1529,6 +1530,17 @@ class WarpWalker:
         dest = f"a{op.uid}"
         out.append(AtomInc(dest, name, limit, loc))
         self.env[op.results[0]] = Var(dest)
+
+    def _other_clusters(self) -> Expr:
+        """1 when the grid may have clusters besides the modelled one, 0 when its static shape
+        says it has none; a dynamic grid may have any number."""
+        grid = self.k.grid_dim
+        if grid is None:
+            return Const(1)
+        n = 1
+        for i, d in enumerate("xyz"):
+            n *= grid[i] // self.cluster_dim(d)
+        return Const(1 if n > 1 else 0)
 
     def shfl_sync(self, op: Op, out: list) -> None:
         """``shfl.sync.idx`` by the whole warp from a constant source lane: every lane gets that

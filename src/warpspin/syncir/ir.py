@@ -194,9 +194,11 @@ class CounterDecl:
     limit: Expr
     loc: Loc = NOLOC
     label: str = ""
+    others: Expr = Const(1)  # nonzero when the grid has CTAs outside the model (0: a grid of one)
 
     def __post_init__(self):
         object.__setattr__(self, "limit", lift(self.limit))
+        object.__setattr__(self, "others", lift(self.others))
 
 
 @dataclass(frozen=True)

@@ -1067,7 +1067,10 @@ def counter_take(decl) -> Rule:
     negative limit (as unsigned, beyond any tile count: an empty problem) it takes none: every
     value is then past the last tile, whichever CTA takes it."""
     val = CounterField(decl.name)
-    return Rule([Set(val, _plus(val, Const(1)))], guard=_lt(val, decl.limit))
+    guard = _lt(val, decl.limit)
+    if decl.others != Const(1):  # only when the grid has CTAs outside the model
+        guard = all_of(_ne(decl.others, 0), guard)
+    return Rule([Set(val, _plus(val, Const(1)))], guard=guard)
 
 
 # ----------------------------------------------------------------------------- exit, unsupported

@@ -99,7 +99,8 @@ def fmt_kernel(k: Kernel) -> str:
     for w in k.words:
         lines.append(f"  words {w.name}[{w.size}]" + (f"  # {w.label}" if w.label else ""))
     for c in k.counters:
-        lines.append(f"  counter {c.name}, limit={fmt_expr(c.limit)}" +
+        others = "" if c.others == Const(1) else f", others={fmt_expr(c.others)}"
+        lines.append(f"  counter {c.name}, limit={fmt_expr(c.limit)}{others}" +
                      (f"  # {c.label}" if c.label else ""))
     for p in k.processes:
         lines.append(fmt_process(p))

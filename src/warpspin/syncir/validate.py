@@ -63,7 +63,7 @@ def validate(k: Kernel) -> list[Problem]:
     if len({c.name for c in k.counters}) != len(k.counters):
         probs.append(Problem("two global counters share a name", k.loc))
     for c in k.counters:
-        for v in expr_vars(c.limit) - params:
+        for v in (expr_vars(c.limit) | expr_vars(c.others)) - params:
             probs.append(Problem(f"global counter {c.name}: its limit reads {v!r}, not a launch "
                                  "parameter", c.loc))
     if not k.processes:
