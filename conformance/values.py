@@ -101,9 +101,9 @@ class GlobalCountDecidesPhases(_Words):
 
 class AtomIncWraps(Litmus):
     """Lane 0 of warp 0 takes four values from a counter in global memory (x[0], 0 at launch)
-    with atom.inc wrapping at 2: 0, 1, 2 and, wrapped, 0 (probes [0, 1, 2, 0]). No other CTA
-    runs here; warpspin's model lets other CTAs take values between two fetches, so it allows
-    more outcomes (every run that increases up to the wrap), [0, 1, 2, 0] among them."""
+    with atom.inc wrapping at 2: 0, 1, 2 and, wrapped, 0 (probes [0, 1, 2, 0]). The launch is one
+    CTA, so no other CTA takes values in between (the counter's `others` is 0) and the model has
+    exactly that outcome."""
     rules = ("gmem.atom-inc",)
     probes = 4
     zero_x = (0,)
