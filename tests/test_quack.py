@@ -110,7 +110,7 @@ def test_persistent_cluster2_words_wait_for_st_async():
 def test_two_consumer_warpgroups_verified():
     """Tile 128x192: two consumer warpgroups, whose first warp initializes every barrier and then
     runs the code of the other seven (R12 merges its record with theirs: eight records, whose
-    start-up in the model's init is one d_step each, since pan merges at most 256 statements of an
+    start-up in the model's init is one d_step, since pan merges at most 256 statements of an
     atomic sequence)."""
     sk = extract(quack_sm90_gemm("tile128x192"), params={K_TILES: 1})
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=300, memory_mb=4096))

@@ -400,17 +400,19 @@ class _Lowering:
                         lines.append(f"    {self.mbars[m.name]}[{i}].{f.name} = {f.init};")
         for pi, p in enumerate(self.k.processes):
             if pi in self.prefix:  # R12: the first record runs the prefix, the others start after
+                # one d_step for the records' start-up: pan merges at most 256 statements of an
+                # atomic sequence, and each d_step inside init's atomic would store a state
+                rec = []
                 for j in range(p.instances):
-                    # one d_step per record: pan merges at most 256 statements of an atomic
                     ctx = _Ctx(self, pi, j)
-                    rec = [f"{ctx.locals[n]} = {v};" for n, v in p.init if v and n in ctx.locals]
+                    rec += [f"{ctx.locals[n]} = {v};" for n, v in p.init if v and n in ctx.locals]
                     rec.append(f"{ctx.gid} = {self.lay.first_gid[pi] if j == 0 else -2};")
                     if j == 0 and isinstance(self.flat[pi].code[0], Op):
                         rec += ctx.at_word(0, 1)
                     else:
                         rec += ctx.continuation(f"I{pi}_", self.prefix[pi] if j else 0)
-                    lines += ["    d_step {", *_indent(rec, 6), "    };"]
-                lines.append(f"    c_code {{ ws_sort{pi}(0); }}")
+                rec.append(f"c_code {{ ws_sort{pi}(0); }}")
+                lines += ["    d_step {", *_indent(rec, 6), "    };"]
                 lines.append(f"    run {self.proctypes[pi]}();")
                 continue
             if pi in self.symmetric:
