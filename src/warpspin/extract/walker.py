@@ -1534,12 +1534,11 @@ class WarpWalker:
     def _other_clusters(self) -> Expr:
         """1 when the grid may have clusters besides the modelled one, 0 when its static shape
         says it has none; a dynamic grid may have any number."""
-        grid = self.k.grid_dim
-        if grid is None:
+        if self.k.grid_dim is None:
             return Const(1)
         n = 1
-        for i, d in enumerate("xyz"):
-            n *= grid[i] // self.cluster_dim(d)
+        for d in "xyz":
+            n *= self.num_clusters(d, None).value  # a Const: the grid is static
         return Const(1 if n > 1 else 0)
 
     def shfl_sync(self, op: Op, out: list) -> None:

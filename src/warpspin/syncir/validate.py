@@ -11,6 +11,8 @@ from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, Whi
 from .objects import LIMITS
 from .ops import OPS, AtomInc, BarArrive, BarSync, Exit, MbarTestWait, SmemLoad, SyncOp, Unsupported
 
+DEST_OPS = (MbarTestWait, SmemLoad, AtomInc)  # ops that assign a local (`dest`)
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -64,8 +66,8 @@ def validate(k: Kernel) -> list[Problem]:
         probs.append(Problem("two global counters share a name", k.loc))
     for c in k.counters:
         for v in (expr_vars(c.limit) | expr_vars(c.others)) - params:
-            probs.append(Problem(f"global counter {c.name}: its limit reads {v!r}, not a launch "
-                                 "parameter", c.loc))
+            probs.append(Problem(f"global counter {c.name}: its limit or `others` reads {v!r}, "
+                                 "not a launch parameter", c.loc))
     if not k.processes:
         probs.append(Problem("kernel has no processes", k.loc))
     for c in range(k.num_ctas):
@@ -89,7 +91,7 @@ def validate(k: Kernel) -> list[Problem]:
                 names.add(s.var)
             elif isinstance(s, For):
                 names.add(s.var)
-            elif isinstance(s, (MbarTestWait, SmemLoad, AtomInc)):
+            elif isinstance(s, DEST_OPS):
                 names.add(s.dest)
         probs += _body_problems(k, p, p.body, names, params, bars, where, lanes=None)
     return probs
@@ -134,7 +136,7 @@ def _body_problems(k, p, body, names, params, bars, where, lanes) -> list[Proble
         if isinstance(s, Exit) and lanes is not None:
             probs.append(Problem(f"{where}: exit inside a lane subset (Lanes({lanes})): an exit "
                                  "by part of a warp is not modelled", loc))
-        if isinstance(s, (MbarTestWait, SmemLoad, AtomInc, Assign)) and \
+        if isinstance(s, (*DEST_OPS, Assign)) and \
                 (s.var if isinstance(s, Assign) else s.dest) in params:
             probs.append(Problem(f"{where}: assigns to launch parameter", loc))
         if isinstance(s, For) and s.step <= 0:
