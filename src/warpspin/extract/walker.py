@@ -1508,6 +1508,9 @@ class WarpWalker:
             why = "atom.inc whose limit is not a launch value"
         elif self.active.count != 1 or not self.active.exact and self.active.leader is None:
             why = f"atom.inc by {self.active.count} threads (each gets its own value)"
+        elif root in self.ctx.written_gmem()[0]:
+            why = (f"atom.inc on kernel argument {root}, which the kernel also stores to or "
+                   "copies into (only atom.inc may change a counter)")
         if why is not None:
             out.append(Unsupported(f"{op.name}: {why}", loc))
             self.set_unknown_results(op)
