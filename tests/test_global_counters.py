@@ -206,3 +206,17 @@ def test_lane0_fetch_decides_a_barrier():
 def check_target_fn(fn, args):
     from warpspin.api import verify
     return verify(fn, *args, params={"n": (0, 3)})
+
+
+def test_constraints_no_launch_satisfies_are_invalid():
+    """Launch constraints that no parameter values satisfy would leave nothing to check (a
+    vacuous VERIFIED): the kernel is rejected, naming the constraint."""
+    k = dynamic_scheduler()
+    bad = Kernel(k.name, k.processes, k.mbarriers, params=k.params, words=k.words,
+                 counters=k.counters, constraints=(Var("G").lt(1),))
+    assert any("no values of the launch parameters" in str(p) for p in validate(bad))
+    r = verify_kernel(bad, opts=CheckOptions(timeout_s=60))
+    assert r.verdict == "error", str(r)
+    ok = Kernel(k.name, k.processes, k.mbarriers, params=k.params, words=k.words,
+                counters=k.counters, constraints=(Var("G").lt(2),))
+    assert validate(ok) == []

@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, While,
                  expr_vars, stmt_exprs, walk_stmts)
 from .objects import LIMITS
+from .printer import fmt_expr
 from .ops import OPS, AtomInc, BarArrive, BarSync, Exit, MbarTestWait, SmemLoad, SyncOp, Unsupported
 
 DEST_OPS = (MbarTestWait, SmemLoad, AtomInc)  # ops that assign a local (`dest`)
@@ -62,6 +63,10 @@ def validate(k: Kernel) -> list[Problem]:
     for c in k.constraints:
         for v in expr_vars(c) - params:
             probs.append(Problem(f"a launch constraint reads {v!r}, not a launch parameter", k.loc))
+    if k.constraints and not _some_launch(k):  # else every check would be vacuously VERIFIED
+        probs.append(Problem("no values of the launch parameters satisfy the launch constraints "
+                             f"({', '.join(fmt_expr(c) for c in k.constraints)}): give other "
+                             "--param values", k.loc))
     if len({c.name for c in k.counters}) != len(k.counters):
         probs.append(Problem("two global counters share a name", k.loc))
     for c in k.counters:
@@ -164,3 +169,18 @@ def check(k: Kernel) -> Kernel:
 def unsupported_ops(k: Kernel) -> list[Unsupported]:
     return [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, Unsupported)]
 
+
+def _some_launch(k: Kernel) -> bool:
+    """Whether some values of the parameters the constraints read satisfy all of them."""
+    from itertools import product
+
+    from .interp import eval_expr
+    names = sorted(set().union(*(expr_vars(c) for c in k.constraints)))
+    ranges = {p.name: p.values for p in k.params}
+    if any(n not in ranges for n in names):
+        return True  # reported above as a constraint that reads no parameter
+    for values in product(*(ranges[n] for n in names)):
+        env = dict(zip(names, values))
+        if all(eval_expr(c, env) for c in k.constraints):
+            return True
+    return False
