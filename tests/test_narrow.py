@@ -4,13 +4,18 @@ states of the model with the declared types (narrowing changes representation, n
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from warpspin.lower import analysis
 from warpspin.lower.promela import _Lowering, lower
 from warpspin.syncir.flat import Op
+from warpspin.syncir.ir import (Assign, BarSync, Elect, For, If, Kernel, Loc, MBarRef, MBarrierDecl,
+                               MbarArrive, MbarInit, MbarInitFence, MbarTestWait, MbarWait, Process,
+                               Var)
 from warpspin.syncir.interp import Machine, Violation
 from warpspin.syncir.layout import Layout
-from warpspin.syncir.protocols import RING_BUGS, exchange, ring
+from protocol_gen import protocols
+from warpspin.syncir.protocols import PREFIX_BUGS, RING_BUGS, exchange, prefix_ring, ring
 
 KERNELS = [("ring", lambda: ring(stages=2, trips=4, consumers=2)),
            ("ring-cta2", lambda: ring(stages=2, trips=3, consumers=1, ctas=2)),
@@ -90,3 +95,90 @@ def test_modular_stage_counter_is_bounded():
     i = Var("i")
     e = Select(BinOp("==", BinOp("+", i, Const(1)), Const(9)), Const(0), BinOp("+", i, Const(1)))
     assert analysis.interval(e, {"i": (0, 8)}) == (0, 8)
+
+
+def _gemm_fixture():
+    from fixtures import catalog as C
+    from warpspin.extract import extract
+    from warpspin.frontend import serialize
+    name = "quack.gemm_sm90"
+    return extract(serialize.load(C.fixture_path(name)), params=C.golden_params().get(name, {}))
+
+
+PRINTED_RESETS = [*KERNELS, ("prefix-ring", prefix_ring),
+                  *[(f"prefix-ring-{b}", (lambda b=b: prefix_ring(bug=b))) for b in PREFIX_BUGS],
+                  ("quack.gemm_sm90", _gemm_fixture)]
+
+
+@pytest.mark.parametrize("name,make", PRINTED_RESETS, ids=[n for n, _ in PRINTED_RESETS])
+def test_printed_resets_are_the_same_transition_system(name, make, monkeypatch):
+    """R4 prints only the resets analysis.nonzero says can change something, and R12's identity
+    test is C: pan must store the same states and take the same transitions as with every reset
+    printed, and the text must not grow."""
+    from warpspin.engine.spin import check
+    from warpspin.lower import promela
+    k = make()
+    short = lower(k)
+    monkeypatch.setattr(promela, "PRINT_EVERY_RESET", True)
+    full = lower(k)
+    assert len(short.text) <= len(full.text)
+    a, b = check(short, timeout_s=120), check(full, timeout_s=120)
+    assert (a.states, a.transitions, a.kind) == (b.states, b.transitions, b.kind), name
+    assert a.states > 0
+
+
+@settings(max_examples=40, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(protocols())
+def test_printed_resets_on_random_protocols(k):
+    """The same on random protocols (tests/protocol_gen.py): test-wait results, branches on
+    them and loop counters leave dead locals whose values differ between paths."""
+    from warpspin.engine.spin import check
+    from warpspin.lower import promela
+    short = lower(k)
+    promela.PRINT_EVERY_RESET = True
+    try:
+        full = lower(k)
+    finally:
+        promela.PRINT_EVERY_RESET = False
+    a, b = check(short, timeout_s=60), check(full, timeout_s=60)
+    assert (a.states, a.transitions, a.kind) == (b.states, b.transitions, b.kind)
+
+
+def _dead_test_results(rounds: int = 3) -> Kernel:
+    """Resets that matter: `b` polls `to_b` with a test-wait (no wait after it, so R9 leaves the
+    test alone) and copies the result into `seen`, which is dead after the branch on it; paths
+    where the poll passed and where it failed meet with different dead values."""
+    L = lambda n: Loc("dead.py", n)  # noqa: E731
+    init = Elect((MbarInit(MBarRef("to_b"), 1, L(1)), MbarInit(MBarRef("to_a"), 1, L(2)),
+                  MbarInitFence(L(3))))
+    a = (init, BarSync(loc=L(4)),
+         For("r", 0, rounds, (
+             Elect((MbarArrive(MBarRef("to_b"), 1, L(6)),)),
+             MbarWait(MBarRef("to_a"), Var("ph"), L(7)),
+             Assign("ph", Var("ph") ^ 1)), loc=L(5)))
+    b = (BarSync(loc=L(4)),
+         For("r", 0, rounds, (
+             MbarTestWait("t", MBarRef("to_b"), Var("ph"), L(11)),
+             Assign("seen", Var("t")),
+             If(Var("seen"), (Assign("hits", Var("hits") + 1),), ()),
+             MbarWait(MBarRef("to_b"), Var("ph"), L(12)),
+             Elect((MbarArrive(MBarRef("to_a"), 1, L(13)),)),
+             Assign("ph", Var("ph") ^ 1)), loc=L(10)))
+    return Kernel("dead_test_results",
+                  (Process("a", a, warps=(0, 1), init=(("ph", 0),)),
+                   Process("b", b, warps=(1, 2), init=(("ph", 0), ("hits", 0)))),
+                  (MBarrierDecl("to_b"), MBarrierDecl("to_a")))
+
+
+def test_printed_resets_with_dead_values_that_differ(monkeypatch):
+    """The kernel above: without R4's resets the states differ, so this comparison can fail."""
+    from warpspin.engine.spin import check
+    from warpspin.lower import promela
+    k = _dead_test_results()
+    short = check(lower(k), timeout_s=60)
+    monkeypatch.setattr(promela, "PRINT_EVERY_RESET", True)
+    full = check(lower(k), timeout_s=60)
+    assert (short.states, short.transitions, short.kind) == (full.states, full.transitions,
+                                                            full.kind)
+    assert short.kind is None and short.states > 0

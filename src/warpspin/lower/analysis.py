@@ -107,6 +107,49 @@ def liveness(lay: Layout, pi: int) -> tuple[list[frozenset[str]], list[frozenset
     return [frozenset(x) for x in live], [frozenset(x) for x in arr]
 
 
+def nonzero(lay: Layout, pi: int, live, kills: set[int], init: dict[str, int],
+            starts: tuple[int, ...] = (0,)) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """(locals, observed arrays) that may be non-zero when an instance arrives at each pc, in
+    any reachable state: the start values (at each pc of `starts`, where instances begin), every
+    local and `obs` array written on a path to pc, less what an R4 reset removed on arrival at a
+    pc of `kills` (pcs where the lowering always resets the dead variables; `live` is
+    `liveness`'s). A reset of anything else is a no-op."""
+    fp = lay.flat[pi]
+    n = len(fp.code)
+    writes: list[tuple[set[str], set[str]]] = []
+    for pc, ins in enumerate(fp.code):
+        if isinstance(ins, Let):
+            writes.append(({ins.var}, set()))
+        elif isinstance(ins, Bound):
+            writes.append(({ins.counter}, set()))
+        elif isinstance(ins, Op):
+            rule = lay.rule(pi, pc)
+            obs = {st.place.array for st in walk_rule(rule.body)
+                   if isinstance(st, Set) and isinstance(st.place, Obs)}
+            writes.append((rule_locals(rule)[1], obs))
+        else:
+            writes.append((set(), set()))
+    start = (frozenset(x for x, v in init.items() if v), frozenset())
+    nz: list = [None] * n
+    for pc in starts:
+        nz[pc] = start
+    work = list(starts)
+    while work:
+        pc = work.pop()
+        loc, arr = nz[pc]
+        if pc in kills:
+            loc, arr = loc & live[0][pc], arr & live[1][pc]
+        out = (loc | writes[pc][0], arr | writes[pc][1])
+        for s in _succ(fp, pc):
+            if s >= n:
+                continue
+            new = out if nz[s] is None else (nz[s][0] | out[0], nz[s][1] | out[1])
+            if new != nz[s]:
+                nz[s] = (frozenset(new[0]), frozenset(new[1]))
+                work.append(s)
+    return [x if x is not None else (frozenset(), frozenset()) for x in nz]
+
+
 # ----------------------------------------------------------------------------- intervals
 
 def _join(a, b):

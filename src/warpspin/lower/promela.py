@@ -144,6 +144,10 @@ def _cta_major(size: int, cta: Expr, index: Expr) -> Expr:
 
 # ----------------------------------------------------------------------------- the lowering
 
+# R4 prints only the resets that can change something (analysis.nonzero); True prints every one
+# (the same transition system: tests/test_narrow.py compares the two)
+PRINT_EVERY_RESET = False
+
 class _Lowering:
     def __init__(self, kernel: Kernel, reduce: bool, fuse: bool,
                  prefix: dict[int, int] | None = None):
@@ -191,6 +195,13 @@ class _Lowering:
         self.resumed_by = [{n: r for r, n in f.items()} for f in self.resumes]
         self.runs = [self._load_runs(pi) if runs is not None and runs.applied else {}
                      for pi in range(len(self.flat))]
+        # R4: what may be non-zero on arrival at each pc (a reset of anything else is a no-op
+        # and is not printed)
+        self.nonzero = [analysis.nonzero(self.lay, pi, self.live[pi], self._kills(pi),
+                                         dict(self.flat[pi].process.init),
+                                         (0, self.prefix[pi]) if pi in self.prefix else (0,))
+                        if self.dead and not PRINT_EVERY_RESET else None
+                        for pi in range(len(self.flat))]
         self.monitored = sorted({fp.code[w].stmt.bar.name for pi, fp in enumerate(self.flat)
                                  for w in self.fusable[pi]})
         self.atw = _unique(self.monitored, "atw_")
@@ -286,6 +297,14 @@ class _Lowering:
                 out[run[0]] = tuple(run)
             pc += 0 if run else 1
         return out
+
+    def _kills(self, pi: int) -> set[int]:
+        """The visible pcs on every arrival at which an instance's dead variables are reset (it
+        rests there): not pc 0 (the start state is not reset), an R8 issue, an R6 release or a
+        load of an R11 run after its first (those a step may pass without resting)."""
+        passed = (set(self.early[pi]) | set(self.fusable[pi].values())
+                  | {pc for run in self.runs[pi].values() for pc in run[1:]})
+        return {pc for pc, _ in self.flat[pi].ops() if pc and pc not in passed}
 
     def _infl_slots(self, merge: bool):
         """The in-flight counters: one per (copy site, target CTA, element) or, with R7, one per
@@ -609,22 +628,30 @@ class _Lowering:
             fields.append(("short", "me", 0))  # is not yet published, else -2 (nobody)
         return fields
 
-    def forget_identity(self, ctx: "_Ctx") -> list[str]:
-        """R12: a record past the prefix forgets its identity once no element it initialized is
-        initialized and not yet published (vis 1 or 2): no rule can tell it from the others."""
-        start = self.prefix[ctx.pi]
-        me = ctx.gid
+    def forget_identity(self, pi: int) -> list[str]:
+        """R12: `ws_forget<pi>(i)` in C: record i, past the prefix, forgets its identity once no
+        element it initialized is initialized and not yet published (vis 1 or 2): no rule can
+        tell it from the others. (In C, one function: as Promela text this condition over every
+        element, repeated after every option of every record, was half of the model's text.)"""
+        cta = self.k.processes[pi].cta
         held = []
-        for name in sorted(self.lay.inited_arrays[ctx.pi]):
-            for i in range(self.k.mbarrier(name).size):
-                el = El(name, Const(ctx.p.cta), Const(i))
-                held.append(all_of(BinOp("==", el.by, Self()),
-                                   any_of(BinOp("==", el.vis, Const(1)),
-                                          BinOp("==", el.vis, Const(2)))))
-        cond = f"{me} != (-2) && {ctx.pc} >= {start}"
+        for name in sorted(self.lay.inited_arrays[pi]):
+            size = self.k.mbarrier(name).size
+            for i in range(size):
+                elem = f"now.{self.mbars[name]}[{cta * size + i}]"
+                if self.mbar_stored(name, "by"):
+                    by = f"{elem}.by"
+                else:
+                    kind, c, *z = self.mbf[name]["by"]
+                    by = _num(c) if kind == "const" else f"({elem}.vis != 0 ? {_num(c)} : {_num(z[0])})"
+                held.append(f"({by} == r->me && ({elem}.vis == 1 || {elem}.vis == 2))")
+        cond = "r->me != -2 && r->pc >= " + str(self.prefix[pi])
         if held:
-            cond += f" && !({ctx.e(any_of(*held))})"
-        return [f"if :: ({cond}) -> {me} = (-2) :: else -> skip fi;"]
+            cond += " && !(" + " || ".join(held) + ")"
+        return [f"  static void ws_forget{pi}(int i) {{",
+                f"    struct R{pi} *r = &now.r{pi}[i];",
+                f"    if ({cond}) r->me = -2;",
+                "  }"]
 
     def record_decls(self, pi: int) -> list[str]:
         """The record type and array, and `ws_sort<pi>(i)` in C: moves record i to its place
@@ -643,6 +670,7 @@ class _Lowering:
                 "    { t = r[j]; r[j] = r[j + 1]; r[j + 1] = t; j++; }",
                 f'    if (j != i) Printf("WS|M|{pi}|%d|%d\\n", i, j);',
                 "  }",
+                *(self.forget_identity(pi) if pi in self.prefix else ()),
                 "}", ""]
 
     def symmetric_proctype(self, pi: int) -> list[str]:
@@ -657,9 +685,9 @@ class _Lowering:
         for i in range(n):
             ctx = _Ctx(self, pi, i)
             others = "(" + " && ".join(f"r{pi}[{j}].pc == {done}" for j in range(n) if j != i) + ")"
-            forget = tuple(self.forget_identity(ctx)) if pi in self.prefix else ()
+            forget = f"ws_forget{pi}({i}); " if pi in self.prefix else ""
             for pc, ins in fp.ops():
-                sort = (*forget, f"c_code {{ ws_sort{pi}({i}); }}")
+                sort = (f"c_code {{ {forget}ws_sort{pi}({i}); }}",)
                 if not is_exit(ins):
                     lines += self.option(ctx, pc, ins, "}", sort)
                     continue
@@ -956,9 +984,12 @@ class _Ctx(_GlobalCtx):
         if lv is None:
             return []
         live, arrays = (lv[0][pc], lv[1][pc]) if pc is not None else ((), ())
-        out = [f"{v} = 0;" for n, v in self.locals.items() if n not in live]
+        nz = self.low.nonzero[self.pi]
+        nz_locals, nz_arrays = (nz[pc] if pc is not None and nz is not None
+                                else (self.locals, self.obs))
+        out = [f"{v} = 0;" for n, v in self.locals.items() if n not in live and n in nz_locals]
         for name, o in self.obs.items():
-            if name not in arrays:
+            if name not in arrays and name in nz_arrays:
                 out += [f"{o}[{i}] = 0;" for i in range(self.low.k.mbarrier(name).size)]
         return out
 
