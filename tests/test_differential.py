@@ -31,6 +31,7 @@ from warpspin.syncir import interp, validate
 from warpspin.syncir.ir import (BarArrive, ClusterArrive, ClusterWait, Const, Elect, Exit, Kernel,
                                 Lanes, MBarRef, MBarrierDecl, MbarArriveExpectTx, MbarInit,
                                 MbarInitFence, MbarTestWait, MbarWait, Process, TmaLoad)
+from warpspin.lower import promela
 from warpspin.syncir.protocols import PREFIX_BUG_EXPECT, PREFIX_BUGS, RING_BUGS, prefix_ring, ring
 
 pytestmark = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
@@ -310,3 +311,51 @@ def test_regression_protocols(path, mode):
     assert kinds in allowed, (kinds, allowed)
     r = spin_agrees(k, reduce=mode != "plain", fuse=mode == "fused", max_states=200_000)
     assert r is not None
+
+
+@contextlib.contextmanager
+def _shared_slots(n: int):
+    """Every symmetric process with at least `n` records in shared record slots."""
+    old = promela.SHARED_SLOTS_MIN
+    promela.SHARED_SLOTS_MIN = n
+    try:
+        yield
+    finally:
+        promela.SHARED_SLOTS_MIN = old
+
+
+@diff_settings(max(20, EXAMPLES // 4))
+@given(protocols())
+def test_shared_slots_match_interpreter(k):
+    """Record slots as SPIN processes of one proctype (and the deadlock watcher), for every
+    symmetric process of two or more records: kinds, replays and depths as the interpreter's."""
+    with _shared_slots(2):
+        spin_agrees(k, reduce=True, fuse=True, stats="shared slots vs interpreter")
+
+
+@diff_settings(max(20, EXAMPLES // 8))
+@given(prefix_protocols())
+def test_shared_slots_with_prefix_symmetry_match_interpreter(k):
+    with _shared_slots(2):
+        spin_agrees(k, reduce=True, fuse=True, stats="shared slots + R12 vs interpreter")
+
+
+@pytest.mark.parametrize("ctas", [1, 2])
+@pytest.mark.parametrize("bug", [None, *RING_BUGS])
+def test_shared_slots_on_rings(bug, ctas):
+    """Shared slots change the text, not the transition system: the same states and
+    transitions as one proctype per process, plus the watcher's one step at each terminal state
+    of a kernel whose threads all exited; the same kind."""
+    k = ring(stages=2, trips=3, consumers=4, bug=bug, ctas=ctas)
+    with _shared_slots(0):
+        plain = lower_and_check(k, timeout_s=60)[1]
+    with _shared_slots(2):
+        m, shared = lower_and_check(k, timeout_s=60)
+    assert m.shared and "ws_watch" in m.text
+    assert shared.kind == plain.kind
+    assert len(shared.events) == len(plain.events)
+    if plain.kind is None:
+        assert shared.states - plain.states == shared.transitions - plain.transitions >= 1
+    else:
+        rp = interp.replay(k, shared.events, expect_kind=shared.kind)
+        assert rp.ok, rp.error

@@ -219,7 +219,8 @@ def _other_ctas(model, res, timeout_s, memory_mb, vector_size, opt, collapse, wo
     level = len([e for e in out if not isinstance(e, ParamChoice)])  # the kernel's deadlock depth
     tmp = tempfile.mkdtemp(prefix="warpspin-", dir=workdir)
     try:
-        first = _check_in(tmp, model, model.text, max(10.0, timeout_s), memory_mb, "bfs",
+        first = _check_in(tmp, model, model.text_ignoring_deadlocks, max(10.0, timeout_s),
+                          memory_mb, "bfs",
                           res.depth + level - len(steps), vector_size, opt, collapse,
                           extra_args=["-E"])
         got = [e for e in first.events if not isinstance(e, ParamChoice)]

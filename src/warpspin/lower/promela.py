@@ -69,6 +69,13 @@ class LoweredModel:
     modelled: Kernel | None = None
     modelled_procs: tuple[int, ...] = ()
     merged: tuple[tuple[int, int, int, int], ...] = ()
+    # symmetric processes whose record slots are SPIN processes of one shared proctype
+    shared: tuple[int, ...] = ()
+
+    @property
+    def text_ignoring_deadlocks(self) -> str:
+        """The model without its deadlock watcher (for pan -E, which ignores deadlocks)."""
+        return self.text.replace(WATCH_RUN, "")
 
     @property
     def lowered(self) -> Kernel:
@@ -148,6 +155,13 @@ def _cta_major(size: int, cta: Expr, index: Expr) -> Expr:
 # (the same transition system: tests/test_narrow.py compares the two)
 PRINT_EVERY_RESET = False
 
+# A symmetric process with at least this many records prints its options once, in a proctype
+# that runs once per record slot (its slot is `_pid` less the first slot's), instead of once per
+# slot in one proctype: the text shrinks by the number of slots, each slot costs a SPIN process
+# header in the state vector (docs/spin.md, "Record slots"). 0 turns it off.
+SHARED_SLOTS_MIN = 4
+WATCH_RUN = "    run ws_watch();\n"
+
 class _Lowering:
     def __init__(self, kernel: Kernel, reduce: bool, fuse: bool,
                  prefix: dict[int, int] | None = None):
@@ -222,6 +236,9 @@ class _Lowering:
                     self.symmetric.add(pi)
                 elif kernel.processes[pi].instances > 1:
                     decisions.append(d)
+        self.shared = {pi for pi in self.symmetric
+                       if SHARED_SLOTS_MIN and kernel.processes[pi].instances >= SHARED_SLOTS_MIN}
+        self.first_pid = self._first_pids()
         self.integer_problems = analysis.integer_problems(self.lay, self.ranges)
         # R3 on the shared state: what each mbarrier field needs (None: the declared types)
         self.mbf = analysis.mbar_fields(self.lay, self.ranges) if self.narrow else None
@@ -296,6 +313,20 @@ class _Lowering:
             if len(run) > 1:
                 out[run[0]] = tuple(run)
             pc += 0 if run else 1
+        return out
+
+    def _first_pids(self) -> dict[int, int]:
+        """The `_pid` of each process's first SPIN process, in init's order of `run`s (init is
+        pid 0); a shared process runs one per record slot."""
+        out, pid = {}, 1
+        for pi, p in enumerate(self.k.processes):
+            out[pi] = pid
+            if pi in self.shared:
+                pid += p.instances
+            elif pi in self.symmetric:
+                pid += 1
+            else:
+                pid += p.instances
         return out
 
     def _kills(self, pi: int) -> set[int]:
@@ -394,6 +425,8 @@ class _Lowering:
                     "  skip", "}"]
         for pi in range(len(self.flat)):
             out += self.proctype(pi)
+        if self.shared:
+            out += self.watch_proctype()
         if self.lay.async_keys or self.k.counters:
             out += self.async_proctype()
         out += self.init()
@@ -432,7 +465,7 @@ class _Lowering:
                         rec += ctx.continuation(f"I{pi}_", self.prefix[pi] if j else 0)
                 rec.append(f"c_code {{ ws_sort{pi}(0); }}")
                 lines += ["    d_step {", *_indent(rec, 6), "    };"]
-                lines.append(f"    run {self.proctypes[pi]}();")
+                lines += [f"    run {self.proctypes[pi]}();"] * (p.instances if pi in self.shared else 1)
                 continue
             if pi in self.symmetric:
                 for j in range(p.instances):
@@ -447,12 +480,14 @@ class _Lowering:
                 else:
                     for j in range(p.instances):
                         lines += _indent(_Ctx(self, pi, j).at_word(0, 1), 4)
-                lines.append(f"    run {self.proctypes[pi]}();")
+                lines += [f"    run {self.proctypes[pi]}();"] * (p.instances if pi in self.shared else 1)
                 continue
             for j in range(p.instances):
                 lines.append(f"    run {self.proctypes[pi]}({j});")
         if self.lay.async_keys or self.k.counters:
             lines.append("    run async_ops();")
+        if self.shared:
+            lines.append(WATCH_RUN.rstrip("\n"))
         if self.k.constraints:
             lines.append("not_a_launch: skip")
         lines += ["  }", "}"]
@@ -495,6 +530,8 @@ class _Lowering:
         return f"(({elem}.vis != 0) -> {_num(c)} : {_num(z[0])})"
 
     def proctype(self, pi: int) -> list[str]:
+        if pi in self.shared:
+            return self.shared_proctype(pi)
         if pi in self.symmetric:
             return self.symmetric_proctype(pi)
         fp = self.flat[pi]
@@ -671,6 +708,39 @@ class _Lowering:
                 f'    if (j != i) Printf("WS|M|{pi}|%d|%d\\n", i, j);',
                 "  }",
                 *(self.forget_identity(pi) if pi in self.prefix else ()),
+                "}", ""]
+
+    def shared_proctype(self, pi: int) -> list[str]:
+        """The records of process pi, one SPIN process per record slot running this proctype:
+        its slot is `_pid` less the first slot's. A slot whose record exited stays in the loop
+        (`end:`: a valid end state); `ws_watch` tells a deadlock from the end of the kernel."""
+        fp = self.flat[pi]
+        done = len(fp.code)
+        name = self.proctypes[pi]
+        slot = f"(_pid - {self.first_pid[pi]})"
+        ctx = _Ctx(self, pi, slot)
+        c_slot = f"((int)P{name}->_pid - {self.first_pid[pi]})"
+        forget = f"ws_forget{pi}({c_slot}); " if pi in self.prefix else ""
+        sort = (f"c_code {{ {forget}ws_sort{pi}({c_slot}); }}",)
+        lines = [f"proctype {name}() {{", "end:", "  do"]
+        for pc, ins in fp.ops():
+            if not is_exit(ins):
+                lines += self.option(ctx, pc, ins, "}", sort)
+                continue
+            after = (*ctx.resets(None), f"{ctx.pc} = {done};")
+            lines += self.option(ctx, pc, ins, "}", after + sort)
+        lines += ["  od", "}", ""]
+        return lines
+
+    def watch_proctype(self) -> list[str]:
+        """With shared record slots a blocked record does not make SPIN report an invalid end
+        state (its slot rests at `end:`): when nothing else can move, a kernel whose threads
+        have not all exited is deadlocked. Taken from the terminal state itself, so it is found
+        at the same search depth as SPIN's own check."""
+        exited = " && ".join(f"live[{c}] == 0" for c in range(self.k.num_ctas))
+        return ["proctype ws_watch() {",
+                f'  timeout -> if :: ({exited}) -> skip :: else -> printf("WS|X\\n"); '
+                "assert(false) fi",
                 "}", ""]
 
     def symmetric_proctype(self, pi: int) -> list[str]:
@@ -938,7 +1008,7 @@ class _Ctx(_GlobalCtx):
     """Lowering of one process: its locals and the text of its instructions. For a process of the
     symmetric encoding, `slot` is the position of the instance's record in the sorted array."""
 
-    def __init__(self, low: _Lowering, pi: int, slot: int | None = None):
+    def __init__(self, low: _Lowering, pi: int, slot: int | str | None = None):
         super().__init__(low)
         self.pi = pi
         self.fp = low.flat[pi]
@@ -959,7 +1029,7 @@ class _Ctx(_GlobalCtx):
         self.gid = "(-2)" if self.symmetric else (f"({first} + inst)" if first else "inst")
         if self.symmetric and pi in low.prefix:
             self.gid = rec + "me"
-        self.tag = "" if slot is None else f"s{slot}_"
+        self.tag = "" if slot is None else (f"s{slot}_" if isinstance(slot, int) else "sx_")
 
     def instance_place(self, p) -> str:
         if isinstance(p, Local):
@@ -1166,13 +1236,16 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
                           "when it can run")
     probe = ""
     if checked is not None:
-        probe = text.replace("  atomic {\n", "  atomic {\n    run ws_probe();\n", 1)
+        probe = text.replace(WATCH_RUN, "")
+        head, tail = probe.rsplit("  }\n}", 1)  # the end of init's atomic block
+        probe = head + "    run ws_probe();\n  }\n}" + tail
         probe = probe.replace("\ninit {", PROBE + "\ninit {", 1)
     return LoweredModel(kernel, text, low.lay, tuple(low.proctypes), tuple(sorted(low.symmetric)),
                         tuple(reductions), tuple(refused), checked, cta_procs, probe, fused,
                         tuple(low.integer_problems),
                         tuple((pi, r, n) for pi, f in enumerate(low.resumes)
-                              for r, n in sorted(f.items())), modelled, procs, merged)
+                              for r, n in sorted(f.items())), modelled, procs, merged,
+                        tuple(sorted(low.shared)))
 
 
 def _merge_prefix_groups(k: Kernel, groups) -> tuple[Kernel, tuple[int, ...], tuple]:

@@ -11,7 +11,7 @@ from .promela import LoweredModel, param_names
 def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None]:
     """The WS|... lines printed by `pan -r` -> (trace events, kind of the last WS|V line).
     Without a WS|V line the kind is None (SPIN's own error decides: an invalid end state is a
-    deadlock). Processes in the symmetric encoding print record positions (`WS|s`) and record
+    deadlock); `WS|X` is the deadlock watcher's. Processes in the symmetric encoding print record positions (`WS|s`) and record
     moves (`WS|M|<process>|<from>|<to>`); following the moves gives each step's instance."""
     events: list[Event] = []
     kind = None
@@ -47,6 +47,8 @@ def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None
             events.append(Take(args[0]))
         elif tag == "V":
             kind = args[0]
+        elif tag == "X":  # the deadlock watcher (shared record slots)
+            kind = "deadlock"
     return events, kind
 
 
