@@ -359,3 +359,13 @@ def test_shared_slots_on_rings(bug, ctas):
     else:
         rp = interp.replay(k, shared.events, expect_kind=shared.kind)
         assert rp.ok, rp.error
+
+
+def test_shared_slots_stay_within_spins_process_limit():
+    """pan runs at most 255 processes: a process whose slots would exceed that stays one
+    proctype (printed once per slot) and the model still checks."""
+    k = ring(stages=2, trips=2, consumers=260, consumer_threads=32)
+    m = lower(k)
+    assert not m.shared
+    k = ring(stages=2, trips=2, consumers=8)
+    assert lower(k).shared

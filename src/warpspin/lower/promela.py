@@ -161,6 +161,7 @@ PRINT_EVERY_RESET = False
 # header in the state vector (docs/spin.md, "Record slots"). 0 turns it off.
 SHARED_SLOTS_MIN = 4
 WATCH_RUN = "    run ws_watch();\n"
+MAX_SPIN_PROCESSES = 255  # pan's limit (a _pid is a byte); shared slots count one each
 
 class _Lowering:
     def __init__(self, kernel: Kernel, reduce: bool, fuse: bool,
@@ -238,6 +239,8 @@ class _Lowering:
                     decisions.append(d)
         self.shared = {pi for pi in self.symmetric
                        if SHARED_SLOTS_MIN and kernel.processes[pi].instances >= SHARED_SLOTS_MIN}
+        while self.shared and self._spin_processes() > MAX_SPIN_PROCESSES:
+            self.shared.remove(max(self.shared, key=lambda pi: kernel.processes[pi].instances))
         self.first_pid = self._first_pids()
         self.integer_problems = analysis.integer_problems(self.lay, self.ranges)
         # R3 on the shared state: what each mbarrier field needs (None: the declared types)
@@ -314,6 +317,12 @@ class _Lowering:
                 out[run[0]] = tuple(run)
             pc += 0 if run else 1
         return out
+
+    def _spin_processes(self) -> int:
+        """SPIN processes the model runs: init, one per instance (per slot of a shared process,
+        one per other symmetric process), async_ops, the watcher and the R2 probe."""
+        return 4 + sum(1 if pi in self.symmetric and pi not in self.shared else p.instances
+                       for pi, p in enumerate(self.k.processes))
 
     def _first_pids(self) -> dict[int, int]:
         """The `_pid` of each process's first SPIN process, in init's order of `run`s (init is
