@@ -65,12 +65,15 @@ def main(names) -> int:
                 out = subprocess.run(["./pan", "-m100000", "-w24"], cwd=d, capture_output=True,
                                      text=True, timeout=120).stdout
             except subprocess.TimeoutExpired as e:
-                out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+                out = e.stdout or ""
+                out = out.decode() if isinstance(out, bytes) else out
             t_pan = time.time() - t
             pan_c = os.path.getsize(os.path.join(d, "pan.c"))
-        row = (name, sum(p.instances for p in kern.processes), f"{len(model.text):,}", f"{pan_c:,}",
-               f"{t_spin:.1f}", opt, f"{t_gcc:.1f}", f"{t_pan:.1f}",
-               f"{_stat(out, 'states, stored'):,}", f"{_stat(out, 'transitions (= stored+matched)'):,}")
+        states = _stat(out, "states, stored")
+        transitions = _stat(out, "transitions (= stored+matched)")
+        row = (name, sum(p.instances for p in kern.processes), f"{len(model.text):,}",
+               f"{pan_c:,}", f"{t_spin:.1f}", opt, f"{t_gcc:.1f}", f"{t_pan:.1f}",
+               f"{states:,}", f"{transitions:,}")
         print("| " + " | ".join(str(x) for x in row) + " |", flush=True)
     return 0
 

@@ -34,8 +34,8 @@ from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BAR
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
                           NARROW_TYPES)
-from ..syncir.rules import (Call, ClusterField, CounterField, El, Fail, Hook, Inflight, Live,
-                            Local, MbarField, NamedField, Obs, Self, Set, When, WordField, all_of,
+from ..syncir.rules import (Call, ClusterField, CounterField, Fail, Hook, Inflight, Live,
+                            Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
                             any_of)
 
 
@@ -474,7 +474,7 @@ class _Lowering:
                         rec += ctx.continuation(f"I{pi}_", self.prefix[pi] if j else 0)
                 rec.append(f"c_code {{ ws_sort{pi}(0); }}")
                 lines += ["    d_step {", *_indent(rec, 6), "    };"]
-                lines += [f"    run {self.proctypes[pi]}();"] * (p.instances if pi in self.shared else 1)
+                lines += self.runs_of(pi)
                 continue
             if pi in self.symmetric:
                 for j in range(p.instances):
@@ -489,7 +489,7 @@ class _Lowering:
                 else:
                     for j in range(p.instances):
                         lines += _indent(_Ctx(self, pi, j).at_word(0, 1), 4)
-                lines += [f"    run {self.proctypes[pi]}();"] * (p.instances if pi in self.shared else 1)
+                lines += self.runs_of(pi)
                 continue
             for j in range(p.instances):
                 lines.append(f"    run {self.proctypes[pi]}({j});")
@@ -537,6 +537,11 @@ class _Lowering:
         if kind == "const":
             return _num(c)
         return f"(({elem}.vis != 0) -> {_num(c)} : {_num(z[0])})"
+
+    def runs_of(self, pi: int) -> list[str]:
+        """init's `run`s of symmetric process pi: one per record slot when they are shared."""
+        n = self.k.processes[pi].instances if pi in self.shared else 1
+        return [f"    run {self.proctypes[pi]}();"] * n
 
     def proctype(self, pi: int) -> list[str]:
         if pi in self.shared:
@@ -689,7 +694,8 @@ class _Lowering:
                     by = f"{elem}.by"
                 else:
                     kind, c, *z = self.mbf[name]["by"]
-                    by = _num(c) if kind == "const" else f"({elem}.vis != 0 ? {_num(c)} : {_num(z[0])})"
+                    by = (_num(c) if kind == "const"
+                          else f"({elem}.vis != 0 ? {_num(c)} : {_num(z[0])})")
                 held.append(f"({by} == r->me && ({elem}.vis == 1 || {elem}.vis == 2))")
         cond = "r->me != -2 && r->pc >= " + str(self.prefix[pi])
         if held:

@@ -11,8 +11,9 @@ from .promela import LoweredModel, param_names
 def parse_trail(text: str, model: LoweredModel) -> tuple[list[Event], str | None]:
     """The WS|... lines printed by `pan -r` -> (trace events, kind of the last WS|V line).
     Without a WS|V line the kind is None (SPIN's own error decides: an invalid end state is a
-    deadlock); `WS|X` is the deadlock watcher's. Processes in the symmetric encoding print record positions (`WS|s`) and record
-    moves (`WS|M|<process>|<from>|<to>`); following the moves gives each step's instance."""
+    deadlock); `WS|X` is the deadlock watcher's deadlock. Processes in the symmetric encoding
+    print record positions (`WS|s`) and record moves (`WS|M|<process>|<from>|<to>`); following
+    the moves gives each step's instance."""
     events: list[Event] = []
     kind = None
     who = {pi: list(range(model.model_kernel.processes[pi].instances)) for pi in model.symmetric}
