@@ -47,6 +47,7 @@ bench: setup
 	$(VPY) bench/scale.py
 	$(VPY) bench/examples.py
 	$(VPY) bench/values.py
+	$(VPY) bench/compile.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
