@@ -116,19 +116,12 @@ def nonzero(lay: Layout, pi: int, live, kills: set[int], init: dict[str, int],
     `liveness`'s). A reset of anything else is a no-op."""
     fp = lay.flat[pi]
     n = len(fp.code)
-    writes: list[tuple[set[str], set[str]]] = []
-    for pc, ins in enumerate(fp.code):
-        if isinstance(ins, Let):
-            writes.append(({ins.var}, set()))
-        elif isinstance(ins, Bound):
-            writes.append(({ins.counter}, set()))
-        elif isinstance(ins, Op):
-            rule = lay.rule(pi, pc)
-            obs = {st.place.array for st in walk_rule(rule.body)
-                   if isinstance(st, Set) and isinstance(st.place, Obs)}
-            writes.append((rule_locals(rule)[1], obs))
-        else:
-            writes.append((set(), set()))
+    def obs_written(pc: int) -> set[str]:
+        if not isinstance(fp.code[pc], Op):
+            return set()
+        return {st.place.array for st in walk_rule(lay.rule(pi, pc).body)
+                if isinstance(st, Set) and isinstance(st.place, Obs)}
+    writes = [(uses_defs(lay, pi, pc)[1], obs_written(pc)) for pc in range(n)]
     start = (frozenset(x for x, v in init.items() if v), frozenset())
     nz: list = [None] * n
     for pc in starts:

@@ -75,7 +75,7 @@ class LoweredModel:
     @property
     def text_ignoring_deadlocks(self) -> str:
         """The model without its deadlock watcher (for pan -E, which ignores deadlocks)."""
-        return self.text.replace(WATCH_RUN, "")
+        return _without_watch(self.text)
 
     @property
     def lowered(self) -> Kernel:
@@ -162,6 +162,11 @@ PRINT_EVERY_RESET = False
 SHARED_SLOTS_MIN = 4
 WATCH_RUN = "    run ws_watch();\n"
 MAX_SPIN_PROCESSES = 255  # pan's limit (a _pid is a byte); shared slots count one each
+
+
+def _without_watch(text: str) -> str:
+    """A model's text without its deadlock watcher's `run` (pan -E, the R2 probe)."""
+    return text.replace(WATCH_RUN, "")
 
 class _Lowering:
     def __init__(self, kernel: Kernel, reduce: bool, fuse: bool,
@@ -318,24 +323,24 @@ class _Lowering:
             pc += 0 if run else 1
         return out
 
+    def spin_runs(self, pi: int) -> int:
+        """How many SPIN processes init runs for process pi: one per instance, one for the
+        records of a symmetric process, one per record slot when its slots are shared."""
+        one = pi in self.symmetric and pi not in self.shared
+        return 1 if one else self.k.processes[pi].instances
+
     def _spin_processes(self) -> int:
-        """SPIN processes the model runs: init, one per instance (per slot of a shared process,
-        one per other symmetric process), async_ops, the watcher and the R2 probe."""
-        return 4 + sum(1 if pi in self.symmetric and pi not in self.shared else p.instances
-                       for pi, p in enumerate(self.k.processes))
+        """SPIN processes the model runs: init, those of every process, async_ops, the watcher
+        and the R2 probe."""
+        return 4 + sum(map(self.spin_runs, range(len(self.k.processes))))
 
     def _first_pids(self) -> dict[int, int]:
         """The `_pid` of each process's first SPIN process, in init's order of `run`s (init is
-        pid 0); a shared process runs one per record slot."""
+        pid 0)."""
         out, pid = {}, 1
-        for pi, p in enumerate(self.k.processes):
+        for pi in range(len(self.k.processes)):
             out[pi] = pid
-            if pi in self.shared:
-                pid += p.instances
-            elif pi in self.symmetric:
-                pid += 1
-            else:
-                pid += p.instances
+            pid += self.spin_runs(pi)
         return out
 
     def _kills(self, pi: int) -> set[int]:
@@ -540,8 +545,7 @@ class _Lowering:
 
     def runs_of(self, pi: int) -> list[str]:
         """init's `run`s of symmetric process pi: one per record slot when they are shared."""
-        n = self.k.processes[pi].instances if pi in self.shared else 1
-        return [f"    run {self.proctypes[pi]}();"] * n
+        return [f"    run {self.proctypes[pi]}();"] * self.spin_runs(pi)
 
     def proctype(self, pi: int) -> list[str]:
         if pi in self.shared:
@@ -1251,7 +1255,7 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
                           "when it can run")
     probe = ""
     if checked is not None:
-        probe = text.replace(WATCH_RUN, "")
+        probe = _without_watch(text)
         head, tail = probe.rsplit("  }\n}", 1)  # the end of init's atomic block
         probe = head + "    run ws_probe();\n  }\n}" + tail
         probe = probe.replace("\ninit {", PROBE + "\ninit {", 1)
