@@ -363,7 +363,7 @@ def test_shared_slots_on_rings(bug, ctas):
 
 def test_shared_slots_stay_within_spins_process_limit():
     """pan runs at most 255 processes: a process whose slots would exceed that stays one
-    proctype (printed once per slot) and the model still checks."""
+    proctype (printed once per slot); a smaller one is shared."""
     k = ring(stages=2, trips=2, consumers=260, consumer_threads=32)
     m = lower(k)
     assert not m.shared
