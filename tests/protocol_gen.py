@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Elect,
                              Exit, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
                              MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
-                             MbarTestWait, MbarWait, Param, Process, SmemLoad, SmemStore, TmaLoad,
+                             MbarTestWait, MbarWait, Param, Process, SmemLoad, SmemStore, StAsync, TmaLoad,
                              Var, While, WordRef, WordsDecl, walk_stmts)
 
 FILE = "random.py"
@@ -31,8 +31,8 @@ BASE_KINDS = ("arrive", "arrive1", "aexp", "expect", "tma", "wait", "wait", "tes
 # the constructs added on top; each protocol enables a few of them (several at once would make
 # most protocols too large for the interpreter or trivially broken)
 EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "exit", "testif",
-               "csync", "carrive", "cwait", "mcast", "store", "load")
-CTA2_KINDS = ("remote", "remote", "mcast", "csync")  # only with two CTAs
+               "csync", "carrive", "cwait", "mcast", "store", "load", "stasync")
+CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
 
 @st.composite
@@ -140,6 +140,13 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         st_ = SmemStore(WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2]))),
                         draw(st.sampled_from([Const(1), Var("k") + 1])), loc)
         return Elect((st_,), loc) if draw(st.booleans()) else st_
+    if kind == "stasync":
+        # one lane st.async's one or two words into the words of the barrier's CTA
+        two = draw(st.booleans())
+        ref = WordRef("w", Const(0) if two else draw(st.sampled_from([Const(0), Var("k") % 2])))
+        vals = (Var("k") + 1, Const(1)) if two else (draw(st.sampled_from([Const(1), Var("k")])),)
+        return Elect((StAsync(ref, vals, draw(bar_ref(sizes, num_ctas if num_ctas > 1 else 0)),
+                              loc),), loc)
     if kind == "load":
         # a shared word read, and the synchronization depending on the value read
         ref = WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2])))
@@ -224,7 +231,7 @@ def protocols(draw) -> Kernel:
         params.append(Param("N", 0, 2))
     if uses_mask_param(procs):
         params.append(Param("M", 1, 3))
-    words = (WordsDecl("w", 2),) if {"store", "load"} & set(extras) else ()
+    words = (WordsDecl("w", 2),) if {"store", "load", "stasync"} & set(extras) else ()
     return Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]), MBarrierDecl("b", 1)),
                   params=tuple(params), num_ctas=num_ctas, words=words)
 
@@ -265,7 +272,7 @@ REQUIRED_CONSTRUCTS = ("ClusterArrive(relaxed)", "ClusterArrive", "ClusterWait",
                        "dynamic-barrier-id", "Lanes(2)", "Lanes(16)", "TmaLoad-in-Lanes(k>1)",
                        "MbarTestWait", "Exit", "params", "MbarExpectTx", "MbarArriveExpectTx",
                        "BarArrive", "BarSync", "MbarInit", "MbarInitFence", "MbarWait", "If", "For",
-                       "SmemStore", "SmemLoad")
+                       "SmemStore", "SmemLoad", "StAsync")
 
 
 @st.composite

@@ -7,8 +7,8 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ir import (AtomInc, Assign, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
-                         SmemLoad, SmemStore, Var, While, WordRef, WordsDecl, expr_vars, walk_stmts)
+from ..syncir.ir import (AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
+                         SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, walk_stmts)
 from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
 from .values import Folder, opaque
@@ -167,6 +167,8 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
     decls, rebase, dropped = [], {}, {}
     # a relaxed arrive orders no store before it, and a hand-off may pass through any warp's
     relaxed = [what for _, what in ctx.relaxed_arrives]
+    if _words_after_first_cluster_wait(procs):
+        relaxed = [what for what in relaxed if ".cluster.arrive" not in what]
     for uid, (name, label, lo, hi, loc) in ctx.word_arrays.items():
         clash = [what for a, rng, what in ctx.smem_writes
                  if a is None or (a == uid and (rng is None or (rng[0] < 4 * hi and 4 * lo < rng[1])))]
@@ -183,11 +185,13 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
     def fix(body):
         out = []
         for st in body:
-            if isinstance(st, (SmemStore, SmemLoad)):
+            if isinstance(st, (SmemStore, SmemLoad, StAsync)):
                 name = st.ref.name
                 if name in dropped:
                     if isinstance(st, SmemLoad):
                         out.append(Assign(st.dest, opaque(f"{dropped[name]}"), st.loc))
+                    elif isinstance(st, StAsync):  # its bytes still complete on the barrier
+                        out.append(TmaLoad(st.bar, st.bytes, st.loc))
                     continue
                 f = Folder()
                 st = replace(st, ref=WordRef(name, f.binop("-", st.ref.index, Const(rebase[name]))))
@@ -200,6 +204,27 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
 
     procs = [replace(p, body=finish(list(fix(p.body)))) for p in procs]
     return tuple(decls), procs
+
+
+def _words_after_first_cluster_wait(procs: list[Process]) -> bool:
+    """Every relaxed cluster arrive is its process's first cluster arrive, at the top level
+    before its first cluster wait, and every process writes shared words only after a cluster
+    wait at its top level. Then every word write happens after every thread's relaxed arrive
+    (the first wait completes only once all of them arrived), so a relaxed arrive orders no
+    word write and cannot carry a hand-off of one."""
+    for p in procs:
+        waited = arrived = False
+        for st in walk_stmts(p.body):
+            top = any(st is x for x in p.body)
+            if isinstance(st, ClusterArrive):
+                if st.relaxed and (arrived or waited or not top):
+                    return False
+                arrived = True
+            elif isinstance(st, ClusterWait) and top:
+                waited = True
+            elif isinstance(st, (SmemStore, StAsync)) and not waited:
+                return False
+    return True
 
 
 def _owner_role(label: str) -> tuple[str, str]:

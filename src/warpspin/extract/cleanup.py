@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..syncir.ir import (Assign, Expr, For, If, Lanes, MBarRef, MbarTestWait, SmemLoad, Stmt, Unsupported, While,
-                         EXPR_FIELDS, expr_vars, stmt_exprs, walk_stmts)
+from ..syncir.ir import (Assign, For, If, Lanes, MbarTestWait, SmemLoad, Stmt, Unsupported, While,
+                         expr_vars, map_exprs, stmt_exprs, walk_stmts)
 from .values import LANE, OPAQUE_PREFIX
 
 
@@ -15,12 +15,8 @@ def subst_stmts(body, env: dict, folder) -> tuple[Stmt, ...]:
 
     out = []
     for s in body:
-        changes = {f: subst(getattr(s, f), env, folder) for f in EXPR_FIELDS
-                   if isinstance(getattr(s, f, None), Expr)}
-        bar = getattr(s, "bar", None)
-        if isinstance(bar, MBarRef):
-            changes["bar"] = MBarRef(bar.name, subst(bar.index, env, folder),
-                                     None if bar.cta is None else subst(bar.cta, env, folder))
+        s = map_exprs(s, lambda e: subst(e, env, folder))
+        changes = {}
         if isinstance(s, If):
             changes.update(then=subst_stmts(s.then, env, folder), else_=subst_stmts(s.else_, env, folder))
         elif isinstance(s, (For, While, Lanes)):

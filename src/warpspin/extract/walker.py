@@ -8,12 +8,12 @@ parameters) becomes SyncIR ``Expr``s over locals and parameters.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
-from ..syncir.ir import (AtomInc, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
+from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
                          MbarInitFence, MbarTestWait, MbarWait, SmemLoad, SmemStore, Stmt,
@@ -57,8 +57,9 @@ UNSUPPORTED_PREFIXES = (
     "cute_nvgpu.copy_tma_desc", "nvvm.griddepcontrol", "nvvm.mbarrier.", "nvvm.barrier",
     "nvvm.fence.", "nvvm.elect", "cute_nvgpu.arch.alloc_smem", "cute_nvgpu.arch.get_dyn_smem",
 )
-ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(?:\.v(\d))?\.[bsuf](\d+)\s+"
-                      r"\[[^\]]*\]\s*,\s*[^,]+,\s*\[\{?\$r?(\d+)\}?\]")
+ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(?:\.v(\d))?\.([bsuf])(\d+)\s+"
+                      r"\[\{?\$r?(\d+)\}?\]\s*,\s*(\{[^}]*\}|[^,\s]+)\s*,\s*\[\{?\$r?(\d+)\}?\]")
+PTX_OPERAND = re.compile(r"^\{?\$r?(\d+)\}?$")
 ASM_IGNORED = re.compile(r"^\s*(griddepcontrol\.(wait|launch_dependents)|"
                          r"cp\.async\.bulk\.(commit_group|wait_group(\.read)?\s+\d+))\s*;\s*$")
 ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|griddepcontrol|"
@@ -376,12 +377,14 @@ class Context:
 
     def word_array(self, view: View, loc: Loc) -> str:
         """The word array of `view`'s allocation, grown to cover the view."""
-        alloc = view.ptr.alloc
         lo = view.ptr.const // 4
-        hi = lo + view.cosize
+        return self.word_array_at(view.ptr.alloc, lo, lo + view.cosize, loc)
+
+    def word_array_at(self, alloc: Alloc, lo: int, hi: int, loc: Loc) -> str:
+        """The word array of `alloc`, grown to cover its words lo..hi-1."""
         info = self.word_arrays.get(alloc.uid)
         if info is None:
-            label = next((f for f, size, off in alloc.fields if off <= view.ptr.const < off + size), "")
+            label = next((f for f, size, off in alloc.fields if off <= 4 * lo < off + size), "")
             info = self.word_arrays[alloc.uid] = [f"sw{len(self.word_arrays)}", label, lo, hi, loc]
         info[2], info[3] = min(info[2], lo), max(info[3], hi)
         return info[0]
@@ -834,6 +837,38 @@ class WarpWalker:
         else:
             self.set_unknown_results(op)
 
+    def slice_(self, op: Op, out) -> None:
+        """``cute.slice(view, coord)`` of a shared-memory tensor with a flat static layout: the
+        modes the coordinate fixes move the pointer (a View when the offset is static: a
+        constant coordinate, or a stride of 0); the ``_`` modes stay."""
+        v = self.val(op.operands[0]) if len(op.operands) == 2 else None
+        text = ct.int_tuple_value(op.operand_types[1]) if isinstance(v, View) else None
+        modes = text.strip("()").split(",") if text and "(" not in text.strip("()") else None
+        if not isinstance(v, View) or modes is None or len(modes) != len(v.shape):
+            self.set_unknown_results(op)
+            return
+        c = self.val(op.operands[1])
+        dynamic = list(c.items) if isinstance(c, Leaves) else [c]
+        if modes.count("?") != len(dynamic):
+            self.set_unknown_results(op)
+            return
+        off, shape, stride = 0, [], []
+        for m, n, d in zip(modes, v.shape, v.stride):
+            m = m.strip()
+            if m == "_":
+                shape.append(n)
+                stride.append(d)
+                continue
+            x = dynamic.pop(0) if m == "?" else Const(int(m)) if re.fullmatch(r"-?\d+", m) else None
+            if d == 0:
+                continue
+            if not isinstance(x, Const):
+                self.set_unknown_results(op)  # a dynamic offset: not a View
+                return
+            off += x.value * d * v.elem
+        ptr = replace(v.ptr, const=v.ptr.const + off)
+        self.env[op.result] = View(ptr, tuple(shape) or (1,), tuple(stride) or (0,), v.elem)
+
     def add_offset(self, op: Op, out) -> None:
         p = self.val(op.operands[0])
         if not isinstance(p, Ptr):
@@ -943,7 +978,7 @@ class WarpWalker:
         """Every op with a shared-memory operand that is not known to leave shared memory as it
         is (a load, a view, an address computation) may write it; mbarrier ops write their 8
         bytes. Word stores are recorded by `memref_store` itself."""
-        if _memory_reader(op.name):
+        if _memory_reader(op.name) or op.name == "nvvm.store.async":  # its handler records it
             return
         for vid, t in zip(op.operands, op.operand_types):
             v = self.val(vid)
@@ -964,6 +999,9 @@ class WarpWalker:
                     self.note_smem_write(vid, f"{op.name}@{op.loc.short()}")
         if op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
             text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+            if ST_ASYNC.search(text) and not re.search(r"\bcp\.|stmatrix|\batom|\bred\.|tensormap|"
+                                                       r"\bst\.(?!async)", text):
+                return  # the st.async's handler records its write (`asm`)
             if re.search(r"\bst\.|\bcp\.|stmatrix|\batom|\bred\.|tensormap", text):
                 self.ctx.smem_writes.append((None, None, f"inline PTX@{op.loc.short()}"))
 
@@ -976,7 +1014,8 @@ class WarpWalker:
         elif isinstance(v, Region):
             self.ctx.smem_writes.append((v.alloc, (v.lo, v.hi), what))
             self.ctx.derived_view_writes = True
-        elif isinstance(v, Ptr) and v.alloc is not None and v.cta is None:
+        elif isinstance(v, Ptr) and v.alloc is not None:
+            # a peer's (mapa) allocation is laid out like this CTA's: the same words
             self.ctx.smem_writes.append((v.alloc.uid, None, what))
         else:
             self.ctx.smem_writes.append((None, None, what))
@@ -1232,31 +1271,97 @@ class WarpWalker:
         self.set_unknown_results(op)
 
     def st_async(self, op: Op, m: re.Match, out) -> None:
-        """``st.async...mbarrier::complete_tx::bytes.vN.T [dst], v, [mbar]``: an async store into
-        a (remote) CTA's shared memory that completes its size in bytes on ``mbar``; modelled as
-        a copy issued by each executing thread."""
-        vec = int(m.group(1) or 1)
-        bits = int(m.group(2))
-        i = int(m.group(3))
-        ref = self._ref_of(self.val(op.operands[i]), op) if i < len(op.operands) else "no operand"
-        if isinstance(ref, str):
-            out.append(Unsupported(f"st.async: {ref}", self.loc(op)))
+        """``st.async...mbarrier::complete_tx::bytes[.vN].T [dst], v, [mbar]`` in inline PTX (quack's
+        ``store_shared_remote_x4``); the vector ``v`` may be built by ``mov`` of operands into
+        its ``.x/.y/.z/.w``."""
+        vec, kind, bits = int(m.group(1) or 1), m.group(2), int(m.group(3))
+        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+        values: Optional[list[int]] = None
+        token = m.group(5)
+        if kind in "bsu" and bits == 32:
+            if token.startswith("{") and "," in token:
+                parts = [PTX_OPERAND.match(t.strip()) for t in token[1:-1].split(",")]
+                values = [int(p.group(1)) for p in parts] if all(parts) else None
+            elif PTX_OPERAND.match(token):
+                values = [int(PTX_OPERAND.match(token).group(1))]
+            else:  # a vector register filled by mov
+                lanes = dict(re.findall(r"mov\.\w+\s+" + re.escape(token) +
+                                        r"\.([xyzw])\s*,\s*\{?\$r?(\d+)\}?\s*;", text))
+                values = [int(lanes[c]) for c in "xyzw"[:vec]] if len(lanes) == vec and \
+                    all(c in lanes for c in "xyzw"[:vec]) else None
+        if values is not None and (len(values) != vec or
+                                   any(i >= len(op.operands) for i in values)):
+            values = None
+        dst, mbar = int(m.group(4)), int(m.group(6))
+        if max(dst, mbar) >= len(op.operands):
+            out.append(Unsupported("st.async: operands not understood", self.loc(op)))
             return
-        # one async store per executing thread: the enclosing lanes give the count
-        out.append(TmaLoad(ref, Const(vec * bits // 8), self.loc(op)))
+        self.async_store(op, op.operands[dst], [op.operands[i] for i in values] if values else None,
+                         op.operands[mbar], vec * bits // 8, out)
 
     def store_async(self, op: Op, out) -> None:
         """``nvvm.store.async(dst, value, mbar)`` (``cute.arch.store_async_dsmem``):
         ``st.async...mbarrier::complete_tx::bytes`` of one i32 or a vector of them into a (remote)
-        CTA's shared memory, completing its size in bytes on ``mbar``; one per executing thread."""
+        CTA's shared memory, completing its size in bytes on ``mbar``."""
         m = re.fullmatch(r"(?:vector<(\d+)x)?([if])(\d+)>?", op.operand_types[1]) \
             if len(op.operands) == 3 else None
-        ref = self.bar_ref(op.operands[2], op) if m else "operands not understood"
-        if isinstance(ref, str):
-            out.append(Unsupported(f"{op.name}: {ref}", self.loc(op)))
+        if m is None:
+            out.append(Unsupported(f"{op.name}: operands not understood", self.loc(op)))
             return
         nbytes = int(m.group(1) or 1) * int(m.group(3)) // 8
-        out.append(TmaLoad(ref, Const(nbytes), self.loc(op)))
+        scalar = op.operand_types[1] == "i32"
+        self.async_store(op, op.operands[0], [op.operands[1]] if scalar else None,
+                         op.operands[2], nbytes, out)
+
+    def async_store(self, op: Op, dst: int, values: Optional[list[int]], mbar: int, nbytes: int,
+                    out) -> None:
+        """An st.async, one per executing thread. Its 32-bit values are followed as shared words
+        (syncir ``StAsync``) when they and the address are, it runs on one lane (or on a few, each
+        with its own values: the lanes are expanded), and the words lie in the CTA of the
+        barrier; otherwise it is a copy that completes its bytes on the barrier (``TmaLoad``),
+        and the words it may overwrite are not modelled."""
+        ref = self.bar_ref(mbar, op)
+        if isinstance(ref, str):
+            out.append(Unsupported(f"st.async: {ref}", self.loc(op)))
+            return
+        words = self.st_async_words(op, dst, values, ref, nbytes)
+        if isinstance(words, str):
+            self.note_smem_write(dst, f"st.async of {words}@{op.loc.short()}")
+            out.append(TmaLoad(ref, Const(nbytes), self.loc(op)))
+            return
+        name, index, vals = words
+        out.append(StAsync(WordRef(name, index), tuple(vals), ref, self.loc(op)))
+
+    def st_async_words(self, op: Op, dst: int, values: Optional[list[int]], ref: MBarRef, nbytes: int):
+        """(word array, first word index, values) of an st.async followed as word values, or why
+        it is not."""
+        p = self.val(dst)
+        vals = [self.val(v) for v in values] if values else None
+        if vals is None or 4 * len(vals) != nbytes:
+            return "values that are not 32-bit integers"
+        if not all(isinstance(v, Expr) and not opaque_reasons(v) for v in vals):
+            return "values the model does not follow"
+        if not isinstance(p, Ptr) or p.alloc is None or p.const % 4 or any(c % 4 for _, c in p.lin):
+            return "an address the model does not follow"
+        if any(not isinstance(x, Expr) or opaque_reasons(x) for x, _ in p.lin):
+            return "an address the model does not follow"
+        if p.cta != ref.cta:
+            return "words in another CTA than its mbarrier's"
+        exprs = [*vals, *(x for x, _ in p.lin), *([] if p.cta is None else [p.cta])]
+        lane = any(LANE in expr_vars(e) for e in exprs)
+        if not (self.active.count == 1 or
+                (lane and self.active.exact and self.active.count <= MAX_LANE_SPLIT)):
+            return f"words by {self.active.count} lanes"
+        index = lin_expr(tuple((x, c // 4) for x, c in p.lin), p.const // 4, self.f)
+        if isinstance(index, Const):
+            lo, hi = index.value, index.value + len(vals)
+        else:  # the struct field it points into (the model checks the index against it)
+            field = next(((off, size) for _, size, off in p.alloc.fields
+                          if off <= p.const < off + size), None)
+            if field is None or field[0] % 4 or field[1] % 4:
+                return "an address outside the allocation's fields"
+            lo, hi = field[0] // 4, (field[0] + field[1]) // 4
+        return self.ctx.word_array_at(p.alloc, lo, hi, self.loc(op)), index, vals
 
     # -- TMA -------------------------------------------------------------------------------
     def make_exec(self, op, out):
@@ -1678,6 +1783,7 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute.memref.store": WarpWalker.memref_store,
     "cute.make_view": WarpWalker.make_view,
     "cute.get_iter": WarpWalker.get_iter,
+    "cute.slice": WarpWalker.slice_,
     "cute.add_offset": WarpWalker.add_offset,
     "cute.make_int_tuple": WarpWalker.make_int_tuple,
     "cute.make_coord": WarpWalker.make_coord,

@@ -33,7 +33,7 @@ from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BAR
                               ASYNC_COPY, GLOBAL_COUNTER, SHARED_WORD, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
-                          NARROW_TYPES)
+                          NARROW_TYPES, async_word_arrays)
 from ..syncir.rules import (Call, ClusterField, CounterField, Fail, Hook, Inflight, Live,
                             Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
                             any_of)
@@ -229,6 +229,7 @@ class _Lowering:
         self.mbars = _unique([m.name for m in kernel.mbarriers], "mb_")
         self.words = _unique([w.name for w in kernel.words], "w_")
         self.wat = _unique([w.name for w in kernel.words], "wat_")
+        self.wpend = _unique(sorted(async_word_arrays(kernel)), "wp_")
         self.counters = _unique([c.name for c in kernel.counters], "cnt_")
         self.proctypes = [f"p{i}_{_ident(p.role)}" for i, p in enumerate(kernel.processes)]
         self.symmetric = set()
@@ -420,6 +421,9 @@ class _Lowering:
             out.append(f"{ctype(f.lo, f.hi)} {self.words[w.name]}[{n}];  /* shared words */")
             out.append(f"{'short' if many else 'byte'} {self.wat[w.name]}[{2 * n}];  "
                        "/* race monitor: instances whose next step loads (0) / stores (1) it */")
+            if w.name in self.wpend:
+                out.append(f"{ctype(0, len(self.lay.async_keys))} {self.wpend[w.name]}[{n}];  "
+                           "/* the st.async in flight that wrote it (copy counter + 1) */")
         for c in self.k.counters:
             f = GLOBAL_COUNTER.field("val")
             out.append(f"{ctype(f.lo, f.hi)} {self.counters[c.name]};  /* global counter "
@@ -968,6 +972,8 @@ class _GlobalCtx:
             i = self.e(low.word_index(p.array, p.cta, p.index))
             if p.field == "val":
                 return f"{low.words[p.array]}[{i}]"
+            if p.field == "pend":
+                return f"{low.wpend[p.array]}[{i}]"
             return f"{low.wat[p.array]}[({i}) * 2 + {1 if p.field == 'at_st' else 0}]"
         return self.instance_place(p)
 

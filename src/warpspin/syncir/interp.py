@@ -73,6 +73,8 @@ class StateLayout:
         off += len(lay.named_slots) * len(NB_FIELDS)
         self.sw = off
         off += len(lay.words)
+        self.swp = off  # the words' `pend` fields (st.async in flight)
+        off += len(lay.words)
         self.cl = off
         off += len(CL_FIELDS)
         self.live = off
@@ -176,7 +178,7 @@ class Machine:
                 return lambda v: int(bool(a(v)) or bool(b(v)))
             f = _div(e.op) if e.op in ("//", "%") else _BINOPS[e.op]
             return lambda v: f(a(v), b(v))
-        if isinstance(e, WordField) and e.field != "val":
+        if isinstance(e, WordField) and e.field in ("at_ld", "at_st"):
             return self._word_monitor(e, gid)
         idx = self._place(e, gid)
         return lambda v: v[idx(v)]
@@ -230,6 +232,7 @@ class Machine:
             i = sl.cl + CL_FIELDS[p.field]
             return lambda v: i
         if isinstance(p, WordField):
+            start = {"val": sl.sw, "pend": sl.swp}[p.field]
             size = k.word_array(p.array).size
             base = lay.word_base[p.array]
             cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)
@@ -239,7 +242,7 @@ class Machine:
                 c, i = cta(v), idx(v)
                 if not (0 <= c < n and 0 <= i < size):
                     raise ModelError(f"word {p.array}[{i}] in CTA {c} does not exist")
-                return sl.sw + base + c * size + i
+                return start + base + c * size + i
             return word
         if isinstance(p, Live):
             cta = self._expr(p.cta, gid)

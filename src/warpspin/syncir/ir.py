@@ -396,19 +396,17 @@ class Kernel:
 
 
 # the Expr-valued fields of statements (extract.cleanup substitutes into them)
-EXPR_FIELDS = ("count", "bytes", "parity", "barrier_id", "threads", "value", "cond", "start", "stop", "limit",
-               "multicast")
-
-
 def map_exprs(s: Stmt, fn) -> Stmt:
-    """`s` with `fn` applied to every expression it reads itself (Expr fields, mbarrier index
-    and CTA); nested bodies are left as they are."""
+    """`s` with `fn` applied to every expression it reads itself (Expr fields and tuples of
+    them, mbarrier index and CTA, word index); nested bodies are left as they are."""
     from dataclasses import replace
     changes = {}
     for f in fields(s):
         v = getattr(s, f.name)
         if isinstance(v, Expr):
             changes[f.name] = fn(v)
+        elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
+            changes[f.name] = tuple(fn(x) for x in v)
         elif isinstance(v, MBarRef):
             changes[f.name] = MBarRef(v.name, fn(v.index), None if v.cta is None else fn(v.cta))
         elif isinstance(v, WordRef):
@@ -418,11 +416,13 @@ def map_exprs(s: Stmt, fn) -> Stmt:
 
 def stmt_exprs(s: Stmt):
     """The expressions a statement reads itself (not those of nested bodies): its Expr fields
-    and the index and CTA of the mbarrier it names."""
+    and tuples of them, the index and CTA of the mbarrier it names, the index of its word."""
     for f in fields(s):
         v = getattr(s, f.name)
         if isinstance(v, Expr):
             yield v
+        elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
+            yield from v
         elif isinstance(v, MBarRef):
             yield v.index
             if v.cta is not None:

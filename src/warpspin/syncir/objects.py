@@ -106,6 +106,8 @@ SHARED_WORD = ObjectKind("shared-word", "cta", (
     FieldDecl("at_ld", 0, _MAX_INSTANCES, 0, "instances whose next step loads it (race monitor: "
               "a function of the other state, no states of its own)"),
     FieldDecl("at_st", 0, _MAX_INSTANCES, 0, "instances whose next step stores it (race monitor)"),
+    FieldDecl("pend", 0, LIMITS.inflight, 0, "the st.async in flight that wrote it (its copy "
+              "counter's number + 1; 0: none); only in arrays an st.async writes"),
 ), "a 32-bit word of shared memory used as a value by several roles (st.shared / ld.shared, "
    "PTX 9.7.9.8-9), one per array element per CTA")
 

@@ -26,7 +26,7 @@ from .rules import (Call, ClusterField, CounterField, El, Fail, Hook, Inflight, 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
            "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
            "BarSync", "BarSyncResume", "BarArrive", "ClusterArrive", "ClusterWait", "TmaLoad",
-           "SmemStore", "SmemLoad", "AtomInc", "counter_take", "Exit", "Unsupported"]
+           "SmemStore", "SmemLoad", "StAsync", "async_word_arrays", "AtomInc", "counter_take", "Exit", "Unsupported"]
 
 SCOPES = ("thread", "warp", "cta", "cluster", "grid")
 
@@ -921,6 +921,22 @@ def _word_problems(k, ref: WordRef) -> list[str]:
     return []
 
 
+def async_word_arrays(k) -> frozenset[str]:
+    """The word arrays some st.async writes (their words have a `pend` field)."""
+    from .ir import walk_stmts
+    return frozenset(s.ref.name for p in k.processes for s in walk_stmts(p.body)
+                     if isinstance(s, StAsync))
+
+
+def _pending_check(c, w: WordField, what: str, name: str) -> list:
+    if w.array not in async_word_arrays(c.kernel):
+        return []
+    return [When(_ne(WordField(w.array, w.cta, w.index, "pend"), 0),
+                 [Fail("race", "{who} " + what + " " + name + "[{0}] while an st.async into it "
+                       "is in flight: only the completion of its transaction on the mbarrier "
+                       "orders it before other accesses", (w.index,))])]
+
+
 def fmt_word(ref: WordRef) -> str:
     return f"{ref.name}[{_e(ref.index)}]"
 
@@ -963,6 +979,7 @@ class SmemStore(SyncOp):
                           [Fail("race", "{who} stores " + name + "[{0}] while another "
                                 "instance is about to load or store it: no synchronization "
                                 "orders the two accesses", (w.index,))]),
+                     *_pending_check(c, w, "stores", name),
                      When(any_of(_gt(self.value, band), _lt(self.value, -band)),
                           [Fail("integer-range", "{who} stores {0} into " + name +
                                 f", outside the model's integer band ±{band}", (self.value,))]),
@@ -1003,7 +1020,128 @@ class SmemLoad(SyncOp):
                           [Fail("race", "{who} loads " + name + "[{0}] while another "
                                 "instance is about to store it: no synchronization orders the "
                                 "two accesses", (w.index,))]),
+                     *_pending_check(c, w, "loads", name),
                      Set(Local(self.dest), w)])
+
+
+@sync_op
+@dataclass(frozen=True)
+class StAsync(SyncOp):
+    """st.async...mbarrier::complete_tx::bytes of `values` (32-bit each) into consecutive shared
+    words from `ref` of the CTA that holds `bar` (`bar.cta`, or the executing CTA), completing
+    4 bytes per word on `bar` at some later point; by one thread (`Lanes(1)`). The words are
+    written at the issue and are *pending* until the completion: any load or store of a pending
+    word, or a store of this one onto a word another instance is about to access, is a race
+    (what a load before the completion sees is not defined). One such store per op, target
+    CTA and barrier element in flight at a time (model bound)."""
+    ref: WordRef
+    values: tuple[Expr, ...]
+    bar: MBarRef
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "st.async"
+    ptx: ClassVar[str] = "9.7.9.12"
+    summary: ClassVar[str] = ("by one thread: val = values and pend = this copy, word by word "
+                              "(a word pending, or about to be accessed by another instance: "
+                              "race); one copy in flight (a second one: copy-bound); it completes "
+                              "later, in its own step: pend = 0 on its words, tx -= bytes, then "
+                              "phase completion")
+    # not a fused release (it may cross CTAs); a load run may not pass its writes (R11)
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls(WordRef("tile", Const(0)), (Const(3), Const(1)), MBarRef("b", Const(0), Const(1)))
+
+    def __post_init__(self):
+        object.__setattr__(self, "values", tuple(lift(v) for v in self.values))
+
+    @property
+    def bytes(self) -> Expr:
+        return Const(4 * len(self.values))
+
+    def fmt(self):
+        vals = ", ".join(_e(v) for v in self.values)
+        return f"st.async {fmt_word(self.ref)} <- ({vals}) -> {fmt_bar(self.bar)}"
+
+    def facts(self):
+        return self.proven - ({INDEPENDENT_CTAS} if self.bar.cta is not None else set())
+
+    def problems(self, k):
+        out = _word_problems(k, self.ref)
+        if not self.values:
+            out.append("st.async stores no value")
+        elif not out and isinstance(self.ref.index, Const) and \
+                self.ref.index.value + len(self.values) > k.word_array(self.ref.name).size:
+            out.append(f"st.async of {len(self.values)} words from {fmt_word(self.ref)} leaves "
+                       f"the array of {k.word_array(self.ref.name).size} words")
+        return out
+
+    def footprint(self, k):
+        scope = "cluster" if self.bar.cta is not None else "cta"
+        acc = [_acc("mbarrier", "rw", scope, proxy="async", identity="compare"),
+               _acc("async-copy", "write", scope, proxy="async"),
+               _acc("shared-word", "write", scope, proxy="async")]
+        if scope == "cluster":
+            acc.append(_acc("live-threads", "read", "cluster"))
+        return Footprint(tuple(acc), retired_by="transaction completion on the mbarrier")
+
+    def targets(self, kernel) -> list[int]:
+        return [] if self.bar.cta is None else list(range(kernel.num_ctas))
+
+    def _words(self, c, cta: Expr, field: str) -> list[WordField]:
+        return [WordField(self.ref.name, cta, _plus(self.ref.index, Const(j)), field)
+                for j in range(len(self.values))]
+
+    def rule(self, c):
+        if c.threads != 1:  # validate refuses it; kept for SyncIR built by hand
+            return Rule([Fail("copy-bound", f"st.async by {c.threads} threads is not modelled")])
+        el, checks = resolve(c, self.bar)
+        decl = c.kernel.word_array(self.ref.name)
+        name, n = decl.label or decl.name, len(self.values)
+        infl = Inflight(c.process, c.pc, el.cta, el.index)
+        body = [*checks, *remote_alive(c, self.bar, el, "stores into"), *vis_checks(el, tma=True)]
+        if not isinstance(self.ref.index, Const):
+            body.append(When(any_of(_lt(self.ref.index, 0),
+                                    _gt(self.ref.index, Const(decl.size - n))),
+                             [Fail("invalid-operand", "{who} stores " + name + "[{0}] and the "
+                                   f"{n - 1} words after it, outside the array of {decl.size} "
+                                   "words", (self.ref.index,))]))
+        for val, ld, st, pend in zip(self._words(c, el.cta, "val"), self._words(c, el.cta, "at_ld"),
+                                     self._words(c, el.cta, "at_st"),
+                                     self._words(c, el.cta, "pend")):
+            body.append(When(_gt(_plus(ld, st), 0),
+                             [Fail("race", "{who} stores " + name + "[{0}] of CTA {1} with "
+                                   "st.async while another instance is about to load or store "
+                                   "it: no synchronization orders the two accesses",
+                                   (val.index, el.cta))]))
+            body.append(When(_ne(pend, 0),
+                             [Fail("race", "{who} stores " + name + "[{0}] of CTA {1} with "
+                                   "st.async while an earlier st.async into it is in flight",
+                                   (val.index, el.cta))]))
+        band = LIMITS.local_band
+        for v in self.values:
+            body.append(When(any_of(_gt(v, band), _lt(v, -band)),
+                             [Fail("integer-range", "{who} stores {0} into " + name + ", outside "
+                                   f"the model's integer band ±{band}", (v,))]))
+        body.append(When(_gt(infl, 0), [Fail("copy-bound", "{who} issues a second st.async "
+                                             "into {bar} before the first one completed (one in "
+                                             "flight per op is modelled)", (), el)]))
+        code = c.layout.async_code(c.process, c.pc, el.cta, el.index)
+        for val, pend, v in zip(self._words(c, el.cta, "val"), self._words(c, el.cta, "pend"),
+                                self.values):
+            body += [Set(val, v), Set(pend, code)]
+        return Rule([*body, *_issue(infl, 1)])
+
+    def complete(self, c, cta: int, index: int):
+        el = El(self.bar.name, Const(cta), Const(index))
+        infl = Inflight(c.process, c.pc, Const(cta), Const(index))
+        code = c.layout.async_code(c.process, c.pc, Const(cta), Const(index))
+        clear = []
+        for i in range(c.kernel.word_array(self.ref.name).size):
+            pend = WordField(self.ref.name, Const(cta), Const(i), "pend")
+            clear.append(When(_eq(pend, code), [Set(pend, Const(0))]))
+        return Rule([sub(infl, 1), *clear, *add_tx(el, BinOp("-", Const(0), self.bytes)),
+                     *complete_phase(el)], guard=_gt(infl, 0))
 
 
 # ----------------------------------------------------------------------------- global counters

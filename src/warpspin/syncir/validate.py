@@ -10,7 +10,7 @@ from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, Whi
                  expr_vars, stmt_exprs, walk_stmts)
 from .objects import LIMITS
 from .printer import fmt_expr
-from .ops import OPS, AtomInc, BarArrive, BarSync, Exit, MbarTestWait, SmemLoad, SyncOp, Unsupported
+from .ops import OPS, AtomInc, StAsync, BarArrive, BarSync, Exit, MbarTestWait, SmemLoad, SyncOp, Unsupported
 
 DEST_OPS = (MbarTestWait, SmemLoad, AtomInc)  # ops that assign a local (`dest`)
 
@@ -138,6 +138,10 @@ def _body_problems(k, p, body, names, params, bars, where, lanes) -> list[Proble
                                  f"{p.threads if lanes is None else lanes} threads: each would "
                                  "get its own value, which is not modelled (one lane: Lanes(1))",
                                  loc))
+        if isinstance(s, StAsync) and (p.threads if lanes is None else lanes) != 1:
+            probs.append(Problem(f"{where}: st.async of words by "
+                                 f"{p.threads if lanes is None else lanes} threads: one lane "
+                                 "(Lanes(1)) is modelled", loc))
         if isinstance(s, Exit) and lanes is not None:
             probs.append(Problem(f"{where}: exit inside a lane subset (Lanes({lanes})): an exit "
                                  "by part of a warp is not modelled", loc))
