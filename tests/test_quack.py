@@ -20,7 +20,7 @@ except Exception as e:  # not installed, or its imports (torch, triton) are miss
 from fixtures import catalog as C  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.extract import ExtractError, extract  # noqa: E402
-from warpspin.syncir import (MbarArrive, MbarArriveExpectTx, SmemLoad, SmemStore, TmaLoad,  # noqa: E402
+from warpspin.syncir import (MbarArrive, MbarArriveExpectTx, SmemLoad, SmemStore, StAsync, TmaLoad,  # noqa: E402
                              Var, unsupported_ops, walk_stmts)
 
 
@@ -95,15 +95,22 @@ def test_persistent_verified():
 
 
 def test_persistent_cluster2_words_wait_for_st_async():
-    """The persistent GEMM with a 2-CTA cluster: its scheduler st.async's each tile's four words
-    into both CTAs (`store_shared_remote_x4`, inline PTX), which the model does not follow, so the
-    words are not modelled and what depends on them is UNSUPPORTED, naming that store. The
-    consumers' release arrives on the peer's barrier through mapa: an mbarrier op on a barrier of
-    a known array writes only that barrier, so it does not count against the words."""
+    """The persistent GEMM with a 2-CTA cluster: CTA 0's scheduler warp st.async's each tile's
+    four words into both CTAs (`store_shared_remote_x4`, inline PTX at utils.py:79, one lane per
+    CTA), which complete 16 bytes on that CTA's scheduler barrier; the consumers load them after
+    their wait. The words are modelled (syncir StAsync): nothing is UNSUPPORTED, the peer's tile
+    is the scheduler's plus its rank, and its relaxed cluster arrive at pipeline init precedes
+    every word write, so it does not drop them."""
     sk = extract(quack_sm90_gemm("persistent_cluster2"),
                  params=C.entry("quack.gemm_sm90.persistent_cluster2").params)
-    reasons = {s.what for s in unsupported_ops(sk)}
-    assert reasons and all("inline PTX@utils.py:79" in r for r in reasons), reasons
+    assert not unsupported_ops(sk)
+    assert [w.size for w in sk.words] == [4]
+    stores = [s for p in sk.processes for s in walk_stmts(p.body) if isinstance(s, StAsync)]
+    assert sorted(s.bar.cta.value for s in stores) == [0, 1]
+    assert all(s.loc.file.endswith("quack/utils.py") and s.loc.line == 79 for s in stores)
+    by_cta = {s.bar.cta.value: s.values for s in stores}
+    assert by_cta[1][0] == by_cta[0][0] + 1 and by_cta[1][1:] == by_cta[0][1:]
+    assert {s.ref.name for s in stores} == {sk.words[0].name}
 
 
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")

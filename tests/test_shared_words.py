@@ -183,3 +183,76 @@ def test_persistent_scheduler_over_grids_and_tile_counts(grid):
 def _flat(pair):
     fn, args = pair
     return (fn, *args)
+
+
+# ---------------------------------------------------------------------------- st.async words
+
+def _st_async_kernel(variant: str = "correct"):
+    """Two CTAs. CTA 0's scheduler warp arms each CTA's `full` barrier for 8 bytes and st.async's
+    two words (a tile and a valid flag) into that CTA, one lane per CTA (quack's persistent
+    scheduler with a cluster). A reader warp in each CTA waits for the phase, loads both words,
+    and waits for a second phase only when the flag says there is no tile (it never comes: the
+    kernel is correct only because the flag is 1). Variants: `no_wait` (the reader loads without
+    waiting), `store_twice` (a second st.async into the same words before the first completes),
+    `flag_zero` (the flag says no tile: the reader waits for a phase nobody completes)."""
+    from warpspin.syncir import ClusterArrive, ClusterWait, MbarArriveExpectTx, StAsync
+    full = lambda cta=None: MBarRef("full", Const(0), None if cta is None else Const(cta))  # noqa
+    procs = []
+    for cta in (0, 1):
+        procs.append(Process(f"init{cta}", (Elect((MbarInit(full(), 1),)), MbarInitFence(),
+                                            ClusterArrive(False), ClusterWait()),
+                             cta=cta, warps=(0, 1), threads=32, instances=1))
+    flag = Const(0 if variant == "flag_zero" else 1)
+    sched = [ClusterArrive(False), ClusterWait()]
+    for t in (0, 1):
+        stores = [StAsync(WordRef("tile", Const(0)), (Const(5 + t), flag), full(t))]
+        if variant == "store_twice" and t == 1:
+            stores.append(stores[0])
+        sched.append(Elect((MbarArriveExpectTx(full(t), Const(8 * len(stores))), *stores)))
+    procs.append(Process("sched", tuple(sched), cta=0, warps=(1, 2), threads=32, instances=1))
+    for cta in (0, 1):
+        body = [ClusterArrive(False), ClusterWait()]
+        if variant != "no_wait":
+            body.append(MbarWait(full(), Const(0)))
+        body += [SmemLoad("t", WordRef("tile", Const(0))), SmemLoad("v", WordRef("tile", Const(1))),
+                 If(Var("v").eq(0), (MbarWait(full(), Const(1)),), ())]
+        procs.append(Process(f"reader{cta}", tuple(body), cta=cta, warps=(2, 3), threads=32,
+                             instances=1, init=(("t", 0), ("v", 0))))
+    return Kernel("st_async_words", tuple(procs), (MBarrierDecl("full", 1),), num_ctas=2,
+                  words=(WordsDecl("tile", 2),))
+
+
+@pytest.mark.parametrize("variant, want, words", [
+    ("correct", None, ""), ("no_wait", "race", "st.async"),
+    ("store_twice", "race", "earlier st.async"), ("flag_zero", "deadlock", "")])
+def test_st_async_words_in_both_backends(variant, want, words):
+    k = _st_async_kernel(variant)
+    assert validate(k) == []
+    o = explore(k)
+    assert o.complete and (o.violation.kind if o.violation else None) == want, o.violation
+    if words:
+        assert words in o.violation.message, o.violation.message
+    for reduce in (True, False):
+        r = lower_and_check(k, reduce=reduce)[1]
+        assert r.complete or r.kind is not None
+        assert r.kind == want, (variant, reduce, r.kind)
+
+
+def test_st_async_words_by_more_than_one_thread_are_invalid():
+    from dataclasses import replace
+    from warpspin.syncir import Lanes, StAsync
+    k = _st_async_kernel()
+    sched = k.processes[2]
+    body = tuple(Lanes(2, s.body) if isinstance(s, Lanes) else s for s in sched.body)
+    k2 = replace(k, processes=(*k.processes[:2], replace(sched, body=body), *k.processes[3:]))
+    assert any("st.async of words by 2 threads" in p.message for p in validate(k2))
+    assert any(isinstance(s, StAsync) for s in walk_stmts(body))
+
+
+def test_st_async_race_reports_name_the_other_access():
+    from warpspin.api import verify_kernel
+    (v,) = verify_kernel(_st_async_kernel("no_wait")).violations
+    assert v.kind == "race" and any("reader" in n.message and "loads" in n.message
+                                    for n in v.notes), v.notes
+    (v,) = verify_kernel(_st_async_kernel("store_twice")).violations
+    assert any("still in flight" in n.message for n in v.notes), v.notes

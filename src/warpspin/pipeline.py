@@ -17,7 +17,7 @@ from .engine import EngineError, EngineTimeout, lower_and_check
 from .lower import LowerError
 from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
                             BlockedWait, Location, Note, Result, Stats, TraceStep, Violation)
-from .syncir import BOUND_KINDS, Kernel, unsupported_ops, validate
+from .syncir import BOUND_KINDS, Kernel, StAsync, unsupported_ops, validate
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
 from .syncir.trace import Complete, ParamChoice, Step, Take
@@ -177,21 +177,36 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
 
 
 def _race_partners(rp, v) -> tuple[Note, ...]:
-    """The other side of a race: every other instance whose next step accesses the same word."""
+    """The other side of a race: every other instance whose next step accesses the same words,
+    and every st.async into them still in flight."""
     m, s = rp.machine, rp.state
     me = m.gid.get((v.process, v.instance))
-    mine = m.layout.word_ops[v.process].get(v.pc)
-    if s is None or me is None or mine is None:
+    if s is None or me is None:
+        return ()
+    op = m.flat[v.process].code[v.pc].stmt
+    if isinstance(op, StAsync):
+        cta = m.eval(op.bar.cta, s, me) if op.bar.cta is not None else m.instances[me].cta
+        first = m.eval(op.ref.index, s, me)
+        name, words, kind = op.ref.name, range(first, first + len(op.values)), "st"
+    elif v.pc in m.layout.word_ops[v.process]:
+        kind, ref = m.layout.word_ops[v.process][v.pc]
+        cta, name = m.instances[me].cta, ref.name
+        words = range(m.eval(ref.index, s, me), m.eval(ref.index, s, me) + 1)
+    else:
         return ()
     out = []
-    idx = m.eval(mine[1].index, s, me)
+    for (pi, pc, c, _), slot in m.layout.async_slot.items():
+        st = m.flat[pi].code[pc].stmt
+        if isinstance(st, StAsync) and st.ref.name == name and c == cta and m.inflight(s, slot):
+            out.append(Note("an st.async into these words is still in flight (only the "
+                            "completion of its bytes on the mbarrier orders it)", _location(st.loc)))
     for inst in m.instances:
-        if inst.gid == me or inst.cta != m.instances[me].cta:
+        if inst.gid == me or inst.cta != cta:
             continue
         acc = m.layout.word_ops[inst.process].get(m.pc(s, inst.gid))
-        if acc is None or acc[1].name != mine[1].name or (acc[0] == "ld" and mine[0] == "ld"):
+        if acc is None or acc[1].name != name or (acc[0] == "ld" and kind == "ld"):
             continue
-        if m.eval(acc[1].index, s, inst.gid) != idx:
+        if m.eval(acc[1].index, s, inst.gid) not in words:
             continue
         op = m.flat[inst.process].code[m.pc(s, inst.gid)].stmt
         what = "stores" if acc[0] == "st" else "loads"
