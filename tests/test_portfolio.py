@@ -43,10 +43,13 @@ def test_violation_same_as_one_core(bug):
     assert two.stats.found_by
 
 
-def test_parallel_bfs_counterexample_is_rederived_and_replays():
+def test_parallel_bfs_counterexample_is_rederived_and_replays(monkeypatch):
     """SPIN 6.5.2's parallel BFS writes a trail whose last step can be another transition than
     the failing one; the engine re-derives one (hunts shortening towards its depth, else a
-    one-core BFS bounded there)."""
+    one-core BFS bounded there). The hunts are held back so that the BFS finds the bug first
+    on a loaded machine too (otherwise which search is first is a matter of timing)."""
+    from warpspin.engine import portfolio
+    monkeypatch.setattr(portfolio, "HUNT_AFTER_S", 60.0)
     kernel = ring(stages=4, trips=16, consumers=8, bug="two-behind")
     model = lower(kernel, reduce=True, fuse=False)
     r = check(model, timeout_s=300, jobs=4)
