@@ -143,11 +143,13 @@ def test_persistent_dynamic_verified():
 
 
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
-@pytest.mark.parametrize("name", ["quack.softmax.cluster", "quack.cross_entropy.cluster"])
+@pytest.mark.parametrize("name", ["quack.softmax.cluster", "quack.cross_entropy.cluster",
+                                  "quack.rmsnorm.cluster2", "quack.layernorm.cluster2"])
 def test_cluster_reduction_verified(name):
     """The cluster-2 softmax and cross-entropy at N = 32768 (16 warps; every warp st.async's its
-    partial into both CTAs' reduction barrier): VERIFIED on one core with merged completions (R7)
-    and early issues (R8): 1.29 M states, about 10 s (without them: more than 24 M states)."""
+    partial into both CTAs' reduction barrier), and RMSNorm / LayerNorm with a cluster of 2 from
+    quack's autotuning space: VERIFIED on one core with merged completions (R7) and early issues
+    (R8): 0.78-1.7 M states, 5-15 s (without them: more than 24 M states)."""
     r = verify_kernel(extract(C.traced(name), params=C.entry(name).params),
                       opts=CheckOptions(timeout_s=600, memory_mb=4096))
     assert r.verdict == "verified", str(r)
