@@ -256,3 +256,17 @@ def test_st_async_race_reports_name_the_other_access():
                                     for n in v.notes), v.notes
     (v,) = verify_kernel(_st_async_kernel("store_twice")).violations
     assert any("still in flight" in n.message for n in v.notes), v.notes
+
+
+def test_st_async_words_by_several_lanes_are_not_modelled():
+    """An st.async of words the walker could not split per lane (here two lanes storing the same
+    word) leaves that array not modelled, naming the st.async: never invalid SyncIR."""
+    from dataclasses import replace
+    from warpspin.extract.build import _wide_st_async
+    from warpspin.syncir import Lanes
+    k = _st_async_kernel()
+    sched = k.processes[2]
+    body = tuple(Lanes(2, s.body) if isinstance(s, Lanes) else s for s in sched.body)
+    procs = [*k.processes[:2], replace(sched, body=body), *k.processes[3:]]
+    assert _wide_st_async(procs) == {"tile": ["st.async by 2 lanes@<unknown>:0"] * 2}
+    assert _wide_st_async(list(k.processes)) == {}

@@ -1,6 +1,7 @@
 """Assemble a SyncIR ``Kernel`` from per-warp walks: thread classes, mbarrier arrays, params."""
 from __future__ import annotations
 
+import os
 import re
 from typing import Mapping, Optional, Union
 
@@ -169,10 +170,11 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
     relaxed = [what for _, what in ctx.relaxed_arrives]
     if _words_after_first_cluster_wait(procs):
         relaxed = [what for what in relaxed if ".cluster.arrive" not in what]
+    wide = _wide_st_async(procs)
     for uid, (name, label, lo, hi, loc) in ctx.word_arrays.items():
         clash = [what for a, rng, what in ctx.smem_writes
                  if a is None or (a == uid and (rng is None or (rng[0] < 4 * hi and 4 * lo < rng[1])))]
-        clash += relaxed
+        clash += relaxed + wide.get(name, [])
         if clash:
             dropped[name] = f"a shared word {clash[0]} may also write"
         else:
@@ -204,6 +206,30 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
 
     procs = [replace(p, body=finish(list(fix(p.body)))) for p in procs]
     return tuple(decls), procs
+
+
+def _wide_st_async(procs: list[Process]) -> dict[str, list[str]]:
+    """Per word array, its st.async's that more than one thread would execute (the walker
+    emits them for one lane, or for a few whose code it then splits per lane; where it could
+    not split them, their words are not modelled)."""
+    out: dict[str, list[str]] = {}
+
+    def scan(body, threads):
+        for st in body:
+            if isinstance(st, StAsync) and threads != 1:
+                out.setdefault(st.ref.name, []).append(
+                    f"st.async by {threads} lanes@{os.path.basename(st.loc.file)}:{st.loc.line}")
+            elif isinstance(st, Lanes):
+                scan(st.body, st.count)
+            elif isinstance(st, If):
+                scan(st.then, threads)
+                scan(st.else_, threads)
+            elif isinstance(st, (For, While)):
+                scan(st.body, threads)
+
+    for p in procs:
+        scan(p.body, p.threads)
+    return out
 
 
 def _words_after_first_cluster_wait(procs: list[Process]) -> bool:
