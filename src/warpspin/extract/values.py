@@ -48,13 +48,16 @@ class Alloc:
 
 @dataclass(frozen=True)
 class View:
-    """A shared-memory tensor: ``ptr`` (a static byte offset in its allocation) with a static
-    flat layout (``shape``, ``stride`` in elements of ``elem`` bytes)."""
+    """A shared-memory tensor: ``ptr`` (a byte offset in its allocation: static, or with a
+    dynamic part such as a stage index, ``ptr.lin``) with a static flat layout (``shape``,
+    ``stride`` in elements of ``elem`` bytes). ``within``: for a dynamic offset, the bytes of
+    the tensor it was sliced from, which it stays inside."""
 
     ptr: "Ptr"
     shape: tuple[int, ...]
     stride: tuple[int, ...]
     elem: int
+    within: Optional[tuple[int, int]] = None
 
     @property
     def cosize(self) -> int:
@@ -62,6 +65,8 @@ class View:
 
     @property
     def byte_range(self) -> tuple[int, int]:
+        if self.ptr.lin:
+            return self.within
         return self.ptr.const, self.ptr.const + self.cosize * self.elem
 
 

@@ -377,6 +377,9 @@ class Context:
 
     def word_array(self, view: View, loc: Loc) -> str:
         """The word array of `view`'s allocation, grown to cover the view."""
+        if view.ptr.lin:
+            lo, hi = view.byte_range
+            return self.word_array_at(view.ptr.alloc, lo // 4, -(-hi // 4), loc)
         lo = view.ptr.const // 4
         return self.word_array_at(view.ptr.alloc, lo, lo + view.cosize, loc)
 
@@ -852,7 +855,7 @@ class WarpWalker:
         if modes.count("?") != len(dynamic):
             self.set_unknown_results(op)
             return
-        off, shape, stride = 0, [], []
+        off, terms, shape, stride = 0, [], [], []
         for m, n, d in zip(modes, v.shape, v.stride):
             m = m.strip()
             if m == "_":
@@ -862,12 +865,16 @@ class WarpWalker:
             x = dynamic.pop(0) if m == "?" else Const(int(m)) if re.fullmatch(r"-?\d+", m) else None
             if d == 0:
                 continue
-            if not isinstance(x, Const):
-                self.set_unknown_results(op)  # a dynamic offset: not a View
+            if isinstance(x, Const):
+                off += x.value * d * v.elem
+            elif isinstance(x, Expr) and not opaque_reasons(x):
+                terms.append((x, d * v.elem))  # a dynamic coordinate (a stage index)
+            else:
+                self.set_unknown_results(op)
                 return
-            off += x.value * d * v.elem
-        ptr = replace(v.ptr, const=v.ptr.const + off)
-        self.env[op.result] = View(ptr, tuple(shape) or (1,), tuple(stride) or (0,), v.elem)
+        ptr = replace(v.ptr, const=v.ptr.const + off, lin=lin_add(v.ptr.lin, tuple(terms)))
+        self.env[op.result] = View(ptr, tuple(shape) or (1,), tuple(stride) or (0,), v.elem,
+                                   v.byte_range if ptr.lin else None)
 
     def add_offset(self, op: Op, out) -> None:
         p = self.val(op.operands[0])
@@ -950,6 +957,12 @@ class WarpWalker:
     def make_coord(self, op: Op, out) -> None:
         """A coordinate: one expression, or the leaves of a tuple (static ones from the type)."""
         text = ct.int_tuple_value(op.result_types[0]) or ""
+        if "_" in text and text.count("?") == len(op.operands) > 0:
+            # a slicing coordinate: its dynamic leaves in order (`slice_` reads the `_`s and
+            # static leaves from the coordinate's type)
+            dyn = tuple(self.expr(o) for o in op.operands)
+            self.env[op.result] = dyn[0] if len(dyn) == 1 else Leaves(dyn)
+            return
         leaves = re.findall(r"\?|-?\d+", text)
         if len(leaves) <= 1 or leaves.count("?") != len(op.operands):
             self.make_int_tuple(op, out)
@@ -961,13 +974,14 @@ class WarpWalker:
     def smem_word(self, view: View, coord: int) -> Expr | str:
         """The word index (in its allocation) of the element `coord` names in `view`, or why
         not. The word array is declared by the caller, once it emits the access."""
-        if view.elem != 4 or view.ptr.const % 4:
+        if view.elem != 4 or view.ptr.const % 4 or any(c % 4 for _, c in view.ptr.lin):
             return "an element that is not a 32-bit word"
         c = self.val(coord)
         coords = list(c.items) if isinstance(c, Leaves) else [c]
         if len(coords) != len(view.shape):
             return "a coordinate of another rank than the tensor"
-        lin: Expr = Const(view.ptr.const // 4)
+        lin: Expr = lin_expr(tuple((x, c // 4) for x, c in view.ptr.lin), view.ptr.const // 4,
+                             self.f)
         for x, d in zip(coords, view.stride):
             if not isinstance(x, Expr) or opaque_reasons(x):
                 return "an index the model does not follow"
@@ -1355,10 +1369,11 @@ class WarpWalker:
         index = lin_expr(tuple((x, c // 4) for x, c in p.lin), p.const // 4, self.f)
         if isinstance(index, Const):
             lo, hi = index.value, index.value + len(vals)
-        else:  # the struct field it points into (the model checks the index against it)
+        else:  # its struct field, or its allocation (the model checks the index against it)
             field = next(((off, size) for _, size, off in p.alloc.fields
-                          if off <= p.const < off + size), None)
-            if field is None or field[0] % 4 or field[1] % 4:
+                          if off <= p.const < off + size), None) if p.alloc.fields else \
+                (0, p.alloc.size)
+            if field is None or field[1] <= 0 or field[0] % 4 or field[1] % 4:
                 return "an address outside the allocation's fields"
             lo, hi = field[0] // 4, (field[0] + field[1]) // 4
         return self.ctx.word_array_at(p.alloc, lo, hi, self.loc(op)), index, vals
