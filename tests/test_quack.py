@@ -20,7 +20,7 @@ except Exception as e:  # not installed, or its imports (torch, triton) are miss
 from fixtures import catalog as C  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.extract import ExtractError, extract  # noqa: E402
-from warpspin.syncir import (MbarArrive, MbarArriveExpectTx, SmemLoad, SmemStore, StAsync, TmaLoad,  # noqa: E402
+from warpspin.syncir import (Const, MbarArrive, MbarArriveExpectTx, SmemLoad, SmemStore, StAsync, TmaLoad,  # noqa: E402
                              Var, unsupported_ops, walk_stmts)
 
 
@@ -105,12 +105,33 @@ def test_persistent_cluster2_words_wait_for_st_async():
                  params=C.entry("quack.gemm_sm90.persistent_cluster2").params)
     assert not unsupported_ops(sk)
     assert [w.size for w in sk.words] == [4]
+    _scheduler_st_asyncs(sk)
+
+
+def test_pingpong_cluster2_words_in_two_stages():
+    """The pingpong GEMM with a 2-CTA cluster: its scheduler has two stages, so the st.async's
+    address is a slice of the (4,2):(1,4) words at a dynamic stage (`cute.slice` with a dynamic
+    coordinate); the words are modelled at 4 * stage, the barrier at the stage."""
+    sk = extract(quack_sm90_gemm("pingpong_cluster2"),
+                 params=C.entry("quack.gemm_sm90.pingpong_cluster2").params)
+    assert not unsupported_ops(sk)
+    assert [w.size for w in sk.words] == [8]
+    stores = _scheduler_st_asyncs(sk)
+    assert all(not isinstance(s.ref.index, Const) and s.ref.index.lhs == Const(4)
+               and s.ref.index.rhs == s.bar.index for s in stores), [s.ref for s in stores]
+
+
+def _scheduler_st_asyncs(sk):
+    """The scheduler's st.async's: one per CTA, the peer's tile being its own plus the rank."""
     stores = [s for p in sk.processes for s in walk_stmts(p.body) if isinstance(s, StAsync)]
-    assert sorted(s.bar.cta.value for s in stores) == [0, 1]
+    assert sorted(s.bar.cta.value for s in stores) in ([0, 1], [0, 0, 1, 1])
     assert all(s.loc.file.endswith("quack/utils.py") and s.loc.line == 79 for s in stores)
-    by_cta = {s.bar.cta.value: s.values for s in stores}
-    assert by_cta[1][0] == by_cta[0][0] + 1 and by_cta[1][1:] == by_cta[0][1:]
+    for a in stores:
+        if a.bar.cta.value == 1:  # its CTA-0 twin: the same store of the same code path
+            b = next(b for b in stores if b.bar.cta.value == 0 and b.values[1:] == a.values[1:])
+            assert a.values[0] == b.values[0] + 1
     assert {s.ref.name for s in stores} == {sk.words[0].name}
+    return stores
 
 
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
