@@ -205,9 +205,15 @@ def concrete_op(stmt, env, kernel=None) -> str:
                 named.append((f"{ref.name}[{ref.index.value}]",
                               kernel.mbarrier(ref.name).element_name(ref.index.value)))
         elif isinstance(v, WordRef):
-            changes[f.name] = WordRef(v.name, ev(v.index))
+            ref = WordRef(v.name, ev(v.index))
+            changes[f.name] = ref
+            if kernel is not None and isinstance(ref.index, Const):
+                named.append((f"{ref.name}[{ref.index.value}]",
+                              kernel.word_array(ref.name).element_name(ref.index.value)))
         elif isinstance(v, Expr):
             changes[f.name] = ev(v)
+        elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
+            changes[f.name] = tuple(ev(x) for x in v)
     text = fmt_op(replace(stmt, **changes))
     for plain, name in named:
         text = text.replace(plain, name, 1)
