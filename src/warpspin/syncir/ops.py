@@ -801,6 +801,15 @@ def _issue(infl: Inflight, T: int) -> list:
             add(infl, T)]
 
 
+def _copy_completes(c, bar: MBarRef, nbytes: Expr, cta: int, index: int, first=()) -> Rule:
+    """One copy of the op at c towards element `index` of CTA `cta` completes: its in-flight
+    count drops, `first` runs, its bytes leave the tx-count, and the phase may complete."""
+    el = El(bar.name, Const(cta), Const(index))
+    infl = Inflight(c.process, c.pc, Const(cta), Const(index))
+    return Rule([sub(infl, 1), *first, *add_tx(el, BinOp("-", Const(0), nbytes)),
+                 *complete_phase(el)], guard=_gt(infl, 0))
+
+
 @sync_op
 @dataclass(frozen=True)
 class TmaLoad(SyncOp):
@@ -890,10 +899,7 @@ class TmaLoad(SyncOp):
         return all_of(*exists, _eq(el.cta, Const(c.cta)), _eq(el.vis, 3))
 
     def complete(self, c, cta: int, index: int):
-        el = El(self.bar.name, Const(cta), Const(index))
-        infl = Inflight(c.process, c.pc, Const(cta), Const(index))
-        return Rule([sub(infl, 1), *add_tx(el, BinOp("-", Const(0), self.bytes)),
-                     *complete_phase(el)], guard=_gt(infl, 0))
+        return _copy_completes(c, self.bar, self.bytes, cta, index)
 
     def targets(self, kernel) -> list[int]:
         """CTAs this op may copy into."""
@@ -1045,7 +1051,8 @@ class StAsync(SyncOp):
                               "race); one copy in flight (a second one: copy-bound); it completes "
                               "later, in its own step: pend = 0 on its words, tx -= bytes, then "
                               "phase completion")
-    # not a fused release (it may cross CTAs); a load run may not pass its writes (R11)
+    # every kernel-wide reduction's proof covers it (R11's with `pend`: docs/semantics.md); it is
+    # neither a fused release (it may cross CTAs) nor an R8 site (no early_issue_condition)
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -1133,15 +1140,12 @@ class StAsync(SyncOp):
         return Rule([*body, *_issue(infl, 1)])
 
     def complete(self, c, cta: int, index: int):
-        el = El(self.bar.name, Const(cta), Const(index))
-        infl = Inflight(c.process, c.pc, Const(cta), Const(index))
         code = c.layout.async_code(c.process, c.pc, Const(cta), Const(index))
         clear = []
         for i in range(c.kernel.word_array(self.ref.name).size):
             pend = WordField(self.ref.name, Const(cta), Const(i), "pend")
             clear.append(When(_eq(pend, code), [Set(pend, Const(0))]))
-        return Rule([sub(infl, 1), *clear, *add_tx(el, BinOp("-", Const(0), self.bytes)),
-                     *complete_phase(el)], guard=_gt(infl, 0))
+        return _copy_completes(c, self.bar, self.bytes, cta, index, clear)
 
 
 # ----------------------------------------------------------------------------- global counters
