@@ -132,8 +132,11 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
                                     if num_ctas == 2 else [Const(1), Const(1), Const(3)]))
         return Elect((TmaLoad(draw(bar_ref(sizes)), 16, loc, multicast=mask),), loc)
     if kind == "remote":
-        if draw(st.booleans()):
+        which = draw(st.sampled_from(["arrive", "aexp", "copy"]))
+        if which == "arrive":
             return Elect((MbarArrive(draw(bar_ref(sizes, num_ctas)), 1, loc),), loc)
+        if which == "copy":  # a copy into a peer CTA's barrier (an st.async of bytes)
+            return Elect((TmaLoad(draw(bar_ref(sizes, num_ctas)), 16, loc),), loc)
         return Elect((MbarArriveExpectTx(draw(bar_ref(sizes, num_ctas)), 16, loc),), loc)
     if kind == "store":
         # a shared word written by one lane or the whole warp (race with a concurrent access)
@@ -255,6 +258,8 @@ def constructs(k: Kernel) -> set[str]:
                 out.add("TmaLoad(multicast)")
             elif isinstance(s, (MbarArrive, MbarArriveExpectTx)) and s.bar.cta is not None:
                 out.add("remote-arrive")
+            elif isinstance(s, TmaLoad) and s.bar.cta is not None:
+                out.add("remote-copy")
             elif isinstance(s, (BarSync, BarArrive)) and not isinstance(s.barrier_id, Const):
                 out.add("dynamic-barrier-id")
             elif isinstance(s, Lanes) and s.count > 1:
@@ -268,7 +273,7 @@ def constructs(k: Kernel) -> set[str]:
 
 
 REQUIRED_CONSTRUCTS = ("ClusterArrive(relaxed)", "ClusterArrive", "ClusterWait", "several-ctas",
-                       "cta1-process", "TmaLoad(multicast)", "remote-arrive", "While(max_iters)",
+                       "cta1-process", "TmaLoad(multicast)", "remote-arrive", "remote-copy", "While(max_iters)",
                        "dynamic-barrier-id", "Lanes(2)", "Lanes(16)", "TmaLoad-in-Lanes(k>1)",
                        "MbarTestWait", "Exit", "params", "MbarExpectTx", "MbarArriveExpectTx",
                        "BarArrive", "BarSync", "MbarInit", "MbarInitFence", "MbarWait", "If", "For",

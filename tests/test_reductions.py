@@ -218,6 +218,44 @@ def test_early_issue_keeps_use_before_publication(publish):
         assert red.violations[0].kind == plain.violations[0].kind == "uninitialized-barrier"
 
 
+def cluster_reduction_kernel(peer_waits: bool = True) -> Kernel:
+    """Two CTAs, two warps each (quack's cluster reduction): warp 0 arms its CTA's `full` for 4
+    copies of 8 bytes; every warp copies 8 bytes into each CTA's `full` (st.async of bytes),
+    then waits. Without `peer_waits` CTA 1's warps exit without waiting: a copy into it may
+    land after its last thread exited (cluster-lifetime at the copy, or pending-at-exit at the
+    exit, whichever comes first)."""
+    from warpspin.syncir import ClusterArrive, ClusterWait, Const, MbarArriveExpectTx, TmaLoad
+    procs = []
+    for cta in (0, 1):
+        wait = (MbarWait(MBarRef("full"), 0),) if peer_waits or cta == 0 else ()
+        copies = tuple(Elect((TmaLoad(MBarRef("full", 0, Const(t)), 8),)) for t in (0, 1))
+        arm = (Elect((MbarInit(MBarRef("full"), 1), MbarInitFence())),)
+        procs.append(Process(f"w0_{cta}", (*arm, ClusterArrive(), ClusterWait(),
+                                            Elect((MbarArriveExpectTx(MBarRef("full"), 32),)),
+                                            *copies, *wait), cta=cta, warps=(0, 1)))
+        procs.append(Process(f"w1_{cta}", (ClusterArrive(), ClusterWait(), *copies, *wait),
+                             cta=cta, warps=(1, 2)))
+    return Kernel("cluster_reduction", tuple(procs), (MBarrierDecl("full"),), num_ctas=2)
+
+
+def test_early_issue_into_a_peer_cta():
+    """Copies into the peer CTA are issued early too while it has threads left: fewer states,
+    the same verdict; a peer that may exit first is a violation in both models (the kind may be
+    either of the two that name the copy into an exited CTA)."""
+    m = lower(cluster_reduction_kernel())
+    assert any(r.startswith("R8: early issue of 8 ") for r in m.reductions), m.reductions
+    red, plain = _check(cluster_reduction_kernel()), _check(cluster_reduction_kernel(),
+                                                            reduce=False)
+    assert red.verdict == plain.verdict == "verified"
+    assert red.stats.states < plain.stats.states, (red.stats.states, plain.stats.states)
+    red, plain = _check(cluster_reduction_kernel(False)), _check(cluster_reduction_kernel(False),
+                                                                 reduce=False)
+    assert red.verdict == plain.verdict == "violation"
+    assert {red.violations[0].kind, plain.violations[0].kind} <= {"cluster-lifetime",
+                                                                   "pending-at-exit"}
+    assert red.violations[0].replayed
+
+
 # ----------------------------------------------------------------------------- R9
 
 def try_wait_kernel(consumer_arrives: bool, extra=()) -> Kernel:

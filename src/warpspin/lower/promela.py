@@ -1237,7 +1237,7 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
     early = sum(map(len, low.early))
     if early:
         reductions.append(f"R8: early issue of {early} async copy site(s) (taken with the step "
-                          "before them when their barrier is published in their own CTA)")
+                          "before them when their barrier is published and its CTA has threads left)")
     blocking = sum(map(len, low.blocking))
     if blocking:
         reductions.append(f"R9: {blocking} test-wait(s) whose failure only leads to a wait on "

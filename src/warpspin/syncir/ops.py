@@ -889,14 +889,19 @@ class TmaLoad(SyncOp):
 
     def early_issue_condition(self, c) -> Expr | None:
         """R8 (docs/semantics.md): when this holds, the issue commutes left with every step of
-        every other instance until it is taken: the element exists, is in the issuing CTA (whose
-        threads cannot all exit first) and its init is published (`vis` never leaves 3 but by a
-        violating re-init). A multicast copy reaches other CTAs: None."""
+        every other instance until it is taken, but the exit of the target CTA's last threads:
+        the element exists, its init is published (`vis` never leaves 3 but by a violating
+        re-init), and its CTA is the issuing one (whose threads cannot all exit first) or has
+        threads left (if they all exit before the unreduced issue, both models report the copy
+        into the exited CTA: `cluster-lifetime` at the issue, or `pending-at-exit` at the exit).
+        A multicast copy: None."""
         if self.multicast is not None:
             return None
         el, checks = resolve(c, self.bar)
         exists = [UnOp("not", ch.cond) for ch in checks]
-        return all_of(*exists, _eq(el.cta, Const(c.cta)), _eq(el.vis, 3))
+        alive = _eq(el.cta, Const(c.cta)) if self.bar.cta is None else \
+            any_of(_eq(el.cta, Const(c.cta)), _gt(Live(el.cta), 0))
+        return all_of(*exists, alive, _eq(el.vis, 3))
 
     def complete(self, c, cta: int, index: int):
         return _copy_completes(c, self.bar, self.bytes, cta, index)
