@@ -270,3 +270,12 @@ def test_st_async_words_by_several_lanes_are_not_modelled():
     procs = [*k.processes[:2], replace(sched, body=body), *k.processes[3:]]
     assert _wide_st_async(procs) == {"tile": ["st.async by 2 lanes@<unknown>:0"] * 2}
     assert _wide_st_async(list(k.processes)) == {}
+
+
+def test_inline_ptx_with_two_st_async_is_not_read_as_one():
+    """The extractor reads one st.async per inline PTX block; a block with two is not followed
+    (its stores count as unknown writes and the block is UNSUPPORTED), never half-read."""
+    from warpspin.extract.walker import _one_st_async
+    one = "st.async.shared::cluster.mbarrier::complete_tx::bytes.s32 [$0], $1, [$2];"
+    two = one + "\n" + one.replace("$0", "$3")
+    assert _one_st_async(one) and not _one_st_async(two)

@@ -59,6 +59,11 @@ UNSUPPORTED_PREFIXES = (
 )
 ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(?:\.v(\d))?\.([bsuf])(\d+)\s+"
                       r"\[\{?\$r?(\d+)\}?\]\s*,\s*(\{[^}]*\}|[^,\s]+)\s*,\s*\[\{?\$r?(\d+)\}?\]")
+def _one_st_async(text: str) -> bool:
+    """Inline PTX whose only st.async is one the extractor reads (several: not followed)."""
+    return len(re.findall(r"\bst\.async", text)) == 1 and ST_ASYNC.search(text) is not None
+
+
 PTX_OPERAND = re.compile(r"^\{?\$r?(\d+)\}?$")
 ASM_IGNORED = re.compile(r"^\s*(griddepcontrol\.(wait|launch_dependents)|"
                          r"cp\.async\.bulk\.(commit_group|wait_group(\.read)?\s+\d+))\s*;\s*$")
@@ -1013,8 +1018,8 @@ class WarpWalker:
                     self.note_smem_write(vid, f"{op.name}@{op.loc.short()}")
         if op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
             text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-            if ST_ASYNC.search(text) and not re.search(r"\bcp\.|stmatrix|\batom|\bred\.|tensormap|"
-                                                       r"\bst\.(?!async)", text):
+            if _one_st_async(text) and not re.search(r"\bcp\.|stmatrix|\batom|\bred\.|tensormap|"
+                                                     r"\bst\.(?!async)", text):
                 return  # the st.async's handler records its write (`asm`)
             if re.search(r"\bst\.|\bcp\.|stmatrix|\batom|\bred\.|tensormap", text):
                 self.ctx.smem_writes.append((None, None, f"inline PTX@{op.loc.short()}"))
@@ -1278,7 +1283,7 @@ class WarpWalker:
             self.env[op.result] = MulHi(op.operands[0], op.operands[1])
             return
         m = ST_ASYNC.search(text)
-        if m:
+        if m and _one_st_async(text):
             self.st_async(op, m, out)
         elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):
             out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
