@@ -190,8 +190,8 @@ def _race_partners(rp, v) -> tuple[Note, ...]:
         name, words, kind = op.ref.name, range(first, first + len(op.values)), "st"
     elif v.pc in m.layout.word_ops[v.process]:
         kind, ref = m.layout.word_ops[v.process][v.pc]
-        cta, name = m.instances[me].cta, ref.name
-        words = range(m.eval(ref.index, s, me), m.eval(ref.index, s, me) + 1)
+        cta, name, first = m.instances[me].cta, ref.name, m.eval(ref.index, s, me)
+        words = range(first, first + 1)
     else:
         return ()
     out = []

@@ -240,13 +240,13 @@ def _words_after_first_cluster_wait(procs: list[Process]) -> bool:
     word write and cannot carry a hand-off of one."""
     for p in procs:
         waited = arrived = False
+        top = {id(x) for x in p.body}
         for st in walk_stmts(p.body):
-            top = any(st is x for x in p.body)
             if isinstance(st, ClusterArrive):
-                if st.relaxed and (arrived or waited or not top):
+                if st.relaxed and (arrived or waited or id(st) not in top):
                     return False
                 arrived = True
-            elif isinstance(st, ClusterWait) and top:
+            elif isinstance(st, ClusterWait) and id(st) in top and arrived:
                 waited = True
             elif isinstance(st, (SmemStore, StAsync)) and not waited:
                 return False

@@ -47,6 +47,14 @@ class Alloc:
 
 
 @dataclass(frozen=True)
+class SliceCoord:
+    """A slicing coordinate (``(_,?)``): its dynamic leaves in order; `_`s and static leaves are
+    in its type. Only ``cute.slice`` reads it; anything else sees a value not followed."""
+
+    dynamic: tuple
+
+
+@dataclass(frozen=True)
 class View:
     """A shared-memory tensor: ``ptr`` (a byte offset in its allocation: static, or with a
     dynamic part such as a stage index, ``ptr.lin``) with a static flat layout (``shape``,

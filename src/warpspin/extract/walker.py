@@ -22,7 +22,7 @@ from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSy
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
 from .values import (ELECT, LANE, Alloc, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
-                     Unknown, Value, View, lane_values, opaque_reasons,
+                     SliceCoord, Unknown, Value, View, lane_values, opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque, subst)
 
 INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "index"}
@@ -493,6 +493,8 @@ class WarpWalker:
     def is_uniform(self, v: Value) -> bool:
         if isinstance(v, Expr):
             return all(n in self.ctx.params for n in expr_vars(v))
+        if isinstance(v, SliceCoord):
+            return all(self.is_uniform(x) for x in v.dynamic)
         return isinstance(v, Unknown) and v.uniform
 
     def loc(self, op: Op) -> Loc:
@@ -856,8 +858,10 @@ class WarpWalker:
             self.set_unknown_results(op)
             return
         c = self.val(op.operands[1])
-        dynamic = list(c.items) if isinstance(c, Leaves) else [c]
-        if modes.count("?") != len(dynamic):
+        dynamic = list(c.dynamic) if isinstance(c, SliceCoord) else None
+        if dynamic is None and "?" not in modes:
+            dynamic = []
+        if dynamic is None or modes.count("?") != len(dynamic):
             self.set_unknown_results(op)
             return
         off, terms, shape, stride = 0, [], [], []
@@ -965,8 +969,7 @@ class WarpWalker:
         if "_" in text and text.count("?") == len(op.operands) > 0:
             # a slicing coordinate: its dynamic leaves in order (`slice_` reads the `_`s and
             # static leaves from the coordinate's type)
-            dyn = tuple(self.expr(o) for o in op.operands)
-            self.env[op.result] = dyn[0] if len(dyn) == 1 else Leaves(dyn)
+            self.env[op.result] = SliceCoord(tuple(self.expr(o) for o in op.operands))
             return
         leaves = re.findall(r"\?|-?\d+", text)
         if len(leaves) <= 1 or leaves.count("?") != len(op.operands):

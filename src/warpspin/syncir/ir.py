@@ -395,7 +395,6 @@ class Kernel:
         return any(type(s).__name__ in ("ClusterArrive", "ClusterWait") for s in self.ops())
 
 
-# the Expr-valued fields of statements (extract.cleanup substitutes into them)
 def map_exprs(s: Stmt, fn) -> Stmt:
     """`s` with `fn` applied to every expression it reads itself (Expr fields and tuples of
     them, mbarrier index and CTA, word index); nested bodies are left as they are."""

@@ -8,17 +8,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .flat import FlatProcess, Op, flatten
-from .ir import BinOp, Const, Expr, Kernel
+from .ir import Const, Kernel
 from .objects import LIMITS
 from .ops import (counter_take, BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, MbarInit,
                   SmemLoad, SmemStore, StAsync, TmaLoad)
 from .rules import Inflight, Obs, Rule, SubRules, replace_places, rule_places
-
-
-def _add(a: Expr, b: Expr) -> Expr:
-    if isinstance(a, Const) and isinstance(b, Const):
-        return Const(a.value + b.value)
-    return BinOp("+", a, b)
 
 
 @dataclass(frozen=True)
@@ -184,18 +178,6 @@ class Layout:
             assert isinstance(ins, Op)
             r = self._rules[key] = ins.stmt.rule(self.ctx(pi, pc))
         return r
-
-    def async_code(self, pi: int, pc: int, cta: Expr, index: Expr) -> Expr:
-        """The number + 1 of the in-flight counter of copy site (pi, pc) towards element `index`
-        of CTA `cta` (an st.async marks the words it wrote with it until it completes). A site's
-        counters are numbered consecutively, target CTA-major (`async_keys`)."""
-        st = self.flat[pi].code[pc].stmt
-        size = self.kernel.mbarrier(st.bar.name).size
-        ctas = st.targets(self.kernel) or [self.kernel.processes[pi].cta]
-        first = self.async_slot[(pi, pc, ctas[0], 0)] + 1
-        if len(ctas) == 1:
-            return _add(Const(first), index)
-        return _add(_add(Const(first), BinOp("*", cta, Const(size))), index)
 
     def completion(self, key: tuple[int, int, int, int]) -> Rule:
         r = self._completions.get(key)

@@ -932,6 +932,14 @@ def _word_problems(k, ref: WordRef) -> list[str]:
     return []
 
 
+def _in_band(value: Expr, name: str) -> When:
+    """A value stored into word array `name` must lie in the model's integer band."""
+    band = LIMITS.local_band
+    return When(any_of(_gt(value, band), _lt(value, -band)),
+                [Fail("integer-range", "{who} stores {0} into " + name + ", outside the model's "
+                      f"integer band ±{band}", (value,))])
+
+
 def async_word_arrays(k) -> frozenset[str]:
     """The word arrays some st.async writes (their words have a `pend` field)."""
     from .ir import walk_stmts
@@ -983,7 +991,6 @@ class SmemStore(SyncOp):
     def rule(self, c):
         w, checks = _word(c, self.ref)
         others = lambda f: WordField(w.array, w.cta, w.index, f)  # noqa: E731
-        band = LIMITS.local_band
         name = c.kernel.word_array(self.ref.name).label or self.ref.name
         return Rule([*checks,
                      When(_gt(_plus(others("at_ld"), others("at_st")), 0),
@@ -991,9 +998,7 @@ class SmemStore(SyncOp):
                                 "instance is about to load or store it: no synchronization "
                                 "orders the two accesses", (w.index,))]),
                      *_pending_check(c, w, "stores", name),
-                     When(any_of(_gt(self.value, band), _lt(self.value, -band)),
-                          [Fail("integer-range", "{who} stores {0} into " + name +
-                                f", outside the model's integer band ±{band}", (self.value,))]),
+                     _in_band(self.value, name),
                      Set(w, self.value)])
 
 
@@ -1100,9 +1105,17 @@ class StAsync(SyncOp):
     def targets(self, kernel) -> list[int]:
         return [] if self.bar.cta is None else list(range(kernel.num_ctas))
 
-    def _words(self, c, cta: Expr, field: str) -> list[WordField]:
-        return [WordField(self.ref.name, cta, _plus(self.ref.index, Const(j)), field)
-                for j in range(len(self.values))]
+    def _pend_code(self, c, cta: Expr, index: Expr) -> Expr:
+        """What the copy towards element `index` of CTA `cta` marks its words with: the number
+        + 1 of its in-flight counter (`Layout.async_slot`; a site's counters are consecutive,
+        target CTA-major)."""
+        slot = c.layout.async_slot
+        if isinstance(cta, Const) and isinstance(index, Const):
+            return Const(slot[(c.process, c.pc, cta.value, index.value)] + 1)
+        ctas = self.targets(c.kernel) or [c.cta]
+        first = Const(slot[(c.process, c.pc, ctas[0], 0)] + 1)
+        size = c.kernel.mbarrier(self.bar.name).size
+        return _plus(first if len(ctas) == 1 else _plus(first, _times(cta, size)), index)
 
     def rule(self, c):
         if c.threads != 1:  # validate refuses it; kept for SyncIR built by hand
@@ -1118,34 +1131,29 @@ class StAsync(SyncOp):
                              [Fail("invalid-operand", "{who} stores " + name + "[{0}] and the "
                                    f"{n - 1} words after it, outside the array of {decl.size} "
                                    "words", (self.ref.index,))]))
-        for val, ld, st, pend in zip(self._words(c, el.cta, "val"), self._words(c, el.cta, "at_ld"),
-                                     self._words(c, el.cta, "at_st"),
-                                     self._words(c, el.cta, "pend")):
-            body.append(When(_gt(_plus(ld, st), 0),
+        words = [_plus(self.ref.index, Const(j)) for j in range(n)]
+        word = lambda i, f: WordField(self.ref.name, el.cta, i, f)  # noqa: E731
+        for i in words:
+            body.append(When(_gt(_plus(word(i, "at_ld"), word(i, "at_st")), 0),
                              [Fail("race", "{who} stores " + name + "[{0}] of CTA {1} with "
                                    "st.async while another instance is about to load or store "
                                    "it: no synchronization orders the two accesses",
-                                   (val.index, el.cta))]))
-            body.append(When(_ne(pend, 0),
+                                   (i, el.cta))]))
+            body.append(When(_ne(word(i, "pend"), 0),
                              [Fail("race", "{who} stores " + name + "[{0}] of CTA {1} with "
                                    "st.async while an earlier st.async into it is in flight",
-                                   (val.index, el.cta))]))
-        band = LIMITS.local_band
-        for v in self.values:
-            body.append(When(any_of(_gt(v, band), _lt(v, -band)),
-                             [Fail("integer-range", "{who} stores {0} into " + name + ", outside "
-                                   f"the model's integer band ±{band}", (v,))]))
+                                   (i, el.cta))]))
+        body += [_in_band(v, name) for v in self.values]
         body.append(When(_gt(infl, 0), [Fail("copy-bound", "{who} issues a second st.async "
                                              "into {bar} before the first one completed (one in "
                                              "flight per op is modelled)", (), el)]))
-        code = c.layout.async_code(c.process, c.pc, el.cta, el.index)
-        for val, pend, v in zip(self._words(c, el.cta, "val"), self._words(c, el.cta, "pend"),
-                                self.values):
-            body += [Set(val, v), Set(pend, code)]
+        code = self._pend_code(c, el.cta, el.index)
+        for i, v in zip(words, self.values):
+            body += [Set(word(i, "val"), v), Set(word(i, "pend"), code)]
         return Rule([*body, *_issue(infl, 1)])
 
     def complete(self, c, cta: int, index: int):
-        code = c.layout.async_code(c.process, c.pc, Const(cta), Const(index))
+        code = self._pend_code(c, Const(cta), Const(index))
         clear = []
         for i in range(c.kernel.word_array(self.ref.name).size):
             pend = WordField(self.ref.name, Const(cta), Const(i), "pend")
