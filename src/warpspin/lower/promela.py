@@ -30,11 +30,11 @@ from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, flatten, is
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
-                              ASYNC_COPY, GLOBAL_COUNTER, SHARED_WORD, ctype)
+                              ASYNC_COPY, GLOBAL_COUNTER, SHARED_WORD, TENSORMAP, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
                           NARROW_TYPES, async_word_arrays)
-from ..syncir.rules import (Call, ClusterField, CounterField, Fail, Hook, Inflight, Live,
+from ..syncir.rules import (TmapField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live,
                             Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
                             any_of)
 
@@ -231,6 +231,7 @@ class _Lowering:
         self.wat = _unique([w.name for w in kernel.words], "wat_")
         self.wpend = _unique(sorted(async_word_arrays(kernel)), "wp_")
         self.counters = _unique([c.name for c in kernel.counters], "cnt_")
+        self.tmaps = _unique([t.name for t in kernel.tensormaps], "tm_")
         self.proctypes = [f"p{i}_{_ident(p.role)}" for i, p in enumerate(kernel.processes)]
         self.symmetric = set()
         for pi in range(len(self.flat)):
@@ -428,6 +429,11 @@ class _Lowering:
             f = GLOBAL_COUNTER.field("val")
             out.append(f"{ctype(f.lo, f.hi)} {self.counters[c.name]};  /* global counter "
                        f"{c.label or c.name} (atom.inc) */")
+        if self.k.tensormaps:
+            out.insert(2, _typedef("TMap", TENSORMAP))
+        for t in self.k.tensormaps:
+            out.append(f"TMap {self.tmaps[t.name]}[{self.k.num_ctas}];  /* tensormap "
+                       f"{t.label or t.name} */")
         if self.monitored:
             out.append("/* R6 monitor: instances at a fused wait, per (element, parity) */")
             many = sum(p.instances for p in self.k.processes) > 255
@@ -463,6 +469,10 @@ class _Lowering:
             lines.append(f"    if :: !({cond}) -> goto not_a_launch :: else -> skip fi;")
         for c in range(self.k.num_ctas):
             lines.append(f"    live[{c}] = {self.k.cta_threads(c)};")
+            for t in self.k.tensormaps:
+                for f in TENSORMAP.fields:
+                    if f.init:
+                        lines.append(f"    {self.tmaps[t.name]}[{c}].{f.name} = {f.init};")
         for m in self.k.mbarriers:
             for i in range(m.size * self.k.num_ctas):
                 for f in MBARRIER.fields:
@@ -968,6 +978,8 @@ class _GlobalCtx:
             return f"infl[{self.e(low.async_index(p))}]"
         if isinstance(p, CounterField):
             return low.counters[p.name]
+        if isinstance(p, TmapField):
+            return f"{low.tmaps[p.name]}[{self.e(p.cta)}].{p.field}"
         if isinstance(p, WordField):
             i = self.e(low.word_index(p.array, p.cta, p.index))
             if p.field == "val":

@@ -87,6 +87,7 @@ def independent_ctas(kernel: Kernel) -> tuple[Decision, Kernel | None, tuple]:
                 None, ()
     comp = Kernel(kernel.name, tuple(base), kernel.mbarriers, kernel.params, 1, kernel.loc,
                   words=kernel.words, assumptions=kernel.assumptions, counters=kernel.counters,
+                  tensormaps=kernel.tensormaps,
                   constraints=kernel.constraints)
     return Decision(INDEPENDENT_CTAS, True), comp, tuple(tuple(x) for x in per)
 

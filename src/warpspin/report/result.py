@@ -12,9 +12,10 @@ UNDECIDED = "undecided"
 # What a search covers (docs/semantics.md) and what it does not yet: a VERIFIED says both.
 CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
            "uninitialized-barrier", "barrier-reinit", "divergent-barrier", "pending-at-exit", "scope",
-           "cluster-lifetime", "invalid-operand", "race (on shared-memory words used as values)")
-NOT_CHECKED = ("data races on shared-memory buffers, generic/async proxy ordering, tensormap "
-               "updates, TMA stores and bulk groups, DSMEM accesses and TMEM are not checked yet")
+           "cluster-lifetime", "invalid-operand", "race (on shared-memory words used as values)",
+           "tensormap-race (TMA loads through a tensormap the kernel rewrites in global memory)")
+NOT_CHECKED = ("data races on shared-memory buffers, generic/async proxy ordering, TMA stores' "
+               "bulk groups, DSMEM accesses and TMEM are not checked yet")
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from .flat import Bound, Branch, Goto, Let, is_exit
 from .ir import BinOp, Const, Kernel, Loc, NOLOC, Select, UnOp, Var
 from .layout import Layout
-from .objects import CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER
+from .objects import CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER, TENSORMAP
 from .ops import MbarTestWait, MbarWait
-from .rules import (Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
+from .rules import (TmapField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
                     Obs, Self, Set, When, WordField)
 from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step, Take  # noqa: F401 (re-exported)
 
@@ -67,6 +67,7 @@ class StateLayout:
             o = off + 1 + len(fp.locals)
             self.obs.append({key: o + i for key, i in lay.obs_slots[inst.process].items()})
             off = o + len(lay.obs_slots[inst.process])
+        self.ctas = k.num_ctas
         self.mb = off
         off += len(lay.elements) * len(MB_FIELDS)
         self.nb = off
@@ -83,7 +84,15 @@ class StateLayout:
         off += len(lay.async_keys)
         self.counter = {name: off + i for i, name in enumerate(lay.counters)}
         off += len(lay.counters)
+        self.tm = off  # tensormaps: per (name, CTA) the fields of objects.TENSORMAP
+        self.tm_index = {t.name: i for i, t in enumerate(k.tensormaps)}
+        off += len(k.tensormaps) * k.num_ctas * len(TENSORMAP.fields)
         self.size = off
+
+    def tm_field(self, name: str, cta: int, field: str) -> int:
+        n = len(TENSORMAP.fields)
+        return (self.tm + (self.tm_index[name] * self.ctas + cta) * n
+                + [f.name for f in TENSORMAP.fields].index(field))
 
     def mb_field(self, element: int, name: str) -> int:
         return self.mb + element * len(MB_FIELDS) + MB_FIELDS[name]
@@ -250,6 +259,9 @@ class Machine:
         if isinstance(p, CounterField):
             i = sl.counter[p.name]
             return lambda v: i
+        if isinstance(p, TmapField):
+            cta, name, field = self._expr(p.cta, gid), p.name, p.field
+            return lambda v: sl.tm_field(name, cta(v), field)
         if isinstance(p, Local):
             if p.name not in sl.local[gid]:
                 raise ModelError(f"undefined local {p.name!r}")
@@ -398,6 +410,9 @@ class Machine:
                     v[sl.mb_field(n, f.name)] = f.init
             for c in range(k.num_ctas):
                 v[sl.live + c] = lay.cta_threads[c]
+                for t in k.tensormaps:
+                    for f in TENSORMAP.fields:
+                        v[sl.tm_field(t.name, c, f.name)] = f.init
             for inst in self.instances:
                 self.run_local(v, inst.gid)
             out.append((choices, tuple(v)))

@@ -185,6 +185,17 @@ class WordsDecl:
 
 
 @dataclass(frozen=True)
+class TensormapDecl:
+    """A TMA descriptor (tensormap) the kernel rewrites in global memory, one per CTA (each CTA
+    owns its descriptor slot, as CUTLASS's and quack's tensormap managers lay them out). TMA
+    loads that name it read it asynchronously until a `cp.async.bulk.wait_group.read` retires
+    their bulk async-group. `label` names it as the user wrote it."""
+    name: str
+    loc: Loc = NOLOC
+    label: str = ""
+
+
+@dataclass(frozen=True)
 class CounterDecl:
     """A 32-bit word of global memory the kernel takes work from with `atom.inc` (a dynamic tile
     scheduler's semaphore), shared with the CTAs of the grid outside the model: between any two
@@ -351,6 +362,7 @@ class Kernel:
     # facts of every launch over the parameters (e.g. clusterid_z < nclusterid_z): the check
     # covers only the parameter values that satisfy all of them
     constraints: tuple[Expr, ...] = ()
+    tensormaps: tuple[TensormapDecl, ...] = ()  # TMA descriptors rewritten in global memory
 
     def __post_init__(self):
         object.__setattr__(self, "cta_blocks", tuple(tuple(lift(x) for x in b)
@@ -362,6 +374,13 @@ class Kernel:
         object.__setattr__(self, "assumptions", tuple(self.assumptions))
         object.__setattr__(self, "counters", tuple(self.counters))
         object.__setattr__(self, "constraints", tuple(lift(c) for c in self.constraints))
+        object.__setattr__(self, "tensormaps", tuple(self.tensormaps))
+
+    def tensormap(self, name: str) -> TensormapDecl:
+        for t in self.tensormaps:
+            if t.name == name:
+                return t
+        raise KeyError(name)
 
     def word_array(self, name: str) -> WordsDecl:
         for w in self.words:

@@ -117,8 +117,19 @@ GLOBAL_COUNTER = ObjectKind("global-counter", "grid", (
 ), "a 32-bit word of global memory that CTAs take work from with atom.inc (PTX 9.7.13.5), a "
    "dynamic tile scheduler's semaphore; one per counter, shared with the grid")
 
+TENSORMAP = ObjectKind("tensormap", "cta", (
+    FieldDecl("st", 0, 2, 0, "0: as launched (never written), 1: written and not yet released "
+              "to the tensormap proxy, 2: written and released"),
+    FieldDecl("ver", 0, LIMITS.local_band, 0, "writes so far (an acquire remembers the one it "
+              "saw)"),
+    FieldDecl("by", -1, _MAX_INSTANCES, -1, "the instance that wrote it last"),
+    FieldDecl("unret", 0, LIMITS.local_band, 0, "TMA reads of it issued and not yet retired by "
+              "a cp.async.bulk.wait_group.read of their issuing thread"),
+), "a TMA descriptor in global memory that the kernel rewrites (PTX 9.7.9.26.5.2, 9.7.9.27 "
+   "tensormap.replace, 9.7.13.4 fence.proxy.tensormap), one per CTA")
+
 KINDS_OF_OBJECTS = (MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER, LIVE, ASYNC_COPY, OBSERVATION,
-                    SHARED_WORD, GLOBAL_COUNTER)
+                    SHARED_WORD, GLOBAL_COUNTER, TENSORMAP)
 
 def ctype(lo: float, hi: float) -> str:
     """The narrowest Promela integer type holding lo..hi."""

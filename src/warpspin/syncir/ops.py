@@ -21,12 +21,14 @@ from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, Wo
                  _lift_fields, expr_vars, lift)
 from .objects import LIMITS
 from .rules import (Call, ClusterField, CounterField, El, Fail, Hook, Inflight, Live, Local, NamedField, Obs,
-                    Rule, Self, Set, When, WordField, add, all_of, any_of, sub)
+                    Rule, Self, Set, TmapField, When, WordField, add, all_of, any_of, sub)
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
            "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
            "BarSync", "BarSyncResume", "BarArrive", "ClusterArrive", "ClusterWait", "TmaLoad",
-           "SmemStore", "SmemLoad", "StAsync", "async_word_arrays", "AtomInc", "counter_take", "Exit", "Unsupported"]
+           "SmemStore", "SmemLoad", "StAsync", "async_word_arrays", "AtomInc", "counter_take",
+           "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
+           "tm_open", "tm_group", "tm_acquired", "Exit", "Unsupported"]
 
 SCOPES = ("thread", "warp", "cta", "cluster", "grid")
 
@@ -822,6 +824,7 @@ class TmaLoad(SyncOp):
     bytes: Expr
     loc: Loc = NOLOC
     multicast: Expr | None = None
+    desc: str | None = None  # the tensormap it reads, when the kernel rewrites it
     mnemonic: ClassVar[str] = "tma.load"
     ptx: ClassVar[str] = "9.7.9.25, 9.7.9.12 (st.async)"
     summary: ClassVar[str] = ("per thread, per target CTA: one copy in flight (use before the "
@@ -839,7 +842,11 @@ class TmaLoad(SyncOp):
 
     def fmt(self):
         mc = "" if self.multicast is None else f", multicast={_e(self.multicast)}"
-        return f"tma.load -> {fmt_bar(self.bar)}, bytes={_e(self.bytes)}{mc}"
+        desc = "" if self.desc is None else f", desc={self.desc}"
+        return f"tma.load -> {fmt_bar(self.bar)}, bytes={_e(self.bytes)}{mc}{desc}"
+
+    def own_locals(self, pc):
+        return () if self.desc is None else (tm_open(self.desc), tm_acquired(self.desc))
 
     def facts(self):
         crosses = self.multicast is not None or self.bar.cta is not None
@@ -852,6 +859,8 @@ class TmaLoad(SyncOp):
         params = {p.name for p in k.params}
         if not expr_vars(self.bytes) <= params:
             out.append("an async copy's byte count must depend only on launch parameters")
+        if self.desc is not None:
+            out += _tensormap_problems(k, self.desc)
         return out
 
     def footprint(self, k):
@@ -860,7 +869,28 @@ class TmaLoad(SyncOp):
                _acc("async-copy", "write", scope, proxy="async")]
         if scope == "cluster":
             acc.append(_acc("live-threads", "read", "cluster"))
+        if self.desc is not None:
+            acc.append(_acc("tensormap", "rw", "cta", proxy="async"))
         return Footprint(tuple(acc), retired_by="transaction completion on the mbarrier")
+
+    def _desc_read(self, c) -> list:
+        """The issue reads the tensormap through the tensormap proxy: it must have been
+        released by its writer and acquired by this thread since the last write; the read stays
+        unretired until a wait_group.read of this thread retires its bulk async-group."""
+        if self.desc is None:
+            return []
+        tm = lambda f: TmapField(self.desc, Const(c.cta), f)  # noqa: E731
+        T = c.threads
+        return [*_one_thread(c, "a TMA load through a rewritten tensormap"),
+                When(_eq(tm("st"), 1), [Fail(
+                    "tensormap-race", f"{{who}} issues a TMA load through tensormap {self.desc}, "
+                    "written and not yet released to the tensormap proxy "
+                    "(fence.proxy.tensormap::generic.release)")]),
+                When(all_of(_eq(tm("st"), 2), _ne(Local(tm_acquired(self.desc)),
+                                                 _plus(tm("ver"), Const(1)))), [Fail(
+                    "tensormap-race", f"{{who}} issues a TMA load through tensormap {self.desc} "
+                    "without acquiring its last write (fence.proxy.tensormap::generic.acquire)")]),
+                add(Local(tm_open(self.desc)), T), add(tm("unret"), T)]
 
     def rule(self, c):
         T = c.threads
@@ -868,6 +898,7 @@ class TmaLoad(SyncOp):
             el, checks = resolve(c, self.bar)
             return Rule([*checks, *remote_alive(c, self.bar, el, "copies into"),
                          *tx_bytes_check(el, self.bytes), *vis_checks(el, tma=True),
+                         *self._desc_read(c),
                          *_issue(Inflight(c.process, c.pc, el.cta, el.index), T)])
         n = c.kernel.num_ctas
         mask = self.multicast
@@ -885,7 +916,7 @@ class TmaLoad(SyncOp):
             body.append(When(_ne(_band(mask, Const(1 << t)), 0), [
                 *lifetime, *vis_checks(el, tma=True),
                 *_issue(Inflight(c.process, c.pc, Const(t), self.bar.index), T)]))
-        return Rule(body)
+        return Rule([*body, *self._desc_read(c)])
 
     def early_issue_condition(self, c) -> Expr | None:
         """R8 (docs/semantics.md): when this holds, the issue commutes left with every step of
@@ -894,8 +925,9 @@ class TmaLoad(SyncOp):
         re-init), and its CTA is the issuing one (whose threads cannot all exit first) or has
         threads left (if they all exit before the unreduced issue, both models report the copy
         into the exited CTA: `cluster-lifetime` at the issue, or `pending-at-exit` at the exit).
-        A multicast copy: None."""
-        if self.multicast is not None:
+        A multicast copy, or one that reads a rewritten tensormap (its issue reads and writes the
+        tensormap's state, which other instances' writes change): None."""
+        if self.multicast is not None or self.desc is not None:
             return None
         el, checks = resolve(c, self.bar)
         exists = [UnOp("not", ch.cond) for ch in checks]
@@ -1159,6 +1191,249 @@ class StAsync(SyncOp):
             pend = WordField(self.ref.name, Const(cta), Const(i), "pend")
             clear.append(When(_eq(pend, code), [Set(pend, Const(0))]))
         return _copy_completes(c, self.bar, self.bytes, cta, index, clear)
+
+
+# ----------------------------------------------------------------------------- tensormaps
+
+def tm_open(desc: str) -> str:
+    """The executing thread's TMA reads of tensormap `desc` not yet in a bulk async-group."""
+    return f"_tmo_{desc}"
+
+
+def tm_group(desc: str, i: int) -> str:
+    """Its reads in the i-th most recent committed group (the last one: that one or older)."""
+    return f"_tmg{i}_{desc}"
+
+
+def tm_acquired(desc: str) -> str:
+    """1 + the number of writes of `desc` its last acquire saw released (0: none)."""
+    return f"_tma_{desc}"
+
+
+def _tensormap_problems(k, desc: str) -> list[str]:
+    try:
+        k.tensormap(desc)
+    except KeyError:
+        return [f"names {desc!r}, not a declared tensormap"]
+    return []
+
+
+def _tm(c, desc: str, field: str) -> TmapField:
+    return TmapField(desc, Const(c.cta), field)
+
+
+def _one_thread(c, what: str) -> list:
+    if c.threads == 1:
+        return []
+    return [Fail("unsupported", f"{what} by {c.threads} threads of one instance (each thread "
+                 "has its own bulk async-groups) is not modelled")]
+
+
+@sync_op
+@dataclass(frozen=True)
+class TensormapWrite(SyncOp):
+    """The executing thread writes tensormap `desc` in global memory through the generic proxy
+    (st.global of the descriptor, tensormap.replace on it, or the copy of
+    tensormap.cp_fenceproxy, which also releases it: `release`). A TMA read of it that no
+    wait_group.read has retired may still be reading it: tensormap-race."""
+    desc: str
+    release: bool = False
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "tensormap.write"
+    ptx: ClassVar[str] = "9.7.9.27 (tensormap.replace), 9.7.9.26.5.2, 9.7.13.4"
+    summary: ClassVar[str] = ("unret > 0: tensormap-race (a TMA load may still read it); then "
+                              "st = 1 (2 with .release), ver += 1, by = the instance")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("tmA")
+
+    def fmt(self):
+        return f"tensormap.write {self.desc}" + (", release" if self.release else "")
+
+    def problems(self, k):
+        return _tensormap_problems(k, self.desc)
+
+    def footprint(self, k):
+        return Footprint((_acc("tensormap", "rw", "cta", identity="write"),))
+
+    def rule(self, c):
+        unret = _tm(c, self.desc, "unret")
+        return Rule([When(_gt(unret, 0), [Fail(
+                        "tensormap-race", f"{{who}} writes tensormap {self.desc} while {{0}} TMA "
+                        "read(s) of it may still be in flight: no cp.async.bulk.wait_group.read "
+                        "of their issuing thread retired them", (unret,))]),
+                     Set(_tm(c, self.desc, "st"), Const(2 if self.release else 1)),
+                     add(_tm(c, self.desc, "ver"), 1),
+                     Set(_tm(c, self.desc, "by"), Self())])
+
+
+@sync_op
+@dataclass(frozen=True)
+class TensormapRelease(SyncOp):
+    """fence.proxy.tensormap::generic.release: the executing thread's earlier writes of
+    tensormaps become visible to the tensormap proxy of threads that acquire them."""
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "fence.tensormap.release"
+    ptx: ClassVar[str] = "9.7.13.4"
+    summary: ClassVar[str] = "every tensormap the instance wrote last and left at st 1: st = 2"
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls()
+
+    def fmt(self):
+        return "fence.tensormap.release"
+
+    def footprint(self, k):
+        return Footprint((_acc("tensormap", "rw", "cta", identity="compare"),))
+
+    def rule(self, c):
+        body = []
+        for t in c.kernel.tensormaps:
+            st = _tm(c, t.name, "st")
+            body.append(When(all_of(_eq(st, 1), _eq(_tm(c, t.name, "by"), Self())),
+                             [Set(st, Const(2))]))
+        return Rule(body)
+
+
+@sync_op
+@dataclass(frozen=True)
+class TensormapAcquire(SyncOp):
+    """fence.proxy.tensormap::generic.acquire on tensormap `desc`: the executing thread's later
+    TMA loads through it see the last released write."""
+    desc: str
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "fence.tensormap.acquire"
+    ptx: ClassVar[str] = "9.7.13.4"
+    summary: ClassVar[str] = "acquired = ver + 1 when st = 2 (released), else 0"
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("tmA")
+
+    def fmt(self):
+        return f"fence.tensormap.acquire {self.desc}"
+
+    def own_locals(self, pc):
+        return (tm_acquired(self.desc),)
+
+    def problems(self, k):
+        return _tensormap_problems(k, self.desc)
+
+    def footprint(self, k):
+        return Footprint((_acc("tensormap", "read", "cta"),))
+
+    def rule(self, c):
+        st, ver = _tm(c, self.desc, "st"), _tm(c, self.desc, "ver")
+        return Rule([Set(Local(tm_acquired(self.desc)),
+                         Select(_eq(st, 2), _plus(ver, Const(1)), Const(0)))])
+
+
+@sync_op
+@dataclass(frozen=True)
+class BulkCommit(SyncOp):
+    """cp.async.bulk.commit_group: the executing thread's uncommitted bulk async operations
+    (here: the TMA loads' reads of the tensormaps `maps`) become its newest bulk async-group.
+    `depth`: the groups told apart (the oldest one counts that one and every older group)."""
+    maps: tuple[str, ...] = ()
+    depth: int = 1
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "bulk.commit_group"
+    ptx: ClassVar[str] = "9.7.9.26.5.1 (cp.async.bulk.commit_group)"
+    summary: ClassVar[str] = ("per tensormap the process reads: the groups shift by one (the "
+                              "oldest absorbs the next), the newest gets the open reads")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls(("tmA",), 1)
+
+    def __post_init__(self):
+        object.__setattr__(self, "maps", tuple(self.maps))
+
+    def fmt(self):
+        return "bulk.commit_group" + (f" [{', '.join(self.maps)}], depth={self.depth}"
+                                      if self.maps else "")
+
+    def own_locals(self, pc):
+        return tuple(n for d in self.maps
+                     for n in (tm_open(d), *(tm_group(d, i) for i in range(self.depth))))
+
+    def problems(self, k):
+        out = [p for d in self.maps for p in _tensormap_problems(k, d)]
+        if self.depth < 1:
+            out.append(f"bulk.commit_group with depth {self.depth}")
+        return out
+
+    def footprint(self, k):
+        return Footprint(())
+
+    def rule(self, c):
+        body = [*(_one_thread(c, "cp.async.bulk.commit_group") if self.maps else [])]
+        for d in self.maps:
+            g = [Local(tm_group(d, i)) for i in range(self.depth)]
+            if self.depth > 1:
+                body.append(Set(g[-1], _plus(g[-1], g[-2])))
+            for i in range(self.depth - 2, 0, -1):
+                body.append(Set(g[i], g[i - 1]))
+            first = Local(tm_open(d))
+            body += [Set(g[0], first if self.depth > 1 else _plus(g[0], first)),
+                     Set(first, Const(0))]
+        return Rule(body)
+
+
+@sync_op
+@dataclass(frozen=True)
+class BulkWaitRead(SyncOp):
+    """cp.async.bulk.wait_group.read n: the executing thread waits until at most its n newest
+    bulk async-groups still read their sources; the tensormap reads of every older group are
+    retired. Never blocks in the model: the hardware completes the reads by itself."""
+    n: int
+    maps: tuple[str, ...] = ()
+    depth: int = 1
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "bulk.wait_group.read"
+    ptx: ClassVar[str] = "9.7.9.26.5.2 (cp.async.bulk.wait_group)"
+    summary: ClassVar[str] = ("per tensormap the process reads: the reads of the groups older "
+                              "than the n newest leave unret")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls(0, ("tmA",), 1)
+
+    def __post_init__(self):
+        object.__setattr__(self, "maps", tuple(self.maps))
+
+    def fmt(self):
+        return f"bulk.wait_group.read {self.n}" + (
+            f" [{', '.join(self.maps)}], depth={self.depth}" if self.maps else "")
+
+    def own_locals(self, pc):
+        return tuple(tm_group(d, i) for d in self.maps for i in range(self.depth))
+
+    def problems(self, k):
+        out = [p for d in self.maps for p in _tensormap_problems(k, d)]
+        if self.maps and self.depth <= self.n:
+            out.append(f"bulk.wait_group.read {self.n} needs groups told apart to depth "
+                       f"{self.n + 1}, not {self.depth}")
+        return out
+
+    def footprint(self, k):
+        return Footprint((_acc("tensormap", "rw", "cta"),) if self.maps else ())
+
+    def rule(self, c):
+        body = [*(_one_thread(c, "cp.async.bulk.wait_group.read") if self.maps else [])]
+        for d in self.maps:
+            unret = _tm(c, d, "unret")
+            for i in range(self.n, self.depth):
+                g = Local(tm_group(d, i))
+                body += [Set(unret, _minus(unret, g)), Set(g, Const(0))]
+        return Rule(body)
 
 
 # ----------------------------------------------------------------------------- global counters

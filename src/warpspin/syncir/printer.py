@@ -102,6 +102,8 @@ def fmt_kernel(k: Kernel) -> str:
         others = "" if c.others == Const(1) else f", others={fmt_expr(c.others)}"
         lines.append(f"  counter {c.name}, limit={fmt_expr(c.limit)}{others}" +
                      (f"  # {c.label}" if c.label else ""))
+    for t in k.tensormaps:
+        lines.append(f"  tensormap {t.name}" + (f"  # {t.label}" if t.label else ""))
     for p in k.processes:
         lines.append(fmt_process(p))
     return "\n".join(lines)

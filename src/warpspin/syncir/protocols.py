@@ -254,3 +254,64 @@ def prefix_ring(consumers: int = 3, stages: int = 2, trips: int = 3, fence_in_pr
                    Process("consumers", others, warps=(2, 1 + consumers),
                            instances=consumers - 1, init=(("ph", 0),))),
                   (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)))
+
+
+KGROUPED_FILE = "kgrouped.py"
+KGROUPED_BUGS = ("no-drain", "drain-one-behind", "no-commit", "no-release", "no-acquire")
+# what each bug must be reported as, and at which line of kgrouped.py
+KGROUPED_BUG_EXPECT = {
+    "no-drain": ("tensormap-race", 52), "drain-one-behind": ("tensormap-race", 52),
+    "no-commit": ("tensormap-race", 52), "no-release": ("tensormap-race", 23),
+    "no-acquire": ("tensormap-race", 23),
+}
+
+
+def kgrouped(groups: int = 2, ktiles: int = 2, stages: int = 2, consumers: int = 1,
+             bug: str | None = None) -> Kernel:
+    """The shape of DeepGEMM's k-grouped GEMM (../shared/seeds, PR #343): a producer warp loads
+    `ktiles` k-tiles of each of `groups` groups through one tensormap in global memory, which it
+    rewrites in place when the group changes; consumer warps wait for each tile and release its
+    stage. Before a rewrite the producer's electing lane commits its loads to a bulk async-group
+    and waits for their tensormap reads (`cp.async.bulk.wait_group.read 0`); after it, it releases
+    the write to the tensormap proxy and acquires it before the next load. `bug`: "no-drain"
+    (rewrite without the wait, the race of the PR), "drain-one-behind" (`wait_group.read 1`: the
+    newest group may still read), "no-commit" (the wait without a commit: the loads are in no
+    group), "no-release", "no-acquire"."""
+    from .ops import BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite
+    from .ir import TensormapDecl
+    if bug is not None and bug not in KGROUPED_BUGS:
+        raise ValueError(f"unknown k-grouped bug {bug!r}; one of {KGROUPED_BUGS}")
+    L = lambda n: Loc(KGROUPED_FILE, n)  # noqa: E731
+    depth = 2 if bug == "drain-one-behind" else 1
+    maps = ("tmA",)
+    init = Elect((*(x for i in range(stages) for x in (
+        MbarInit(MBarRef("full", Const(i)), 1, L(10)),
+        MbarInit(MBarRef("empty", Const(i)), consumers, L(11)))),
+        MbarInitFence(L(12))), L(9))
+    drain = () if bug == "no-drain" else (
+        *(() if bug == "no-commit" else (BulkCommit(maps, depth, L(50)),)),
+        BulkWaitRead(1 if bug == "drain-one-behind" else 0, maps, depth, L(51)))
+    release = () if bug == "no-release" else (TensormapRelease(L(53)),)
+    rewrite = Lanes(1, (*drain, TensormapWrite("tmA", loc=L(52)), *release), L(49))
+    acquire = () if bug == "no-acquire" else (TensormapAcquire("tmA", L(54)),)
+    producer = (
+        init, BarSync(loc=L(13)),
+        For("g", 0, groups, (
+            rewrite, *acquire,
+            For("k", 0, ktiles, (
+                MbarWait(MBarRef("empty", Var("s")), Var("ph") ^ 1, L(21)),
+                Elect((MbarArriveExpectTx(MBarRef("full", Var("s")), 1024, L(22)),
+                       TmaLoad(MBarRef("full", Var("s")), 1024, L(23), desc="tmA"))),
+                *advance("s", "ph", stages)), loc=L(20)),
+        ), loc=L(40)),
+    )
+    consumer = (BarSync(loc=L(13)), For("k", 0, groups * ktiles, (
+        MbarWait(MBarRef("full", Var("s")), Var("ph"), L(31)),
+        Lanes(1, (MbarArrive(MBarRef("empty", Var("s")), 1, L(32)),)),
+        *advance("s", "ph", stages)), loc=L(30)))
+    return Kernel("kgrouped" + (f"_{bug}" if bug else ""),
+                  (Process("producer", producer, warps=(0, 1), init=(("ph", 0),)),
+                   Process("consumer", consumer, warps=(1, 1 + consumers), instances=consumers,
+                           init=(("ph", 0),))),
+                  (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)),
+                  tensormaps=(TensormapDecl("tmA", L(5), "tensormap_a"),))

@@ -102,6 +102,14 @@ class CounterField(Place):
 
 
 @dataclass(frozen=True, eq=True)
+class TmapField(Place):
+    """Field `field` (objects.TENSORMAP) of tensormap `name` in CTA `cta`."""
+    name: str
+    cta: Expr
+    field: str
+
+
+@dataclass(frozen=True, eq=True)
 class Self(Expr):
     """The executing instance's global number (what `MbarField(.., 'by')` records)."""
 

@@ -67,6 +67,8 @@ def validate(k: Kernel) -> list[Problem]:
         probs.append(Problem("no values of the launch parameters satisfy the launch constraints "
                              f"({', '.join(fmt_expr(c) for c in k.constraints)}): give other "
                              "--param values", k.loc))
+    if len({t.name for t in k.tensormaps}) != len(k.tensormaps):
+        probs.append(Problem("two tensormaps share a name", k.loc))
     if len({c.name for c in k.counters}) != len(k.counters):
         probs.append(Problem("two global counters share a name", k.loc))
     for c in k.counters:
