@@ -3,8 +3,8 @@
 They are small enough for the Python interpreter to search exhaustively, and varied enough to hit
 every violation kind and every construct of SyncIR: init order, counts, parities, tx bytes, TMA
 (plain, per-lane and multicast), named barriers (constant and dynamic ids), the cluster barrier,
-several CTAs with remote arrives, `For` and `While` loops, `Lanes(k)`, test-waits, early exits
-and launch parameters.
+several CTAs with remote arrives, `For` and `While` loops, `Lanes(k)`, test-waits, early exits,
+launch parameters, shared words and tensormaps rewritten in global memory.
 
 Only SyncIR that is valid under the semantics the core is moving to is generated: an instance has
 at most 32 threads (every process here is one warp), `BarArrive` always names a thread count,
@@ -21,6 +21,9 @@ from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, C
                              MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
                              MbarTestWait, MbarWait, Param, Process, SmemLoad, SmemStore, StAsync, TmaLoad,
                              Var, While, WordRef, WordsDecl, walk_stmts)
+from warpspin.syncir.ir import TensormapDecl
+from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease,
+                                 TensormapWrite)
 
 FILE = "random.py"
 BARS = ("a", "b")
@@ -31,7 +34,7 @@ BASE_KINDS = ("arrive", "arrive1", "aexp", "expect", "tma", "wait", "wait", "tes
 # the constructs added on top; each protocol enables a few of them (several at once would make
 # most protocols too large for the interpreter or trivially broken)
 EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "exit", "testif",
-               "csync", "carrive", "cwait", "mcast", "store", "load", "stasync")
+               "csync", "carrive", "cwait", "mcast", "store", "load", "stasync", "tensormap")
 CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
 
@@ -150,6 +153,18 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         vals = (Var("k") + 1, Const(1)) if two else (draw(st.sampled_from([Const(1), Var("k")])),)
         return Elect((StAsync(ref, vals, draw(bar_ref(sizes, num_ctas if num_ctas > 1 else 0)),
                               loc),), loc)
+    if kind == "tensormap":
+        # a load through the rewritten tensormap, a rewrite, the fences, and the bulk groups
+        # that retire the loads' reads (each by the electing lane, as the DSL issues them)
+        which = draw(st.sampled_from(["load", "load", "write", "release", "acquire", "commit",
+                                      "wait"]))
+        op = {"load": lambda: TmaLoad(draw(bar_ref(sizes)), 16, loc, desc="t"),
+              "write": lambda: TensormapWrite("t", draw(st.booleans()), loc),
+              "release": lambda: TensormapRelease(loc),
+              "acquire": lambda: TensormapAcquire("t", loc),
+              "commit": lambda: BulkCommit(("t",), 2, loc),
+              "wait": lambda: BulkWaitRead(draw(st.integers(0, 1)), ("t",), 2, loc)}[which]()
+        return op if which == "acquire" else Elect((op,), loc)
     if kind == "load":
         # a shared word read, and the synchronization depending on the value read
         ref = WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2])))
@@ -175,16 +190,19 @@ def uses_mask_param(procs) -> bool:
 
 
 @st.composite
-def protocols(draw) -> Kernel:
+def protocols(draw, extra: str | None = None) -> Kernel:
+    """`extra`: a construct every protocol drawn uses (among up to three others)."""
     num_ctas = draw(st.sampled_from([1, 1, 1, 2]))
     extras = draw(st.lists(st.sampled_from(EXTRA_KINDS + (CTA2_KINDS if num_ctas == 2 else ())),
-                           max_size=4, unique=True))
+                           max_size=3 if extra else 4, unique=True))
+    if extra is not None and extra not in extras:
+        extras.append(extra)
     identical = num_ctas == 2 and draw(st.booleans())  # CTA 1 a copy of CTA 0
     if num_ctas == 2:  # most two-CTA protocols let the CTAs interact (some ops may not be drawn);
         # identical CTAs that do not are the independent-CTAs reduction's case
         extras.append(draw(st.sampled_from(("remote", "remote", "mcast", "csync", "none")
                                            + (("none",) * 3 if identical else ()))))
-    kinds = BASE_KINDS + tuple(x for x in extras if x != "none") * 3
+    kinds = BASE_KINDS + tuple(x for x in extras if x != "none") * 3 + ((extra,) * 12 if extra else ())
     sizes = {"a": draw(st.integers(1, 2)), "b": 1}
     use_param = draw(st.booleans()) and draw(st.booleans())
     # several CTAs multiply the state space: fewer processes and ops per CTA
@@ -235,8 +253,9 @@ def protocols(draw) -> Kernel:
     if uses_mask_param(procs):
         params.append(Param("M", 1, 3))
     words = (WordsDecl("w", 2),) if {"store", "load", "stasync"} & set(extras) else ()
+    maps = (TensormapDecl("t"),) if "tensormap" in extras else ()
     return Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]), MBarrierDecl("b", 1)),
-                  params=tuple(params), num_ctas=num_ctas, words=words)
+                  params=tuple(params), num_ctas=num_ctas, words=words, tensormaps=maps)
 
 
 # constructs the generator must be able to produce (tests/test_differential.py checks each)
@@ -277,7 +296,7 @@ REQUIRED_CONSTRUCTS = ("ClusterArrive(relaxed)", "ClusterArrive", "ClusterWait",
                        "dynamic-barrier-id", "Lanes(2)", "Lanes(16)", "TmaLoad-in-Lanes(k>1)",
                        "MbarTestWait", "Exit", "params", "MbarExpectTx", "MbarArriveExpectTx",
                        "BarArrive", "BarSync", "MbarInit", "MbarInitFence", "MbarWait", "If", "For",
-                       "SmemStore", "SmemLoad", "StAsync")
+                       "SmemStore", "SmemLoad", "StAsync", "TensormapWrite")
 
 
 @st.composite

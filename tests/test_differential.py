@@ -147,6 +147,13 @@ def test_reduced_spin_matches_interpreter(k):
 
 
 @diff_settings(max(20, EXAMPLES // 2))
+@given(protocols(extra="tensormap"))
+def test_tensormap_protocols_match_interpreter(k):
+    """Loads through a rewritten tensormap, its writes and fences, bulk commits and waits."""
+    spin_agrees(k, reduce=True, fuse=True, stats="tensormaps vs interpreter")
+
+
+@diff_settings(max(20, EXAMPLES // 2))
 @given(protocols())
 def test_fused_spin_matches_interpreter(k):
     """R6: reduced + fused (falling back to unfused on reduction-unsound) against the
