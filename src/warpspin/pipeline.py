@@ -17,7 +17,7 @@ from .engine import EngineError, EngineTimeout, lower_and_check
 from .lower import LowerError
 from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
                             BlockedWait, Location, Note, Result, Stats, TraceStep, Violation)
-from .syncir import BOUND_KINDS, Kernel, StAsync, unsupported_ops, validate
+from .syncir import BOUND_KINDS, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
 from .syncir.trace import Complete, ParamChoice, Step, Take
@@ -160,6 +160,8 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         roles = {v.loc: _role(kernel, v.process, v.instance)}
         if kind == "race":
             notes = _race_partners(rp, v)
+        elif kind == "tensormap-race":
+            notes, help_ = _tensormap_partners(rp, v, er.events)
     notes = _launch_notes(kernel, er.events) + tuple(notes)
     res.verdict = VIOLATION
     res.violations = [Violation(
@@ -213,6 +215,38 @@ def _race_partners(rp, v) -> tuple[Note, ...]:
         out.append(Note(f"{m.layout.instance_name(inst.gid)} {what} the same word next, with "
                         f"nothing ordering the two accesses", _location(op.loc)))
     return tuple(out)
+
+
+def _tensormap_partners(rp, v, events) -> tuple[tuple[Note, ...], tuple[str, ...]]:
+    """A write of a tensormap: the last load through it of every thread whose reads of it are
+    not retired. A load: how to order it after the write. (notes, help lines)"""
+    m, s = rp.machine, rp.state
+    op = m.flat[v.process].code[v.pc].stmt
+    if isinstance(op, TmaLoad):
+        return (), ("after the writer's `fence.proxy.tensormap::generic.release` "
+                    "(cpasync.fence_tma_desc_release), acquire the descriptor on the thread that "
+                    "issues the load: `fence.proxy.tensormap::generic.acquire` "
+                    "(cpasync.fence_tma_desc_acquire)",)
+    if not isinstance(op, TensormapWrite) or s is None:
+        return (), ()
+    desc, last = op.desc, {}
+    for ev in events:
+        if isinstance(ev, Step):
+            st = m.flat[ev.process].code[ev.pc]
+            st = getattr(st, "stmt", None)
+            if isinstance(st, TmaLoad) and st.desc == desc:
+                last[m.gid.get((ev.process, ev.instance))] = st
+    notes = []
+    for gid, st in last.items():
+        local = m.sl.local[gid]
+        names = [n for n in local if n.endswith("_" + desc) and n.startswith(("_tmo_", "_tmg"))]
+        if sum(s[local[n]] for n in names):
+            notes.append(Note(f"a TMA load through {desc} by {m.layout.instance_name(gid)} may "
+                              "still be reading the descriptor: no cp.async.bulk.wait_group.read "
+                              "of that thread retired its bulk async-group", _location(st.loc)))
+    return tuple(notes), ("before the rewrite, on the thread that issued the loads: "
+                          "`cp.async.bulk.commit_group` then `cp.async.bulk.wait_group.read 0` "
+                          "(PTX 9.7.9.26.5.2; CUTLASS's TensorMapManager.update_tensormap does)",)
 
 
 def _launch_notes(kernel: Kernel, events) -> tuple[Note, ...]:

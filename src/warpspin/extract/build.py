@@ -8,7 +8,8 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ir import (AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
+from ..syncir.ops import BulkCommit, BulkWaitRead
+from ..syncir.ir import (TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, walk_stmts)
 from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
@@ -135,6 +136,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
              for p in procs]
 
     words, procs = _words(ctx, procs)
+    tensormaps, procs = _bulk_groups(ctx, procs)
     used: set[str] = set()
     for p in procs:
         for s in walk_stmts(p.body):
@@ -151,7 +153,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
                  loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used), words=words,
                  assumptions=tuple(sorted(ctx.assumptions)), counters=counters,
-                 constraints=_grid_constraints(used))
+                 constraints=_grid_constraints(used), tensormaps=tensormaps)
     problems = validate(out)
     if problems:
         raise ExtractorBug(out.name, problems)
@@ -206,6 +208,38 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
 
     procs = [replace(p, body=finish(list(fix(p.body)))) for p in procs]
     return tuple(decls), procs
+
+
+def _bulk_groups(ctx: Context, procs: list[Process]) -> tuple[tuple[TensormapDecl, ...],
+                                                              list[Process]]:
+    """The tensormaps the kernel rewrites, and every bulk commit and wait_group.read told which
+    of them its process loads through and how many groups to tell apart (the largest wait + 1).
+    A commit or wait of a process that loads through none retires nothing the model follows
+    (TMA stores' groups are not modelled): it goes."""
+    decls = tuple(TensormapDecl(name, loc, label) for name, label, loc in ctx.tensormaps.values())
+    depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
+                     if isinstance(s, BulkWaitRead)), default=0)
+
+    def fix(body, maps):
+        out = []
+        for st in body:
+            if isinstance(st, (BulkCommit, BulkWaitRead)):
+                if maps:
+                    out.append(replace(st, maps=maps, depth=depth))
+                continue
+            if isinstance(st, If):
+                st = replace(st, then=fix(st.then, maps), else_=fix(st.else_, maps))
+            elif isinstance(st, (For, While, Lanes)):
+                st = replace(st, body=fix(st.body, maps))
+            out.append(st)
+        return tuple(out)
+
+    outs = []
+    for p in procs:
+        maps = tuple(sorted({s.desc for s in walk_stmts(p.body)
+                             if isinstance(s, TmaLoad) and s.desc is not None}))
+        outs.append(replace(p, body=finish(list(fix(p.body, maps)))))
+    return decls, outs
 
 
 def _wide_st_async(procs: list[Process]) -> dict[str, list[str]]:

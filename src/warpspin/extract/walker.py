@@ -13,6 +13,8 @@ from typing import Callable, Optional
 
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
+from ..syncir.ops import (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease,
+                          TensormapWrite)
 from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
@@ -44,9 +46,8 @@ IGNORED = {"nvvm.fence.proxy", "llvm.fence", "nvvm.setmaxregister", "nvvm.bar.wa
            "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
            "nvvm.wgmma.wait.group.sync.aligned", "cute_nvgpu.prefetch_tma_desc",
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
-           # bulk async groups (TMA store, bulk S2G) complete by themselves; griddepcontrol waits
-           # for the previous grid, outside this kernel (assumed to finish)
-           "nvvm.cp.async.bulk.commit.group", "nvvm.cp.async.bulk.wait_group", "nvvm.griddepcontrol",
+           # griddepcontrol waits for the previous grid, outside this kernel (assumed to finish)
+           "nvvm.griddepcontrol",
            # Ampere cp.async groups: a thread waits only for its own copies, which complete by
            # themselves (cp.async.mbarrier.arrive, which does synchronize, stays unsupported)
            "nvvm.cp.async.commit.group", "nvvm.cp.async.wait.group"}
@@ -57,6 +58,8 @@ UNSUPPORTED_PREFIXES = (
     "cute_nvgpu.copy_tma_desc", "nvvm.griddepcontrol", "nvvm.mbarrier.", "nvvm.barrier",
     "nvvm.fence.", "nvvm.elect", "cute_nvgpu.arch.alloc_smem", "cute_nvgpu.arch.get_dyn_smem",
 )
+TENSORMAP_CASTS = {"cute.ptrtoint", "cute.inttoptr", "cute.assume", "llvm.ptrtoint",
+                   "llvm.inttoptr", "builtin.unrealized_conversion_cast", "cute.recast_iter"}
 ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(?:\.v(\d))?\.([bsuf])(\d+)\s+"
                       r"\[\{?\$r?(\d+)\}?\]\s*,\s*(\{[^}]*\}|[^,\s]+)\s*,\s*\[\{?\$r?(\d+)\}?\]")
 def _one_st_async(text: str) -> bool:
@@ -65,8 +68,15 @@ def _one_st_async(text: str) -> bool:
 
 
 PTX_OPERAND = re.compile(r"^\{?\$r?(\d+)\}?$")
-ASM_IGNORED = re.compile(r"^\s*(griddepcontrol\.(wait|launch_dependents)|"
-                         r"cp\.async\.bulk\.(commit_group|wait_group(\.read)?\s+\d+))\s*;\s*$")
+ASM_IGNORED = re.compile(r"^\s*griddepcontrol\.(wait|launch_dependents)\s*;\s*$")
+# bulk async-groups and tensormaps in inline PTX (extract/walker.py WarpWalker.asm)
+ASM_BULK = re.compile(r"^\s*cp\.async\.bulk\.(commit_group|wait_group(?:\.read)?\s+(\d+))\s*;\s*$")
+ASM_TMAP_FENCE = re.compile(r"^\s*fence\.proxy\.tensormap::generic\.(release|acquire)\.\w+"
+                            r"(?:\s*\[\$(\d+)\]\s*,\s*128)?\s*;\s*$")
+ASM_TMAP_COPY = re.compile(r"^\s*tensormap\.cp_fenceproxy\.global\.shared::cta\.tensormap::generic"
+                           r"\.release\.\w+\.sync\.aligned\s*\[\$(\d+)\]\s*,\s*\[\$(\d+)\]\s*,"
+                           r"\s*128\s*;\s*$")
+ASM_TMAP_REPLACE = re.compile(r"tensormap\.replace\.tile\.\w+\.(global|shared::cta)\.")
 ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|griddepcontrol|"
                       r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit", re.I)
 
@@ -288,6 +298,8 @@ class Context:
     # bytes of the tensor it was derived from
     relaxed_arrives: list = field(default_factory=list)  # (warp, what)
     derived_view_writes: bool = False
+    # tensormaps rewritten in global memory: root pointer value -> (name, label, loc)
+    tensormaps: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.varying, self.impure_ops = varying_values(self.kernel)
@@ -1288,9 +1300,99 @@ class WarpWalker:
         m = ST_ASYNC.search(text)
         if m and _one_st_async(text):
             self.st_async(op, m, out)
+        elif self.asm_tensormap(op, text, out):
+            pass
         elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):
             out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
         self.set_unknown_results(op)
+
+    # -- bulk async-groups and tensormaps rewritten in global memory (docs/semantics.md)
+    def asm_tensormap(self, op: Op, text: str, out) -> bool:
+        """Inline PTX of a bulk group, a tensormap fence, copy or replace: the op, and True."""
+        m = ASM_BULK.match(text)
+        if m:
+            out.append(BulkCommit(loc=self.loc(op)) if m.group(2) is None else
+                       BulkWaitRead(int(m.group(2)), loc=self.loc(op)))
+            return True
+        m = ASM_TMAP_FENCE.match(text)
+        if m and m.group(1) == "release" and m.group(2) is None:
+            out.append(TensormapRelease(self.loc(op)))
+            return True
+        if m and m.group(1) == "acquire" and m.group(2) is not None:
+            desc = self.tensormap(op, op.operands[int(m.group(2))], out)
+            if desc is not None:
+                out.append(TensormapAcquire(desc, self.loc(op)))
+            return True
+        m = ASM_TMAP_COPY.match(text)
+        if m:
+            desc = self.tensormap(op, op.operands[int(m.group(1))], out)
+            if desc is not None:
+                out.append(TensormapWrite(desc, True, self.loc(op)))
+            return True
+        m = ASM_TMAP_REPLACE.search(text)
+        if m and len(re.findall(r"\btensormap\.", text)) == 1:
+            if m.group(1) == "shared::cta":  # a descriptor in shared memory: no TMA reads it
+                return True
+            ptr = re.search(r"\[\{?\$r?(\d+)\}?\]", text[m.start():])
+            if ptr is None or int(ptr.group(1)) >= len(op.operands):
+                out.append(Unsupported("tensormap.replace: operand not understood", self.loc(op)))
+                return True
+            desc = self.tensormap(op, op.operands[int(ptr.group(1))], out)
+            if desc is not None:
+                out.append(TensormapWrite(desc, False, self.loc(op)))
+            return True
+        return False
+
+    def tensormap(self, op: Op, vid: int, out) -> Optional[str]:
+        """The tensormap a pointer to a descriptor in global memory names: its root value (through
+        casts and alignment assumptions), one tensormap per root. A descriptor in shared memory
+        (written there, then copied out): None. A root that is a loop or branch value, or a second
+        root in one kernel (two pointers may alias): Unsupported, None."""
+        root, seen = vid, set()
+        while root not in seen:
+            seen.add(root)
+            info = self.k.value_info.get(root)
+            if info is None or info.is_block_arg or info.op is None or \
+                    info.op.name not in TENSORMAP_CASTS or not info.op.operands:
+                break
+            root = info.op.operands[0]
+        t = self.k.type_of(root) if root in self.k.value_info else ""
+        if ", smem" in t:
+            return None
+        info = self.k.value_info.get(root)
+        if info is None or info.is_block_arg or ", gmem" not in t:
+            out.append(Unsupported(f"{op.name}: a tensormap pointer that is not a fixed global "
+                                   "address (a loop or branch value, or not in global memory)",
+                                   self.loc(op)))
+            return None
+        tms = self.ctx.tensormaps
+        if root not in tms:
+            if tms:
+                out.append(Unsupported(f"{op.name}: a second tensormap pointer in one kernel "
+                                       "(whether two pointers name one descriptor is not "
+                                       "followed)", self.loc(op)))
+                return None
+            loc = self.loc(info.op)
+            tms[root] = (f"tmap{len(tms)}", f"tensormap at {loc.file.rsplit('/', 1)[-1]}:{loc.line}",
+                         loc)
+        return tms[root][0]
+
+    def bulk_commit(self, op: Op, out) -> None:
+        out.append(BulkCommit(loc=self.loc(op)))
+
+    def bulk_wait(self, op: Op, out) -> None:
+        n = op.attrs.get("group")
+        try:
+            out.append(BulkWaitRead(int(str(n)), loc=self.loc(op)))
+        except ValueError:
+            out.append(Unsupported(f"{op.name} with group {n!r}", self.loc(op)))
+
+    def tensormap_write(self, op: Op, out) -> None:
+        """cute_nvgpu.copy_tma_desc (atom, ptr) and update_tma_desc (atom, tensor, ptr): the
+        descriptor at ptr is written (by every executing thread)."""
+        desc = self.tensormap(op, op.operands[-1], out)
+        if desc is not None:
+            out.append(TensormapWrite(desc, False, self.loc(op)))
 
     def st_async(self, op: Op, m: re.Match, out) -> None:
         """``st.async...mbarrier::complete_tx::bytes[.vN].T [dst], v, [mbar]`` in inline PTX (quack's
@@ -1396,8 +1498,9 @@ class WarpWalker:
             a = Atom(op.operand_types[0])
         m = re.search(r"<(\w+)>", str(op.attrs.get("field", "")))
         if isinstance(a, Atom) and m:
-            self.env[op.result] = Atom(op.result_types[0],
-                                       a.fields + ((m.group(1), self.val(op.operands[1])),), a.src)
+            # the descriptor pointer is kept as its value id (WarpWalker.tensormap follows it)
+            v = op.operands[1] if m.group(1) == "tma_descriptor_ptr" else self.val(op.operands[1])
+            self.env[op.result] = Atom(op.result_types[0], a.fields + ((m.group(1), v),), a.src)
         else:
             self.set_unknown_results(op)
 
@@ -1450,7 +1553,12 @@ class WarpWalker:
             if len(group) > 1:
                 mask = Const(sum(1 << r for r in group))
                 nbytes //= len(group)
-        stmt = TmaLoad(ref, Const(nbytes), self.loc(op), mask)
+        desc = None
+        if atom.get("tma_descriptor_ptr") is not None:
+            desc = self.tensormap(op, atom.get("tma_descriptor_ptr"), out)
+            if desc is None:
+                return
+        stmt = TmaLoad(ref, Const(nbytes), self.loc(op), mask, desc)
         if per_thread:  # one copy per executing thread: the enclosing lanes give the count
             out.append(stmt)
         elif self.whole_warp():  # the lowering elects one lane of the warp: one copy per warp
@@ -1838,6 +1946,10 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute_nvgpu.atom.set_value": WarpWalker.set_value,
     "cute.copy": WarpWalker.copy,
     "nvvm.store.async": WarpWalker.store_async,
+    "nvvm.cp.async.bulk.commit.group": WarpWalker.bulk_commit,
+    "nvvm.cp.async.bulk.wait_group": WarpWalker.bulk_wait,
+    "cute_nvgpu.copy_tma_desc": WarpWalker.tensormap_write,
+    "cute_nvgpu.update_tma_desc": WarpWalker.tensormap_write,
     "nvvm.atomicrmw": WarpWalker.atomic_rmw,
     "nvvm.shfl.sync": WarpWalker.shfl_sync,
     "scf.if": WarpWalker.scf_if,
