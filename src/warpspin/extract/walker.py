@@ -1360,9 +1360,16 @@ class WarpWalker:
         if ", smem" in t:
             return None
         info = self.k.value_info.get(root)
-        if info is None or info.is_block_arg or ", gmem" not in t:
-            out.append(Unsupported(f"{op.name}: a tensormap pointer that is not a fixed global "
-                                   "address (a loop or branch value, or not in global memory)",
+        if info is None or info.is_block_arg or ", gmem" not in t or \
+                any(a.name in ("scf.for", "scf.while") for a in info.op.ancestors()):
+            out.append(Unsupported(f"{op.name}: a tensormap pointer that is not one fixed global "
+                                   "address per thread (a loop or branch value, computed in a "
+                                   "loop, or not in global memory)", self.loc(op)))
+            return None
+        if not self._reads_block_index(root):
+            out.append(Unsupported(f"{op.name}: a tensormap pointer that does not depend on the "
+                                   "block index (a descriptor the CTAs share: rewrites by one CTA "
+                                   "race with loads of another, which the model does not follow)",
                                    self.loc(op)))
             return None
         tms = self.ctx.tensormaps
@@ -1373,9 +1380,30 @@ class WarpWalker:
                                        "followed)", self.loc(op)))
                 return None
             loc = self.loc(info.op)
-            tms[root] = (f"tmap{len(tms)}", f"tensormap at {loc.file.rsplit('/', 1)[-1]}:{loc.line}",
-                         loc)
+            where = f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}"
+            tms[root] = (f"tmap{len(tms)}", f"tensormap at {where}", loc)
+            self.ctx.assumptions.add(
+                f"tensormaps: the descriptor pointer at {where} depends on the block index, and no "
+                "two CTAs of the grid rewrite or load through the same descriptor (one slot per "
+                "CTA, as TensorMapManager lays them out)")
         return tms[root][0]
+
+    def _reads_block_index(self, vid: int, limit: int = 400) -> bool:
+        """Whether the value is computed from a block or cluster index (its backward slice)."""
+        todo, seen = [vid], set()
+        while todo and len(seen) < limit:
+            v = todo.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            info = self.k.value_info.get(v)
+            if info is None or info.is_block_arg or info.op is None:
+                continue
+            if info.op.name.startswith(("nvvm.read.ptx.sreg.ctaid", "nvvm.read.ptx.sreg.clusterid",
+                                        "nvvm.read.ptx.sreg.cluster.ctaid")):
+                return True
+            todo += info.op.operands
+        return False
 
     def bulk_commit(self, op: Op, out) -> None:
         out.append(BulkCommit(loc=self.loc(op)))

@@ -1,0 +1,56 @@
+"""Tensormaps rewritten in global memory, extracted from small real DSL kernels
+(``fixtures/kernels.py TensormapShapes``): the descriptor a load names, its writes and fences,
+and every pointer the extractor cannot follow made ``Unsupported`` with its line (fail-closed)."""
+from __future__ import annotations
+
+import pytest
+
+from sourcelines import line_of
+
+pytestmark = pytest.mark.dsl
+pytest.importorskip("cutlass")
+
+from fixtures import kernels as K  # noqa: E402
+from warpspin.api import verify_kernel  # noqa: E402
+from warpspin.extract import extract  # noqa: E402
+from warpspin.frontend import trace  # noqa: E402
+from warpspin.syncir import TmaLoad, unsupported_ops, walk_stmts  # noqa: E402
+from warpspin.syncir.ops import TensormapAcquire, TensormapRelease, TensormapWrite  # noqa: E402
+
+
+def _extract(mode):
+    fn, args = K.tensormap_shapes(mode)
+    (k,) = trace(fn, *args)
+    return extract(k)
+
+
+def _ops(sk, cls):
+    return [s for p in sk.processes for s in walk_stmts(p.body) if isinstance(s, cls)]
+
+
+def test_descriptor_per_cta_is_followed_and_verifies():
+    sk = _extract("slot")
+    assert [t.name for t in sk.tensormaps] == ["tmap0"]
+    assert {s.desc for s in _ops(sk, TmaLoad)} == {"tmap0"}
+    assert _ops(sk, TensormapWrite) and _ops(sk, TensormapRelease) and _ops(sk, TensormapAcquire)
+    assert any("depends on the block index" in a for a in sk.assumptions)
+    r = verify_kernel(sk)
+    assert r.verdict == "verified", r.verdict
+
+
+def test_load_without_acquire_is_a_tensormap_race_at_the_load():
+    r = verify_kernel(_extract("no_acquire"))
+    assert r.verdict == "violation" and r.violations[0].kind == "tensormap-race"
+    assert r.violations[0].locations[0].line == line_of(K.__file__, "# @load")
+
+
+@pytest.mark.parametrize("mode,tag,why", [
+    ("shared_slot", "# @copy-tensormap", "does not depend on the block index"),
+    ("two_slots", "# @second-slot", "a second tensormap pointer"),
+    ("loop_slot", "# @loop-slot", "not one fixed global address"),
+])
+def test_pointers_not_followed_are_unsupported(mode, tag, why):
+    sk = _extract(mode)
+    unsup = unsupported_ops(sk)
+    assert any(why in u.what and u.loc.line == line_of(K.__file__, tag) for u in unsup), unsup
+    assert verify_kernel(sk).verdict == "unsupported"
