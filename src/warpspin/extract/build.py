@@ -117,7 +117,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
     for cta, warp, lanes in _units(k):
         w = WarpWalker(ctx, warp, lanes, cta)
         stmts, _ = w.block(k.body.blocks[0], [w.val(a.value) for a in k.args])
-        walks.append((cta, warp, lanes, finish(stmts), w.labels))
+        walks.append((cta, warp, lanes, _without_idle_groups(finish(stmts)), w.labels))
 
     # consecutive warps of one CTA with the same body and width form one process
     procs: list[Process] = []
@@ -208,6 +208,27 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
 
     procs = [replace(p, body=finish(list(fix(p.body)))) for p in procs]
     return tuple(decls), procs
+
+
+def _without_idle_groups(body: tuple) -> tuple:
+    """A warp that loads through no rewritten tensormap: its bulk commits and waits retire
+    nothing the model follows (TMA stores' groups are not modelled). They go before warps are
+    grouped into processes, so that they never tell two warps apart."""
+    if any(isinstance(s, TmaLoad) and s.desc is not None for s in walk_stmts(body)):
+        return body
+
+    def strip(b):
+        out = []
+        for st in b:
+            if isinstance(st, (BulkCommit, BulkWaitRead)):
+                continue
+            if isinstance(st, If):
+                st = replace(st, then=strip(st.then), else_=strip(st.else_))
+            elif isinstance(st, (For, While, Lanes)):
+                st = replace(st, body=strip(st.body))
+            out.append(st)
+        return tuple(out)
+    return finish(list(strip(body)))
 
 
 def _bulk_groups(ctx: Context, procs: list[Process]) -> tuple[tuple[TensormapDecl, ...],
