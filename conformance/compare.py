@@ -132,7 +132,7 @@ def rules_table(js: list[Judgement]) -> str:
 def environment_line(env: dict) -> str:
     if not env:
         return "No hardware run recorded yet."
-    keys = ["date", "gpu", "driver", "cuda", "dsl", "torch", "python", "arch"]
+    keys = ["date", "gpu", "driver", "cuda", "dsl", "torch", "python", "arch", "also"]
     return "Hardware run: " + ", ".join(f"{k} {env[k]}" for k in keys if env.get(k)) + "."
 
 

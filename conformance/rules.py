@@ -75,6 +75,12 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.read-value": ("Values read from global memory", "9.7.9.8",
         "every reader of an element of a read-only global tensor sees one value, chosen at "
         "launch; the check covers each value of its range"),
+    "tensormap.drain": ("Tensormaps rewritten in global memory (tensormap-race)", "9.7.9.26.5.2",
+        "a TMA load reads its descriptor until a cp.async.bulk.wait_group.read of its thread "
+        "retires its bulk async-group; a rewrite before that: tensormap-race"),
+    "tensormap.acquire": ("Tensormaps rewritten in global memory (tensormap-race)", "9.7.13.4",
+        "a TMA load through a rewritten descriptor needs the writer's release and its own "
+        "acquire (fence.proxy.tensormap::generic); without them: tensormap-race"),
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),

@@ -1366,7 +1366,8 @@ class WarpWalker:
                                    "address per thread (a loop or branch value, computed in a "
                                    "loop, or not in global memory)", self.loc(op)))
             return None
-        if not self._reads_block_index(root):
+        one_cta = tuple(self.k.grid_dim or ()) == (1, 1, 1)
+        if not one_cta and not self._reads_block_index(root):
             out.append(Unsupported(f"{op.name}: a tensormap pointer that does not depend on the "
                                    "block index (a descriptor the CTAs share: rewrites by one CTA "
                                    "race with loads of another, which the model does not follow)",
@@ -1382,10 +1383,11 @@ class WarpWalker:
             loc = self.loc(info.op)
             where = f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}"
             tms[root] = (f"tmap{len(tms)}", f"tensormap at {where}", loc)
-            self.ctx.assumptions.add(
-                f"tensormaps: the descriptor pointer at {where} depends on the block index, and no "
-                "two CTAs of the grid rewrite or load through the same descriptor (one slot per "
-                "CTA, as TensorMapManager lays them out)")
+            if not one_cta:
+                self.ctx.assumptions.add(
+                    f"tensormaps: the descriptor pointer at {where} depends on the block index, "
+                    "and no two CTAs of the grid rewrite or load through the same descriptor (one "
+                    "slot per CTA, as TensorMapManager lays them out)")
         return tms[root][0]
 
     def _reads_block_index(self, vid: int, limit: int = 400) -> bool:
