@@ -1,0 +1,80 @@
+"""Bench: what race checking costs over deadlock checking alone, on the same kernels. Each
+kernel with tensormaps rewritten in global memory is checked twice: as extracted (the tensormap
+state, the per-thread bulk groups, every race check) and with the tensormap model taken out
+(loads through a plain descriptor, writes, fences, commits and waits dropped: the deadlock and
+barrier-protocol model alone).
+
+    python bench/races.py
+
+One row per kernel: states and check seconds of both, and their ratio. Seconds are this
+machine's, one core; nothing here asserts on them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import replace
+
+from warpspin.api import CheckOptions, verify_kernel
+from warpspin.syncir import For, If, Lanes, TmaLoad, While
+from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease,
+                                 TensormapWrite)
+from warpspin.syncir.protocols import kgrouped
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TENSORMAP_OPS = (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite)
+
+
+def without_tensormaps(k):
+    def strip(body):
+        out = []
+        for s in body:
+            if isinstance(s, TENSORMAP_OPS):
+                continue
+            if isinstance(s, TmaLoad) and s.desc is not None:
+                s = replace(s, desc=None)
+            elif isinstance(s, If):
+                s = replace(s, then=strip(s.then), else_=strip(s.else_))
+            elif isinstance(s, (For, While, Lanes)):
+                s = replace(s, body=strip(s.body))
+            out.append(s)
+        return tuple(out)
+    return replace(k, processes=tuple(replace(p, body=strip(p.body)) for p in k.processes),
+                   tensormaps=())
+
+
+def kernels():
+    from warpspin.extract import extract
+    from warpspin.frontend import trace
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import kgrouped_tensormap as ex
+    fn, args = ex.correct()
+    yield "kgrouped_tensormap.py:correct (16 groups)", extract(trace(fn, *args)[0])
+    for g, c in ((2, 1), (4, 2), (8, 2)):
+        yield f"SyncIR kgrouped, {g} groups x 2 k-tiles, {c} consumer warps", \
+            kgrouped(groups=g, ktiles=2, consumers=c)
+
+
+def main() -> int:
+    head = ("kernel", "states (deadlocks only)", "states (with races)", "ratio",
+            "check s (deadlocks only)", "check s (with races)", "verdict")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    opts = CheckOptions(timeout_s=300, jobs=1)
+    for name, k in kernels():
+        rows = []
+        for kk in (without_tensormaps(k), k):
+            t = time.perf_counter()
+            r = verify_kernel(kk, opts=opts)
+            rows.append((r, time.perf_counter() - t))
+        (a, ta), (b, tb) = rows
+        verdict = b.violations[0].kind if b.violations else b.verdict
+        print(f"| {name} | {a.stats.states:,} | {b.stats.states:,} | "
+              f"{b.stats.states / max(1, a.stats.states):.2f} | {ta:.2f} | {tb:.2f} | {verdict} |",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
