@@ -8,13 +8,13 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ops import BulkCommit, BulkWaitRead
+from ..syncir.ops import BulkCommit, BulkWaitRead, Unsupported
 from ..syncir.ir import (TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, walk_stmts)
 from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
 from .values import Folder, opaque
-from .walker import Context, WarpWalker, cluster_coord, to_loc
+from .walker import LANE_SUBSET, Context, WarpWalker, cluster_coord, to_loc
 
 ParamValue = Union[int, tuple[int, int]]
 
@@ -220,7 +220,9 @@ def _without_idle_groups(body: tuple) -> tuple:
     def strip(b):
         out = []
         for st in b:
-            if isinstance(st, (BulkCommit, BulkWaitRead)):
+            if isinstance(st, (BulkCommit, BulkWaitRead)) or (
+                    isinstance(st, Unsupported) and st.what.endswith(LANE_SUBSET) and
+                    st.what.split(": ", 1)[-1].startswith("bulk.")):
                 continue
             if isinstance(st, If):
                 st = replace(st, then=strip(st.then), else_=strip(st.else_))

@@ -58,6 +58,10 @@ UNSUPPORTED_PREFIXES = (
     "cute_nvgpu.copy_tma_desc", "nvvm.griddepcontrol", "nvvm.mbarrier.", "nvvm.barrier",
     "nvvm.fence.", "nvvm.elect", "cute_nvgpu.arch.alloc_smem", "cute_nvgpu.arch.get_dyn_smem",
 )
+# a bulk group or tensormap op on lanes that may miss the TMA's elected one (extract/build.py
+# drops those of bulk groups in a warp that loads through no rewritten tensormap)
+LANE_SUBSET = ("by a lane subset that may not include the lane that issues the warp's TMA copies "
+               "(bulk groups and tensormap fences are per thread)")
 TENSORMAP_CASTS = {"cute.ptrtoint", "cute.inttoptr", "cute.assume", "llvm.ptrtoint",
                    "llvm.inttoptr", "builtin.unrealized_conversion_cast", "cute.recast_iter"}
 ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(?:\.v(\d))?\.([bsuf])(\d+)\s+"
@@ -1307,27 +1311,35 @@ class WarpWalker:
         self.set_unknown_results(op)
 
     # -- bulk async-groups and tensormaps rewritten in global memory (docs/semantics.md)
+    def tensormap_op(self, op: Op, stmt, out) -> None:
+        """A tensormap op or bulk group, when its lanes include the lane that issues the warp's
+        TMA copies (their bulk groups and fences are per thread); else Unsupported."""
+        if self.tma_lane():
+            out.append(stmt)
+        else:
+            out.append(Unsupported(f"{op.name}: {stmt.mnemonic} {LANE_SUBSET}", self.loc(op)))
+
     def asm_tensormap(self, op: Op, text: str, out) -> bool:
         """Inline PTX of a bulk group, a tensormap fence, copy or replace: the op, and True."""
         m = ASM_BULK.match(text)
         if m:
-            out.append(BulkCommit(loc=self.loc(op)) if m.group(2) is None else
-                       BulkWaitRead(int(m.group(2)), loc=self.loc(op)))
+            self.tensormap_op(op, BulkCommit(loc=self.loc(op)) if m.group(2) is None else
+                              BulkWaitRead(int(m.group(2)), loc=self.loc(op)), out)
             return True
         m = ASM_TMAP_FENCE.match(text)
         if m and m.group(1) == "release" and m.group(2) is None:
-            out.append(TensormapRelease(self.loc(op)))
+            self.tensormap_op(op, TensormapRelease(self.loc(op)), out)
             return True
         if m and m.group(1) == "acquire" and m.group(2) is not None:
             desc = self.tensormap(op, op.operands[int(m.group(2))], out)
             if desc is not None:
-                out.append(TensormapAcquire(desc, self.loc(op)))
+                self.tensormap_op(op, TensormapAcquire(desc, self.loc(op)), out)
             return True
         m = ASM_TMAP_COPY.match(text)
         if m:
             desc = self.tensormap(op, op.operands[int(m.group(1))], out)
             if desc is not None:
-                out.append(TensormapWrite(desc, True, self.loc(op)))
+                self.tensormap_op(op, TensormapWrite(desc, True, self.loc(op)), out)
             return True
         m = ASM_TMAP_REPLACE.search(text)
         if m and len(re.findall(r"\btensormap\.", text)) == 1:
@@ -1339,7 +1351,7 @@ class WarpWalker:
                 return True
             desc = self.tensormap(op, op.operands[int(ptr.group(1))], out)
             if desc is not None:
-                out.append(TensormapWrite(desc, False, self.loc(op)))
+                self.tensormap_op(op, TensormapWrite(desc, False, self.loc(op)), out)
             return True
         return False
 
@@ -1408,12 +1420,12 @@ class WarpWalker:
         return False
 
     def bulk_commit(self, op: Op, out) -> None:
-        out.append(BulkCommit(loc=self.loc(op)))
+        self.tensormap_op(op, BulkCommit(loc=self.loc(op)), out)
 
     def bulk_wait(self, op: Op, out) -> None:
         n = op.attrs.get("group")
         try:
-            out.append(BulkWaitRead(int(str(n)), loc=self.loc(op)))
+            self.tensormap_op(op, BulkWaitRead(int(str(n)), loc=self.loc(op)), out)
         except ValueError:
             out.append(Unsupported(f"{op.name} with group {n!r}", self.loc(op)))
 
@@ -1422,7 +1434,7 @@ class WarpWalker:
         descriptor at ptr is written (by every executing thread)."""
         desc = self.tensormap(op, op.operands[-1], out)
         if desc is not None:
-            out.append(TensormapWrite(desc, False, self.loc(op)))
+            self.tensormap_op(op, TensormapWrite(desc, False, self.loc(op)), out)
 
     def st_async(self, op: Op, m: re.Match, out) -> None:
         """``st.async...mbarrier::complete_tx::bytes[.vN].T [dst], v, [mbar]`` in inline PTX (quack's
@@ -1660,6 +1672,14 @@ class WarpWalker:
 
     def whole_warp(self) -> bool:
         return self.active.count == self.lanes
+
+    def tma_lane(self) -> bool:
+        """Whether the executing lanes include the lane a TMA copy of this warp elects: the
+        whole warp, or one lane elected over the whole warp (elect.sync: the same leader for the
+        same member mask). A lane predicate names lanes the leader may not be among."""
+        a = self.active
+        return a.lanes == frozenset(range(self.lanes)) and (a.count == self.lanes or
+                                                              (a.count == 1 and not a.exact))
 
     def _region_as(self, op: Op, i: int, active: Active) -> tuple[list[Stmt], list[Value]]:
         saved, self.active = self.active, active

@@ -123,6 +123,8 @@ TENSORMAP = ObjectKind("tensormap", "cta", (
     FieldDecl("ver", 0, LIMITS.local_band, 0, "writes so far (an acquire remembers the one it "
               "saw)"),
     FieldDecl("by", -1, _MAX_INSTANCES, -1, "the instance that wrote it last"),
+    FieldDecl("wt", 0, 32, 0, "how many of its threads wrote it (a release by fewer threads of "
+              "that instance releases nothing: each thread's fence covers its own writes)"),
     FieldDecl("unret", 0, LIMITS.local_band, 0, "TMA reads of it issued and not yet retired by "
               "a cp.async.bulk.wait_group.read of their issuing thread"),
 ), "a TMA descriptor in global memory that the kernel rewrites (PTX 9.7.9.26.5.2, 9.7.9.27 "

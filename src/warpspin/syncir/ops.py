@@ -1242,7 +1242,8 @@ class TensormapWrite(SyncOp):
     mnemonic: ClassVar[str] = "tensormap.write"
     ptx: ClassVar[str] = "9.7.9.27 (tensormap.replace), 9.7.9.26.5.2, 9.7.13.4"
     summary: ClassVar[str] = ("unret > 0: tensormap-race (a TMA load may still read it); then "
-                              "st = 1 (2 with .release), ver += 1, by = the instance")
+                              "st = 1 (2 with .release), ver += 1, by = the instance, wt = its "
+                              "threads")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -1266,7 +1267,8 @@ class TensormapWrite(SyncOp):
                         "of their issuing thread retired them", (unret,))]),
                      Set(_tm(c, self.desc, "st"), Const(2 if self.release else 1)),
                      add(_tm(c, self.desc, "ver"), 1),
-                     Set(_tm(c, self.desc, "by"), Self())])
+                     Set(_tm(c, self.desc, "by"), Self()),
+                     Set(_tm(c, self.desc, "wt"), Const(min(c.threads, 32)))])
 
 
 @sync_op
@@ -1277,7 +1279,8 @@ class TensormapRelease(SyncOp):
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.tensormap.release"
     ptx: ClassVar[str] = "9.7.13.4"
-    summary: ClassVar[str] = "every tensormap the instance wrote last and left at st 1: st = 2"
+    summary: ClassVar[str] = ("every tensormap the instance wrote last, with at most as many "
+                              "threads, and left at st 1: st = 2")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -1294,7 +1297,8 @@ class TensormapRelease(SyncOp):
         body = []
         for t in c.kernel.tensormaps:
             st = _tm(c, t.name, "st")
-            body.append(When(all_of(_eq(st, 1), _eq(_tm(c, t.name, "by"), Self())),
+            body.append(When(all_of(_eq(st, 1), _eq(_tm(c, t.name, "by"), Self()),
+                                    _le(_tm(c, t.name, "wt"), min(c.threads, 32))),
                              [Set(st, Const(2))]))
         return Rule(body)
 
