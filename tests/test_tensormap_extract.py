@@ -48,6 +48,7 @@ def test_load_without_acquire_is_a_tensormap_race_at_the_load():
     ("shared_slot", "# @copy-tensormap", "does not depend on the block index"),
     ("two_slots", "# @second-slot", "a second tensormap pointer"),
     ("loop_slot", "# @loop-slot", "not one fixed global address"),
+    ("lane_drain", "# @lane-drain", "by a lane subset that may not include"),
 ])
 def test_pointers_not_followed_are_unsupported(mode, tag, why):
     sk = _extract(mode)
