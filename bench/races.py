@@ -17,7 +17,8 @@ import time
 from dataclasses import replace
 
 from warpspin.api import CheckOptions, verify_kernel
-from warpspin.syncir import For, If, Lanes, TmaLoad, While
+from warpspin.syncir import TmaLoad
+from warpspin.syncir.ir import rewrite_stmts
 from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease,
                                  TensormapWrite)
 from warpspin.syncir.protocols import kgrouped
@@ -27,21 +28,12 @@ TENSORMAP_OPS = (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, T
 
 
 def without_tensormaps(k):
-    def strip(body):
-        out = []
-        for s in body:
-            if isinstance(s, TENSORMAP_OPS):
-                continue
-            if isinstance(s, TmaLoad) and s.desc is not None:
-                s = replace(s, desc=None)
-            elif isinstance(s, If):
-                s = replace(s, then=strip(s.then), else_=strip(s.else_))
-            elif isinstance(s, (For, While, Lanes)):
-                s = replace(s, body=strip(s.body))
-            out.append(s)
-        return tuple(out)
-    return replace(k, processes=tuple(replace(p, body=strip(p.body)) for p in k.processes),
-                   tensormaps=())
+    def plain(s):
+        if isinstance(s, TENSORMAP_OPS):
+            return ()
+        return (replace(s, desc=None) if isinstance(s, TmaLoad) else s,)
+    return replace(k, processes=tuple(replace(p, body=rewrite_stmts(p.body, plain))
+                                      for p in k.processes), tensormaps=())
 
 
 def kernels():

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from ..syncir.ops import BulkCommit, BulkWaitRead, Unsupported
 from ..syncir.ir import (TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
-                         SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, walk_stmts)
+                         SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, walk_stmts)
 from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
 from .values import Folder, opaque
@@ -186,27 +186,20 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
         ctx.assumptions.add("shared words: a tensor derived from a shared-memory tensor (a "
                             "partition, tile or slice) stays inside that tensor's bytes")
 
-    def fix(body):
-        out = []
-        for st in body:
-            if isinstance(st, (SmemStore, SmemLoad, StAsync)):
-                name = st.ref.name
-                if name in dropped:
-                    if isinstance(st, SmemLoad):
-                        out.append(Assign(st.dest, opaque(f"{dropped[name]}"), st.loc))
-                    elif isinstance(st, StAsync):  # its bytes still complete on the barrier
-                        out.append(TmaLoad(st.bar, st.bytes, st.loc))
-                    continue
-                f = Folder()
-                st = replace(st, ref=WordRef(name, f.binop("-", st.ref.index, Const(rebase[name]))))
-            elif isinstance(st, If):
-                st = replace(st, then=fix(st.then), else_=fix(st.else_))
-            elif isinstance(st, (For, While, Lanes)):
-                st = replace(st, body=fix(st.body))
-            out.append(st)
-        return tuple(out)
+    def fix(st):
+        if not isinstance(st, (SmemStore, SmemLoad, StAsync)):
+            return (st,)
+        name = st.ref.name
+        if name in dropped:
+            if isinstance(st, SmemLoad):
+                return (Assign(st.dest, opaque(f"{dropped[name]}"), st.loc),)
+            if isinstance(st, StAsync):  # its bytes still complete on the barrier
+                return (TmaLoad(st.bar, st.bytes, st.loc),)
+            return ()
+        f = Folder()
+        return (replace(st, ref=WordRef(name, f.binop("-", st.ref.index, Const(rebase[name])))),)
 
-    procs = [replace(p, body=finish(list(fix(p.body)))) for p in procs]
+    procs = [replace(p, body=finish(list(rewrite_stmts(p.body, fix)))) for p in procs]
     return tuple(decls), procs
 
 
@@ -217,20 +210,11 @@ def _without_idle_groups(body: tuple) -> tuple:
     if any(isinstance(s, TmaLoad) and s.desc is not None for s in walk_stmts(body)):
         return body
 
-    def strip(b):
-        out = []
-        for st in b:
-            if isinstance(st, (BulkCommit, BulkWaitRead)) or (
-                    isinstance(st, Unsupported) and st.what.endswith(LANE_SUBSET) and
-                    st.what.split(": ", 1)[-1].startswith("bulk.")):
-                continue
-            if isinstance(st, If):
-                st = replace(st, then=strip(st.then), else_=strip(st.else_))
-            elif isinstance(st, (For, While, Lanes)):
-                st = replace(st, body=strip(st.body))
-            out.append(st)
-        return tuple(out)
-    return finish(list(strip(body)))
+    def idle(st) -> bool:
+        return isinstance(st, (BulkCommit, BulkWaitRead)) or (
+            isinstance(st, Unsupported) and st.what.endswith(LANE_SUBSET)
+            and st.what.split(": ", 1)[-1].startswith("bulk."))
+    return finish(list(rewrite_stmts(body, lambda st: () if idle(st) else (st,))))
 
 
 def _bulk_groups(ctx: Context, procs: list[Process]) -> tuple[tuple[TensormapDecl, ...],
@@ -242,26 +226,16 @@ def _bulk_groups(ctx: Context, procs: list[Process]) -> tuple[tuple[TensormapDec
     decls = tuple(TensormapDecl(name, loc, label) for name, label, loc in ctx.tensormaps.values())
     depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
                      if isinstance(s, BulkWaitRead)), default=0)
-
-    def fix(body, maps):
-        out = []
-        for st in body:
-            if isinstance(st, (BulkCommit, BulkWaitRead)):
-                if maps:
-                    out.append(replace(st, maps=maps, depth=depth))
-                continue
-            if isinstance(st, If):
-                st = replace(st, then=fix(st.then, maps), else_=fix(st.else_, maps))
-            elif isinstance(st, (For, While, Lanes)):
-                st = replace(st, body=fix(st.body, maps))
-            out.append(st)
-        return tuple(out)
-
     outs = []
     for p in procs:
         maps = tuple(sorted({s.desc for s in walk_stmts(p.body)
                              if isinstance(s, TmaLoad) and s.desc is not None}))
-        outs.append(replace(p, body=finish(list(fix(p.body, maps)))))
+
+        def told(st, maps=maps):
+            if not isinstance(st, (BulkCommit, BulkWaitRead)):
+                return (st,)
+            return (replace(st, maps=maps, depth=depth),) if maps else ()
+        outs.append(replace(p, body=finish(list(rewrite_stmts(p.body, told)))))
     return decls, outs
 
 

@@ -457,6 +457,26 @@ def stmt_bodies(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:
     return ()
 
 
+def with_bodies(s: Stmt, bodies: tuple) -> Stmt:
+    """`s` with its nested bodies (as `stmt_bodies` lists them) replaced."""
+    from dataclasses import replace
+    if isinstance(s, If):
+        return replace(s, then=bodies[0], else_=bodies[1])
+    if isinstance(s, (For, While, Lanes)):
+        return replace(s, body=bodies[0])
+    return s
+
+
+def rewrite_stmts(body: tuple[Stmt, ...], fn) -> tuple[Stmt, ...]:
+    """`body` with every statement s, nested ones first, replaced by the statements `fn(s)`
+    returns (none: s goes; (s,): it stays)."""
+    out = []
+    for s in body:
+        s = with_bodies(s, tuple(rewrite_stmts(b, fn) for b in stmt_bodies(s)))
+        out.extend(fn(s))
+    return tuple(out)
+
+
 def walk_stmts(body: tuple[Stmt, ...]):
     """Pre-order iteration over every statement of a body, nested ones included."""
     for s in body:

@@ -1337,9 +1337,26 @@ class TensormapAcquire(SyncOp):
                          Select(_eq(st, 2), _plus(ver, Const(1)), Const(0)))])
 
 
+class _BulkGroups:
+    """What a bulk commit and a wait share: `maps`, the tensormaps their process loads through,
+    and `depth`, the groups told apart (the oldest counter holds that group and every older one)."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "maps", tuple(self.maps))
+
+    def _told(self) -> str:
+        return f" [{', '.join(self.maps)}], depth={self.depth}" if self.maps else ""
+
+    def _group_problems(self, k) -> list[str]:
+        out = [p for d in self.maps for p in _tensormap_problems(k, d)]
+        if self.depth < 1:
+            out.append(f"{self.mnemonic} with depth {self.depth}")
+        return out
+
+
 @sync_op
 @dataclass(frozen=True)
-class BulkCommit(SyncOp):
+class BulkCommit(_BulkGroups, SyncOp):
     """cp.async.bulk.commit_group: the executing thread's uncommitted bulk async operations
     (here: the TMA loads' reads of the tensormaps `maps`) become its newest bulk async-group.
     `depth`: the groups told apart (the oldest one counts that one and every older group)."""
@@ -1356,22 +1373,15 @@ class BulkCommit(SyncOp):
     def example(cls):
         return cls(("tmA",), 1)
 
-    def __post_init__(self):
-        object.__setattr__(self, "maps", tuple(self.maps))
-
     def fmt(self):
-        return "bulk.commit_group" + (f" [{', '.join(self.maps)}], depth={self.depth}"
-                                      if self.maps else "")
+        return "bulk.commit_group" + self._told()
 
     def own_locals(self, pc):
         return tuple(n for d in self.maps
                      for n in (tm_open(d), *(tm_group(d, i) for i in range(self.depth))))
 
     def problems(self, k):
-        out = [p for d in self.maps for p in _tensormap_problems(k, d)]
-        if self.depth < 1:
-            out.append(f"bulk.commit_group with depth {self.depth}")
-        return out
+        return self._group_problems(k)
 
     def footprint(self, k):
         return Footprint(())
@@ -1392,7 +1402,7 @@ class BulkCommit(SyncOp):
 
 @sync_op
 @dataclass(frozen=True)
-class BulkWaitRead(SyncOp):
+class BulkWaitRead(_BulkGroups, SyncOp):
     """cp.async.bulk.wait_group.read n: the executing thread waits until at most its n newest
     bulk async-groups still read their sources; the tensormap reads of every older group are
     retired. Never blocks in the model: the hardware completes the reads by itself."""
@@ -1410,18 +1420,14 @@ class BulkWaitRead(SyncOp):
     def example(cls):
         return cls(0, ("tmA",), 1)
 
-    def __post_init__(self):
-        object.__setattr__(self, "maps", tuple(self.maps))
-
     def fmt(self):
-        return f"bulk.wait_group.read {self.n}" + (
-            f" [{', '.join(self.maps)}], depth={self.depth}" if self.maps else "")
+        return f"bulk.wait_group.read {self.n}" + self._told()
 
     def own_locals(self, pc):
         return tuple(tm_group(d, i) for d in self.maps for i in range(self.depth))
 
     def problems(self, k):
-        out = [p for d in self.maps for p in _tensormap_problems(k, d)]
+        out = self._group_problems(k)
         if self.maps and self.depth <= self.n:
             out.append(f"bulk.wait_group.read {self.n} needs groups told apart to depth "
                        f"{self.n + 1}, not {self.depth}")
