@@ -16,6 +16,9 @@ from warpspin.demo import _module
 
 
 def main(argv: list[str]) -> int:
+    if any(a.startswith("-") for a in argv):
+        print(__doc__.strip())
+        return 0 if argv in (["-h"], ["--help"]) else 2
     paths = argv or sorted(p for p in glob.glob("examples/*.py")
                            if not os.path.basename(p).startswith(("_", "syncir")))
     head = ("example", "variant", "processes", "states", "state-vector bytes", "trace s",
