@@ -95,6 +95,8 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     res.config["reductions_refused"] = [f"{d.reduction}: {d.why}" for d in model.refused]
     if kernel.assumptions:
         res.config["assumptions"] = list(kernel.assumptions)
+    if kernel.tensormaps:
+        res.config["tensormaps"] = [t.label or t.name for t in kernel.tensormaps]
     if er.refused:
         res.config["reductions_refused"].append(
             "wait-release-fusion: its monitored condition failed; searched unfused")

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
-SHOWN_CONFIG = ("reductions_refused", "assumptions")  # rendered as notes, not on the verdict line
+# rendered as notes or in the verdict's words, not as `key=value` on the verdict line
+SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps")
 
 
 def _short(path: str) -> str:
@@ -24,8 +25,10 @@ def render_text(r: Result, max_steps: int = 200) -> str:
     refused += [f"  = note: assumed: {a}" for a in r.config.get("assumptions", ())]
     head = f"{r.target or r.kernel}: "
     if r.verdict == VERIFIED:
-        out.append(f"{head}VERIFIED: no deadlock and no barrier-protocol error in any interleaving "
-                   f"({s.states:,} states, {s.seconds.get('total', 0):.2f} s{'; ' + cfg if cfg else ''})")
+        races = ", no tensormap race" if r.config.get("tensormaps") else ""
+        out.append(f"{head}VERIFIED: no deadlock{races} and no barrier-protocol error in any "
+                   f"interleaving ({s.states:,} states, {s.seconds.get('total', 0):.2f} s"
+                   f"{'; ' + cfg if cfg else ''})")
         out.append(searched_line(s))
         out += refused
         out.append(f"  = note: {NOT_CHECKED}")
