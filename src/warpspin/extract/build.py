@@ -224,12 +224,6 @@ def _bulk_groups(ctx: Context, procs: list[Process]) -> tuple[tuple[TensormapDec
     A commit or wait of a process that loads through none retires nothing the model follows
     (TMA stores' groups are not modelled): it goes."""
     decls = tuple(TensormapDecl(name, loc, label) for name, label, loc in ctx.tensormaps.values())
-    if decls:
-        ctx.assumptions.add(
-            "tensormaps: a write released by one thread is seen by a later acquire of another "
-            "thread in the order the interleaving takes them (the model does not check that a "
-            "barrier orders the release before the acquire); the descriptor stores are not "
-            "moved above the wait_group.read before them (docs/semantics.md)")
     depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
                      if isinstance(s, BulkWaitRead)), default=0)
     outs = []

@@ -870,7 +870,7 @@ class TmaLoad(SyncOp):
         if scope == "cluster":
             acc.append(_acc("live-threads", "read", "cluster"))
         if self.desc is not None:
-            acc.append(_acc("tensormap", "rw", "cta", proxy="async"))
+            acc.append(_acc("tensormap", "rw", "cta", proxy="async", identity="compare"))
         return Footprint(tuple(acc), retired_by="transaction completion on the mbarrier")
 
     def _desc_read(self, c) -> list:
@@ -886,6 +886,10 @@ class TmaLoad(SyncOp):
                     "tensormap-race", f"{{who}} issues a TMA load through tensormap {self.desc}, "
                     "written and not yet released to the tensormap proxy "
                     "(fence.proxy.tensormap::generic.release)")]),
+                When(all_of(_eq(tm("st"), 2), _ne(tm("by"), Self())), [Fail(
+                    "unsupported", f"{{who}} loads through tensormap {self.desc}, which another "
+                    "instance rewrote: that a barrier orders its release before this thread's "
+                    "acquire is not checked")]),
                 When(all_of(_eq(tm("st"), 2), _ne(Local(tm_acquired(self.desc)),
                                                  _plus(tm("ver"), Const(1)))), [Fail(
                     "tensormap-race", f"{{who}} issues a TMA load through tensormap {self.desc} "
