@@ -77,6 +77,8 @@ def test_loads_through_a_tensormap_by_a_whole_warp_are_unsupported():
     k = _one((TmaLoad(MBarRef("b"), Const(4), desc="tmA"),))
     out = explore(k)
     assert out.violation is not None and out.violation.kind == "unsupported"
+    r = verify_kernel(k)
+    assert r.verdict == "unsupported" and "32 threads" in r.reasons[0], r.reasons
 
 
 def test_write_races_with_the_writers_own_open_load():
@@ -84,3 +86,24 @@ def test_write_races_with_the_writers_own_open_load():
     out = explore(k)
     assert out.violation is not None and out.violation.kind == "tensormap-race"
     assert "1 TMA read" in out.violation.message
+
+
+def test_load_through_a_descriptor_another_instance_rewrote_is_unsupported():
+    """No happens-before in the model: that a barrier orders the writer's release before the
+    loader's acquire is not checked, so such a load is never part of a VERIFIED verdict."""
+    from warpspin.syncir import BarSync
+    from warpspin.syncir.ops import TensormapAcquire, TensormapRelease
+    init = Elect((MbarInit(MBarRef("b"), 1),))
+    writer = Process("writer", (init, MbarInitFence(), BarSync(Const(0), None),
+                                Lanes(1, (TensormapWrite("tmA"), TensormapRelease())),
+                                BarSync(Const(1), Const(64))), warps=(0, 1))
+    loader = Process("loader", (MbarInitFence(), BarSync(Const(0), None),
+                                BarSync(Const(1), Const(64)), TensormapAcquire("tmA"),
+                                Lanes(1, (TmaLoad(MBarRef("b"), Const(4), desc="tmA"),))),
+                     warps=(1, 2))
+    k = Kernel("two", (writer, loader), (MBarrierDecl("b"),), tensormaps=(TensormapDecl("tmA"),))
+    check(k)
+    out = explore(k)
+    assert out.violation is not None and out.violation.kind == "unsupported"
+    assert "another instance rewrote" in out.violation.message
+    assert verify_kernel(k).verdict == "unsupported"

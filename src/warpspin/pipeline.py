@@ -141,6 +141,11 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
                        f"interpreter ({rp.error}); not shown as a violation (internal disagreement)"]
         return
     v = rp.violation
+    if v.kind == "unsupported":  # a rule met a case its op does not model: no verdict on it
+        res.verdict = UNSUPPORTED
+        res.reasons = [f"{v.message} (met on a reachable path; not modelled)"]
+        res.reason_locations = [Location(v.loc.file, v.loc.line, frame=v.loc.frame or "")]
+        return
     if v.kind in BOUND_KINDS:
         res.verdict = INCONCLUSIVE
         res.reasons = [f"model bound reached: {v.message}"]
