@@ -49,6 +49,7 @@ def test_load_without_acquire_is_a_tensormap_race_at_the_load():
     ("two_slots", "# @second-slot", "a second tensormap pointer"),
     ("loop_slot", "# @loop-slot", "not one fixed global address"),
     ("lane_drain", "# @lane-drain", "by a lane subset that may not include"),
+    ("plain_store", "# @plain-store", "a write into the memory a TMA descriptor pointer"),
 ])
 def test_pointers_not_followed_are_unsupported(mode, tag, why):
     sk = _extract(mode)

@@ -62,6 +62,10 @@ UNSUPPORTED_PREFIXES = (
 # drops those of bulk groups in a warp that loads through no rewritten tensormap)
 LANE_SUBSET = ("by a lane subset that may not include the lane that issues the warp's TMA copies "
                "(bulk groups and tensormap fences are per thread)")
+# ops that may write global memory; one whose global operand shares a kernel argument with a
+# descriptor pointer and that is not a tensormap op the extractor reads is Unsupported
+GLOBAL_WRITE = re.compile(r"store|copy|atomic|\bred\b|inline_asm|inline_ptx|memset|memcpy")
+TENSORMAP_OPS = {"cute_nvgpu.copy_tma_desc", "cute_nvgpu.update_tma_desc"}
 TENSORMAP_CASTS = {"cute.ptrtoint", "cute.inttoptr", "cute.assume", "llvm.ptrtoint",
                    "llvm.inttoptr", "builtin.unrealized_conversion_cast", "cute.recast_iter"}
 ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(?:\.v(\d))?\.([bsuf])(\d+)\s+"
@@ -307,12 +311,59 @@ class Context:
 
     def __post_init__(self):
         self.varying, self.impure_ops = varying_values(self.kernel)
+        self.descriptor_args = self._descriptor_args()
+        self._reaches: dict = {}
         # tma_partition(atom, cta_coord, cta_layout, ...): each CTA of cta_layout loads its slice
         for op in self.kernel.ops_named("cute_nvgpu.atom.tma_partition"):
             shape = ct.layout_shape(op.operand_types[2]) if len(op.operand_types) > 2 else None
             n = ct.size(shape) if shape is not None else None
             if n and n > 1:
                 self.tma_split[op.operands[0]] = n
+
+    def _descriptor_args(self) -> frozenset:
+        """The kernel arguments the kernel's TMA descriptor pointers are computed from (the
+        pointers of tensormap ops and of TMA loads through a descriptor pointer)."""
+        k, ptrs = self.kernel, []
+        for op in k.walk():
+            if op.name in ("cute_nvgpu.copy_tma_desc", "cute_nvgpu.update_tma_desc") and op.operands:
+                ptrs.append(op.operands[-1])
+            elif op.name == "cute_nvgpu.atom.set_value" and "tma_descriptor_ptr" in \
+                    str(op.attrs.get("field", "")) and len(op.operands) > 1:
+                ptrs.append(op.operands[1])
+            elif op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and "tensormap" in \
+                    str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or ""):
+                ptrs += op.operands
+        return frozenset(a for v in ptrs for a in self.arguments_of(v))
+
+    def arguments_of(self, v, limit: int = 2000) -> set:
+        """The kernel arguments in the backward slice of value `v`."""
+        k, out, todo, seen = self.kernel, set(), [v], set()
+        while todo and len(seen) < limit:
+            x = todo.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if k.arg_index(x) is not None:
+                out.add(x)
+            info = k.value_info.get(x)
+            if info is not None and not info.is_block_arg and info.op is not None:
+                todo += info.op.operands
+        return out
+
+    def writes_descriptor_memory(self, op: Op) -> bool:
+        """Whether an op that may write global memory (a store, a copy, an atomic, inline PTX)
+        has a global-memory operand computed from an argument a TMA descriptor pointer comes
+        from: it may rewrite the descriptor in a way the model does not follow."""
+        if not self.descriptor_args:
+            return False
+        for v, t in zip(op.operands, op.operand_types):
+            if ", gmem" not in t and "llvm.ptr" not in t and not t.startswith("i64"):
+                continue
+            if v not in self._reaches:
+                self._reaches[v] = bool(self.arguments_of(v) & self.descriptor_args)
+            if self._reaches[v]:
+                return True
+        return False
 
     def param(self, key: str, what: str, loc: Loc, default=None, same_as=None) -> Var:
         """The launch parameter named after ``key``.  Without ``same_as`` the name is the
@@ -571,6 +622,11 @@ class WarpWalker:
 
     def op(self, op: Op, out: list[Stmt]) -> None:
         self.smem_writes_of(op)
+        if op.name not in TENSORMAP_OPS and GLOBAL_WRITE.search(op.name) and \
+                self.ctx.writes_descriptor_memory(op) and not self.tensormap_asm(op):
+            out.append(Unsupported(f"{op.name}: a write into the memory a TMA descriptor pointer "
+                                   "is computed from, not read as a tensormap write",
+                                   self.loc(op)))
         h = HANDLERS.get(op.name)
         if h is not None:
             h(self, op, out)
@@ -1319,6 +1375,16 @@ class WarpWalker:
         else:
             out.append(Unsupported(f"{op.name}: {stmt.mnemonic} {LANE_SUBSET}", self.loc(op)))
 
+    @staticmethod
+    def tensormap_asm(op: Op) -> bool:
+        """Inline PTX the extractor reads as a tensormap op, a bulk group, or a pure integer op."""
+        if op.name not in ("llvm.inline_asm", "nvvm.inline_ptx"):
+            return False
+        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+        return bool(ASM_BULK.match(text) or ASM_TMAP_FENCE.match(text) or
+                    ASM_TMAP_COPY.match(text) or
+                    (ASM_TMAP_REPLACE.search(text) and len(re.findall(r"\btensormap\.", text)) == 1))
+
     def asm_tensormap(self, op: Op, text: str, out) -> bool:
         """Inline PTX of a bulk group, a tensormap fence, copy or replace: the op, and True."""
         m = ASM_BULK.match(text)
@@ -1358,8 +1424,9 @@ class WarpWalker:
     def tensormap(self, op: Op, vid: int, out) -> Optional[str]:
         """The tensormap a pointer to a descriptor in global memory names: its root value (through
         casts and alignment assumptions), one tensormap per root. A descriptor in shared memory
-        (written there, then copied out): None. A root that is a loop or branch value, or a second
-        root in one kernel (two pointers may alias): Unsupported, None."""
+        (written there, then copied out): None. A root that is a loop-carried value or computed
+        in a loop, one that does not depend on the block index (in a grid of more than one CTA),
+        or a second root in one kernel (two pointers may alias): Unsupported, None."""
         root, seen = vid, set()
         while root not in seen:
             seen.add(root)
@@ -1375,7 +1442,7 @@ class WarpWalker:
         if info is None or info.is_block_arg or ", gmem" not in t or \
                 any(a.name in ("scf.for", "scf.while") for a in info.op.ancestors()):
             out.append(Unsupported(f"{op.name}: a tensormap pointer that is not one fixed global "
-                                   "address per thread (a loop or branch value, computed in a "
+                                   "address per thread (a loop-carried value, computed in a "
                                    "loop, or not in global memory)", self.loc(op)))
             return None
         one_cta = tuple(self.k.grid_dim or ()) == (1, 1, 1)
