@@ -62,6 +62,27 @@ UNSUPPORTED_PREFIXES = (
 # drops those of bulk groups in a warp that loads through no rewritten tensormap)
 LANE_SUBSET = ("by a lane subset that may not include the lane that issues the warp's TMA copies "
                "(bulk groups and tensormap fences are per thread)")
+def tensormap_asm_form(text: str):
+    """(kind, match) of inline PTX that is a bulk group (`bulk`), a tensormap fence (`release`,
+    `acquire` of one descriptor), `tensormap.cp_fenceproxy` (`copy`) or one `tensormap.replace`
+    (`replace`); None for anything else."""
+    m = ASM_BULK.match(text)
+    if m:
+        return "bulk", m
+    m = ASM_TMAP_FENCE.match(text)
+    if m and m.group(1) == "release" and m.group(2) is None:
+        return "release", m
+    if m and m.group(1) == "acquire" and m.group(2) is not None:
+        return "acquire", m
+    m = ASM_TMAP_COPY.match(text)
+    if m:
+        return "copy", m
+    m = ASM_TMAP_REPLACE.search(text)
+    if m and len(re.findall(r"\btensormap\.", text)) == 1:
+        return "replace", m
+    return None
+
+
 # ops that may write global memory; one whose global operand shares a kernel argument with a
 # descriptor pointer and that is not a tensormap op the extractor reads is Unsupported
 GLOBAL_WRITE = re.compile(r"store|copy|atomic|\bred\b|inline_asm|inline_ptx|memset|memcpy")
@@ -1377,49 +1398,38 @@ class WarpWalker:
 
     @staticmethod
     def tensormap_asm(op: Op) -> bool:
-        """Inline PTX the extractor reads as a tensormap op, a bulk group, or a pure integer op."""
-        if op.name not in ("llvm.inline_asm", "nvvm.inline_ptx"):
-            return False
-        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-        return bool(ASM_BULK.match(text) or ASM_TMAP_FENCE.match(text) or
-                    ASM_TMAP_COPY.match(text) or
-                    (ASM_TMAP_REPLACE.search(text) and len(re.findall(r"\btensormap\.", text)) == 1))
+        """Inline PTX the extractor reads as a tensormap op or a bulk group."""
+        return op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and tensormap_asm_form(
+            str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")) is not None
 
     def asm_tensormap(self, op: Op, text: str, out) -> bool:
         """Inline PTX of a bulk group, a tensormap fence, copy or replace: the op, and True."""
-        m = ASM_BULK.match(text)
-        if m:
+        form = tensormap_asm_form(text)
+        if form is None:
+            return False
+        kind, m = form
+        if kind == "bulk":
             self.tensormap_op(op, BulkCommit(loc=self.loc(op)) if m.group(2) is None else
                               BulkWaitRead(int(m.group(2)), loc=self.loc(op)), out)
-            return True
-        m = ASM_TMAP_FENCE.match(text)
-        if m and m.group(1) == "release" and m.group(2) is None:
+        elif kind == "release":
             self.tensormap_op(op, TensormapRelease(self.loc(op)), out)
-            return True
-        if m and m.group(1) == "acquire" and m.group(2) is not None:
-            desc = self.tensormap(op, op.operands[int(m.group(2))], out)
-            if desc is not None:
-                self.tensormap_op(op, TensormapAcquire(desc, self.loc(op)), out)
-            return True
-        m = ASM_TMAP_COPY.match(text)
-        if m:
-            desc = self.tensormap(op, op.operands[int(m.group(1))], out)
-            if desc is not None:
-                self.tensormap_op(op, TensormapWrite(desc, True, self.loc(op)), out)
-            return True
-        m = ASM_TMAP_REPLACE.search(text)
-        if m and len(re.findall(r"\btensormap\.", text)) == 1:
-            if m.group(1) == "shared::cta":  # a descriptor in shared memory: no TMA reads it
+        elif kind == "replace" and m.group(1) == "shared::cta":
+            pass  # a descriptor in shared memory: no TMA reads it
+        else:
+            if kind == "replace":  # the descriptor operand follows the instruction
+                ptr = re.search(r"\[\{?\$r?(\d+)\}?\]", text[m.start():])
+                text_ptr = ptr.group(1) if ptr else None
+            else:
+                text_ptr = m.group(2) if kind == "acquire" else m.group(1)
+            if text_ptr is None or int(text_ptr) >= len(op.operands):
+                out.append(Unsupported(f"inline PTX {kind}: operand not understood", self.loc(op)))
                 return True
-            ptr = re.search(r"\[\{?\$r?(\d+)\}?\]", text[m.start():])
-            if ptr is None or int(ptr.group(1)) >= len(op.operands):
-                out.append(Unsupported("tensormap.replace: operand not understood", self.loc(op)))
-                return True
-            desc = self.tensormap(op, op.operands[int(ptr.group(1))], out)
+            desc = self.tensormap(op, op.operands[int(text_ptr)], out)
             if desc is not None:
-                self.tensormap_op(op, TensormapWrite(desc, False, self.loc(op)), out)
-            return True
-        return False
+                stmt = TensormapAcquire(desc, self.loc(op)) if kind == "acquire" else \
+                    TensormapWrite(desc, kind == "copy", self.loc(op))
+                self.tensormap_op(op, stmt, out)
+        return True
 
     def tensormap(self, op: Op, vid: int, out) -> Optional[str]:
         """The tensormap a pointer to a descriptor in global memory names: its root value (through
