@@ -30,11 +30,12 @@ from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, flatten, is
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
-                              ASYNC_COPY, GLOBAL_COUNTER, SHARED_WORD, TENSORMAP, ctype)
+                              ASYNC_COPY, BUFFER, BUFFER_STAGE, GLOBAL_COUNTER, SHARED_WORD,
+                              TENSORMAP, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
                           NARROW_TYPES, async_word_arrays)
-from ..syncir.rules import (TmapField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live,
+from ..syncir.rules import (BufField, TmapField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live,
                             Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
                             any_of)
 
@@ -232,6 +233,7 @@ class _Lowering:
         self.wpend = _unique(sorted(async_word_arrays(kernel)), "wp_")
         self.counters = _unique([c.name for c in kernel.counters], "cnt_")
         self.tmaps = _unique([t.name for t in kernel.tensormaps], "tm_")
+        self.bufs = _unique([b.name for b in kernel.buffers], "buf_")
         self.proctypes = [f"p{i}_{_ident(p.role)}" for i, p in enumerate(kernel.processes)]
         self.symmetric = set()
         for pi in range(len(self.flat)):
@@ -434,6 +436,13 @@ class _Lowering:
         for t in self.k.tensormaps:
             out.append(f"TMap {self.tmaps[t.name]}[{self.k.num_ctas}];  /* tensormap "
                        f"{t.label or t.name} */")
+        if self.k.buffers:
+            out.insert(2, _typedef("BStage", BUFFER_STAGE))
+            out.insert(3, _typedef("BBuf", BUFFER))
+        for b in self.k.buffers:
+            out.append(f"BStage {self.bufs[b.name]}_s[{b.stages * self.k.num_ctas}];  /* staged "
+                       f"buffer {b.label or b.name}, per (CTA, stage) */")
+            out.append(f"BBuf {self.bufs[b.name]}[{self.k.num_ctas}];")
         if self.monitored:
             out.append("/* R6 monitor: instances at a fused wait, per (element, parity) */")
             many = sum(p.instances for p in self.k.processes) > 255
@@ -980,6 +989,12 @@ class _GlobalCtx:
             return low.counters[p.name]
         if isinstance(p, TmapField):
             return f"{low.tmaps[p.name]}[{self.e(p.cta)}].{p.field}"
+        if isinstance(p, BufField):
+            name = low.bufs[p.name]
+            if p.stage is None:
+                return f"{name}[{self.e(p.cta)}].{p.field}"
+            n = low.k.buffer(p.name).stages
+            return f"{name}_s[({self.e(p.cta)}) * {n} + ({self.e(p.stage)})].{p.field}"
         if isinstance(p, WordField):
             i = self.e(low.word_index(p.array, p.cta, p.index))
             if p.field == "val":

@@ -88,6 +88,9 @@ def independent_ctas(kernel: Kernel) -> tuple[Decision, Kernel | None, tuple]:
     comp = Kernel(kernel.name, tuple(base), kernel.mbarriers, kernel.params, 1, kernel.loc,
                   words=kernel.words, assumptions=kernel.assumptions, counters=kernel.counters,
                   tensormaps=kernel.tensormaps,
+                  buffers=tuple(replace(b, storers=tuple(per[0].index(i) for i in b.storers
+                                                        if i in per[0]))
+                                for b in kernel.buffers),
                   constraints=kernel.constraints)
     return Decision(INDEPENDENT_CTAS, True), comp, tuple(tuple(x) for x in per)
 
@@ -137,6 +140,8 @@ def prefix_groups(kernel: Kernel, flat: tuple[FlatProcess, ...]) -> list[tuple[i
     its ops write no locals. b must be symmetric (R1's precondition), and the shared code issues
     no async op (their in-flight counters are per pc of a process)."""
     out = []
+    if kernel.buffers:  # the prefix's arrives would carry write bits (locals): not proven
+        return out
     for a in range(len(kernel.processes) - 1):
         b = a + 1
         pa, pb = kernel.processes[a], kernel.processes[b]

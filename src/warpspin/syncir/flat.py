@@ -175,5 +175,29 @@ def _locals(p: Process, code) -> set[str]:
     return names
 
 
+def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
+    """The hidden locals of staged buffers a process needs: its write bits (per stage: written
+    unfenced, fenced and unreleased; once: released raw) when it writes a buffer, its open TMA
+    stores per stage when it stores one."""
+    from .ir import walk_stmts
+    from .ops import SmemWrite, TmaStore, bs_open, bw_fenced, bw_released_raw, bw_unfenced
+    names: set[str] = set()
+    stmts = list(walk_stmts(p.body))
+    for b in kernel.buffers:
+        if any(isinstance(s, SmemWrite) and s.buf == b.name for s in stmts):
+            names.add(bw_released_raw(b.name))
+            for i in range(b.stages):
+                names |= {bw_unfenced(b.name, i), bw_fenced(b.name, i)}
+        if any(isinstance(s, TmaStore) and s.buf == b.name for s in stmts):
+            names |= {bs_open(b.name, i) for i in range(b.stages)}
+    return names
+
+
 def flatten(kernel: Kernel) -> tuple[FlatProcess, ...]:
-    return tuple(flatten_process(p) for p in kernel.processes)
+    out = []
+    for p in kernel.processes:
+        fp = flatten_process(p)
+        extra = buffer_locals(kernel, p) if kernel.buffers else set()
+        out.append(FlatProcess(fp.process, fp.code, tuple(sorted(set(fp.locals) | extra)))
+                   if extra else fp)
+    return tuple(out)

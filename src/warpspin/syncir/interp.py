@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from .flat import Bound, Branch, Goto, Let, is_exit
 from .ir import BinOp, Const, Kernel, Loc, NOLOC, Select, UnOp, Var
 from .layout import Layout
-from .objects import CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER, TENSORMAP
+from .objects import BUFFER, BUFFER_STAGE, CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER, TENSORMAP
 from .ops import MbarTestWait, MbarWait
-from .rules import (TmapField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
+from .rules import (BufField, TmapField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
                     Obs, Self, Set, When, WordField)
 from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step, Take  # noqa: F401 (re-exported)
 
@@ -87,7 +87,19 @@ class StateLayout:
         self.tm = off  # tensormaps: per (name, CTA) the fields of objects.TENSORMAP
         self.tm_index = {t.name: i for i, t in enumerate(k.tensormaps)}
         off += len(k.tensormaps) * k.num_ctas * len(TENSORMAP.fields)
+        self.buf: dict[tuple[str, int], int] = {}  # staged buffers: per (name, CTA) the fields
+        for b in k.buffers:  # of objects.BUFFER, then per stage those of objects.BUFFER_STAGE
+            for c in range(k.num_ctas):
+                self.buf[(b.name, c)] = off
+                off += len(BUFFER.fields) + b.stages * len(BUFFER_STAGE.fields)
         self.size = off
+
+    def buf_field(self, name: str, cta: int, stage: int | None, field: str) -> int:
+        base = self.buf[(name, cta)]
+        if stage is None:
+            return base + BUFFER.names.index(field)
+        return (base + len(BUFFER.fields) + stage * len(BUFFER_STAGE.fields)
+                + BUFFER_STAGE.names.index(field))
 
     def tm_field(self, name: str, cta: int, field: str) -> int:
         n = len(TENSORMAP.fields)
@@ -262,6 +274,12 @@ class Machine:
         if isinstance(p, TmapField):
             cta, name, field = self._expr(p.cta, gid), p.name, p.field
             return lambda v: sl.tm_field(name, cta(v), field)
+        if isinstance(p, BufField):
+            cta, name, field = self._expr(p.cta, gid), p.name, p.field
+            if p.stage is None:
+                return lambda v: sl.buf_field(name, cta(v), None, field)
+            stage = self._expr(p.stage, gid)
+            return lambda v: sl.buf_field(name, cta(v), stage(v), field)
         if isinstance(p, Local):
             if p.name not in sl.local[gid]:
                 raise ModelError(f"undefined local {p.name!r}")

@@ -196,6 +196,24 @@ class TensormapDecl:
 
 
 @dataclass(frozen=True)
+class BufferDecl:
+    """A staged shared-memory buffer that TMA stores read (an epilogue's staging buffer): `stages`
+    stages, each written by threads through the generic proxy and stored by one thread of the
+    `storers` (process indices, one per CTA). `barrier`: the named barrier id the storing warp
+    waits on (bar.sync), whose generations hand writes over to it; None: none. `label` names it
+    as the user wrote it."""
+    name: str
+    stages: int
+    storers: tuple[int, ...] = ()
+    barrier: int | None = None
+    loc: Loc = NOLOC
+    label: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "storers", tuple(self.storers))
+
+
+@dataclass(frozen=True)
 class CounterDecl:
     """A 32-bit word of global memory the kernel takes work from with `atom.inc` (a dynamic tile
     scheduler's semaphore), shared with the CTAs of the grid outside the model: between any two
@@ -363,6 +381,7 @@ class Kernel:
     # covers only the parameter values that satisfy all of them
     constraints: tuple[Expr, ...] = ()
     tensormaps: tuple[TensormapDecl, ...] = ()  # TMA descriptors rewritten in global memory
+    buffers: tuple[BufferDecl, ...] = ()  # staged shared-memory buffers TMA stores read
 
     def __post_init__(self):
         object.__setattr__(self, "cta_blocks", tuple(tuple(lift(x) for x in b)
@@ -375,6 +394,13 @@ class Kernel:
         object.__setattr__(self, "counters", tuple(self.counters))
         object.__setattr__(self, "constraints", tuple(lift(c) for c in self.constraints))
         object.__setattr__(self, "tensormaps", tuple(self.tensormaps))
+        object.__setattr__(self, "buffers", tuple(self.buffers))
+
+    def buffer(self, name: str) -> BufferDecl:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
 
     def tensormap(self, name: str) -> TensormapDecl:
         for t in self.tensormaps:

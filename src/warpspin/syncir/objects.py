@@ -130,8 +130,29 @@ TENSORMAP = ObjectKind("tensormap", "cta", (
 ), "a TMA descriptor in global memory that the kernel rewrites (PTX 9.7.9.26.5.2, 9.7.9.27 "
    "tensormap.replace, 9.7.13.4 fence.proxy.tensormap), one per CTA")
 
+_BATCHES = _MAX_INSTANCES * 2  # write batches of one stage: at most one per instance, twice
+BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
+    FieldDecl("unret", 0, LIMITS.local_band, 0, "TMA stores reading the stage, issued and not yet "
+              "retired by a cp.async.bulk.wait_group.read of their issuing thread"),
+    FieldDecl("pend", 0, _BATCHES, 0, "write batches (an instance's writes of the stage since "
+              "its last release) not yet handed over to the storing thread"),
+    FieldDecl("raw", 0, _BATCHES, 0, "batches handed over without a fence.proxy.async between "
+              "the write and the hand-over (until the storing thread fences)"),
+    FieldDecl("lost", 0, _BATCHES, 0, "batches released in a barrier generation the storing "
+              "thread did not wait in (their order before its stores is not followed)"),
+    FieldDecl("cf", 0, _BATCHES, 0, "fenced batches released in the open generation of the "
+              "buffer's barrier"),
+    FieldDecl("cu", 0, _BATCHES, 0, "unfenced batches released in that generation"),
+), "one stage of a staged shared-memory buffer that TMA stores read (PTX 9.7.9.25 "
+   "cp.async.bulk.tensor, 9.7.9.26.5 bulk groups, 9.7.13.4 fence.proxy.async), per CTA")
+
+BUFFER = ObjectKind("buffer", "cta", (
+    FieldDecl("swait", 0, 1, 0, "the storing thread waits in the open generation of the "
+              "buffer's barrier"),
+), "what a staged buffer records once (not per stage), per CTA")
+
 KINDS_OF_OBJECTS = (MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER, LIVE, ASYNC_COPY, OBSERVATION,
-                    SHARED_WORD, GLOBAL_COUNTER, TENSORMAP)
+                    SHARED_WORD, GLOBAL_COUNTER, TENSORMAP, BUFFER_STAGE, BUFFER)
 
 def ctype(lo: float, hi: float) -> str:
     """The narrowest Promela integer type holding lo..hi."""

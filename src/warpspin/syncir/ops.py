@@ -20,7 +20,7 @@ from typing import ClassVar
 from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef,
                  _lift_fields, expr_vars, lift)
 from .objects import LIMITS
-from .rules import (Call, ClusterField, CounterField, El, Fail, Hook, Inflight, Live, Local, NamedField, Obs,
+from .rules import (BufField, Call, ClusterField, CounterField, El, Fail, Hook, Inflight, Live, Local, NamedField, Obs,
                     Rule, Self, Set, TmapField, When, WordField, add, all_of, any_of, sub)
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
@@ -28,7 +28,9 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "BarSync", "BarSyncResume", "BarArrive", "ClusterArrive", "ClusterWait", "TmaLoad",
            "SmemStore", "SmemLoad", "StAsync", "async_word_arrays", "AtomInc", "counter_take",
            "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
-           "tm_open", "tm_group", "tm_acquired", "Exit", "Unsupported"]
+           "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
+           "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "Exit",
+           "Unsupported"]
 
 SCOPES = ("thread", "warp", "cta", "cluster", "grid")
 
@@ -262,7 +264,8 @@ def complete_named(c, bid: Expr) -> list:
     return [When(_ge(nb("gen"), LIMITS.phase_bound),
                  [Fail("phase-bound", f"named barrier {{0}} of CTA {c.cta} completed more than "
                        f"{LIMITS.phase_bound} generations (model bound)", (bid,))]),
-            add(nb("gen"), 1), Set(nb("arr"), 0), Set(nb("exp"), 0), publish(c, c.cta)]
+            add(nb("gen"), 1), Set(nb("arr"), 0), Set(nb("exp"), 0), publish(c, c.cta),
+            *buffer_handover(c, bid)]
 
 
 def cluster_try_complete(c) -> Call:
@@ -612,6 +615,7 @@ def _named_arrive(c, op, sync: bool) -> list:
                                          "expecting {2:threads}", (bid, want, nb("exp")))])]))
     if sync:
         out.append(Set(Local(snap_var(c.pc)), nb("gen")))
+    out += buffer_releases(c, bid, sync)
     target = Select(_eq(nb("exp"), -1), Live(Const(c.cta)), nb("exp"))
     out += [add(nb("arr"), T),
             When(_gt(nb("arr"), target), [Fail("arrival-mismatch", "barrier {0}: {1} threads "
@@ -1343,34 +1347,57 @@ class TensormapAcquire(SyncOp):
 
 class _BulkGroups:
     """What a bulk commit and a wait share: `maps`, the tensormaps their process loads through,
-    and `depth`, the groups told apart (the oldest counter holds that group and every older one)."""
+    `stages`, the staged-buffer stages it stores from ((buffer, stage) pairs), and `depth`, the
+    groups told apart (the oldest counter holds that group and every older one)."""
 
     def __post_init__(self):
         object.__setattr__(self, "maps", tuple(self.maps))
+        object.__setattr__(self, "stages", tuple(tuple(x) for x in self.stages))
 
     def _told(self) -> str:
-        return f" [{', '.join(self.maps)}], depth={self.depth}" if self.maps else ""
+        if not self.maps and not self.stages:
+            return ""
+        srcs = [*self.maps, *(f"{b}[{i}]" for b, i in self.stages)]
+        return f" [{', '.join(srcs)}], depth={self.depth}"
 
     def _group_problems(self, k) -> list[str]:
         out = [p for d in self.maps for p in _tensormap_problems(k, d)]
+        for b, i in self.stages:
+            out += _stage_problems(k, b, Const(i))
         if self.depth < 1:
             out.append(f"{self.mnemonic} with depth {self.depth}")
         return out
+
+    def _sources(self, c) -> list[tuple[str, object, object]]:
+        """(open local, group local namer, unretired place) per source."""
+        out = [(tm_open(d), lambda i, d=d: tm_group(d, i), _tm(c, d, "unret")) for d in self.maps]
+        out += [(bs_open(b, j), lambda i, b=b, j=j: bs_group(b, j, i),
+                 BufField(b, Const(c.cta), Const(j), "unret")) for b, j in self.stages]
+        return out
+
+    def _locals(self) -> tuple[str, ...]:
+        return (*(n for d in self.maps for n in (tm_open(d), *(tm_group(d, i)
+                                                               for i in range(self.depth)))),
+                *(n for b, j in self.stages for n in (bs_open(b, j), *(bs_group(b, j, i)
+                                                                      for i in range(self.depth)))))
 
 
 @sync_op
 @dataclass(frozen=True)
 class BulkCommit(_BulkGroups, SyncOp):
     """cp.async.bulk.commit_group: the executing thread's uncommitted bulk async operations
-    (here: the TMA loads' reads of the tensormaps `maps`) become its newest bulk async-group.
-    `depth`: the groups told apart (the oldest one counts that one and every older group)."""
+    (here: the TMA loads' reads of the tensormaps `maps`, the TMA stores' reads of the buffer
+    stages `stages`) become its newest bulk async-group. `depth`: the groups told apart (the
+    oldest one counts that one and every older group)."""
     maps: tuple[str, ...] = ()
     depth: int = 1
+    stages: tuple[tuple[str, int], ...] = ()
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bulk.commit_group"
     ptx: ClassVar[str] = "9.7.9.26.5.1 (cp.async.bulk.commit_group)"
-    summary: ClassVar[str] = ("per tensormap the process reads: the groups shift by one (the "
-                              "oldest absorbs the next), the newest gets the open reads")
+    summary: ClassVar[str] = ("per tensormap or buffer stage the process reads: the groups shift "
+                              "by one (the oldest absorbs the next), the newest gets the open "
+                              "reads")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -1381,8 +1408,7 @@ class BulkCommit(_BulkGroups, SyncOp):
         return "bulk.commit_group" + self._told()
 
     def own_locals(self, pc):
-        return tuple(n for d in self.maps
-                     for n in (tm_open(d), *(tm_group(d, i) for i in range(self.depth))))
+        return self._locals()
 
     def problems(self, k):
         return self._group_problems(k)
@@ -1392,13 +1418,13 @@ class BulkCommit(_BulkGroups, SyncOp):
 
     def rule(self, c):
         body = [*(_one_thread(c, "cp.async.bulk.commit_group") if self.maps else [])]
-        for d in self.maps:
-            g = [Local(tm_group(d, i)) for i in range(self.depth)]
+        for first_name, group, _ in self._sources(c):
+            g = [Local(group(i)) for i in range(self.depth)]
             if self.depth > 1:
                 body.append(Set(g[-1], _plus(g[-1], g[-2])))
             for i in range(self.depth - 2, 0, -1):
                 body.append(Set(g[i], g[i - 1]))
-            first = Local(tm_open(d))
+            first = Local(first_name)
             body += [Set(g[0], first if self.depth > 1 else _plus(g[0], first)),
                      Set(first, Const(0))]
         return Rule(body)
@@ -1408,16 +1434,18 @@ class BulkCommit(_BulkGroups, SyncOp):
 @dataclass(frozen=True)
 class BulkWaitRead(_BulkGroups, SyncOp):
     """cp.async.bulk.wait_group.read n: the executing thread waits until at most its n newest
-    bulk async-groups still read their sources; the tensormap reads of every older group are
-    retired. Never blocks in the model: the hardware completes the reads by itself."""
+    bulk async-groups still read their sources; the reads (of tensormaps, of buffer stages) of
+    every older group are retired. Never blocks in the model: the hardware completes the reads
+    by itself."""
     n: int
     maps: tuple[str, ...] = ()
     depth: int = 1
+    stages: tuple[tuple[str, int], ...] = ()
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bulk.wait_group.read"
     ptx: ClassVar[str] = "9.7.9.26.5.2 (cp.async.bulk.wait_group)"
-    summary: ClassVar[str] = ("per tensormap the process reads: the reads of the groups older "
-                              "than the n newest leave unret")
+    summary: ClassVar[str] = ("per tensormap or buffer stage the process reads: the reads of the "
+                              "groups older than the n newest leave unret")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -1428,26 +1456,284 @@ class BulkWaitRead(_BulkGroups, SyncOp):
         return f"bulk.wait_group.read {self.n}" + self._told()
 
     def own_locals(self, pc):
-        return tuple(tm_group(d, i) for d in self.maps for i in range(self.depth))
+        return self._locals()
 
     def problems(self, k):
         out = self._group_problems(k)
-        if self.maps and self.depth <= self.n:
+        if (self.maps or self.stages) and self.depth <= self.n:
             out.append(f"bulk.wait_group.read {self.n} needs groups told apart to depth "
                        f"{self.n + 1}, not {self.depth}")
         return out
 
     def footprint(self, k):
-        return Footprint((_acc("tensormap", "rw", "cta"),) if self.maps else ())
+        acc = ((_acc("tensormap", "rw", "cta"),) if self.maps else ()) + \
+            ((_acc("buffer-stage", "rw", "cta"),) if self.stages else ())
+        return Footprint(acc)
 
     def rule(self, c):
         body = [*(_one_thread(c, "cp.async.bulk.wait_group.read") if self.maps else [])]
-        for d in self.maps:
-            unret = _tm(c, d, "unret")
+        for _, group, unret in self._sources(c):
             for i in range(self.n, self.depth):
-                g = Local(tm_group(d, i))
+                g = Local(group(i))
                 body += [Set(unret, _minus(unret, g)), Set(g, Const(0))]
         return Rule(body)
+
+
+# ----------------------------------------------------------------------------- staged buffers
+
+def bs_open(buf: str, stage: int) -> str:
+    """The executing thread's TMA stores of `buf`'s stage not yet in a bulk async-group."""
+    return f"_bso{stage}_{buf}"
+
+
+def bs_group(buf: str, stage: int, i: int) -> str:
+    """Its stores of that stage in the i-th most recent committed group (the last: or older)."""
+    return f"_bsg{i}_{stage}_{buf}"
+
+
+def bw_unfenced(buf: str, stage: int) -> str:
+    """1: the instance wrote the stage since its last fence.proxy.async."""
+    return f"_bwu{stage}_{buf}"
+
+
+def bw_fenced(buf: str, stage: int) -> str:
+    """1: it wrote the stage and fenced, and has not released the write yet."""
+    return f"_bwf{stage}_{buf}"
+
+
+def bw_released_raw(buf: str) -> str:
+    """1: it once released a write of the buffer without fencing it first."""
+    return f"_bwr_{buf}"
+
+
+def _stage_problems(k, buf: str, stage: Expr) -> list[str]:
+    try:
+        n = k.buffer(buf).stages
+    except KeyError:
+        return [f"names {buf!r}, not a declared staged buffer"]
+    if isinstance(stage, Const) and not 0 <= stage.value < n:
+        return [f"stage {stage.value} of {buf}, which has {n}"]
+    return []
+
+
+def _writes_buffer(c, buf: str) -> bool:
+    """Whether the executing process writes staged buffer `buf` (it then has its write bits)."""
+    from .ir import walk_stmts
+    return any(isinstance(s, SmemWrite) and s.buf == buf
+               for s in walk_stmts(c.kernel.processes[c.process].body))
+
+
+def _stage(c, buf: str, stage: Expr, field: str) -> BufField:
+    return BufField(buf, Const(c.cta), stage, field)
+
+
+def _per_stage(c, buf: str, stage: Expr, what: str, body) -> list:
+    """`body(s)` for the stage `stage` names (a When per stage when it is computed), after the
+    check that it names one."""
+    n = c.kernel.buffer(buf).stages
+    if isinstance(stage, Const):
+        return body(stage.value)
+    label = c.kernel.buffer(buf).label or buf
+    return [When(any_of(_lt(stage, 0), _ge(stage, n)),
+                 [Fail("invalid-operand", f"{{who}} {what} stage {{0}} of {label}, which has {n}",
+                       (stage,))]),
+            *(When(_eq(stage, s), body(s)) for s in range(n))]
+
+
+def buffer_releases(c, bid: Expr, sync: bool) -> list:
+    """An arrive on named barrier `bid`: on a buffer's barrier, the instance's unreleased writes
+    of it join the open generation's batches (unfenced ones: cu, and the instance remembers it
+    released one raw); a bar.sync by the storing process marks that it waits in the generation."""
+    out = []
+    for b in c.kernel.buffers:
+        if b.barrier is None:
+            continue
+        body = []
+        if _writes_buffer(c, b.name):
+            for s in range(b.stages):
+                u, f = Local(bw_unfenced(b.name, s)), Local(bw_fenced(b.name, s))
+                body += [When(_eq(u, 1), [add(_stage(c, b.name, Const(s), "cu"), 1),
+                                          Set(Local(bw_released_raw(b.name)), Const(1))],
+                              [When(_eq(f, 1), [add(_stage(c, b.name, Const(s), "cf"), 1)])]),
+                         Set(u, Const(0)), Set(f, Const(0))]
+        if sync and c.process in b.storers:
+            body.append(Set(BufField(b.name, Const(c.cta), None, "swait"), Const(1)))
+        if not body or (isinstance(bid, Const) and bid.value != b.barrier):
+            continue
+        out += body if isinstance(bid, Const) else [When(_eq(bid, b.barrier), body)]
+    return out
+
+
+def buffer_handover(c, bid: Expr) -> list:
+    """A generation of named barrier `bid` completes: on a buffer's barrier, its batches are
+    handed over to the storing thread if it waited in this generation (unfenced ones become
+    raw), else they are lost (their order before later stores is not followed)."""
+    out = []
+    for b in c.kernel.buffers:
+        if b.barrier is None or (isinstance(bid, Const) and bid.value != b.barrier):
+            continue
+        swait = BufField(b.name, Const(c.cta), None, "swait")
+        given, lost = [], []
+        for s in range(b.stages):
+            st = lambda f, s=s: _stage(c, b.name, Const(s), f)  # noqa: E731
+            moved = _plus(st("cf"), st("cu"))
+            given += [Set(st("pend"), _minus(st("pend"), moved)), add_expr(st("raw"), st("cu"))]
+            lost += [Set(st("pend"), _minus(st("pend"), moved)), add_expr(st("lost"), moved)]
+        clear = [Set(_stage(c, b.name, Const(s), f), Const(0))
+                 for s in range(b.stages) for f in ("cf", "cu")]
+        body = [When(_eq(swait, 1), given, lost), *clear, Set(swait, Const(0))]
+        out += body if isinstance(bid, Const) else [When(_eq(bid, b.barrier), body)]
+    return out
+
+
+def add_expr(place, value: Expr) -> Set:
+    return Set(place, _plus(place, value))
+
+
+@sync_op
+@dataclass(frozen=True)
+class SmemWrite(SyncOp):
+    """The executing threads write stage `stage` of staged buffer `buf` through the generic
+    proxy (st.shared, stmatrix, a register-to-shared copy). A TMA store still reading the stage
+    makes it a race. The write is then pending until the instance releases it on the buffer's
+    barrier in a generation the storing thread waits in."""
+    buf: str
+    stage: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "smem.write"
+    ptx: ClassVar[str] = "9.7.9.9 (st.shared), 9.7.9.17 (stmatrix)"
+    summary: ClassVar[str] = ("unret > 0 on the stage: race (a TMA store still reads it); a new "
+                              "batch (pend += 1) unless the instance's earlier write of the stage "
+                              "is not yet released; the write is unfenced")
+    proven: ClassVar[frozenset[str]] = ALL - {FUSION, EARLY_ISSUE, LOAD_RUNS}
+
+    @classmethod
+    def example(cls):
+        return cls("sD", Const(0))
+
+    def __post_init__(self): _lift_fields(self, "stage")
+
+    def fmt(self): return f"smem.write {self.buf}[{_e(self.stage)}]"
+
+    def problems(self, k): return _stage_problems(k, self.buf, self.stage)
+
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "rw", "cta"),))
+
+    def rule(self, c):
+        label = c.kernel.buffer(self.buf).label or self.buf
+
+        def body(s):
+            u, f = Local(bw_unfenced(self.buf, s)), Local(bw_fenced(self.buf, s))
+            unret = _stage(c, self.buf, Const(s), "unret")
+            return [When(_gt(unret, 0), [Fail(
+                        "race", f"{{who}} writes stage {s} of {label} while {{0}} TMA store(s) "
+                        "of it may still read it: no cp.async.bulk.wait_group.read of the "
+                        "storing thread retired them before this write", (unret,))]),
+                    When(all_of(_eq(u, 0), _eq(f, 0)),
+                         [add(_stage(c, self.buf, Const(s), "pend"), 1)]),
+                    Set(u, Const(1))]
+        return Rule(_per_stage(c, self.buf, self.stage, "writes", body))
+
+
+@sync_op
+@dataclass(frozen=True)
+class FenceProxyAsync(SyncOp):
+    """fence.proxy.async(.shared::cta): the executing thread's earlier generic-proxy writes are
+    ordered before async-proxy accesses that follow the fence in causality order; by the
+    storing thread, also every write already handed over to it (PTX 9.7.13.4; the fence may sit
+    anywhere between the write and the TMA store in causality order)."""
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "fence.proxy.async"
+    ptx: ClassVar[str] = "9.7.13.4"
+    summary: ClassVar[str] = ("the instance's unfenced writes of every buffer stage become fenced "
+                              "(after a raw release: unsupported); by the storing process: raw = "
+                              "0 on every stage of its buffers")
+    proven: ClassVar[frozenset[str]] = ALL - {FUSION, EARLY_ISSUE, LOAD_RUNS}
+
+    @classmethod
+    def example(cls):
+        return cls()
+
+    def fmt(self): return "fence.proxy.async"
+
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "rw", "cta"),))
+
+    def rule(self, c):
+        body = []
+        for b in c.kernel.buffers:
+            label = b.label or b.name
+            if _writes_buffer(c, b.name):
+                units = [Local(bw_unfenced(b.name, s)) for s in range(b.stages)]
+                body.append(When(all_of(_eq(Local(bw_released_raw(b.name)), 1),
+                                        any_of(*(_eq(u, 1) for u in units))), [Fail(
+                    "unsupported", f"{{who}} fences writes of {label} after it released an "
+                    "unfenced write of it: whether the later release orders the earlier write "
+                    "before the TMA store is not modelled")]))
+                for s, u in enumerate(units):
+                    body.append(When(_eq(u, 1), [Set(Local(bw_fenced(b.name, s)), Const(1)),
+                                                 Set(u, Const(0))]))
+            if c.process in b.storers:
+                body += [Set(_stage(c, b.name, Const(s), "raw"), Const(0))
+                         for s in range(b.stages)]
+        return Rule(body)
+
+
+@sync_op
+@dataclass(frozen=True)
+class TmaStore(SyncOp):
+    """A TMA store (cp.async.bulk.tensor shared::cta -> global) reading stage `stage` of staged
+    buffer `buf` until a cp.async.bulk.wait_group.read of the issuing thread retires its bulk
+    async-group. Every write of the stage must be handed over to the storing thread before:
+    written, fenced (fence.proxy.async) and released on the buffer's barrier in a generation the
+    storing thread waited in."""
+    buf: str
+    stage: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "tma.store"
+    ptx: ClassVar[str] = "9.7.9.25.5.2 (cp.async.bulk.tensor), 9.7.13.4"
+    summary: ClassVar[str] = ("pend > 0 on the stage: race (a write not ordered before the "
+                              "store); lost > 0: unsupported; raw > 0: proxy-race (handed over "
+                              "without fence.proxy.async); then unret += threads, and the "
+                              "thread's open stores of the stage too")
+    proven: ClassVar[frozenset[str]] = ALL - {FUSION, EARLY_ISSUE, LOAD_RUNS}
+
+    @classmethod
+    def example(cls):
+        return cls("sD", Const(0))
+
+    def __post_init__(self): _lift_fields(self, "stage")
+
+    def fmt(self): return f"tma.store {self.buf}[{_e(self.stage)}]"
+
+    def problems(self, k): return _stage_problems(k, self.buf, self.stage)
+
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "rw", "cta", proxy="async"),),
+                         retired_by="cp.async.bulk.wait_group.read of the issuing thread")
+
+    def rule(self, c):
+        label = c.kernel.buffer(self.buf).label or self.buf
+        T = c.threads
+
+        def body(s):
+            st = lambda f: _stage(c, self.buf, Const(s), f)  # noqa: E731
+            return [When(_gt(st("pend"), 0), [Fail(
+                        "race", f"{{who}} issues a TMA store of stage {s} of {label} while {{0}} "
+                        "write(s) of it are not ordered before the store: their writers have not "
+                        "released them on the buffer's named barrier in a generation this thread "
+                        "waited in", (st("pend"),))]),
+                    When(_gt(st("lost"), 0), [Fail(
+                        "unsupported", f"{{who}} issues a TMA store of stage {s} of {label} after "
+                        "a write of it was released in a barrier generation this thread did not "
+                        "wait in: orders through other threads are not followed")]),
+                    When(_gt(st("raw"), 0), [Fail(
+                        "proxy-race", f"{{who}} issues a TMA store (async proxy) of stage {s} of "
+                        f"{label}, written through the generic proxy and handed over with no "
+                        "fence.proxy.async between the write and the store")]),
+                    add(st("unret"), T), add(Local(bs_open(self.buf, s)), T)]
+        return Rule(_per_stage(c, self.buf, self.stage, "stores", body))
 
 
 # ----------------------------------------------------------------------------- global counters

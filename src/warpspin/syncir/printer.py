@@ -104,6 +104,11 @@ def fmt_kernel(k: Kernel) -> str:
                      (f"  # {c.label}" if c.label else ""))
     for t in k.tensormaps:
         lines.append(f"  tensormap {t.name}" + (f"  # {t.label}" if t.label else ""))
+    for b in k.buffers:
+        storers = ", ".join(k.processes[i].role for i in b.storers)
+        bar = "" if b.barrier is None else f", barrier={b.barrier}"
+        lines.append(f"  buffer {b.name}[{b.stages}], storers=[{storers}]{bar}" +
+                     (f"  # {b.label}" if b.label else ""))
     for p in k.processes:
         lines.append(fmt_process(p))
     return "\n".join(lines)

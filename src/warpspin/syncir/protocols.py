@@ -315,3 +315,52 @@ def kgrouped(groups: int = 2, ktiles: int = 2, stages: int = 2, consumers: int =
                            init=(("ph", 0),))),
                   (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)),
                   tensormaps=(TensormapDecl("tmA", L(5), "tensormap_a"),))
+
+
+EPILOGUE_FILE = "epilogue.py"
+EPILOGUE_BUGS = ("no-fence", "no-handoff", "no-wait", "wait-one-short", "storer-fence")
+# what each bug must be reported as, and at which line of epilogue.py (None: it verifies)
+EPILOGUE_BUG_EXPECT = {
+    "no-fence": ("proxy-race", 23), "no-handoff": ("race", None), "no-wait": ("race", 20),
+    "wait-one-short": ("race", 20), "storer-fence": (None, None),
+}
+
+
+def epilogue(warps: int = 2, subtiles: int = 3, stages: int = 2, bug: str | None = None) -> Kernel:
+    """The TMA-store epilogue of quack's and CUTLASS's Hopper GEMMs: `warps` epilogue warps write
+    subtile i into stage i % `stages` of a staging buffer, fence it to the async proxy and meet on
+    named barrier 1; warp 0 then stores the stage with TMA and commits a bulk group. Before the
+    next write of a stage warp 0 waits until at most `stages` - 1 groups still read
+    (`wait_group.read stages-1`) and the warps meet again; at the end it waits for all.
+    `bug`: "no-fence" (no fence.proxy.async), "no-handoff" (no barrier between the writes and
+    the store), "no-wait" (no wait before reusing a stage), "wait-one-short" (`wait_group.read
+    stages`: the group of the stage to be reused may still read), "storer-fence" (correct: the
+    writers do not fence, warp 0 fences after the barrier)."""
+    from .ir import BufferDecl
+    from .ops import BarSync, BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite, TmaStore
+    if bug is not None and bug not in EPILOGUE_BUGS:
+        raise ValueError(f"unknown epilogue bug {bug!r}; one of {EPILOGUE_BUGS}")
+    L = lambda n: Loc(EPILOGUE_FILE, n)  # noqa: E731
+    n = stages + 1 if bug == "wait-one-short" else stages - 1
+    depth = n + 1
+    srcs = tuple(("sD", s) for s in range(stages))
+    threads = 32 * warps
+    stage = Var("i") % stages
+    fence = () if bug in ("no-fence", "storer-fence") else (FenceProxyAsync(L(21)),)
+    handoff = () if bug == "no-handoff" else (BarSync(Const(1), Const(threads), L(22)),)
+
+    def body(storer: bool):
+        acquire = (BulkWaitRead(n, stages=srcs, depth=depth, loc=L(18)),) \
+            if storer and bug != "no-wait" else ()
+        store = (*((FenceProxyAsync(L(24)),) if bug == "storer-fence" else ()),
+                 TmaStore("sD", stage, L(23)),
+                 BulkCommit(stages=srcs, depth=depth, loc=L(25))) if storer else ()
+        tail = (BulkWaitRead(0, stages=srcs, depth=depth, loc=L(30)),) if storer else ()
+        return (For("i", 0, subtiles, (
+            *acquire, BarSync(Const(1), Const(threads), L(19)),
+            SmemWrite("sD", stage, L(20)), *fence, *handoff, *store), loc=L(17)), *tail)
+    procs = [Process("epi_store", body(True), warps=(0, 1))]
+    if warps > 1:
+        procs.append(Process("epi", body(False), warps=(1, warps), instances=warps - 1))
+    return Kernel("epilogue" + (f"_{bug}" if bug else ""), tuple(procs), (),
+                  buffers=(BufferDecl("sD", stages, (0,), 1, L(5), "sD"),))

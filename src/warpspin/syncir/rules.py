@@ -110,6 +110,16 @@ class TmapField(Place):
 
 
 @dataclass(frozen=True, eq=True)
+class BufField(Place):
+    """Field `field` of staged buffer `name` in CTA `cta`: of stage `stage`
+    (objects.BUFFER_STAGE), or of the whole buffer when `stage` is None (objects.BUFFER)."""
+    name: str
+    cta: Expr
+    stage: Expr | None
+    field: str
+
+
+@dataclass(frozen=True, eq=True)
 class Self(Expr):
     """The executing instance's global number (what `MbarField(.., 'by')` records)."""
 

@@ -69,6 +69,7 @@ def validate(k: Kernel) -> list[Problem]:
                              "--param values", k.loc))
     if len({t.name for t in k.tensormaps}) != len(k.tensormaps):
         probs.append(Problem("two tensormaps share a name", k.loc))
+    probs += _buffer_problems(k)
     if len({c.name for c in k.counters}) != len(k.counters):
         probs.append(Problem("two global counters share a name", k.loc))
     for c in k.counters:
@@ -190,3 +191,35 @@ def _some_launch(k: Kernel) -> bool:
         if all(eval_expr(c, env) for c in k.constraints):
             return True
     return False
+
+
+def _buffer_problems(k: Kernel) -> list[Problem]:
+    """Staged buffers: unique names, at least one stage, a barrier id in range, and their TMA
+    stores only in their storing processes, of one instance, at most one per CTA."""
+    from .ir import walk_stmts
+    from .ops import TmaStore
+    out = []
+    if len({b.name for b in k.buffers}) != len(k.buffers):
+        out.append(Problem("two staged buffers share a name", k.loc))
+    for b in k.buffers:
+        if b.stages < 1:
+            out.append(Problem(f"staged buffer {b.name} has {b.stages} stages", b.loc))
+        if b.barrier is not None and not 0 <= b.barrier < LIMITS.named_barriers:
+            out.append(Problem(f"staged buffer {b.name}: barrier {b.barrier} is not a named "
+                               "barrier id", b.loc))
+        for i in b.storers:
+            if not 0 <= i < len(k.processes):
+                out.append(Problem(f"staged buffer {b.name}: no process {i}", b.loc))
+            elif k.processes[i].instances != 1:
+                out.append(Problem(f"staged buffer {b.name}: its storing process "
+                                   f"{k.processes[i].role} has {k.processes[i].instances} "
+                                   "instances (one storing thread per CTA is modelled)", b.loc))
+        ctas = [k.processes[i].cta for i in b.storers if 0 <= i < len(k.processes)]
+        if len(set(ctas)) != len(ctas):
+            out.append(Problem(f"staged buffer {b.name}: two storing processes in one CTA", b.loc))
+        for pi, p in enumerate(k.processes):
+            for s in walk_stmts(p.body):
+                if isinstance(s, TmaStore) and s.buf == b.name and pi not in b.storers:
+                    out.append(Problem(f"{p.role} stores {b.name} and is not one of its storing "
+                                       "processes", s.loc))
+    return out
