@@ -1391,8 +1391,8 @@ class BulkCommit(_BulkGroups, SyncOp):
     oldest one counts that one and every older group)."""
     maps: tuple[str, ...] = ()
     depth: int = 1
-    stages: tuple[tuple[str, int], ...] = ()
     loc: Loc = NOLOC
+    stages: tuple[tuple[str, int], ...] = ()
     mnemonic: ClassVar[str] = "bulk.commit_group"
     ptx: ClassVar[str] = "9.7.9.26.5.1 (cp.async.bulk.commit_group)"
     summary: ClassVar[str] = ("per tensormap or buffer stage the process reads: the groups shift "
@@ -1440,8 +1440,8 @@ class BulkWaitRead(_BulkGroups, SyncOp):
     n: int
     maps: tuple[str, ...] = ()
     depth: int = 1
-    stages: tuple[tuple[str, int], ...] = ()
     loc: Loc = NOLOC
+    stages: tuple[tuple[str, int], ...] = ()
     mnemonic: ClassVar[str] = "bulk.wait_group.read"
     ptx: ClassVar[str] = "9.7.9.26.5.2 (cp.async.bulk.wait_group)"
     summary: ClassVar[str] = ("per tensormap or buffer stage the process reads: the reads of the "

@@ -1,0 +1,87 @@
+"""Staged shared-memory buffers read by TMA stores (issue: races): the SyncIR ops in both
+backends, quack's TMA-store epilogue protocol with each way to break it, and validity."""
+import pytest
+
+from warpspin.api import verify_kernel
+from warpspin.engine.spin import lower_and_check
+from warpspin.syncir import Const, Kernel, Process, check
+from warpspin.syncir.interp import explore
+from warpspin.syncir.ir import BufferDecl
+from warpspin.syncir.ops import BarSync, FenceProxyAsync, SmemWrite, TmaStore
+from warpspin.syncir.protocols import EPILOGUE_BUG_EXPECT, EPILOGUE_BUGS, epilogue
+from warpspin.syncir.validate import InvalidKernel
+
+
+@pytest.mark.parametrize("warps", (1, 2, 4))
+def test_epilogue_correct_verifies_in_both_backends(warps):
+    k = epilogue(warps=warps)
+    check(k)
+    assert explore(k).violation is None
+    assert verify_kernel(k).verdict == "verified"
+
+
+@pytest.mark.parametrize("bug", EPILOGUE_BUGS)
+def test_epilogue_bug_is_reported_with_its_kind_and_line(bug):
+    kind, line = EPILOGUE_BUG_EXPECT[bug]
+    k = epilogue(bug=bug)
+    out = explore(k)
+    r = verify_kernel(k)
+    if kind is None:
+        assert out.violation is None and r.verdict == "verified"
+        return
+    assert out.violation is not None and out.violation.kind == kind
+    assert r.verdict == "violation" and r.violations[0].kind == kind
+    if line is not None:
+        assert out.violation.loc.line == line
+        assert r.violations[0].locations[0].line == line
+
+
+@pytest.mark.parametrize("bug", (None, "no-fence", "no-wait", "wait-one-short"))
+def test_plain_encoding_agrees(bug):
+    k = epilogue(warps=3, bug=bug)
+    _, a = lower_and_check(k, timeout_s=60)
+    _, b = lower_and_check(k, reduce=False, timeout_s=60)
+    assert a.kind == b.kind == EPILOGUE_BUG_EXPECT.get(bug, (None,))[0]
+
+
+def test_one_subtile_per_stage_needs_no_wait():
+    """With as many stages as subtiles no stage is reused: no wait is needed before a write."""
+    assert verify_kernel(epilogue(subtiles=2, stages=2, bug="no-wait")).verdict == "verified"
+
+
+def _kernel(body_store, body_write=(), barrier=1, storers=(0,), instances=1):
+    procs = [Process("store", body_store, warps=(0, 1), instances=instances)]
+    if body_write:
+        procs.append(Process("write", body_write, warps=(1, 2)))
+    return Kernel("k", tuple(procs), (), buffers=(BufferDecl("sD", 2, storers, barrier),))
+
+
+def test_handover_in_a_generation_the_storer_did_not_wait_in_is_unsupported():
+    """A writer releases on the buffer's barrier in a generation without the storer, then meets
+    it on another barrier: the order through that one is not followed (unsupported, not a
+    verdict either way)."""
+    store = (BarSync(Const(2), Const(64)), TmaStore("sD", Const(0)))
+    write = (SmemWrite("sD", Const(0)), FenceProxyAsync(), BarSync(Const(1), Const(32)),
+             BarSync(Const(2), Const(64)))
+    k = _kernel(store, write)
+    out = explore(k)
+    assert out.violation is not None and out.violation.kind == "unsupported"
+    assert verify_kernel(k).verdict == "unsupported"
+
+
+def test_stage_out_of_range_is_invalid_operand():
+    from warpspin.syncir.ir import Var, Assign
+    k = _kernel((Assign("s", 2), SmemWrite("sD", Var("s")), TmaStore("sD", Const(0))))
+    out = explore(k)
+    assert out.violation is not None and out.violation.kind == "invalid-operand"
+
+
+def test_validity():
+    with pytest.raises(InvalidKernel, match="not one of its storing processes"):
+        check(_kernel((TmaStore("sD", Const(0)),), storers=()))
+    with pytest.raises(InvalidKernel, match="instances"):
+        check(Kernel("k", (Process("store", (TmaStore("sD", Const(0)),), warps=(0, 2),
+                                   instances=2),), (),
+                     buffers=(BufferDecl("sD", 2, (0,), 1),)))
+    with pytest.raises(InvalidKernel, match="stage 3"):
+        check(_kernel((TmaStore("sD", Const(3)),)))
