@@ -8,8 +8,8 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ops import BulkCommit, BulkWaitRead, Unsupported
-from ..syncir.ir import (TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
+from ..syncir.ops import BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite, TmaStore, Unsupported
+from ..syncir.ir import (BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, walk_stmts)
 from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
@@ -117,7 +117,10 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
     for cta, warp, lanes in _units(k):
         w = WarpWalker(ctx, warp, lanes, cta)
         stmts, _ = w.block(k.body.blocks[0], [w.val(a.value) for a in k.args])
-        walks.append((cta, warp, lanes, _without_idle_groups(finish(stmts)), w.labels))
+        walks.append((cta, warp, lanes, finish(stmts), w.labels))
+    staged = _staged_buffers(ctx, walks)
+    walks = [(cta, warp, lanes, _without_idle_groups(_only_buffers(body, staged)), labels)
+             for cta, warp, lanes, body, labels in walks]
 
     # consecutive warps of one CTA with the same body and width form one process
     procs: list[Process] = []
@@ -136,7 +139,8 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
              for p in procs]
 
     words, procs = _words(ctx, procs)
-    tensormaps, procs = _bulk_groups(ctx, procs)
+    buffers, procs = _buffers(ctx, procs, staged)
+    tensormaps, procs = _bulk_groups(ctx, procs, buffers)
     used: set[str] = set()
     for p in procs:
         for s in walk_stmts(p.body):
@@ -153,7 +157,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                  params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
                  loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used), words=words,
                  assumptions=tuple(sorted(ctx.assumptions)), counters=counters,
-                 constraints=_grid_constraints(used), tensormaps=tensormaps)
+                 constraints=_grid_constraints(used), tensormaps=tensormaps, buffers=buffers)
     problems = validate(out)
     if problems:
         raise ExtractorBug(out.name, problems)
@@ -204,10 +208,11 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
 
 
 def _without_idle_groups(body: tuple) -> tuple:
-    """A warp that loads through no rewritten tensormap: its bulk commits and waits retire
-    nothing the model follows (TMA stores' groups are not modelled). They go before warps are
-    grouped into processes, so that they never tell two warps apart."""
-    if any(isinstance(s, TmaLoad) and s.desc is not None for s in walk_stmts(body)):
+    """A warp that loads through no rewritten tensormap and stores no staged buffer: its bulk
+    commits and waits retire nothing the model follows. They go before warps are grouped into
+    processes, so that they never tell two warps apart."""
+    if any((isinstance(s, TmaLoad) and s.desc is not None) or isinstance(s, TmaStore)
+           for s in walk_stmts(body)):
         return body
 
     def idle(st) -> bool:
@@ -217,24 +222,116 @@ def _without_idle_groups(body: tuple) -> tuple:
     return finish(list(rewrite_stmts(body, lambda st: () if idle(st) else (st,))))
 
 
-def _bulk_groups(ctx: Context, procs: list[Process]) -> tuple[tuple[TensormapDecl, ...],
-                                                              list[Process]]:
+def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
+    """The staged buffers the model follows (name -> [label, loc, stages]): a TMA store reads
+    one of its stages, every write into its bytes is a staged write of it, and one warp per CTA
+    stores it. For every other TMA store the verdict states that it was not checked."""
+    out = {}
+    for key, (name, label, loc) in ctx.buffers.items():
+        alloc, lo, hi, count, _ = key
+        stores = [(cta, warp) for cta, warp, _, body, _ in walks
+                  if any(isinstance(s, TmaStore) and s.buf == name for s in walk_stmts(body))]
+        if not stores:
+            continue
+        clash = [what for i, (a, rng, what) in enumerate(ctx.smem_writes)
+                 if ctx.staged_writes.get(i) != name and
+                 (a is None or (a == alloc and (rng is None or (rng[0] < hi and lo < rng[1]))))]
+        ctas = [cta for cta, _ in stores]
+        why = (f"{clash[0]} may write its bytes and is not a write of one of its stages"
+               if clash else "more than one warp of a CTA stores it"
+               if len(set(ctas)) != len(ctas) else None)
+        if why is None:
+            out[name] = [label, loc, count]
+        else:
+            ctx.assumptions.add(f"races on {label} (TMA stores at {loc}) are not checked: {why}")
+    for loc, why in ctx.unstaged_stores:
+        ctx.assumptions.add(f"races of the TMA store at {loc} are not checked: {why}")
+    return out
+
+
+def _only_buffers(body: tuple, staged: dict) -> tuple:
+    """The staged accesses of the buffers the model follows; the proxy fences only when it
+    follows one."""
+    def keep(st) -> tuple:
+        if isinstance(st, (SmemWrite, TmaStore)) and st.buf not in staged:
+            return ()
+        if isinstance(st, FenceProxyAsync) and not staged:
+            return ()
+        return (st,)
+    return finish(list(rewrite_stmts(body, keep)))
+
+
+def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[BufferDecl, ...],
+                                                                      list[Process]]:
+    """The staged buffers' declarations: the storing process of each CTA, and the named barrier
+    its bar.syncs wait on (one constant id; none: nothing hands writes over). A storing process
+    that waits on several ids, or stores, commits and waits with different lane counts, is not
+    followed (the verdict says so)."""
+    decls, dropped = [], set()
+    for name, (label, loc, count) in staged.items():
+        storers = [i for i, p in enumerate(procs)
+                   if any(isinstance(s, TmaStore) and s.buf == name for s in walk_stmts(p.body))]
+        ids, lanes = [], set()
+        for i in storers:
+            for st, threads in _with_threads(procs[i].body, procs[i].threads):
+                if isinstance(st, BarSync):
+                    ids.append(st.barrier_id.value if isinstance(st.barrier_id, Const) else None)
+                if isinstance(st, (TmaStore, BulkCommit, BulkWaitRead)):
+                    lanes.add(threads)
+        why = ("its storing warp waits on a named barrier with a computed id" if None in ids else
+               "its storing warp stores, commits and waits with different lanes"
+               if len(lanes) > 1 else None)
+        if why is not None:
+            dropped.add(name)
+            ctx.assumptions.add(f"races on {label} (TMA stores at {loc}) are not checked: {why}")
+            continue
+        # the id it waits on most often hands writes over; a write released on another is
+        # unsupported (ops.buffer_releases)
+        barrier = max(set(ids), key=lambda i: (ids.count(i), i), default=None)
+        others = tuple(sorted(set(ids) - {barrier}))
+        decls.append(BufferDecl(name, count, tuple(storers), barrier, loc, label, others))
+    if dropped:
+        keep = {n: v for n, v in staged.items() if n not in dropped}
+        procs = [replace(p, body=_only_buffers(p.body, keep)) for p in procs]
+    return tuple(decls), procs
+
+
+def _with_threads(body, threads: int):
+    """Every statement of `body` with the threads that execute it (Lanes narrow them)."""
+    for st in body:
+        yield st, threads
+        if isinstance(st, Lanes):
+            yield from _with_threads(st.body, st.count)
+        elif isinstance(st, If):
+            yield from _with_threads(st.then, threads)
+            yield from _with_threads(st.else_, threads)
+        elif isinstance(st, (For, While)):
+            yield from _with_threads(st.body, threads)
+
+
+def _bulk_groups(ctx: Context, procs: list[Process], buffers: tuple[BufferDecl, ...]
+                 ) -> tuple[tuple[TensormapDecl, ...], list[Process]]:
     """The tensormaps the kernel rewrites, and every bulk commit and wait_group.read told which
-    of them its process loads through and how many groups to tell apart (the largest wait + 1).
-    A commit or wait of a process that loads through none retires nothing the model follows
-    (TMA stores' groups are not modelled): it goes."""
+    of them its process loads through, which buffer stages it stores, and how many groups to
+    tell apart (the largest wait + 1). A commit or wait of a process that does neither retires
+    nothing the model follows: it goes."""
     decls = tuple(TensormapDecl(name, loc, label) for name, label, loc in ctx.tensormaps.values())
     depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
                      if isinstance(s, BulkWaitRead)), default=0)
     outs = []
+    stages_of = {d.name: d.stages for d in buffers}
     for p in procs:
         maps = tuple(sorted({s.desc for s in walk_stmts(p.body)
                              if isinstance(s, TmaLoad) and s.desc is not None}))
+        stages = tuple((b, i) for b in sorted({s.buf for s in walk_stmts(p.body)
+                                               if isinstance(s, TmaStore)})
+                       for i in range(stages_of[b]))
 
-        def told(st, maps=maps):
+        def told(st, maps=maps, stages=stages):
             if not isinstance(st, (BulkCommit, BulkWaitRead)):
                 return (st,)
-            return (replace(st, maps=maps, depth=depth),) if maps else ()
+            return (replace(st, maps=maps, depth=depth, stages=stages),) \
+                if maps or stages else ()
         outs.append(replace(p, body=finish(list(rewrite_stmts(p.body, told)))))
     return decls, outs
 

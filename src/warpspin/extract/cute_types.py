@@ -158,3 +158,48 @@ def flat_layout(type_str: str) -> Optional[tuple[tuple[int, ...], tuple[int, ...
     if len(shape) != len(stride) or None in shape or None in stride:
         return None
     return tuple(shape), tuple(stride)
+
+
+def _top_level(text: str) -> list[str]:
+    """The top-level entries of a tuple text ``"(_,(0,?),3)"``; a scalar is one entry."""
+    text = text.strip()
+    if not (text.startswith("(") and text.endswith(")")):
+        return [text]
+    out, depth, cur = [], 0, ""
+    for ch in text[1:-1]:
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        cur += ch
+    out.append(cur.strip())
+    return out
+
+
+def stage_mode(tensor_type: str, coord_text: str) -> Optional[tuple[str, int, int]]:
+    """When slicing a tensor of type `tensor_type` by the coordinate `coord_text` fixes exactly
+    one top-level mode with a scalar (``?`` or an integer) and keeps every other (``_``), and
+    that mode has one leaf of extent > 1 (the others of extent 1): (the coordinate entry, the
+    leaf's extent, its stride in elements). Else None."""
+    qs = quoted(tensor_type)
+    if not qs or ":" not in qs[-1]:
+        return None
+    sh, st = qs[-1].split(":", 1)
+    try:
+        shape, stride = parse_shape(sh), parse_shape(st)
+    except (ValueError, IndexError):
+        return None
+    entries = _top_level(coord_text)
+    if not isinstance(shape, tuple) or not isinstance(stride, tuple) or \
+            len(entries) != len(shape) or len(stride) != len(shape):
+        return None
+    fixed = [i for i, e in enumerate(entries) if e != "_"]
+    if len(fixed) != 1 or not re.fullmatch(r"\?|\d+", entries[fixed[0]]):
+        return None
+    leaves = [(n, d) for n, d in zip(_flatten(shape[fixed[0]]), _flatten(stride[fixed[0]]))
+              if n != 1]
+    if len(leaves) != 1 or None in leaves[0] or leaves[0][1] <= 0:
+        return None
+    return entries[fixed[0]], leaves[0][0], leaves[0][1]

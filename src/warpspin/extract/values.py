@@ -55,6 +55,24 @@ class SliceCoord:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """Stage `index` of a staged shared-memory buffer: `count` stages `stride` bytes apart that
+    together are bytes lo..hi of allocation `alloc` (uid), the tensor whose last sliced mode
+    they are."""
+
+    index: "Expr"
+    count: int
+    stride: int
+    alloc: int
+    lo: int
+    hi: int
+
+    @property
+    def buffer(self) -> tuple:
+        return (self.alloc, self.lo, self.hi, self.count, self.stride)
+
+
+@dataclass(frozen=True)
 class View:
     """A shared-memory tensor: ``ptr`` (a byte offset in its allocation: static, or with a
     dynamic part such as a stage index, ``ptr.lin``) with a static flat layout (``shape``,
@@ -66,6 +84,7 @@ class View:
     stride: tuple[int, ...]
     elem: int
     within: Optional[tuple[int, int]] = None
+    stage: Optional[Stage] = None
 
     @property
     def cosize(self) -> int:
@@ -103,6 +122,7 @@ class Region:
     alloc: int
     lo: int
     hi: int
+    stage: Optional[Stage] = None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
-from ..syncir.ops import (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease,
+from ..syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite, TmaStore, TensormapAcquire, TensormapRelease,
                           TensormapWrite)
 from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
@@ -24,7 +24,7 @@ from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSy
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
 from .values import (ELECT, LANE, Alloc, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
-                     SliceCoord, Unknown, Value, View, lane_values, opaque_reasons,
+                     SliceCoord, Stage, Unknown, Value, View, lane_values, opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque, subst)
 
 INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "index"}
@@ -42,7 +42,7 @@ PASS_THROUGH = {"arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast"
                 "cute.assume", "cute.get_scalars", "cute.to_int_tuple", "llvm.ptrtoint", "cute.ptrtoint",
     "cute.inttoptr"}
 # No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
-IGNORED = {"nvvm.fence.proxy", "llvm.fence", "nvvm.setmaxregister", "nvvm.bar.warp.sync",
+IGNORED = {"llvm.fence", "nvvm.setmaxregister", "nvvm.bar.warp.sync",
            "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
            "nvvm.wgmma.wait.group.sync.aligned", "cute_nvgpu.prefetch_tma_desc",
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
@@ -123,7 +123,9 @@ MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice"
                         "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
                         "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
                         "cute.append", "cute.prepend", "cute.select", "cute.size", "cute.cosize",
-                        "cute.coalesce", "cute.filter", "cute.static", "cute.to_int_tuple")
+                        "cute.coalesce", "cute.filter", "cute.static", "cute.to_int_tuple",
+                        "cute.tiled.copy.partition_", "cute.tiled.copy.retile",
+                        "cute.tiled.mma.partition_")
 
 
 def _memory_reader(name: str) -> bool:
@@ -134,6 +136,13 @@ def _may_be_gmem(t: str) -> bool:
     """A global tensor or pointer, or a generic pointer (which may point to global memory)."""
     return "gmem" in t or t.startswith("!llvm.ptr<1>") or t == "!llvm.ptr" or "generic" in t
 # ops that keep the memory a global tensor or pointer views (for `Context.gmem_root`)
+# ops whose shared-memory result is a part of their staged operand's stage (a view, partition,
+# tile or slice of it): the result keeps the stage (extract/values.py Stage)
+STAGE_KEEPING = {"cute.get_iter", "cute.make_view", "cute.group_modes", "cute.slice",
+                 "cute.logical_divide", "cute.zipped_divide", "cute.tiled_divide",
+                 "cute.flat_divide", "cute.local_tile", "cute.local_partition",
+                 "cute.tiled.copy.partition_D", "cute.tiled.copy.partition_S",
+                 "cute.tiled.copy.retile", "cute.recast_iter"}
 GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice", "cute.local_tile",
               "cute.recast_iter", "cute.derefine", "cute.assume", "cute.make_ptr", "cute.recast_layout",
               "cute.composition", "cute.logical_divide", "cute.zipped_divide", "cute.tiled_divide",
@@ -329,6 +338,21 @@ class Context:
     derived_view_writes: bool = False
     # tensormaps rewritten in global memory: root pointer value -> (name, label, loc)
     tensormaps: dict = field(default_factory=dict)
+    # staged buffers: Stage.buffer -> [name, label, loc]; which entries of smem_writes are the
+    # staged accesses of which buffer; TMA stores whose source is no stage the model follows
+    buffers: dict = field(default_factory=dict)
+    staged_writes: dict = field(default_factory=dict)  # smem_writes index -> buffer name
+    unstaged_stores: list = field(default_factory=list)  # (loc, why)
+    alloc_fields: dict = field(default_factory=dict)  # allocation uid -> its struct fields
+
+    def buffer(self, stage: Stage, loc: Loc) -> str:
+        """The name of the staged buffer `stage` is a stage of (declared at its first access)."""
+        if stage.buffer not in self.buffers:
+            name = f"buf{len(self.buffers)}"
+            field_name = next((f for f, size, off in self.alloc_fields.get(stage.alloc, ())
+                               if off <= stage.lo < off + size), None)
+            self.buffers[stage.buffer] = [name, field_name or f"smem[{stage.lo}:{stage.hi}]", loc]
+        return self.buffers[stage.buffer][0]
 
     def __post_init__(self):
         self.varying, self.impure_ops = varying_values(self.kernel)
@@ -604,7 +628,8 @@ class WarpWalker:
                 # a partition, tile or slice of a tensor stays inside the tensor's bytes
                 lo, hi = parent.byte_range if isinstance(parent, View) else (parent.lo, parent.hi)
                 alloc = parent.ptr.alloc.uid if isinstance(parent, View) else parent.alloc
-                self.env[r] = Region(alloc, lo, hi)
+                stage = parent.stage if op.name in STAGE_KEEPING else None
+                self.env[r] = Region(alloc, lo, hi, stage)
             elif static is not None:
                 self.env[r] = Const(static)
             elif (t in INT_TYPES or ct.is_dynamic_scalar(t)) and uniform and operands:
@@ -642,6 +667,7 @@ class WarpWalker:
         return out, None
 
     def op(self, op: Op, out: list[Stmt]) -> None:
+        self.smem_mark = len(self.ctx.smem_writes)
         self.smem_writes_of(op)
         if op.name not in TENSORMAP_OPS and GLOBAL_WRITE.search(op.name) and \
                 self.ctx.writes_descriptor_memory(op) and not self.tensormap_asm(op):
@@ -930,10 +956,14 @@ class WarpWalker:
             name, size, off = str(f).split(":")
             fields.append((name, int(size), int(off)))
         self.env[op.result] = Alloc(op.uid, ct.memref_bytes(t) or 0, tuple(fields))
+        self.ctx.alloc_fields[op.uid] = tuple(fields)
 
     def get_iter(self, op: Op, out) -> None:
         base = self.val(op.operands[0])
-        if isinstance(base, View):
+        if isinstance(base, View) and base.stage is not None:
+            lo, hi = base.byte_range
+            self.env[op.result] = Region(base.ptr.alloc.uid, lo, hi, base.stage)
+        elif isinstance(base, View):
             self.env[op.result] = base.ptr
         elif isinstance(base, Alloc):
             self.env[op.result] = Ptr(base, elem=ct.elem_bytes(op.result_types[0]) or 1)
@@ -941,10 +971,47 @@ class WarpWalker:
             self.set_unknown_results(op)
 
     def slice_(self, op: Op, out) -> None:
+        """A slice, and the stage it selects when it fixes the stage mode of a staged buffer
+        (`slice_stage`)."""
+        v = self.val(op.operands[0]) if len(op.operands) == 2 else None
+        stage = self.slice_stage(op, v)
+        self.slice_view(op, v)
+        r = self.env.get(op.result)
+        if stage is not None and isinstance(r, (View, Region)):
+            self.env[op.result] = replace(r, stage=stage)
+
+    def slice_stage(self, op: Op, v) -> Optional[Stage]:
+        """The stage a slice selects: it fixes one top-level mode of a shared-memory tensor
+        (not already a stage) whose single non-unit leaf spans all of the tensor's bytes (the
+        stage mode of quack's and CUTLASS's staging buffers, `sD[None, None, stage]`), with an
+        index the model follows."""
+        if not isinstance(v, (View, Region)) or v.stage is not None:
+            return None
+        text = ct.int_tuple_value(op.operand_types[1]) or ""
+        mode = ct.stage_mode(op.operand_types[0], text)
+        eb = ct.elem_bytes(op.operand_types[0])
+        if mode is None or not eb:
+            return None
+        entry, n, d = mode
+        lo, hi = v.byte_range if isinstance(v, View) else (v.lo, v.hi)
+        alloc = v.ptr.alloc.uid if isinstance(v, View) else v.alloc
+        if n * d * eb != hi - lo:
+            return None
+        if entry == "?":
+            c = self.val(op.operands[1])
+            if not isinstance(c, SliceCoord) or len(c.dynamic) != 1:
+                return None
+            index = c.dynamic[0]
+        else:
+            index = Const(int(entry))
+        if not isinstance(index, Expr) or opaque_reasons(index):
+            return None
+        return Stage(index, n, d * eb, alloc, lo, hi)
+
+    def slice_view(self, op: Op, v) -> None:
         """``cute.slice(view, coord)`` of a shared-memory tensor with a flat static layout: the
         modes the coordinate fixes move the pointer (a View when the offset is static: a
         constant coordinate, or a stride of 0); the ``_`` modes stay."""
-        v = self.val(op.operands[0]) if len(op.operands) == 2 else None
         text = ct.int_tuple_value(op.operand_types[1]) if isinstance(v, View) else None
         modes = text.strip("()").split(",") if text and "(" not in text.strip("()") else None
         if not isinstance(v, View) or modes is None or len(modes) != len(v.shape):
@@ -1156,8 +1223,9 @@ class WarpWalker:
             return
         view = self.val(op.operands[0])
         where = f"@{op.loc.short()}"
-        if not isinstance(view, View):
+        if not isinstance(view, View) or view.stage is not None:
             self.note_smem_write(op.operands[0], f"a shared-memory store{where}")
+            self.staged_write(op, op.operands[0], out)
             return
         r = self.smem_word(view, op.operands[1])
         value = self.val(op.operands[2]) if len(op.operands) > 2 else None
@@ -1632,12 +1700,54 @@ class WarpWalker:
         elif kind == "bulk_copy_g2s":  # not elected: every executing thread issues it
             self.tma_load(op, atom, out, per_thread=True)
         elif kind in ("tma_store", "tma_reduce", "bulk_copy_s2g"):
-            pass  # completes by itself (bulk groups); see docs/dsl-ir.md
+            self.tma_store(op, kind, out)
         elif kind == "tma_load_im2col":
             out.append(Unsupported(f"cute.copy with {kind} atom", self.loc(op)))
         elif "tma_bar" in t or "mbar" in t:
             out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
+        elif len(op.operands) > 2:  # a copy into a buffer stage writes it (generic proxy)
+            self.staged_write(op, op.operands[2], out)
         # other copies (registers, plain smem/gmem loads and stores) do not synchronize
+
+    def fence_proxy(self, op: Op, out) -> None:
+        """``fence.proxy.async`` (all state spaces) and ``fence.proxy.async.shared::cta`` order
+        generic-proxy writes of shared memory before async-proxy accesses (build.py keeps them
+        only in kernels with a staged buffer the model follows); other proxy kinds do not."""
+        if re.search(r"proxy_kind<async(\.shared)?>", str(op.attrs.get("kind", ""))):
+            out.append(FenceProxyAsync(self.loc(op)))
+
+    def staged(self, vid: int) -> Optional[Stage]:
+        v = self.val(vid)
+        return v.stage if isinstance(v, (View, Region)) else None
+
+    def attribute(self, op: Op, stage: Stage, name: str) -> None:
+        """The shared-memory writes recorded for `op` (smem_writes_of) inside the buffer's bytes
+        are this staged access (build.py checks every other write into them)."""
+        for i in range(self.smem_mark, len(self.ctx.smem_writes)):
+            a, rng, _ = self.ctx.smem_writes[i]
+            if a == stage.alloc and rng is not None and stage.lo <= rng[0] and rng[1] <= stage.hi:
+                self.ctx.staged_writes[i] = name
+
+    def staged_write(self, op: Op, vid: int, out) -> None:
+        stage = self.staged(vid)
+        if stage is None:
+            return
+        name = self.ctx.buffer(stage, self.loc(op))
+        self.attribute(op, stage, name)
+        out.append(SmemWrite(name, stage.index, self.loc(op)))
+
+    def tma_store(self, op: Op, kind: str, out) -> None:
+        """A TMA store (or bulk reduce / S2G copy) reads its shared-memory source until a
+        wait_group.read of the issuing threads retires its bulk group. Executed by the active
+        lanes (PTX has no elect for it; one per executing thread)."""
+        stage = self.staged(op.operands[1]) if len(op.operands) > 1 else None
+        if stage is None:
+            self.ctx.unstaged_stores.append((self.loc(op), f"{kind} whose source is not a stage "
+                                             "of a staged buffer the model follows"))
+            return
+        name = self.ctx.buffer(stage, self.loc(op))
+        self.attribute(op, stage, name)
+        out.append(TmaStore(name, stage.index, self.loc(op)))
 
     def tma_load(self, op: Op, atom: Value, out, per_thread: bool = False) -> None:
         if not isinstance(atom, Atom) or atom.get("tma_bar") is None:
@@ -2073,6 +2183,7 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute_nvgpu.atom.set_value": WarpWalker.set_value,
     "cute.copy": WarpWalker.copy,
     "nvvm.store.async": WarpWalker.store_async,
+    "nvvm.fence.proxy": WarpWalker.fence_proxy,
     "nvvm.cp.async.bulk.commit.group": WarpWalker.bulk_commit,
     "nvvm.cp.async.bulk.wait_group": WarpWalker.bulk_wait,
     "cute_nvgpu.copy_tma_desc": WarpWalker.tensormap_write,

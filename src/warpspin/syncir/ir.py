@@ -199,18 +199,21 @@ class TensormapDecl:
 class BufferDecl:
     """A staged shared-memory buffer that TMA stores read (an epilogue's staging buffer): `stages`
     stages, each written by threads through the generic proxy and stored by one thread of the
-    `storers` (process indices, one per CTA). `barrier`: the named barrier id the storing warp
-    waits on (bar.sync), whose generations hand writes over to it; None: none. `label` names it
-    as the user wrote it."""
+    `storers` (process indices, one per CTA). `barrier`: the named barrier id whose
+    generations the storing warp waits in (bar.sync) hand writes over to it; None: none.
+    `other_barriers`: the other ids it waits on (a write released on one of them is not
+    followed: unsupported). `label` names it as the user wrote it."""
     name: str
     stages: int
     storers: tuple[int, ...] = ()
     barrier: int | None = None
     loc: Loc = NOLOC
     label: str = ""
+    other_barriers: tuple[int, ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "storers", tuple(self.storers))
+        object.__setattr__(self, "other_barriers", tuple(self.other_barriers))
 
 
 @dataclass(frozen=True)

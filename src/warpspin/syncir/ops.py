@@ -1546,6 +1546,15 @@ def buffer_releases(c, bid: Expr, sync: bool) -> list:
     released one raw); a bar.sync by the storing process marks that it waits in the generation."""
     out = []
     for b in c.kernel.buffers:
+        if _writes_buffer(c, b.name) and b.other_barriers:
+            label = b.label or b.name
+            pending = any_of(*(_eq(Local(f(b.name, s)), 1) for s in range(b.stages)
+                               for f in (bw_unfenced, bw_fenced)))
+            other = any_of(*(_eq(bid, i) for i in b.other_barriers))
+            out.append(When(all_of(other, pending), [Fail(
+                "unsupported", f"{{who}} releases a write of {label} on named barrier {{0}}, "
+                f"which the storing warp also waits on; hand-overs through barrier {b.barrier} "
+                "alone are modelled", (bid,))]))
         if b.barrier is None:
             continue
         body = []

@@ -107,6 +107,8 @@ def fmt_kernel(k: Kernel) -> str:
     for b in k.buffers:
         storers = ", ".join(k.processes[i].role for i in b.storers)
         bar = "" if b.barrier is None else f", barrier={b.barrier}"
+        if b.other_barriers:
+            bar += f", others={list(b.other_barriers)}"
         lines.append(f"  buffer {b.name}[{b.stages}], storers=[{storers}]{bar}" +
                      (f"  # {b.label}" if b.label else ""))
     for p in k.processes:
