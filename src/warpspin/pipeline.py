@@ -18,6 +18,7 @@ from .lower import LowerError
 from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
                             BlockedWait, Location, Note, Result, Stats, TraceStep, Violation)
 from .syncir import BOUND_KINDS, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
+from .syncir.ops import SmemWrite, TmaStore, bw_fenced, bw_unfenced
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
 from .syncir.trace import Complete, ParamChoice, Step, Take
@@ -97,6 +98,8 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         res.config["assumptions"] = list(kernel.assumptions)
     if kernel.tensormaps:
         res.config["tensormaps"] = [t.label or t.name for t in kernel.tensormaps]
+    if kernel.buffers:
+        res.config["buffers"] = [b.label or b.name for b in kernel.buffers]
     if er.refused:
         res.config["reductions_refused"].append(
             "wait-release-fusion: its monitored condition failed; searched unfused")
@@ -165,7 +168,10 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         kind, message, locs = v.kind, v.message, [v.loc]
         blocked = ()
         roles = {v.loc: _role(kernel, v.process, v.instance)}
-        if kind == "race":
+        op = rp.machine.flat[v.process].code[v.pc].stmt if v.pc is not None else None
+        if isinstance(op, (SmemWrite, TmaStore)):
+            notes, help_ = _buffer_partners(rp, v, er.events, op)
+        elif kind == "race":
             notes = _race_partners(rp, v)
         elif kind == "tensormap-race":
             notes, help_ = _tensormap_partners(rp, v, er.events)
@@ -254,6 +260,47 @@ def _tensormap_partners(rp, v, events) -> tuple[tuple[Note, ...], tuple[str, ...
     return tuple(notes), ("before the rewrite, on the thread that issued the loads: "
                           "`cp.async.bulk.commit_group` then `cp.async.bulk.wait_group.read 0` "
                           "(PTX 9.7.9.26.5.2; CUTLASS's TensorMapManager.update_tensormap does)",)
+
+
+def _buffer_partners(rp, v, events, op) -> tuple[tuple[Note, ...], tuple[str, ...]]:
+    """A write of a stage a TMA store still reads: that store. A TMA store of a stage: the
+    writes of it not handed over (their writers' bits still set). (notes, help lines)"""
+    m, s = rp.machine, rp.state
+    me = m.gid.get((v.process, v.instance))
+    if s is None or me is None:
+        return (), ()
+    stage = m.eval(op.stage, s, me)
+    last: dict = {}
+    for ev in events:
+        st = getattr(m.flat[ev.process].code[ev.pc], "stmt", None) if isinstance(ev, Step) else None
+        if isinstance(st, (SmemWrite, TmaStore)) and st.buf == op.buf:
+            gid = m.gid.get((ev.process, ev.instance))
+            last[(type(st), gid, m.eval(st.stage, s, gid))] = st
+    notes = []
+    if isinstance(op, SmemWrite):
+        for (kind, gid, stg), st in last.items():
+            if kind is TmaStore and stg == stage:
+                notes.append(Note(f"the TMA store of stage {stage} by {m.layout.instance_name(gid)} "
+                                  "may still read it: no cp.async.bulk.wait_group.read of that "
+                                  "thread retired its bulk async-group", _location(st.loc)))
+        return tuple(notes), ("before a stage is written again, the storing thread waits until "
+                              "at most stages-1 bulk groups still read "
+                              "(`cp.async.bulk.wait_group.read`, PipelineTmaStore."
+                              "producer_acquire) and then meets the writers on a named barrier",)
+    if v.kind == "proxy-race":
+        return (), ("every writer fences its writes to the async proxy before the barrier that "
+                    "hands them over: `fence.proxy.async.shared::cta` "
+                    "(cute.arch.fence_proxy('async.shared', space='cta'))",)
+    for (kind, gid, stg), st in last.items():
+        local = m.sl.local[gid]
+        bits = [n for n in local if n in (bw_unfenced(op.buf, stage), bw_fenced(op.buf, stage))]
+        if kind is SmemWrite and stg == stage and any(s[local[n]] for n in bits):
+            notes.append(Note(f"{m.layout.instance_name(gid)} wrote stage {stage} here and has "
+                              "not released the write on the buffer's named barrier since",
+                              _location(st.loc)))
+    return tuple(notes), ("after their writes (and `fence.proxy.async.shared::cta`), the writers "
+                          "and the storing warp meet on one named barrier (bar.sync) before the "
+                          "TMA store",)
 
 
 def _launch_notes(kernel: Kernel, events) -> tuple[Note, ...]:

@@ -10,7 +10,8 @@ from dataclasses import replace
 
 from ..syncir.ops import BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite, TmaStore, Unsupported
 from ..syncir.ir import (BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
-                         SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, walk_stmts)
+                         SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
+                         walk_stmts, with_bodies)
 from ..syncir.validate import validate
 from .cleanup import finish, stmt_exprs
 from .values import Folder, opaque
@@ -258,7 +259,23 @@ def _only_buffers(body: tuple, staged: dict) -> tuple:
         if isinstance(st, FenceProxyAsync) and not staged:
             return ()
         return (st,)
-    return finish(list(rewrite_stmts(body, keep)))
+    return finish(list(_one_write_per_run(rewrite_stmts(body, keep))))
+
+
+def _one_write_per_run(body: tuple) -> tuple:
+    """A write of a buffer stage right after a write of the same stage goes (an element loop
+    writes one stage element by element). Exact: after the first write the second changes no
+    state; its only effect is its race check (a TMA store of the stage still reading), and a
+    store of the stage issued between the two would itself fail first (its write batch is
+    pending: docs/semantics.md, "Staged buffers")."""
+    out: list = []
+    for st in body:
+        st = with_bodies(st, tuple(_one_write_per_run(b) for b in stmt_bodies(st)))
+        if isinstance(st, SmemWrite) and out and isinstance(out[-1], SmemWrite) and \
+                (out[-1].buf, out[-1].stage) == (st.buf, st.stage):
+            continue
+        out.append(st)
+    return tuple(out)
 
 
 def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[BufferDecl, ...],

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
-SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps")
+SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers")
 
 
 def _short(path: str) -> str:
@@ -26,6 +26,9 @@ def render_text(r: Result, max_steps: int = 200) -> str:
     head = f"{r.target or r.kernel}: "
     if r.verdict == VERIFIED:
         races = ", no tensormap race" if r.config.get("tensormaps") else ""
+        if r.config.get("buffers"):
+            races += f", no race on staged buffer{'s' * (len(r.config['buffers']) > 1)} " + \
+                ", ".join(r.config["buffers"])
         out.append(f"{head}VERIFIED: no deadlock{races} and no barrier-protocol error in any "
                    f"interleaving ({s.states:,} states, {s.seconds.get('total', 0):.2f} s"
                    f"{'; ' + cfg if cfg else ''})")

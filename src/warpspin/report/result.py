@@ -13,9 +13,11 @@ UNDECIDED = "undecided"
 CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
            "uninitialized-barrier", "barrier-reinit", "divergent-barrier", "pending-at-exit", "scope",
            "cluster-lifetime", "invalid-operand", "race (on shared-memory words used as values)",
-           "tensormap-race (TMA loads through a tensormap the kernel rewrites in global memory)")
-NOT_CHECKED = ("data races on shared-memory buffers, generic/async proxy ordering, TMA stores' "
-               "bulk groups, DSMEM accesses and TMEM are not checked yet")
+           "tensormap-race (TMA loads through a tensormap the kernel rewrites in global memory)",
+           "race and proxy-race on staged buffers TMA stores read (writes before the hand-over, "
+           "fence.proxy.async, reuse before wait_group.read)")
+NOT_CHECKED = ("races on other shared-memory buffers (stages TMA loads fill and wgmma or threads "
+               "read, cp.async groups), DSMEM accesses and TMEM are not checked yet")
 
 
 @dataclass(frozen=True)
