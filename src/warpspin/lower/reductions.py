@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from ..syncir.flat import Branch, FlatProcess, Goto, Let, Op, is_exit
 from ..syncir.ir import Kernel, walk_stmts
-from ..syncir.ops import (FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC, BarSyncResume,
+from ..syncir.ops import (SmemWrite, TmaStore, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC, BarSyncResume,
                           SyncOp, snap_var)
 
 LOCAL_SCOPES = ("thread", "warp", "cta")
@@ -140,8 +140,6 @@ def prefix_groups(kernel: Kernel, flat: tuple[FlatProcess, ...]) -> list[tuple[i
     its ops write no locals. b must be symmetric (R1's precondition), and the shared code issues
     no async op (their in-flight counters are per pc of a process)."""
     out = []
-    if kernel.buffers:  # the prefix's arrives would carry write bits (locals): not proven
-        return out
     for a in range(len(kernel.processes) - 1):
         b = a + 1
         pa, pb = kernel.processes[a], kernel.processes[b]
@@ -151,8 +149,10 @@ def prefix_groups(kernel: Kernel, flat: tuple[FlatProcess, ...]) -> list[tuple[i
                 (pb.cta, pb.threads, pb.init):
             continue
         if not all(isinstance(ins, Op) and not ins.stmt.own_locals(pc) and not is_exit(ins)
+                   and not isinstance(ins.stmt, (SmemWrite, TmaStore))
                    for pc, ins in enumerate(fa.code[:start])):
-            continue
+            continue  # (before a staged write or store, a prefix's arrives and fences leave the
+            #           buffer bits at 0: they write no locals in effect)
         if any(_shifted(x, start) != y for x, y in zip(fa.code[start:], fb.code)):
             continue
         if any(type(ins.stmt).complete is not SyncOp.complete for _, ins in fb.ops()):
