@@ -81,6 +81,15 @@ RULES: dict[str, tuple[str, str, str]] = {
     "tensormap.acquire": ("Tensormaps rewritten in global memory (tensormap-race)", "9.7.13.4",
         "a TMA load through a rewritten descriptor needs the writer's release and its own "
         "acquire (fence.proxy.tensormap::generic); without them: tensormap-race"),
+    "buffer.reuse": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.9.26.5.2",
+        "a TMA store reads its stage until a cp.async.bulk.wait_group.read of its thread retires "
+        "its bulk async-group; a write of the stage before that: race"),
+    "buffer.handover": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.1",
+        "writes of a stage reach a TMA store only through a named barrier generation the storing "
+        "thread waits in after them; a store before that: race"),
+    "buffer.proxy": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.4",
+        "generic-proxy writes of a stage need a fence.proxy.async between them and the TMA store "
+        "(async proxy); without it: proxy-race"),
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),

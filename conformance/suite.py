@@ -2,7 +2,7 @@
 from . import mbarrier
 
 MODULES = [mbarrier]
-for _name in ("named", "cluster", "warp", "values", "tensormaps"):
+for _name in ("named", "cluster", "warp", "values", "tensormaps", "buffers"):
     try:
         MODULES.append(__import__(f"conformance.{_name}", fromlist=["LITMUS"]))
     except ModuleNotFoundError as e:

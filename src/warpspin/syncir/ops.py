@@ -1614,7 +1614,8 @@ class SmemWrite(SyncOp):
     summary: ClassVar[str] = ("unret > 0 on the stage: race (a TMA store still reads it); a new "
                               "batch (pend += 1) unless the instance's earlier write of the stage "
                               "is not yet released; the write is unfenced")
-    proven: ClassVar[frozenset[str]] = ALL - {FUSION, EARLY_ISSUE, LOAD_RUNS}
+    # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
+    proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
     def example(cls):
@@ -1658,7 +1659,10 @@ class FenceProxyAsync(SyncOp):
     summary: ClassVar[str] = ("the instance's unfenced writes of every buffer stage become fenced "
                               "(after a raw release: unsupported); by the storing process: raw = "
                               "0 on every stage of its buffers")
-    proven: ClassVar[frozenset[str]] = ALL - {FUSION, EARLY_ISSUE, LOAD_RUNS}
+    # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
+    # R10 mover: it writes its own locals, and `raw`, which only the storing thread's own ops
+    # and a hand-over while it waits touch (docs/semantics.md)
+    proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
 
     @classmethod
     def example(cls):
@@ -1706,7 +1710,8 @@ class TmaStore(SyncOp):
                               "store); lost > 0: unsupported; raw > 0: proxy-race (handed over "
                               "without fence.proxy.async); then unret += threads, and the "
                               "thread's open stores of the stage too")
-    proven: ClassVar[frozenset[str]] = ALL - {FUSION, EARLY_ISSUE, LOAD_RUNS}
+    # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
+    proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
     def example(cls):
