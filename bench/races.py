@@ -1,7 +1,8 @@
 """Bench: what race checking costs over deadlock checking alone, on the same kernels. Each
-kernel with tensormaps rewritten in global memory is checked twice: as extracted (the tensormap
-state, the per-thread bulk groups, every race check) and with the tensormap model taken out
-(loads through a plain descriptor, writes, fences, commits and waits dropped: the deadlock and
+kernel with tensormaps rewritten in global memory or staged buffers that TMA stores read is
+checked twice: as extracted (the tensormap and buffer state, the per-thread bulk groups, every
+race check) and with that model taken out (loads through a plain descriptor; tensormap writes
+and fences, buffer writes, TMA stores, proxy fences, commits and waits dropped: the deadlock and
 barrier-protocol model alone).
 
     python bench/races.py
@@ -19,21 +20,35 @@ from dataclasses import replace
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.syncir import TmaLoad
 from warpspin.syncir.ir import rewrite_stmts
-from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease,
-                                 TensormapWrite)
-from warpspin.syncir.protocols import kgrouped
+from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite,
+                                 TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore)
+from warpspin.syncir.protocols import epilogue, kgrouped
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TENSORMAP_OPS = (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite)
+RACE_OPS = (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite,
+            SmemWrite, TmaStore, FenceProxyAsync)
 
 
-def without_tensormaps(k):
+def without_races(k):
     def plain(s):
-        if isinstance(s, TENSORMAP_OPS):
+        if isinstance(s, RACE_OPS):
             return ()
         return (replace(s, desc=None) if isinstance(s, TmaLoad) else s,)
     return replace(k, processes=tuple(replace(p, body=rewrite_stmts(p.body, plain))
-                                      for p in k.processes), tensormaps=())
+                                      for p in k.processes), tensormaps=(), buffers=())
+
+
+def stored(name: str):
+    """A kernel from a stored trace (tests/fixtures) with the tests' launch values."""
+    import json
+    from warpspin.extract.build import build
+    from warpspin.frontend.serialize import loads
+    fixtures = os.path.join(ROOT, "tests", "fixtures")
+    with open(os.path.join(fixtures, f"{name}.json.gz"), "rb") as f:
+        traced = loads(f.read())
+    with open(os.path.join(fixtures, "params.json")) as f:
+        params = json.load(f).get(name, {})
+    return build(traced, {a: tuple(b) if isinstance(b, list) else b for a, b in params.items()})
 
 
 def kernels():
@@ -46,6 +61,13 @@ def kernels():
     for g, c in ((2, 1), (4, 2), (8, 2)):
         yield f"SyncIR kgrouped, {g} groups x 2 k-tiles, {c} consumer warps", \
             kgrouped(groups=g, ktiles=2, consumers=c)
+    import epilogue_store as ep
+    fn, args = ep.correct()
+    yield "epilogue_store.py:correct (4 subtiles)", extract(trace(fn, *args)[0])
+    for w, t in ((2, 3), (4, 4), (4, 8)):
+        yield f"SyncIR epilogue, {w} warps, {t} subtiles", epilogue(warps=w, subtiles=t)
+    for name in ("quack.gemm_sm90", "quack.gemm_sm90.c", "quack.gemm_sm90.persistent"):
+        yield f"{name} (stored trace, sD checked)", stored(name)
 
 
 def main() -> int:
@@ -53,10 +75,10 @@ def main() -> int:
             "check s (deadlocks only)", "check s (with races)", "verdict")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    opts = CheckOptions(timeout_s=300, jobs=1)
+    opts = CheckOptions(timeout_s=600, jobs=1, memory_mb=8192)
     for name, k in kernels():
         rows = []
-        for kk in (without_tensormaps(k), k):
+        for kk in (without_races(k), k):
             t = time.perf_counter()
             r = verify_kernel(kk, opts=opts)
             rows.append((r, time.perf_counter() - t))

@@ -85,3 +85,44 @@ def test_validity():
                      buffers=(BufferDecl("sD", 2, (0,), 1),)))
     with pytest.raises(InvalidKernel, match="stage 3"):
         check(_kernel((TmaStore("sD", Const(3)),)))
+
+
+# -- stages TMA loads fill and wgmma or threads read (the GEMM mainloop) -----------------------
+
+from warpspin.syncir.protocols import MAINLOOP_BUG_EXPECT, MAINLOOP_BUGS, mainloop  # noqa: E402
+
+
+@pytest.mark.parametrize("consumers", (1, 2))
+def test_mainloop_correct_verifies_in_both_backends(consumers):
+    k = mainloop(consumers=consumers)
+    check(k)
+    assert explore(k).violation is None
+    assert verify_kernel(k).verdict == "verified"
+
+
+@pytest.mark.parametrize("bug", MAINLOOP_BUGS)
+def test_mainloop_bug_is_reported_with_its_kind_and_line(bug):
+    kind, line = MAINLOOP_BUG_EXPECT[bug]
+    k = mainloop(consumers=2, bug=bug)
+    out = explore(k)
+    r = verify_kernel(k)
+    assert out.violation is not None and out.violation.kind == kind
+    assert r.verdict == "violation" and r.violations[0].kind == kind
+    if line is not None:
+        assert out.violation.loc.line == line
+        assert r.violations[0].locations[0].line == line
+
+
+@pytest.mark.parametrize("bug", (None, "release-before-wait", "read-after-release"))
+def test_mainloop_plain_encoding_agrees(bug):
+    k = mainloop(consumers=2, bug=bug)
+    _, a = lower_and_check(k, timeout_s=60)
+    _, b = lower_and_check(k, reduce=False, timeout_s=60)
+    assert a.kind == b.kind == MAINLOOP_BUG_EXPECT.get(bug, (None,))[0]
+
+
+def test_a_fill_never_runs_early():
+    """R8 leaves a TMA load that fills a staged buffer alone: its issue reads the stage's
+    unretired wgmma reads, which the consumers' waits change."""
+    from warpspin.lower.promela import lower
+    assert not any(r.startswith("R8") for r in lower(mainloop()).reductions)

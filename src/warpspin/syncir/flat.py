@@ -178,9 +178,10 @@ def _locals(p: Process, code) -> set[str]:
 def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
     """The hidden locals of staged buffers a process needs: its write bits (per stage: written
     unfenced, fenced and unreleased; once: released raw) when it writes a buffer, its open TMA
-    stores per stage when it stores one."""
+    stores per stage when it stores one, its open wgmma reads per stage when it reads one."""
     from .ir import walk_stmts
-    from .ops import SmemWrite, TmaStore, bs_open, bw_fenced, bw_released_raw, bw_unfenced
+    from .ops import (SmemWrite, TmaStore, WgmmaRead, bs_open, bw_fenced, bw_released_raw,
+                      bw_unfenced, wg_open)
     names: set[str] = set()
     stmts = list(walk_stmts(p.body))
     for b in kernel.buffers:
@@ -190,6 +191,8 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
                 names |= {bw_unfenced(b.name, i), bw_fenced(b.name, i)}
         if any(isinstance(s, TmaStore) and s.buf == b.name for s in stmts):
             names |= {bs_open(b.name, i) for i in range(b.stages)}
+        if any(isinstance(s, WgmmaRead) and s.buf == b.name for s in stmts):
+            names |= {wg_open(b.name, i) for i in range(b.stages)}
     return names
 
 

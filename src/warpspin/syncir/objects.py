@@ -143,8 +143,12 @@ BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
     FieldDecl("cf", 0, _BATCHES, 0, "fenced batches released in the open generation of the "
               "buffer's barrier"),
     FieldDecl("cu", 0, _BATCHES, 0, "unfenced batches released in that generation"),
-), "one stage of a staged shared-memory buffer that TMA stores read (PTX 9.7.9.25 "
-   "cp.async.bulk.tensor, 9.7.9.26.5 bulk groups, 9.7.13.4 fence.proxy.async), per CTA")
+    FieldDecl("fly", 0, LIMITS.inflight, 0, "TMA loads into the stage issued and not complete"),
+    FieldDecl("wrd", 0, LIMITS.inflight, 0, "wgmma reads of the stage (one per warp and wgmma) "
+              "not yet retired by a wgmma.wait_group of their warp"),
+), "one stage of a staged shared-memory buffer: TMA stores read it (PTX 9.7.9.25 "
+   "cp.async.bulk.tensor, 9.7.9.26.5 bulk groups, 9.7.13.4 fence.proxy.async), or TMA loads "
+   "fill it and wgmma or threads read it (9.7.15.5-6), per CTA")
 
 BUFFER = ObjectKind("buffer", "cta", (
     FieldDecl("swait", 0, 1, 0, "the storing thread waits in the open generation of the "

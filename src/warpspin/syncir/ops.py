@@ -29,7 +29,8 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "SmemStore", "SmemLoad", "StAsync", "async_word_arrays", "AtomInc", "counter_take",
            "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
            "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
-           "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "Exit",
+           "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "WgmmaRead",
+           "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "Exit",
            "Unsupported"]
 
 SCOPES = ("thread", "warp", "cta", "cluster", "grid")
@@ -829,6 +830,7 @@ class TmaLoad(SyncOp):
     loc: Loc = NOLOC
     multicast: Expr | None = None
     desc: str | None = None  # the tensormap it reads, when the kernel rewrites it
+    dst: str | None = None  # the staged buffer it fills: the stage is the barrier's index
     mnemonic: ClassVar[str] = "tma.load"
     ptx: ClassVar[str] = "9.7.9.25, 9.7.9.12 (st.async)"
     summary: ClassVar[str] = ("per thread, per target CTA: one copy in flight (use before the "
@@ -847,7 +849,8 @@ class TmaLoad(SyncOp):
     def fmt(self):
         mc = "" if self.multicast is None else f", multicast={_e(self.multicast)}"
         desc = "" if self.desc is None else f", desc={self.desc}"
-        return f"tma.load -> {fmt_bar(self.bar)}, bytes={_e(self.bytes)}{mc}{desc}"
+        dst = "" if self.dst is None else f", into={self.dst}[{_e(self.bar.index)}]"
+        return f"tma.load -> {fmt_bar(self.bar)}, bytes={_e(self.bytes)}{mc}{desc}{dst}"
 
     def own_locals(self, pc):
         return () if self.desc is None else (tm_open(self.desc), tm_acquired(self.desc))
@@ -865,6 +868,10 @@ class TmaLoad(SyncOp):
             out.append("an async copy's byte count must depend only on launch parameters")
         if self.desc is not None:
             out += _tensormap_problems(k, self.desc)
+        if self.dst is not None:
+            out += _stage_problems(k, self.dst, self.bar.index)
+            if self.bar.cta is not None:
+                out.append("a TMA load into a staged buffer of another CTA is not modelled")
         return out
 
     def footprint(self, k):
@@ -875,7 +882,26 @@ class TmaLoad(SyncOp):
             acc.append(_acc("live-threads", "read", "cluster"))
         if self.desc is not None:
             acc.append(_acc("tensormap", "rw", "cta", proxy="async", identity="compare"))
+        if self.dst is not None:
+            acc.append(_acc("buffer-stage", "rw", scope, proxy="async"))
         return Footprint(tuple(acc), retired_by="transaction completion on the mbarrier")
+
+    def _fill(self, c, cta: Expr, T: int) -> list:
+        """The copy starts writing its stage of `dst` in CTA `cta`: a wgmma still reading the
+        stage (its group not retired by wgmma.wait_group) is a race."""
+        if self.dst is None:
+            return []
+        st = lambda f: BufField(self.dst, cta, self.bar.index, f)  # noqa: E731
+        label = c.kernel.buffer(self.dst).label or self.dst
+        return [*_per_stage(c, self.dst, self.bar.index, "fills", lambda s: []),
+                When(_gt(st("wrd"), 0), [Fail(
+                    "race", f"{{who}} issues a TMA load into stage {{0}} of {label} while {{1}} "
+                    "wgmma read(s) of it are not retired: the reader released the stage before "
+                    "its wgmma.wait_group", (self.bar.index, st("wrd")))]),
+                When(_gt(st("fly"), LIMITS.inflight - T), [Fail(
+                    "copy-bound", f"more than {LIMITS.inflight} TMA loads into one stage in "
+                    "flight (model bound)")]),
+                add(st("fly"), T)]
 
     def _desc_read(self, c) -> list:
         """The issue reads the tensormap through the tensormap proxy: it must have been
@@ -906,7 +932,7 @@ class TmaLoad(SyncOp):
             el, checks = resolve(c, self.bar)
             return Rule([*checks, *remote_alive(c, self.bar, el, "copies into"),
                          *tx_bytes_check(el, self.bytes), *vis_checks(el, tma=True),
-                         *self._desc_read(c),
+                         *self._desc_read(c), *self._fill(c, el.cta, T),
                          *_issue(Inflight(c.process, c.pc, el.cta, el.index), T)])
         n = c.kernel.num_ctas
         mask = self.multicast
@@ -922,7 +948,7 @@ class TmaLoad(SyncOp):
                      "have all exited (its shared memory may belong to another CTA by now)",
                      (Const(t),), el)])]
             body.append(When(_ne(_band(mask, Const(1 << t)), 0), [
-                *lifetime, *vis_checks(el, tma=True),
+                *lifetime, *vis_checks(el, tma=True), *self._fill(c, Const(t), T),
                 *_issue(Inflight(c.process, c.pc, Const(t), self.bar.index), T)]))
         return Rule([*body, *self._desc_read(c)])
 
@@ -933,9 +959,11 @@ class TmaLoad(SyncOp):
         re-init), and its CTA is the issuing one (whose threads cannot all exit first) or has
         threads left (if they all exit before the unreduced issue, both models report the copy
         into the exited CTA: `cluster-lifetime` at the issue, or `pending-at-exit` at the exit).
-        A multicast copy, or one that reads a rewritten tensormap (its issue reads and writes the
+        A multicast copy, one that fills a staged buffer (its issue reads the stage's unretired
+        wgmma reads, which other instances change), or one that reads a rewritten tensormap (its
+        issue reads and writes the
         tensormap's state, which other instances' writes change): None."""
-        if self.multicast is not None or self.desc is not None:
+        if self.multicast is not None or self.desc is not None or self.dst is not None:
             return None
         el, checks = resolve(c, self.bar)
         exists = [UnOp("not", ch.cond) for ch in checks]
@@ -944,7 +972,9 @@ class TmaLoad(SyncOp):
         return all_of(*exists, alive, _eq(el.vis, 3))
 
     def complete(self, c, cta: int, index: int):
-        return _copy_completes(c, self.bar, self.bytes, cta, index)
+        done = [] if self.dst is None or index >= c.kernel.buffer(self.dst).stages else \
+            [sub(BufField(self.dst, Const(cta), Const(index), "fly"), 1)]
+        return _copy_completes(c, self.bar, self.bytes, cta, index, done)
 
     def targets(self, kernel) -> list[int]:
         """CTAs this op may copy into."""
@@ -1748,6 +1778,202 @@ class TmaStore(SyncOp):
                         "fence.proxy.async between the write and the store")]),
                     add(st("unret"), T), add(Local(bs_open(self.buf, s)), T)]
         return Rule(_per_stage(c, self.buf, self.stage, "stores", body))
+
+
+def wg_open(buf: str, stage: int) -> str:
+    """The executing warp's wgmma reads of `buf`'s stage not yet in a wgmma group."""
+    return f"_wgo{stage}_{buf}"
+
+
+def wg_group(buf: str, stage: int, i: int) -> str:
+    """Its reads of that stage in the i-th most recent wgmma group (the last: or older)."""
+    return f"_wgg{i}_{stage}_{buf}"
+
+
+def _in_flight_fill(c, buf: str, s: int, what: str) -> When:
+    label = c.kernel.buffer(buf).label or buf
+    fly = _stage(c, buf, Const(s), "fly")
+    return When(_gt(fly, 0), [Fail(
+        "race", f"{{who}} {what} stage {s} of {label} while {{0}} TMA load(s) into it are in "
+        "flight: only the completion of their bytes on the stage's mbarrier (a wait on it) "
+        "orders the read after them", (fly,))])
+
+
+@sync_op
+@dataclass(frozen=True)
+class WgmmaRead(SyncOp):
+    """A wgmma (PTX 9.7.15.5, warpgroup MMA with a shared-memory operand descriptor) of the
+    executing warp reads stage `stage` of staged buffer `buf` asynchronously, until a
+    wgmma.wait_group of the warp retires its group. A TMA load into the stage still in flight
+    makes it a race."""
+    buf: str
+    stage: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "wgmma.read"
+    ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (commit_group, wait_group)"
+    summary: ClassVar[str] = ("fly > 0 on the stage: race (a TMA load into it is in flight); "
+                              "then wrd += 1, and the warp's open wgmma reads of the stage too")
+    # R6, R8, R11: it reads and writes only staged-buffer state and its own locals
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("sA", Const(0))
+
+    def __post_init__(self): _lift_fields(self, "stage")
+
+    def fmt(self): return f"wgmma.read {self.buf}[{_e(self.stage)}]"
+
+    def problems(self, k): return _stage_problems(k, self.buf, self.stage)
+
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "rw", "cta", proxy="async"),),
+                         retired_by="wgmma.wait_group of the issuing warp")
+
+    def rule(self, c):
+        def body(s):
+            wrd = _stage(c, self.buf, Const(s), "wrd")
+            return [_in_flight_fill(c, self.buf, s, "reads (wgmma)"),
+                    When(_ge(wrd, LIMITS.inflight), [Fail(
+                        "copy-bound", f"more than {LIMITS.inflight} wgmma reads of one stage "
+                        "unretired (model bound)")]),
+                    add(wrd, 1),
+                    add(Local(wg_open(self.buf, s)), 1)]
+        return Rule(_per_stage(c, self.buf, self.stage, "reads", body))
+
+
+@sync_op
+@dataclass(frozen=True)
+class SmemRead(SyncOp):
+    """The executing threads read stage `stage` of staged buffer `buf` through the generic proxy
+    (ld.shared, ldmatrix, a shared-to-register copy). A TMA load into the stage still in flight
+    makes it a race."""
+    buf: str
+    stage: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "smem.read"
+    ptx: ClassVar[str] = "9.7.9.8 (ld.shared), 9.7.9.16 (ldmatrix)"
+    summary: ClassVar[str] = "fly > 0 on the stage: race (a TMA load into it is in flight)"
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("sA", Const(0))
+
+    def __post_init__(self): _lift_fields(self, "stage")
+
+    def fmt(self): return f"smem.read {self.buf}[{_e(self.stage)}]"
+
+    def problems(self, k): return _stage_problems(k, self.buf, self.stage)
+
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "read", "cta"),))
+
+    def rule(self, c):
+        return Rule(_per_stage(c, self.buf, self.stage, "reads",
+                               lambda s: [_in_flight_fill(c, self.buf, s, "reads")]))
+
+
+class _WgmmaGroups:
+    """What a wgmma commit and wait share: `stages`, the (buffer, stage) pairs the warp's
+    wgmmas read, and `depth`, the groups told apart."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "stages", tuple(tuple(x) for x in self.stages))
+
+    def _told(self) -> str:
+        if not self.stages:
+            return ""
+        return f" [{', '.join(f'{b}[{i}]' for b, i in self.stages)}], depth={self.depth}"
+
+    def _problems(self, k) -> list[str]:
+        out = [p for b, i in self.stages for p in _stage_problems(k, b, Const(i))]
+        if self.depth < 1:
+            out.append(f"{self.mnemonic} with depth {self.depth}")
+        return out
+
+    def own_locals(self, pc):
+        return tuple(n for b, j in self.stages
+                     for n in (wg_open(b, j), *(wg_group(b, j, i) for i in range(self.depth))))
+
+
+@sync_op
+@dataclass(frozen=True)
+class WgmmaCommit(_WgmmaGroups, SyncOp):
+    """wgmma.commit_group: the warp's uncommitted wgmmas become its newest wgmma-group."""
+    stages: tuple[tuple[str, int], ...] = ()
+    depth: int = 1
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "wgmma.commit_group"
+    ptx: ClassVar[str] = "9.7.15.6 (wgmma.commit_group)"
+    summary: ClassVar[str] = ("per buffer stage the warp's wgmmas read: the groups shift by one "
+                              "(the oldest absorbs the next), the newest gets the open reads")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls((("sA", 0),), 1)
+
+    def fmt(self): return "wgmma.commit_group" + self._told()
+
+    def problems(self, k): return self._problems(k)
+
+    def footprint(self, k): return Footprint(())
+
+    def rule(self, c):
+        body = []
+        for b, j in self.stages:
+            g = [Local(wg_group(b, j, i)) for i in range(self.depth)]
+            if self.depth > 1:
+                body.append(Set(g[-1], _plus(g[-1], g[-2])))
+            for i in range(self.depth - 2, 0, -1):
+                body.append(Set(g[i], g[i - 1]))
+            first = Local(wg_open(b, j))
+            body += [Set(g[0], first if self.depth > 1 else _plus(g[0], first)),
+                     Set(first, Const(0))]
+        return Rule(body)
+
+
+@sync_op
+@dataclass(frozen=True)
+class WgmmaWait(_WgmmaGroups, SyncOp):
+    """wgmma.wait_group n: the warp waits until at most its n newest wgmma-groups are pending;
+    the reads of every older group are retired. Never blocks in the model (the hardware
+    finishes them by itself)."""
+    n: int = 0
+    stages: tuple[tuple[str, int], ...] = ()
+    depth: int = 1
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "wgmma.wait_group"
+    ptx: ClassVar[str] = "9.7.15.6 (wgmma.wait_group)"
+    summary: ClassVar[str] = ("per buffer stage the warp's wgmmas read: the reads of the groups "
+                              "older than the n newest leave wrd")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls(0, (("sA", 0),), 1)
+
+    def fmt(self): return f"wgmma.wait_group {self.n}" + self._told()
+
+    def problems(self, k):
+        out = self._problems(k)
+        if self.stages and self.depth <= self.n:
+            out.append(f"wgmma.wait_group {self.n} needs groups told apart to depth "
+                       f"{self.n + 1}, not {self.depth}")
+        return out
+
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "rw", "cta"),) if self.stages else ())
+
+    def rule(self, c):
+        body = []
+        for b, j in self.stages:
+            wrd = _stage(c, b, Const(j), "wrd")
+            for i in range(self.n, self.depth):
+                g = Local(wg_group(b, j, i))
+                body += [Set(wrd, _minus(wrd, g)), Set(g, Const(0))]
+        return Rule(body)
 
 
 # ----------------------------------------------------------------------------- global counters

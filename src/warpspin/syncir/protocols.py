@@ -364,3 +364,55 @@ def epilogue(warps: int = 2, subtiles: int = 3, stages: int = 2, bug: str | None
         procs.append(Process("epi", body(False), warps=(1, warps), instances=warps - 1))
     return Kernel("epilogue" + (f"_{bug}" if bug else ""), tuple(procs), (),
                   buffers=(BufferDecl("sD", stages, (0,), 1, L(5), "sD"),))
+
+
+MAINLOOP_FILE = "mainloop.py"
+MAINLOOP_BUGS = ("release-before-wait", "read-after-release", "wait-one-behind", "no-full-wait")
+# what each bug must be reported as, and at which line of mainloop.py
+MAINLOOP_BUG_EXPECT = {
+    "release-before-wait": ("race", 23), "read-after-release": ("race", 36),
+    "wait-one-behind": ("race", 23), "no-full-wait": ("race", None),
+}
+
+
+def mainloop(stages: int = 2, ktiles: int = 4, consumers: int = 1,
+             bug: str | None = None) -> Kernel:
+    """The mainloop of a Hopper GEMM: a producer warp fills stage k % `stages` of buffer sA with
+    TMA (completing on full[s]) once the consumers released it (empty[s]); each consumer warp
+    waits for full[s], reads the stage with wgmma, commits the wgmma group, waits until no group
+    is pending (`wgmma.wait_group 0`), and then releases the stage. `bug`: "release-before-wait"
+    (release, then wgmma.wait_group: the wgmma may still read when the producer refills the
+    stage), "read-after-release" (a shared-memory read of the stage after releasing it),
+    "wait-one-behind" (`wgmma.wait_group 1` before the release: the newest group may still
+    read), "no-full-wait" (the consumer reads without waiting for the fill)."""
+    from .ir import BufferDecl
+    from .ops import SmemRead, WgmmaCommit, WgmmaRead, WgmmaWait
+    if bug is not None and bug not in MAINLOOP_BUGS:
+        raise ValueError(f"unknown mainloop bug {bug!r}; one of {MAINLOOP_BUGS}")
+    L = lambda n: Loc(MAINLOOP_FILE, n)  # noqa: E731
+    srcs = tuple(("sA", s) for s in range(stages))
+    n = 1 if bug == "wait-one-behind" else 0
+    depth = n + 1
+    init = Elect((*(x for i in range(stages) for x in (
+        MbarInit(MBarRef("full", Const(i)), 1, L(10)),
+        MbarInit(MBarRef("empty", Const(i)), consumers, L(11)))),
+        MbarInitFence(L(12))), L(9))
+    producer = (init, BarSync(loc=L(13)), For("k", 0, ktiles, (
+        MbarWait(MBarRef("empty", Var("s")), Var("ph") ^ 1, L(21)),
+        Elect((MbarArriveExpectTx(MBarRef("full", Var("s")), 1024, L(22)),
+               TmaLoad(MBarRef("full", Var("s")), 1024, L(23), dst="sA"))),
+        *advance("s", "ph", stages)), loc=L(20)))
+    release = Lanes(1, (MbarArrive(MBarRef("empty", Var("s")), 1, L(35)),))
+    wait = WgmmaWait(n, srcs, depth, L(34))
+    full = () if bug == "no-full-wait" else (MbarWait(MBarRef("full", Var("s")), Var("ph"), L(31)),)
+    step = (*full, WgmmaRead("sA", Var("s"), L(32)), WgmmaCommit(srcs, depth, L(33)),
+            *((release, wait) if bug == "release-before-wait" else (wait, release)),
+            *((SmemRead("sA", Var("s"), L(36)),) if bug == "read-after-release" else ()))
+    consumer = (BarSync(loc=L(13)), For("k", 0, ktiles, (*step, *advance("s", "ph", stages)),
+                                         loc=L(30)))
+    return Kernel("mainloop" + (f"_{bug}" if bug else ""),
+                  (Process("producer", producer, warps=(0, 1), init=(("ph", 0),)),
+                   Process("consumer", consumer, warps=(1, 1 + consumers), instances=consumers,
+                           init=(("ph", 0),))),
+                  (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)),
+                  buffers=(BufferDecl("sA", stages, loc=L(5), label="sA"),))
