@@ -11,8 +11,8 @@ import glob
 import os
 import sys
 
-from warpspin.api import CheckOptions, check_target
-from warpspin.demo import _module
+from warpspin.api import check_target
+from warpspin.demo import _module, example_options
 
 
 def main(argv: list[str]) -> int:
@@ -27,9 +27,8 @@ def main(argv: list[str]) -> int:
     print(" | ".join("---" for _ in head))
     for path in paths:
         mod = _module(path)
-        params = getattr(mod, "PARAMS", {})
         for name in getattr(mod, "VARIANTS", {}):
-            opts = CheckOptions(timeout_s=300, params=params.get(name, {}))
+            opts = example_options(mod, name, timeout_s=300)
             for r in check_target(f"{path}:{name}", opts):
                 s = r.stats.seconds
                 verdict = r.violations[0].kind if r.violations else r.verdict

@@ -29,7 +29,7 @@ from cutlass.cute.nvgpu import cpasync
 TM, TK = 64, 64  # one tile: 64 x 64 fp32 = 16 KiB
 
 BUGS = ("missing_release", "wrong_arrive_count", "phase_not_flipped", "trip_count_mismatch",
-        "wrong_tx_bytes", "role_exits_early")
+        "wrong_tx_bytes", "role_exits_early", "release_before_read")
 
 
 class HopperPipeline:
@@ -111,10 +111,12 @@ class HopperPipeline:
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
             for k in cutlass.range(cons_k, unroll=1):
                 pipe.consumer_wait(state)
+                if cutlass.const_expr(self.bug == "release_before_read"):
+                    pipe.consumer_release(state)                             # BUG: too early
                 for i in cutlass.range_constexpr(per_thread):
                     e = tidx + i * self.consumer_threads
                     acc[i] = acc[i] + sA[e // TK, e % TK, state.index]
-                if cutlass.const_expr(self.bug != "missing_release"):
+                if cutlass.const_expr(self.bug not in ("missing_release", "release_before_read")):
                     pipe.consumer_release(state)                             # BUG: dropped
                 if cutlass.const_expr(self.bug == "phase_not_flipped"):
                     state = pipeline.PipelineState(                          # BUG
@@ -177,6 +179,12 @@ def role_exits_early(**kw):
     return variant("role_exits_early", **kw)
 
 
+def release_before_read(**kw):
+    """One consumer warpgroup releases each stage before reading it: the producer may refill
+    it under the reads -> race (checked with --load-races)."""
+    return variant("release_before_read", consumer_wgs=1, **kw)
+
+
 VARIANTS = {
     "correct": correct,
     "correct_one_consumer": correct_one_consumer,
@@ -187,16 +195,20 @@ VARIANTS = {
 EXPECT = {"correct": "verified", "correct_one_consumer": "verified", "correct_dynamic_k": "verified",
           "missing_release": "deadlock", "wrong_arrive_count": "arrival-mismatch",
           "phase_not_flipped": "parity-aliasing", "trip_count_mismatch": "deadlock",
-          "wrong_tx_bytes": "tx-mismatch", "role_exits_early": "arrival-mismatch"}
+          "wrong_tx_bytes": "tx-mismatch", "role_exits_early": "arrival-mismatch",
+          "release_before_read": "race"}
 # the source line each violation must point at (tests/test_examples.py finds it by its text)
 EXPECT_AT = {"missing_release": "pipe.producer_acquire(state)",
              "wrong_arrive_count": "pipe = pipeline.PipelineTmaAsync.create(",
              "phase_not_flipped": "pipe.consumer_wait(state)",
              "trip_count_mismatch": "pipe.producer_tail(state)",
              "wrong_tx_bytes": "pipe.producer_acquire(state)",
-             "role_exits_early": "pipe = pipeline.PipelineTmaAsync.create("}
+             "role_exits_early": "pipe = pipeline.PipelineTmaAsync.create(",
+             "release_before_read": "acc[i] = acc[i] + sA[e // TK, e % TK, state.index]"}
 # the k-tile count of correct_dynamic_k is a dynamic tensor extent: proved for 1..8 tiles
 PARAMS = {"correct_dynamic_k": {"size_L89": (1, 8)}}
+# variants checked with --load-races (races on the stages TMA loads fill)
+LOAD_RACES = {"correct_one_consumer", "release_before_read"}
 
 
 # -- running on a GPU ------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 backends, quack's TMA-store epilogue protocol with each way to break it, and validity."""
 import pytest
 
-from warpspin.api import verify_kernel
+from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import Const, Kernel, Process, check
 from warpspin.syncir.interp import explore
@@ -91,13 +91,15 @@ def test_validity():
 
 from warpspin.syncir.protocols import MAINLOOP_BUG_EXPECT, MAINLOOP_BUGS, mainloop  # noqa: E402
 
+LOADS = CheckOptions(load_races=True)
+
 
 @pytest.mark.parametrize("consumers", (1, 2))
 def test_mainloop_correct_verifies_in_both_backends(consumers):
     k = mainloop(consumers=consumers)
     check(k)
     assert explore(k).violation is None
-    assert verify_kernel(k).verdict == "verified"
+    assert verify_kernel(k, opts=LOADS).verdict == "verified"
 
 
 @pytest.mark.parametrize("bug", MAINLOOP_BUGS)
@@ -105,7 +107,7 @@ def test_mainloop_bug_is_reported_with_its_kind_and_line(bug):
     kind, line = MAINLOOP_BUG_EXPECT[bug]
     k = mainloop(consumers=2, bug=bug)
     out = explore(k)
-    r = verify_kernel(k)
+    r = verify_kernel(k, opts=LOADS)
     assert out.violation is not None and out.violation.kind == kind
     assert r.verdict == "violation" and r.violations[0].kind == kind
     if line is not None:
@@ -126,3 +128,13 @@ def test_a_fill_never_runs_early():
     unretired wgmma reads, which the consumers' waits change."""
     from warpspin.lower.promela import lower
     assert not any(r.startswith("R8") for r in lower(mainloop()).reductions)
+
+
+def test_load_races_are_checked_only_on_request():
+    """Without --load-races a kernel's fills and wgmma reads go before the check, and the
+    verdict says their races were not checked."""
+    from warpspin.report.render import render_text as render
+    r = verify_kernel(mainloop(consumers=2, bug="release-before-wait"))
+    assert r.verdict == "verified" and r.config["load_races"].startswith("not checked")
+    assert "wgmma.read" not in r.syncir_text
+    assert "--load-races" in render(r)

@@ -8,8 +8,8 @@ import pytest
 if not os.environ.get("WARPSPIN_REQUIRE_ALL"):  # make test (CI) installs the DSL: never skip there
     pytest.importorskip("cutlass", reason="needs nvidia-cutlass-dsl (make test installs it)")
 
-from warpspin.api import CheckOptions, check_target  # noqa: E402
-from warpspin.demo import _module  # noqa: E402
+from warpspin.api import check_target  # noqa: E402
+from warpspin.demo import _module, example_options  # noqa: E402
 from sourcelines import line_of  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,8 +29,7 @@ def _cases():
 @pytest.mark.parametrize("path,variant,mod", list(_cases()))
 def test_example(path, variant, mod):
     expect = mod.EXPECT[variant]
-    params = getattr(mod, "PARAMS", {}).get(variant, {})
-    results = check_target(f"{path}:{variant}", CheckOptions(timeout_s=300, params=params))
+    results = check_target(f"{path}:{variant}", example_options(mod, variant, timeout_s=300))
     assert results
     for r in results:
         got = r.violations[0].kind if r.violations else r.verdict
@@ -60,10 +59,9 @@ def _small_cases():
 @pytest.mark.parametrize("path,variant,mod", list(_small_cases()))
 def test_example_plain_and_reduced_agree(path, variant, mod):
     """The reductions are exact: the plain encoding gives the same verdict and kind."""
-    params = getattr(mod, "PARAMS", {}).get(variant, {})
     kinds = []
     for reduce in (True, False):
-        r = check_target(f"{path}:{variant}", CheckOptions(timeout_s=300, params=params,
-                                                           reduce=reduce))[0]
+        r = check_target(f"{path}:{variant}", example_options(mod, variant, timeout_s=300,
+                                                              reduce=reduce))[0]
         kinds.append(r.violations[0].kind if r.violations else r.verdict)
     assert kinds[0] == kinds[1] == mod.EXPECT[variant]

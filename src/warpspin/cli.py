@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--emit-promela", metavar="DIR", help="write each generated Promela model here")
     c.add_argument("--no-reduce", action="store_true", help="plain encoding: one Promela process per instance")
     c.add_argument("--print-syncir", action="store_true", help="print the extracted SyncIR")
+    c.add_argument("--load-races", action="store_true",
+                   help="also check races on stages TMA loads fill and wgmma or threads read "
+                        "(costly: several times the states of a GEMM mainloop)")
     c.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
                    help="cores to use: the exhaustive search and, beside it, randomized bug hunts "
                         "(default: the cores available)")
@@ -59,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     opts = CheckOptions(arch=args.arch, params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
-                        reduce=not args.no_reduce, jobs=max(1, args.jobs))
+                        reduce=not args.no_reduce, jobs=max(1, args.jobs),
+                        load_races=args.load_races)
     results = []
     for target in args.targets:
         for r in check_target(target, opts):

@@ -9,9 +9,17 @@ import time
 from .api import CheckOptions, check_target
 
 
-def example_targets(root: str = "examples") -> list[tuple[str, str]]:
-    """(target, expected verdict or kind, params) for every name in each example module's TARGETS
-    list (or its VARIANTS dict), with EXPECT and PARAMS from the module when it has them."""
+def example_options(module, name: str, **kw) -> CheckOptions:
+    """How an example variant is checked: its launch values (the module's PARAMS) and whether
+    its load races are (its LOAD_RACES)."""
+    return CheckOptions(params=getattr(module, "PARAMS", {}).get(name, {}),
+                        load_races=name in getattr(module, "LOAD_RACES", ()), **kw)
+
+
+def example_targets(root: str = "examples") -> list[tuple[str, str, CheckOptions]]:
+    """(target, expected verdict or kind, options) for every name in each example module's
+    TARGETS list (or its VARIANTS dict), with EXPECT, PARAMS and LOAD_RACES from the module
+    when it has them."""
     out = []
     for path in sorted(glob.glob(os.path.join(root, "*.py"))):
         if os.path.basename(path).startswith("_"):
@@ -19,12 +27,12 @@ def example_targets(root: str = "examples") -> list[tuple[str, str]]:
         try:
             module = _module(path)
         except ValueError as e:
-            out.append((f"{path}:?", f"error: {e}", {}))
+            out.append((f"{path}:?", f"error: {e}", CheckOptions(timeout_s=300)))
             continue
         expect = getattr(module, "EXPECT", {})
-        params = getattr(module, "PARAMS", {})
         for name in getattr(module, "TARGETS", None) or list(getattr(module, "VARIANTS", {})):
-            out.append((f"{path}:{name}", expect.get(name, "?"), params.get(name, {})))
+            out.append((f"{path}:{name}", expect.get(name, "?"),
+                        example_options(module, name, timeout_s=300)))
     return out
 
 
@@ -44,9 +52,9 @@ def _module(path: str):
 def main() -> int:
     rows = []
     mismatches = 0
-    for target, expected, params in example_targets():
+    for target, expected, opts in example_targets():
         t0 = time.perf_counter()
-        for r in check_target(target, CheckOptions(timeout_s=300, params=params)):
+        for r in check_target(target, opts):
             got = r.violations[0].kind if r.violations else r.verdict
             where = ""
             if r.violations and r.violations[0].locations:

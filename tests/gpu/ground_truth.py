@@ -97,18 +97,17 @@ def device(out: str, hang: float = 10.0, jobs: int = 4, only: list[str] | None =
 
 
 def compare(path: str) -> int:
-    from warpspin.api import CheckOptions, check_target
+    from warpspin.api import check_target
     rows = json.load(open(path))
     print("| example | variant | warpspin | where | on the H200 | agrees |")
     print("|---|---|---|---|---|---|")
     bad = 0
-    from warpspin.demo import _module
+    from warpspin.demo import _module, example_options
     mods = {}
     for r in rows:
         target = f"examples/{r['example']}:{r['variant']}"
         mod = mods.setdefault(r["example"], _module(os.path.join(ROOT, "examples", r["example"])))
-        params = getattr(mod, "PARAMS", {}).get(r["variant"], {})
-        res = check_target(target, CheckOptions(timeout_s=300, params=params))[0]
+        res = check_target(target, example_options(mod, r["variant"], timeout_s=300))[0]
         got = res.violations[0].kind if res.violations else res.verdict
         where = ""
         if res.violations:

@@ -8,7 +8,8 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ops import BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite, TmaStore, Unsupported
+from ..syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemRead, SmemWrite,
+                          TmaStore, Unsupported, WgmmaCommit, WgmmaRead, WgmmaWait)
 from ..syncir.ir import (BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
@@ -223,28 +224,51 @@ def _without_idle_groups(body: tuple) -> tuple:
     return finish(list(rewrite_stmts(body, lambda st: () if idle(st) else (st,))))
 
 
+def _bufs_of(st) -> set[str]:
+    """The staged buffers a statement accesses."""
+    if isinstance(st, (SmemWrite, TmaStore)):
+        return {st.buf}
+    if isinstance(st, (WgmmaRead, SmemRead)):
+        return {b for b, _ in st.reads}
+    if isinstance(st, TmaLoad) and st.dst is not None:
+        return {st.dst}
+    return set()
+
+
+def _overlapping(recorded, attributed: dict, name: str, alloc: int, lo: int, hi: int) -> list:
+    """What of `recorded` ((allocation, byte range, what) of writes or uses) may touch bytes
+    lo..hi of `alloc` and is not a staged access of buffer `name`."""
+    return [what for i, (a, rng, what) in enumerate(recorded)
+            if attributed.get(i) != name and
+            (a is None or (a == alloc and (rng is None or (rng[0] < hi and lo < rng[1]))))]
+
+
 def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
-    """The staged buffers the model follows (name -> [label, loc, stages]): a TMA store reads
-    one of its stages, every write into its bytes is a staged write of it, and one warp per CTA
-    stores it. For every other TMA store the verdict states that it was not checked."""
+    """The staged buffers the model follows (name -> [label, loc, stages, stored]): a TMA store
+    reads one of its stages, or a TMA load fills one; every write into its bytes is a staged
+    write or fill of it; where TMA loads fill it, every access of its bytes is a staged one (a
+    fill, a wgmma or thread read); and one warp per CTA stores it. For every other TMA store or
+    fill the verdict states that it was not checked."""
     out = {}
     for key, (name, label, loc) in ctx.buffers.items():
         alloc, lo, hi, count, _ = key
-        stores = [(cta, warp) for cta, warp, _, body, _ in walks
-                  if any(isinstance(s, TmaStore) and s.buf == name for s in walk_stmts(body))]
-        if not stores:
+        bodies = [(cta, list(walk_stmts(body))) for cta, _, _, body, _ in walks]
+        stores = [cta for cta, b in bodies if any(isinstance(s, TmaStore) and s.buf == name
+                                                  for s in b)]
+        fills = any(isinstance(s, TmaLoad) and s.dst == name for _, b in bodies for s in b)
+        if not stores and not fills:
             continue
-        clash = [what for i, (a, rng, what) in enumerate(ctx.smem_writes)
-                 if ctx.staged_writes.get(i) != name and
-                 (a is None or (a == alloc and (rng is None or (rng[0] < hi and lo < rng[1]))))]
-        ctas = [cta for cta, _ in stores]
+        clash = _overlapping(ctx.smem_writes, ctx.staged_writes, name, alloc, lo, hi)
+        used = _overlapping(ctx.smem_uses, ctx.staged_uses, name, alloc, lo, hi) if fills else []
         why = (f"{clash[0]} may write its bytes and is not a write of one of its stages"
-               if clash else "more than one warp of a CTA stores it"
-               if len(set(ctas)) != len(ctas) else None)
+               if clash else f"{used[0]} may access its bytes and is not a staged access of it"
+               if used else "more than one warp of a CTA stores it"
+               if len(set(stores)) != len(stores) else None)
         if why is None:
-            out[name] = [label, loc, count]
+            out[name] = [label, loc, count, bool(stores)]
         else:
-            ctx.assumptions.add(f"races on {label} (TMA stores at {loc}) are not checked: {why}")
+            ctx.assumptions.add(f"races on {label} (first accessed at {loc}) are not checked: "
+                                f"{why}")
     for loc, why in ctx.unstaged_stores:
         ctx.assumptions.add(f"races of the TMA store at {loc} are not checked: {why}")
     return out
@@ -252,27 +276,49 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
 
 def _only_buffers(body: tuple, staged: dict) -> tuple:
     """The staged accesses of the buffers the model follows; the proxy fences only when it
-    follows one."""
+    follows one that TMA stores read; wgmma groups only in a warp whose wgmmas read one."""
+    stored = any(v[3] for v in staged.values())
+    reads = any(isinstance(s, WgmmaRead) and _bufs_of(s) & set(staged) for s in walk_stmts(body))
+
     def keep(st) -> tuple:
         if isinstance(st, (SmemWrite, TmaStore)) and st.buf not in staged:
             return ()
-        if isinstance(st, FenceProxyAsync) and not staged:
+        if isinstance(st, (WgmmaRead, SmemRead)):
+            kept = tuple(r for r in st.reads if r[0] in staged)
+            return (replace(st, reads=kept),) if kept else ()
+        if isinstance(st, TmaLoad) and st.dst is not None and st.dst not in staged:
+            return (replace(st, dst=None),)
+        if isinstance(st, FenceProxyAsync) and not stored:
+            return ()
+        if isinstance(st, (WgmmaCommit, WgmmaWait)) and not reads:
             return ()
         return (st,)
-    return finish(list(_one_write_per_run(rewrite_stmts(body, keep))))
+    return finish(list(_one_access_per_run(rewrite_stmts(body, keep))))
 
 
-def _one_write_per_run(body: tuple) -> tuple:
-    """A write of a buffer stage right after a write of the same stage goes (an element loop
-    writes one stage element by element). Exact: after the first write the second changes no
-    state; its only effect is its race check (a TMA store of the stage still reading), and a
-    store of the stage issued between the two would itself fail first (its write batch is
-    pending: docs/semantics.md, "Staged buffers")."""
+def _one_access_per_run(body: tuple) -> tuple:
+    """A write of a buffer stage right after writes of buffer stages that include it goes (an
+    element loop writes one stage element by element), and consecutive reads of buffer stages
+    by wgmma (or by threads) are one op over the stages they read (a k-block loop reads one
+    stage per operand and k-block). Exact: after the first write the repeat changes no state,
+    and its check sees what the first saw unless a step of another instance between them
+    touched the stage, which would itself fail first; reads never block, change only counts
+    of the stages they read, and conflict only with fills of those stages, which fail on
+    either side of them (docs/semantics.md, "Staged buffers")."""
     out: list = []
+    seen: set = set()
     for st in body:
-        st = with_bodies(st, tuple(_one_write_per_run(b) for b in stmt_bodies(st)))
-        if isinstance(st, SmemWrite) and out and isinstance(out[-1], SmemWrite) and \
-                (out[-1].buf, out[-1].stage) == (st.buf, st.stage):
+        st = with_bodies(st, tuple(_one_access_per_run(b) for b in stmt_bodies(st)))
+        prev = out[-1] if out else None
+        if isinstance(st, SmemWrite):
+            if not isinstance(prev, SmemWrite):
+                seen = set()
+            if (st.buf, st.stage) in seen:
+                continue
+            seen.add((st.buf, st.stage))
+        elif isinstance(st, (WgmmaRead, SmemRead)) and type(prev) is type(st):
+            out[-1] = replace(prev, reads=prev.reads + tuple(r for r in st.reads
+                                                            if r not in prev.reads))
             continue
         out.append(st)
     return tuple(out)
@@ -285,7 +331,7 @@ def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[Bu
     that waits on several ids, or stores, commits and waits with different lane counts, is not
     followed (the verdict says so)."""
     decls, dropped = [], set()
-    for name, (label, loc, count) in staged.items():
+    for name, (label, loc, count, _) in staged.items():
         storers = [i for i, p in enumerate(procs)
                    if any(isinstance(s, TmaStore) and s.buf == name for s in walk_stmts(p.body))]
         ids, lanes = [], set()
@@ -300,7 +346,8 @@ def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[Bu
                if len(lanes) > 1 else None)
         if why is not None:
             dropped.add(name)
-            ctx.assumptions.add(f"races on {label} (TMA stores at {loc}) are not checked: {why}")
+            ctx.assumptions.add(f"races on {label} (first accessed at {loc}) are not checked: "
+                                f"{why}")
             continue
         # the id it waits on most often hands writes over; a write released on another is
         # unsupported (ops.buffer_releases)
@@ -310,7 +357,25 @@ def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[Bu
     if dropped:
         keep = {n: v for n, v in staged.items() if n not in dropped}
         procs = [replace(p, body=_only_buffers(p.body, keep)) for p in procs]
-    return tuple(decls), procs
+    return tuple(decls), _wgmma_groups(procs)
+
+
+def _wgmma_groups(procs: list[Process]) -> list[Process]:
+    """Every wgmma commit and wait told which buffer stages its warp's wgmmas read and how many
+    groups to tell apart (the kernel's largest wait + 1)."""
+    depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
+                     if isinstance(s, WgmmaWait)), default=0)
+    outs = []
+    for p in procs:
+        bufs = tuple(sorted({b for s in walk_stmts(p.body) if isinstance(s, WgmmaRead)
+                             for b, _ in s.reads}))
+
+        def told(st, bufs=bufs):
+            if isinstance(st, (WgmmaCommit, WgmmaWait)):
+                return (replace(st, bufs=bufs, depth=depth),) if bufs else ()
+            return (st,)
+        outs.append(replace(p, body=finish(list(rewrite_stmts(p.body, told)))))
+    return outs
 
 
 def _with_threads(body, threads: int):

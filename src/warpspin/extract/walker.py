@@ -13,7 +13,8 @@ from typing import Callable, Optional
 
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
-from ..syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite, TmaStore, TensormapAcquire, TensormapRelease,
+from ..syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemRead, SmemWrite,
+                          TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
                           TensormapWrite)
 from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
@@ -43,8 +44,7 @@ PASS_THROUGH = {"arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast"
     "cute.inttoptr"}
 # No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
 IGNORED = {"llvm.fence", "nvvm.setmaxregister", "nvvm.bar.warp.sync",
-           "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
-           "nvvm.wgmma.wait.group.sync.aligned", "cute_nvgpu.prefetch_tma_desc",
+           "nvvm.wgmma.fence.aligned", "cute_nvgpu.prefetch_tma_desc",
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
            # griddepcontrol waits for the previous grid, outside this kernel (assumed to finish)
            "nvvm.griddepcontrol",
@@ -117,7 +117,7 @@ MEMORY_READERS = {"cute.memref.load", "cute.memref.store", "cute.make_view", "cu
                 "cute.get_stride", "cute.derefine", "cute.assume", "cute.ptrtoint", "llvm.ptrtoint",
                 "nvvm.mapa", "cute_nvgpu.arch.make_warp_uniform", "nvvm.mbarrier.try_wait.parity",
                 "nvvm.mbarrier.wait.parity", "nvvm.mbarrier.test.wait",
-                "cute_nvgpu.atom.tma_partition", "cute.memref.alloca",
+                "cute_nvgpu.atom.tma_partition", "cute.memref.alloca", "cute_nvgpu.atom.set_value",
                 "builtin.unrealized_conversion_cast"}
 MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
                         "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
@@ -125,7 +125,7 @@ MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice"
                         "cute.append", "cute.prepend", "cute.select", "cute.size", "cute.cosize",
                         "cute.coalesce", "cute.filter", "cute.static", "cute.to_int_tuple",
                         "cute.tiled.copy.partition_", "cute.tiled.copy.retile",
-                        "cute.tiled.mma.partition_")
+                        "cute.tiled.mma.partition", "cute.mma.make_fragment")
 
 
 def _memory_reader(name: str) -> bool:
@@ -136,9 +136,24 @@ def _may_be_gmem(t: str) -> bool:
     """A global tensor or pointer, or a generic pointer (which may point to global memory)."""
     return "gmem" in t or t.startswith("!llvm.ptr<1>") or t == "!llvm.ptr" or "generic" in t
 # ops that keep the memory a global tensor or pointer views (for `Context.gmem_root`)
+# ops that only make views of shared memory (a tensor, a partition, a pointer, a layout): they
+# neither read nor write it (WarpWalker.smem_uses_of)
+VIEW_ONLY = {"cute.make_view", "cute.get_iter", "cute_nvgpu.atom.tma_partition",
+             "cute.mma.make_fragment", "cute.memref.alloca", "cute.add_offset",
+             "cute_nvgpu.atom.set_value", "cute_nvgpu.atom.make_exec_tma",
+             "builtin.unrealized_conversion_cast", "cute.recast_iter", "cute.derefine",
+             "cute.assume", "cute.ptrtoint", "llvm.ptrtoint", "nvvm.mapa", "scf.yield"}
+VIEW_ONLY_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
+                      "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
+                      "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
+                      "cute.append", "cute.prepend", "cute.select", "cute.size", "cute.cosize",
+                      "cute.coalesce", "cute.filter", "cute.static", "cute.to_int_tuple",
+                      "cute.tiled.copy.partition_", "cute.tiled.copy.retile",
+                      "cute.tiled.mma.partition")
 # ops whose shared-memory result is a part of their staged operand's stage (a view, partition,
 # tile or slice of it): the result keeps the stage (extract/values.py Stage)
 STAGE_KEEPING = {"cute.get_iter", "cute.make_view", "cute.group_modes", "cute.slice",
+                 "cute.mma.make_fragment", "cute_nvgpu.atom.tma_partition", "cute.filter_zeros",
                  "cute.logical_divide", "cute.zipped_divide", "cute.tiled_divide",
                  "cute.flat_divide", "cute.local_tile", "cute.local_partition",
                  "cute.tiled.copy.partition_D", "cute.tiled.copy.partition_S",
@@ -342,6 +357,10 @@ class Context:
     # staged accesses of which buffer; TMA stores whose source is no stage the model follows
     buffers: dict = field(default_factory=dict)
     staged_writes: dict = field(default_factory=dict)  # smem_writes index -> buffer name
+    # every access (read or write) of shared memory by an op that is not a view of it:
+    # (allocation uid, byte range, what); which of them are staged accesses of which buffer
+    smem_uses: list = field(default_factory=list)
+    staged_uses: dict = field(default_factory=dict)  # smem_uses index -> buffer name
     unstaged_stores: list = field(default_factory=list)  # (loc, why)
     alloc_fields: dict = field(default_factory=dict)  # allocation uid -> its struct fields
 
@@ -624,7 +643,8 @@ class WarpWalker:
         parent = next((v for v in operands if isinstance(v, (View, Region))), None)
         for i, (r, t) in enumerate(zip(op.results, op.result_types)):
             static = ct.static_int(t)
-            if parent is not None and ct.is_smem(t) and t.startswith(("!cute.memref", "!cute.ptr")):
+            if parent is not None and ((ct.is_smem(t) and t.startswith(("!cute.memref", "!cute.ptr")))
+                                       or t.startswith("!cute_nvgpu.smem_desc_view")):
                 # a partition, tile or slice of a tensor stays inside the tensor's bytes
                 lo, hi = parent.byte_range if isinstance(parent, View) else (parent.lo, parent.hi)
                 alloc = parent.ptr.alloc.uid if isinstance(parent, View) else parent.alloc
@@ -668,7 +688,9 @@ class WarpWalker:
 
     def op(self, op: Op, out: list[Stmt]) -> None:
         self.smem_mark = len(self.ctx.smem_writes)
+        self.use_mark = len(self.ctx.smem_uses)
         self.smem_writes_of(op)
+        self.smem_uses_of(op)
         if op.name not in TENSORMAP_OPS and GLOBAL_WRITE.search(op.name) and \
                 self.ctx.writes_descriptor_memory(op) and not self.tensormap_asm(op):
             out.append(Unsupported(f"{op.name}: a write into the memory a TMA descriptor pointer "
@@ -989,7 +1011,10 @@ class WarpWalker:
             return None
         text = ct.int_tuple_value(op.operand_types[1]) or ""
         mode = ct.stage_mode(op.operand_types[0], text)
-        eb = ct.elem_bytes(op.operand_types[0])
+        # a wgmma descriptor view counts its offsets in 16-byte units (PTX 9.7.15.5.1 matrix
+        # descriptor: start address >> 4)
+        eb = 16 if op.operand_types[0].startswith("!cute_nvgpu.smem_desc_view") else \
+            ct.elem_bytes(op.operand_types[0])
         if mode is None or not eb:
             return None
         entry, n, d = mode
@@ -1248,7 +1273,18 @@ class WarpWalker:
         the select of the element its index names.  Anything else stays a per-thread value."""
         t = op.operand_types[0]
         m = self.val(op.operands[0]) if op.operands else None
+        if isinstance(m, (View, Region)) and m.stage is not None:
+            self.staged_read(op, op.operands[0], out)
+            self.set_unknown_results(op)
+            return
         if isinstance(m, View) and len(op.operands) == 2 and op.results:
+            stage = self.element_stage(m, op.operands[1])
+            if stage is not None:  # an element of a staged buffer, its stage in the coordinate
+                name = self.ctx.buffer(stage, self.loc(op))
+                self.attribute(op, stage, name)
+                out.append(SmemRead(((name, stage.index),), self.loc(op)))
+                self.set_unknown_results(op)
+                return
             self.smem_load(op, m, out)
             return
         if "gmem" not in t or len(op.operands) != 2 or not op.results:
@@ -1705,7 +1741,8 @@ class WarpWalker:
             out.append(Unsupported(f"cute.copy with {kind} atom", self.loc(op)))
         elif "tma_bar" in t or "mbar" in t:
             out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
-        elif len(op.operands) > 2:  # a copy into a buffer stage writes it (generic proxy)
+        elif len(op.operands) > 2:  # a copy from / into a buffer stage reads / writes it
+            self.staged_read(op, op.operands[1], out)
             self.staged_write(op, op.operands[2], out)
         # other copies (registers, plain smem/gmem loads and stores) do not synchronize
 
@@ -1716,17 +1753,104 @@ class WarpWalker:
         if re.search(r"proxy_kind<async(\.shared)?>", str(op.attrs.get("kind", ""))):
             out.append(FenceProxyAsync(self.loc(op)))
 
+    def element_stage(self, view: View, coord: int) -> Optional[Stage]:
+        """The stage an element access of a whole shared-memory tensor names: one mode of the
+        tensor spans all its bytes (`sA[r, c, stage]`) and its coordinate leaf is a value the
+        model follows."""
+        c = self.val(coord)
+        if view.ptr.lin or not isinstance(c, Leaves) or len(c.items) != len(view.shape):
+            return None
+        lo, hi = view.byte_range
+        modes = [i for i, (n, d) in enumerate(zip(view.shape, view.stride))
+                 if n > 1 and n * d * view.elem == hi - lo]
+        if len(modes) != 1:
+            return None
+        index = c.items[modes[0]]
+        if not isinstance(index, Expr) or opaque_reasons(index):
+            return None
+        i = modes[0]
+        return Stage(index, view.shape[i], view.stride[i] * view.elem, view.ptr.alloc.uid, lo, hi)
+
     def staged(self, vid: int) -> Optional[Stage]:
         v = self.val(vid)
         return v.stage if isinstance(v, (View, Region)) else None
 
     def attribute(self, op: Op, stage: Stage, name: str) -> None:
-        """The shared-memory writes recorded for `op` (smem_writes_of) inside the buffer's bytes
-        are this staged access (build.py checks every other write into them)."""
-        for i in range(self.smem_mark, len(self.ctx.smem_writes)):
-            a, rng, _ = self.ctx.smem_writes[i]
-            if a == stage.alloc and rng is not None and stage.lo <= rng[0] and rng[1] <= stage.hi:
-                self.ctx.staged_writes[i] = name
+        """The shared-memory writes and uses recorded for `op` (smem_writes_of, smem_uses_of)
+        inside the buffer's bytes are this staged access (build.py checks every other one)."""
+        for recorded, staged, mark in ((self.ctx.smem_writes, self.ctx.staged_writes,
+                                        self.smem_mark),
+                                       (self.ctx.smem_uses, self.ctx.staged_uses, self.use_mark)):
+            for i in range(mark, len(recorded)):
+                a, rng, _ = recorded[i]
+                if a == stage.alloc and rng is not None and stage.lo <= rng[0] and \
+                        rng[1] <= stage.hi:
+                    staged[i] = name
+
+    def smem_uses_of(self, op: Op) -> None:
+        """Every op with a shared-memory operand (a tensor, a part of one, a pointer) that is
+        not a view of it (`VIEW_ONLY`) may read or write it (build.py: a buffer whose stages TMA
+        loads fill is followed only if every use of its bytes is a staged access)."""
+        if op.name in VIEW_ONLY or op.name.startswith(VIEW_ONLY_PREFIXES):
+            return
+        for vid in op.operands:
+            v = self.val(vid)
+            what = f"{op.name}@{op.loc.short()}"
+            if isinstance(v, View):
+                self.ctx.smem_uses.append((v.ptr.alloc.uid, v.byte_range, what))
+            elif isinstance(v, Region):
+                self.ctx.smem_uses.append((v.alloc, (v.lo, v.hi), what))
+            elif isinstance(v, Ptr) and v.alloc is not None and v.space == "smem":
+                # an mbarrier op touches its 8 bytes; any other op through a pointer, anything
+                # of the allocation
+                arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
+                    if op.name.startswith("nvvm.mbarrier.") else None
+                rng = (arr[1], arr[1] + arr[2]) if arr is not None else None
+                self.ctx.smem_uses.append((v.alloc.uid, rng, what))
+
+    def make_fragment(self, op: Op, out) -> None:
+        """``cute.mma.make_fragment`` of a shared-memory partition: the wgmma operand
+        descriptors over it (a view of the same bytes, in 16-byte descriptor units)."""
+        v = self.val(op.operands[1]) if len(op.operands) > 1 else None
+        if isinstance(v, (View, Region)) and op.result_types and \
+                op.result_types[0].startswith("!cute_nvgpu.smem_desc_view"):
+            lo, hi = v.byte_range if isinstance(v, View) else (v.lo, v.hi)
+            alloc = v.ptr.alloc.uid if isinstance(v, View) else v.alloc
+            self.env[op.result] = Region(alloc, lo, hi)
+        else:
+            self.set_unknown_results(op)
+
+    def gemm(self, op: Op, out) -> None:
+        """``cute.gemm(atom, d, a, b, c)``: a warpgroup MMA whose shared-memory operands (a, b:
+        descriptor views) it reads asynchronously until a wgmma.wait_group retires its group."""
+        reads = []
+        for vid in op.operands[2:4]:
+            stage = self.staged(vid)
+            if stage is None:
+                continue
+            name = self.ctx.buffer(stage, self.loc(op))
+            self.attribute(op, stage, name)
+            reads.append((name, stage.index))
+        if reads:
+            out.append(WgmmaRead(tuple(reads), self.loc(op)))
+
+    def wgmma_commit(self, op: Op, out) -> None:
+        out.append(WgmmaCommit(loc=self.loc(op)))
+
+    def wgmma_wait(self, op: Op, out) -> None:
+        n = op.attrs.get("group")
+        if n is None or not re.fullmatch(r"\d+", str(n)):
+            out.append(Unsupported(f"{op.name} with group {n!r}", self.loc(op)))
+            return
+        out.append(WgmmaWait(int(str(n)), loc=self.loc(op)))
+
+    def staged_read(self, op: Op, vid: int, out) -> None:
+        stage = self.staged(vid)
+        if stage is None:
+            return
+        name = self.ctx.buffer(stage, self.loc(op))
+        self.attribute(op, stage, name)
+        out.append(SmemRead(((name, stage.index),), self.loc(op)))
 
     def staged_write(self, op: Op, vid: int, out) -> None:
         stage = self.staged(vid)
@@ -1787,7 +1911,8 @@ class WarpWalker:
             desc = self.tensormap(op, atom.get("tma_descriptor_ptr"), out)
             if desc is None:
                 return
-        stmt = TmaLoad(ref, Const(nbytes), self.loc(op), mask, desc)
+        stmt = TmaLoad(ref, Const(nbytes), self.loc(op), mask, desc,
+                       self.fill(op, ref) if len(op.operands) > 2 else None)
         if per_thread:  # one copy per executing thread: the enclosing lanes give the count
             out.append(stmt)
         elif self.whole_warp():  # the lowering elects one lane of the warp: one copy per warp
@@ -1796,6 +1921,18 @@ class WarpWalker:
             out.append(Unsupported(
                 "TMA load by a subset of the warp's lanes (its lowering wraps it in an "
                 "elect.sync over all 32 lanes, which waits for every one of them)", self.loc(op)))
+
+    def fill(self, op: Op, ref: MBarRef) -> Optional[str]:
+        """The staged buffer a TMA load fills: its destination is a stage whose index is its
+        barrier's (the stage of `full[s]`); else none (a load into a stage by another index is
+        not followed: build.py sees its write as not attributed)."""
+        stage = self.staged(op.operands[2])
+        if stage is None or ref.cta is not None or (
+                stage.index != ref.index and self.f.binop("-", stage.index, ref.index) != Const(0)):
+            return None
+        name = self.ctx.buffer(stage, self.loc(op))
+        self.attribute(op, stage, name)
+        return name
 
     def block_mcast(self, attr: str) -> Optional[list[int]]:
         """CTA ranks sharing this CTA's tile for ``cute.copy {multicast_layout = (cm,cn):(dm,dn)}``
@@ -2184,6 +2321,10 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute.copy": WarpWalker.copy,
     "nvvm.store.async": WarpWalker.store_async,
     "nvvm.fence.proxy": WarpWalker.fence_proxy,
+    "cute.mma.make_fragment": WarpWalker.make_fragment,
+    "cute.gemm": WarpWalker.gemm,
+    "nvvm.wgmma.commit.group.sync.aligned": WarpWalker.wgmma_commit,
+    "nvvm.wgmma.wait.group.sync.aligned": WarpWalker.wgmma_wait,
     "nvvm.cp.async.bulk.commit.group": WarpWalker.bulk_commit,
     "nvvm.cp.async.bulk.wait_group": WarpWalker.bulk_wait,
     "cute_nvgpu.copy_tma_desc": WarpWalker.tensormap_write,

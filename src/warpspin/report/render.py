@@ -4,7 +4,7 @@ from __future__ import annotations
 from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
-SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers")
+SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "load_races")
 
 
 def _short(path: str) -> str:
@@ -35,6 +35,9 @@ def render_text(r: Result, max_steps: int = 200) -> str:
         out.append(searched_line(s))
         out += refused
         out.append(f"  = note: {NOT_CHECKED}")
+        if r.config.get("load_races"):
+            out.append("  = note: races on the stages this kernel's TMA loads fill (wgmma and "
+                       "thread reads) are not checked: `--load-races` checks them")
         return "\n".join(out)
     if r.verdict in (INCONCLUSIVE, UNSUPPORTED, ERROR):
         label = {INCONCLUSIVE: "INCONCLUSIVE", UNSUPPORTED: "UNSUPPORTED", ERROR: "ERROR"}[r.verdict]

@@ -15,9 +15,12 @@ CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
            "cluster-lifetime", "invalid-operand", "race (on shared-memory words used as values)",
            "tensormap-race (TMA loads through a tensormap the kernel rewrites in global memory)",
            "race and proxy-race on staged buffers TMA stores read (writes before the hand-over, "
-           "fence.proxy.async, reuse before wait_group.read)")
-NOT_CHECKED = ("races on other shared-memory buffers (stages TMA loads fill and wgmma or threads "
-               "read, cp.async groups), DSMEM accesses and TMEM are not checked yet")
+           "fence.proxy.async, reuse before wait_group.read)",
+           "race on stages TMA loads fill (a fill while a wgmma still reads, a read while a fill "
+           "is in flight), with --load-races")
+NOT_CHECKED = ("races on other shared-memory buffers (cp.async groups, buffers whose every "
+               "access the extractor cannot attribute to a stage), DSMEM accesses and TMEM are not "
+               "checked yet")
 
 
 @dataclass(frozen=True)

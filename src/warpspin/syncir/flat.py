@@ -191,8 +191,8 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
                 names |= {bw_unfenced(b.name, i), bw_fenced(b.name, i)}
         if any(isinstance(s, TmaStore) and s.buf == b.name for s in stmts):
             names |= {bs_open(b.name, i) for i in range(b.stages)}
-        if any(isinstance(s, WgmmaRead) and s.buf == b.name for s in stmts):
-            names |= {wg_open(b.name, i) for i in range(b.stages)}
+        if any(isinstance(s, WgmmaRead) and b.name in {r[0] for r in s.reads} for s in stmts):
+            names.add(wg_open(b.name))
     return names
 
 

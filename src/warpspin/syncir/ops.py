@@ -1428,7 +1428,8 @@ class BulkCommit(_BulkGroups, SyncOp):
     summary: ClassVar[str] = ("per tensormap or buffer stage the process reads: the groups shift "
                               "by one (the oldest absorbs the next), the newest gets the open "
                               "reads")
-    proven: ClassVar[frozenset[str]] = ALL
+    # R10 mover: it writes only its own group counters
+    proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
 
     @classmethod
     def example(cls):
@@ -1780,14 +1781,18 @@ class TmaStore(SyncOp):
         return Rule(_per_stage(c, self.buf, self.stage, "stores", body))
 
 
-def wg_open(buf: str, stage: int) -> str:
-    """The executing warp's wgmma reads of `buf`'s stage not yet in a wgmma group."""
-    return f"_wgo{stage}_{buf}"
+def wg_open(buf: str) -> str:
+    """The stages of `buf` the executing warp's uncommitted wgmmas read (a bit mask)."""
+    return f"_wgo_{buf}"
 
 
-def wg_group(buf: str, stage: int, i: int) -> str:
-    """Its reads of that stage in the i-th most recent wgmma group (the last: or older)."""
-    return f"_wgg{i}_{stage}_{buf}"
+def wg_group(buf: str, i: int) -> str:
+    """The stages its i-th most recent wgmma group reads (the last: that group or older)."""
+    return f"_wgg{i}_{buf}"
+
+
+def _bit(local: Local, s: int) -> Expr:
+    return _ne(_band(local, Const(1 << s)), 0)
 
 
 def _in_flight_fill(c, buf: str, s: int, what: str) -> When:
@@ -1799,138 +1804,171 @@ def _in_flight_fill(c, buf: str, s: int, what: str) -> When:
         "orders the read after them", (fly,))])
 
 
+def _reads_problems(k, reads) -> list[str]:
+    return [p for b, i in reads for p in _stage_problems(k, b, i)]
+
+
+def _fmt_reads(reads) -> str:
+    return ", ".join(f"{b}[{_e(i)}]" for b, i in reads)
+
+
 @sync_op
 @dataclass(frozen=True)
 class WgmmaRead(SyncOp):
-    """A wgmma (PTX 9.7.15.5, warpgroup MMA with a shared-memory operand descriptor) of the
-    executing warp reads stage `stage` of staged buffer `buf` asynchronously, until a
-    wgmma.wait_group of the warp retires its group. A TMA load into the stage still in flight
-    makes it a race."""
-    buf: str
-    stage: Expr
+    """Wgmmas (PTX 9.7.15.5, warpgroup MMA with shared-memory operand descriptors) of the
+    executing warp read the stages `reads` ((buffer, stage) pairs) asynchronously, until a
+    wgmma.wait_group of the warp retires their group. A TMA load into one of them still in
+    flight makes it a race. (One op for the operands of consecutive wgmmas: reading never
+    blocks and conflicts only with fills, so a run of reads is one step, as R11's loads.)"""
+    reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.read"
     ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (commit_group, wait_group)"
-    summary: ClassVar[str] = ("fly > 0 on the stage: race (a TMA load into it is in flight); "
-                              "then wrd += 1, and the warp's open wgmma reads of the stage too")
+    summary: ClassVar[str] = ("per stage read: fly > 0: race (a TMA load into it is in flight); "
+                              "then, unless the warp's open group already reads it, wrd += 1")
     # R6, R8, R11: it reads and writes only staged-buffer state and its own locals
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
     def example(cls):
-        return cls("sA", Const(0))
+        return cls((("sA", Const(0)), ("sB", Const(0))))
 
-    def __post_init__(self): _lift_fields(self, "stage")
+    def __post_init__(self):
+        object.__setattr__(self, "reads", tuple((b, lift(i)) for b, i in self.reads))
 
-    def fmt(self): return f"wgmma.read {self.buf}[{_e(self.stage)}]"
+    def fmt(self): return f"wgmma.read {_fmt_reads(self.reads)}"
 
-    def problems(self, k): return _stage_problems(k, self.buf, self.stage)
+    def problems(self, k): return _reads_problems(k, self.reads)
 
     def footprint(self, k):
         return Footprint((_acc("buffer-stage", "rw", "cta", proxy="async"),),
                          retired_by="wgmma.wait_group of the issuing warp")
 
     def rule(self, c):
-        def body(s):
-            wrd = _stage(c, self.buf, Const(s), "wrd")
-            return [_in_flight_fill(c, self.buf, s, "reads (wgmma)"),
-                    When(_ge(wrd, LIMITS.inflight), [Fail(
-                        "copy-bound", f"more than {LIMITS.inflight} wgmma reads of one stage "
-                        "unretired (model bound)")]),
-                    add(wrd, 1),
-                    add(Local(wg_open(self.buf, s)), 1)]
-        return Rule(_per_stage(c, self.buf, self.stage, "reads", body))
+        body = []
+        for buf, stage in self.reads:
+            def one(s, buf=buf):
+                wrd, open_ = _stage(c, buf, Const(s), "wrd"), Local(wg_open(buf))
+                return [_in_flight_fill(c, buf, s, "reads (wgmma)"),
+                        When(UnOp("not", _bit(open_, s)), [
+                            When(_ge(wrd, LIMITS.inflight), [Fail(
+                                "copy-bound", f"more than {LIMITS.inflight} wgmma groups "
+                                "reading one stage unretired (model bound)")]),
+                            add(wrd, 1), Set(open_, BinOp("|", open_, Const(1 << s)))])]
+            body += _per_stage(c, buf, stage, "reads", one)
+        return Rule(body)
 
 
 @sync_op
 @dataclass(frozen=True)
 class SmemRead(SyncOp):
-    """The executing threads read stage `stage` of staged buffer `buf` through the generic proxy
-    (ld.shared, ldmatrix, a shared-to-register copy). A TMA load into the stage still in flight
-    makes it a race."""
-    buf: str
-    stage: Expr
+    """The executing threads read the stages `reads` of staged buffers through the generic
+    proxy (ld.shared, ldmatrix, a shared-to-register copy). A TMA load into one of them still
+    in flight makes it a race."""
+    reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "smem.read"
     ptx: ClassVar[str] = "9.7.9.8 (ld.shared), 9.7.9.16 (ldmatrix)"
-    summary: ClassVar[str] = "fly > 0 on the stage: race (a TMA load into it is in flight)"
+    summary: ClassVar[str] = "per stage read: fly > 0: race (a TMA load into it is in flight)"
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
     def example(cls):
-        return cls("sA", Const(0))
+        return cls((("sA", Const(0)),))
 
-    def __post_init__(self): _lift_fields(self, "stage")
+    def __post_init__(self):
+        object.__setattr__(self, "reads", tuple((b, lift(i)) for b, i in self.reads))
 
-    def fmt(self): return f"smem.read {self.buf}[{_e(self.stage)}]"
+    def fmt(self): return f"smem.read {_fmt_reads(self.reads)}"
 
-    def problems(self, k): return _stage_problems(k, self.buf, self.stage)
+    def problems(self, k): return _reads_problems(k, self.reads)
 
     def footprint(self, k):
         return Footprint((_acc("buffer-stage", "read", "cta"),))
 
     def rule(self, c):
-        return Rule(_per_stage(c, self.buf, self.stage, "reads",
-                               lambda s: [_in_flight_fill(c, self.buf, s, "reads")]))
+        body = []
+        for buf, stage in self.reads:
+            body += _per_stage(c, buf, stage, "reads",
+                               lambda s, buf=buf: [_in_flight_fill(c, buf, s, "reads")])
+        return Rule(body)
 
 
 class _WgmmaGroups:
-    """What a wgmma commit and wait share: `stages`, the (buffer, stage) pairs the warp's
-    wgmmas read, and `depth`, the groups told apart."""
+    """What a wgmma commit and wait share: `bufs`, the staged buffers the warp's wgmmas read,
+    and `depth`, the groups told apart. Each group is a mask of the stages it reads, per
+    buffer; `wrd` of a stage counts the (warp, group) pairs that read it."""
 
     def __post_init__(self):
-        object.__setattr__(self, "stages", tuple(tuple(x) for x in self.stages))
+        object.__setattr__(self, "bufs", tuple(self.bufs))
 
     def _told(self) -> str:
-        if not self.stages:
-            return ""
-        return f" [{', '.join(f'{b}[{i}]' for b, i in self.stages)}], depth={self.depth}"
+        return f" [{', '.join(self.bufs)}], depth={self.depth}" if self.bufs else ""
 
     def _problems(self, k) -> list[str]:
-        out = [p for b, i in self.stages for p in _stage_problems(k, b, Const(i))]
+        out = []
+        for b in self.bufs:
+            try:
+                if k.buffer(b).stages > 15:
+                    out.append(f"{b}: more than 15 stages in a wgmma group mask")
+            except KeyError:
+                out.append(f"names {b!r}, not a declared staged buffer")
         if self.depth < 1:
             out.append(f"{self.mnemonic} with depth {self.depth}")
         return out
 
     def own_locals(self, pc):
-        return tuple(n for b, j in self.stages
-                     for n in (wg_open(b, j), *(wg_group(b, j, i) for i in range(self.depth))))
+        return tuple(n for b in self.bufs
+                     for n in (wg_open(b), *(wg_group(b, i) for i in range(self.depth))))
+
+    def _merge(self, c, b: str, into: Local, other: Expr) -> list:
+        """into |= other, each stage in both counted once."""
+        out = [When(all_of(_bit(into, s), _ne(_band(other, Const(1 << s)), 0)),
+                    [sub(_stage(c, b, Const(s), "wrd"), 1)])
+               for s in range(c.kernel.buffer(b).stages)]
+        return out + [Set(into, BinOp("|", into, other))]
 
 
 @sync_op
 @dataclass(frozen=True)
 class WgmmaCommit(_WgmmaGroups, SyncOp):
     """wgmma.commit_group: the warp's uncommitted wgmmas become its newest wgmma-group."""
-    stages: tuple[tuple[str, int], ...] = ()
+    bufs: tuple[str, ...] = ()
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.commit_group"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.commit_group)"
-    summary: ClassVar[str] = ("per buffer stage the warp's wgmmas read: the groups shift by one "
-                              "(the oldest absorbs the next), the newest gets the open reads")
-    proven: ClassVar[frozenset[str]] = ALL
+    summary: ClassVar[str] = ("per buffer the warp's wgmmas read: the group masks shift by one "
+                              "(the oldest absorbs the next, a stage in both counted once), the "
+                              "newest gets the open reads")
+    # R10 mover: it moves its own masks; `wrd` it only lowers for a stage the warp still
+    # holds in the merged group, so no fill's check (wrd > 0) changes
+    proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
 
     @classmethod
     def example(cls):
-        return cls((("sA", 0),), 1)
+        return cls(("sA",), 1)
 
     def fmt(self): return "wgmma.commit_group" + self._told()
 
     def problems(self, k): return self._problems(k)
 
-    def footprint(self, k): return Footprint(())
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "rw", "cta"),) if self.bufs else ())
 
     def rule(self, c):
         body = []
-        for b, j in self.stages:
-            g = [Local(wg_group(b, j, i)) for i in range(self.depth)]
+        for b in self.bufs:
+            g = [Local(wg_group(b, i)) for i in range(self.depth)]
+            first = Local(wg_open(b))
             if self.depth > 1:
-                body.append(Set(g[-1], _plus(g[-1], g[-2])))
-            for i in range(self.depth - 2, 0, -1):
-                body.append(Set(g[i], g[i - 1]))
-            first = Local(wg_open(b, j))
-            body += [Set(g[0], first if self.depth > 1 else _plus(g[0], first)),
-                     Set(first, Const(0))]
+                body += self._merge(c, b, g[-1], g[-2])
+                for i in range(self.depth - 2, 0, -1):
+                    body.append(Set(g[i], g[i - 1]))
+                body.append(Set(g[0], first))
+            else:
+                body += self._merge(c, b, g[0], first)
+            body.append(Set(first, Const(0)))
         return Rule(body)
 
 
@@ -1941,38 +1979,39 @@ class WgmmaWait(_WgmmaGroups, SyncOp):
     the reads of every older group are retired. Never blocks in the model (the hardware
     finishes them by itself)."""
     n: int = 0
-    stages: tuple[tuple[str, int], ...] = ()
+    bufs: tuple[str, ...] = ()
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.wait_group"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.wait_group)"
-    summary: ClassVar[str] = ("per buffer stage the warp's wgmmas read: the reads of the groups "
-                              "older than the n newest leave wrd")
+    summary: ClassVar[str] = ("per buffer the warp's wgmmas read: each stage of the groups older "
+                              "than the n newest leaves wrd")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
     def example(cls):
-        return cls(0, (("sA", 0),), 1)
+        return cls(0, ("sA",), 1)
 
     def fmt(self): return f"wgmma.wait_group {self.n}" + self._told()
 
     def problems(self, k):
         out = self._problems(k)
-        if self.stages and self.depth <= self.n:
+        if self.bufs and self.depth <= self.n:
             out.append(f"wgmma.wait_group {self.n} needs groups told apart to depth "
                        f"{self.n + 1}, not {self.depth}")
         return out
 
     def footprint(self, k):
-        return Footprint((_acc("buffer-stage", "rw", "cta"),) if self.stages else ())
+        return Footprint((_acc("buffer-stage", "rw", "cta"),) if self.bufs else ())
 
     def rule(self, c):
         body = []
-        for b, j in self.stages:
-            wrd = _stage(c, b, Const(j), "wrd")
+        for b in self.bufs:
             for i in range(self.n, self.depth):
-                g = Local(wg_group(b, j, i))
-                body += [Set(wrd, _minus(wrd, g)), Set(g, Const(0))]
+                g = Local(wg_group(b, i))
+                body += [When(_bit(g, s), [sub(_stage(c, b, Const(s), "wrd"), 1)])
+                         for s in range(c.kernel.buffer(b).stages)]
+                body.append(Set(g, Const(0)))
         return Rule(body)
 
 

@@ -390,7 +390,7 @@ def mainloop(stages: int = 2, ktiles: int = 4, consumers: int = 1,
     if bug is not None and bug not in MAINLOOP_BUGS:
         raise ValueError(f"unknown mainloop bug {bug!r}; one of {MAINLOOP_BUGS}")
     L = lambda n: Loc(MAINLOOP_FILE, n)  # noqa: E731
-    srcs = tuple(("sA", s) for s in range(stages))
+    srcs = ("sA",)
     n = 1 if bug == "wait-one-behind" else 0
     depth = n + 1
     init = Elect((*(x for i in range(stages) for x in (
@@ -405,9 +405,9 @@ def mainloop(stages: int = 2, ktiles: int = 4, consumers: int = 1,
     release = Lanes(1, (MbarArrive(MBarRef("empty", Var("s")), 1, L(35)),))
     wait = WgmmaWait(n, srcs, depth, L(34))
     full = () if bug == "no-full-wait" else (MbarWait(MBarRef("full", Var("s")), Var("ph"), L(31)),)
-    step = (*full, WgmmaRead("sA", Var("s"), L(32)), WgmmaCommit(srcs, depth, L(33)),
+    step = (*full, WgmmaRead((("sA", Var("s")),), L(32)), WgmmaCommit(srcs, depth, L(33)),
             *((release, wait) if bug == "release-before-wait" else (wait, release)),
-            *((SmemRead("sA", Var("s"), L(36)),) if bug == "read-after-release" else ()))
+            *((SmemRead((("sA", Var("s")),), L(36)),) if bug == "read-after-release" else ()))
     consumer = (BarSync(loc=L(13)), For("k", 0, ktiles, (*step, *advance("s", "ph", stages)),
                                          loc=L(30)))
     return Kernel("mainloop" + (f"_{bug}" if bug else ""),
