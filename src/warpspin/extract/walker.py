@@ -1758,7 +1758,8 @@ class WarpWalker:
         tensor spans all its bytes (`sA[r, c, stage]`) and its coordinate leaf is a value the
         model follows."""
         c = self.val(coord)
-        if view.ptr.lin or not isinstance(c, Leaves) or len(c.items) != len(view.shape):
+        if view.ptr.lin or not isinstance(c, Leaves) or len(c.items) != len(view.shape) or \
+                sum(n > 1 for n in view.shape) < 2:  # a word array is no staged buffer
             return None
         lo, hi = view.byte_range
         modes = [i for i, (n, d) in enumerate(zip(view.shape, view.stride))
