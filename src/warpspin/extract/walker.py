@@ -593,6 +593,7 @@ class WarpWalker:
         self.active = Active(frozenset(range(lanes)), lanes)  # the whole warp
         self.env: dict[int, Value] = {}
         self.labels: list[str] = []
+        self.ptr_stages: dict = {}  # pointer value -> (Stage, bytes) of the staged view it came from
         self.counters: dict[str, tuple[Expr, Expr]] = {}  # enclosing for-loop counters: bounds
         for a in self.k.args:
             if a.type in INT_TYPES:
@@ -982,10 +983,9 @@ class WarpWalker:
 
     def get_iter(self, op: Op, out) -> None:
         base = self.val(op.operands[0])
-        if isinstance(base, View) and base.stage is not None:
-            lo, hi = base.byte_range
-            self.env[op.result] = Region(base.ptr.alloc.uid, lo, hi, base.stage)
-        elif isinstance(base, View):
+        if isinstance(base, View):
+            if base.stage is not None:  # a view rebuilt on this pointer keeps the stage
+                self.ptr_stages[op.result] = (base.stage, base.byte_range)
             self.env[op.result] = base.ptr
         elif isinstance(base, Alloc):
             self.env[op.result] = Ptr(base, elem=ct.elem_bytes(op.result_types[0]) or 1)
@@ -1142,9 +1142,13 @@ class WarpWalker:
         p = self.val(op.operands[0]) if op.operands else None
         t = op.result_types[0] if op.result_types else ""
         flat, eb = ct.flat_layout(t), ct.elem_bytes(t)
+        staged = self.ptr_stages.get(op.operands[0]) if op.operands else None
         if isinstance(p, Ptr) and p.space == "smem" and p.alloc is not None and not p.lin \
                 and p.cta is None and flat is not None and eb and ct.is_smem(t):
-            self.env[op.result] = View(p, flat[0], flat[1], eb)
+            self.env[op.result] = View(p, flat[0], flat[1], eb, stage=staged and staged[0])
+        elif staged is not None and ct.is_smem(t):  # a tensor on a staged view's pointer
+            stage, (lo, hi) = staged
+            self.env[op.result] = Region(stage.alloc, lo, hi, stage)
         else:
             self.set_unknown_results(op)
 
@@ -1248,7 +1252,7 @@ class WarpWalker:
             return
         view = self.val(op.operands[0])
         where = f"@{op.loc.short()}"
-        if not isinstance(view, View) or view.stage is not None:
+        if not isinstance(view, View):
             self.note_smem_write(op.operands[0], f"a shared-memory store{where}")
             self.staged_write(op, op.operands[0], out)
             return
@@ -1262,6 +1266,7 @@ class WarpWalker:
             why = "a value or address that differs between the lanes"
         if why is not None:
             self.note_smem_write(op.operands[0], f"st.shared of {why}{where}")
+            self.staged_write(op, op.operands[0], out)
             return
         out.append(SmemStore(WordRef(self.ctx.word_array(view, self.loc(op)), r), value, self.loc(op)))
 
@@ -1273,18 +1278,18 @@ class WarpWalker:
         the select of the element its index names.  Anything else stays a per-thread value."""
         t = op.operand_types[0]
         m = self.val(op.operands[0]) if op.operands else None
-        if isinstance(m, (View, Region)) and m.stage is not None:
+        if isinstance(m, Region) and m.stage is not None:
             self.staged_read(op, op.operands[0], out)
             self.set_unknown_results(op)
             return
         if isinstance(m, View) and len(op.operands) == 2 and op.results:
-            stage = self.element_stage(m, op.operands[1])
-            if stage is not None:  # an element of a staged buffer, its stage in the coordinate
+            # a read of a stage (the view is one, or its coordinate names one) is a staged read;
+            # the value may still be a word the model follows (build.py keeps one or the other)
+            stage = m.stage or self.element_stage(m, op.operands[1])
+            if stage is not None:
                 name = self.ctx.buffer(stage, self.loc(op))
                 self.attribute(op, stage, name)
                 out.append(SmemRead(((name, stage.index),), self.loc(op)))
-                self.set_unknown_results(op)
-                return
             self.smem_load(op, m, out)
             return
         if "gmem" not in t or len(op.operands) != 2 or not op.results:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .ir import Kernel, rewrite_stmts, walk_stmts
+from .ir import For, Kernel, rewrite_stmts, walk_stmts
 from .ops import SmemRead, TmaLoad, TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait
 
 LOAD_RACE_OPS = (WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait)
@@ -21,8 +21,8 @@ def without_load_races(k: Kernel) -> Kernel:
     What remains checks everything else exactly as before (these ops touch only buffer state
     and their own locals)."""
     def keep(st) -> tuple:
-        if isinstance(st, LOAD_RACE_OPS):
-            return ()
+        if isinstance(st, LOAD_RACE_OPS) or (isinstance(st, For) and not st.body):
+            return ()  # (a loop left empty: it only read stages, element by element)
         return (replace(st, dst=None) if isinstance(st, TmaLoad) and st.dst is not None else st,)
     procs = tuple(replace(p, body=rewrite_stmts(p.body, keep)) for p in k.processes)
     stored = {s.buf for p in procs for s in walk_stmts(p.body) if isinstance(s, TmaStore)}
