@@ -1,8 +1,9 @@
 """Bench: what race checking costs over deadlock checking alone, on the same kernels. Each
-kernel with tensormaps rewritten in global memory or staged buffers that TMA stores read is
-checked twice: as extracted (the tensormap and buffer state, the per-thread bulk groups, every
-race check) and with that model taken out (loads through a plain descriptor; tensormap writes
-and fences, buffer writes, TMA stores, proxy fences, commits and waits dropped: the deadlock and
+kernel with tensormaps rewritten in global memory or staged buffers is checked as it is by
+default (the tensormap and buffer state, the per-thread bulk groups, every race check but those
+of stages TMA loads fill), with `--load-races` where it has such stages, and with the race
+model taken out (loads through a plain descriptor; tensormap writes and fences, buffer writes
+and reads, TMA stores, proxy fences, bulk and wgmma groups dropped: the deadlock and
 barrier-protocol model alone).
 
     python bench/races.py
@@ -20,20 +21,22 @@ from dataclasses import replace
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.syncir import TmaLoad
 from warpspin.syncir.ir import rewrite_stmts
-from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite,
-                                 TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore)
-from warpspin.syncir.protocols import epilogue, kgrouped
+from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemRead, SmemWrite,
+                                 TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
+                                 WgmmaCommit, WgmmaRead, WgmmaWait)
+from warpspin.syncir.passes import has_load_races
+from warpspin.syncir.protocols import epilogue, kgrouped, mainloop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RACE_OPS = (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite,
-            SmemWrite, TmaStore, FenceProxyAsync)
+            SmemWrite, TmaStore, FenceProxyAsync, WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait)
 
 
 def without_races(k):
     def plain(s):
         if isinstance(s, RACE_OPS):
             return ()
-        return (replace(s, desc=None) if isinstance(s, TmaLoad) else s,)
+        return (replace(s, desc=None, dst=None) if isinstance(s, TmaLoad) else s,)
     return replace(k, processes=tuple(replace(p, body=rewrite_stmts(p.body, plain))
                                       for p in k.processes), tensormaps=(), buffers=())
 
@@ -66,27 +69,39 @@ def kernels():
     yield "epilogue_store.py:correct (4 subtiles)", extract(trace(fn, *args)[0])
     for w, t in ((2, 3), (4, 4), (4, 8)):
         yield f"SyncIR epilogue, {w} warps, {t} subtiles", epilogue(warps=w, subtiles=t)
+    for s, c in ((2, 1), (4, 2)):
+        yield f"SyncIR mainloop, {s} stages, {c} consumer warps", mainloop(stages=s, consumers=c)
+    import hopper_pipeline as hp
+    fn, args = hp.correct_one_consumer()
+    yield "hopper_pipeline.py:correct_one_consumer", extract(trace(fn, *args)[0])
     for name in ("quack.gemm_sm90", "quack.gemm_sm90.c", "quack.gemm_sm90.persistent"):
         yield f"{name} (stored trace, sD checked)", stored(name)
 
 
 def main() -> int:
-    head = ("kernel", "states (deadlocks only)", "states (with races)", "ratio",
-            "check s (deadlocks only)", "check s (with races)", "verdict")
+    head = ("kernel", "states (deadlocks only)", "states (default)", "ratio",
+            "states (--load-races)", "ratio", "check s (deadlocks only)", "check s (default)",
+            "check s (--load-races)", "verdict")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    opts = CheckOptions(timeout_s=600, jobs=1, memory_mb=8192)
     for name, k in kernels():
         rows = []
-        for kk in (without_races(k), k):
+        variants = [(without_races(k), False), (k, False)]
+        if has_load_races(k):
+            variants.append((k, True))
+        for kk, loads in variants:
+            opts = CheckOptions(timeout_s=900, jobs=1, memory_mb=12288, load_races=loads)
             t = time.perf_counter()
             r = verify_kernel(kk, opts=opts)
             rows.append((r, time.perf_counter() - t))
-        (a, ta), (b, tb) = rows
-        verdict = b.violations[0].kind if b.violations else b.verdict
-        print(f"| {name} | {a.stats.states:,} | {b.stats.states:,} | "
-              f"{b.stats.states / max(1, a.stats.states):.2f} | {ta:.2f} | {tb:.2f} | {verdict} |",
-              flush=True)
+        (a, ta), (b, tb) = rows[:2]
+        c, tc = rows[2] if len(rows) > 2 else (None, None)
+        last = c or b
+        verdict = last.violations[0].kind if last.violations else last.verdict
+        ratio = lambda x: f"{x.stats.states / max(1, a.stats.states):.2f}"  # noqa: E731
+        print(f"| {name} | {a.stats.states:,} | {b.stats.states:,} | {ratio(b)} | "
+              f"{f'{c.stats.states:,}' if c else '-'} | {ratio(c) if c else '-'} | {ta:.2f} | "
+              f"{tb:.2f} | {f'{tc:.2f}' if c else '-'} | {verdict} |", flush=True)
     return 0
 
 

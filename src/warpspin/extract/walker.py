@@ -128,14 +128,6 @@ MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice"
                         "cute.tiled.mma.partition", "cute.mma.make_fragment")
 
 
-def _memory_reader(name: str) -> bool:
-    return name in MEMORY_READERS or name.startswith(MEMORY_READER_PREFIXES)
-
-
-def _may_be_gmem(t: str) -> bool:
-    """A global tensor or pointer, or a generic pointer (which may point to global memory)."""
-    return "gmem" in t or t.startswith("!llvm.ptr<1>") or t == "!llvm.ptr" or "generic" in t
-# ops that keep the memory a global tensor or pointer views (for `Context.gmem_root`)
 # ops that only make views of shared memory (a tensor, a partition, a pointer, a layout): they
 # neither read nor write it (WarpWalker.smem_uses_of)
 VIEW_ONLY = {"cute.make_view", "cute.get_iter", "cute_nvgpu.atom.tma_partition",
@@ -143,13 +135,16 @@ VIEW_ONLY = {"cute.make_view", "cute.get_iter", "cute_nvgpu.atom.tma_partition",
              "cute_nvgpu.atom.set_value", "cute_nvgpu.atom.make_exec_tma",
              "builtin.unrealized_conversion_cast", "cute.recast_iter", "cute.derefine",
              "cute.assume", "cute.ptrtoint", "llvm.ptrtoint", "nvvm.mapa", "scf.yield"}
-VIEW_ONLY_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
-                      "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
-                      "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
-                      "cute.append", "cute.prepend", "cute.select", "cute.size", "cute.cosize",
-                      "cute.coalesce", "cute.filter", "cute.static", "cute.to_int_tuple",
-                      "cute.tiled.copy.partition_", "cute.tiled.copy.retile",
-                      "cute.tiled.mma.partition")
+VIEW_ONLY_PREFIXES = MEMORY_READER_PREFIXES
+
+
+def _memory_reader(name: str) -> bool:
+    return name in MEMORY_READERS or name.startswith(MEMORY_READER_PREFIXES)
+
+
+def _may_be_gmem(t: str) -> bool:
+    """A global tensor or pointer, or a generic pointer (which may point to global memory)."""
+    return "gmem" in t or t.startswith("!llvm.ptr<1>") or t == "!llvm.ptr" or "generic" in t
 # ops whose shared-memory result is a part of their staged operand's stage (a view, partition,
 # tile or slice of it): the result keeps the stage (extract/values.py Stage)
 STAGE_KEEPING = {"cute.get_iter", "cute.make_view", "cute.group_modes", "cute.slice",
@@ -158,6 +153,7 @@ STAGE_KEEPING = {"cute.get_iter", "cute.make_view", "cute.group_modes", "cute.sl
                  "cute.flat_divide", "cute.local_tile", "cute.local_partition",
                  "cute.tiled.copy.partition_D", "cute.tiled.copy.partition_S",
                  "cute.tiled.copy.retile", "cute.recast_iter"}
+# ops that keep the memory a global tensor or pointer views (for `Context.gmem_root`)
 GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice", "cute.local_tile",
               "cute.recast_iter", "cute.derefine", "cute.assume", "cute.make_ptr", "cute.recast_layout",
               "cute.composition", "cute.logical_divide", "cute.zipped_divide", "cute.tiled_divide",

@@ -1630,9 +1630,23 @@ def add_expr(place, value: Expr) -> Set:
     return Set(place, _plus(place, value))
 
 
+class _OneStage:
+    """What an op on one stage of one staged buffer (`buf`, `stage`) shares."""
+
+    @classmethod
+    def example(cls):
+        return cls("sD", Const(0))
+
+    def __post_init__(self): _lift_fields(self, "stage")
+
+    def fmt(self): return f"{self.mnemonic} {self.buf}[{_e(self.stage)}]"
+
+    def problems(self, k): return _stage_problems(k, self.buf, self.stage)
+
+
 @sync_op
 @dataclass(frozen=True)
-class SmemWrite(SyncOp):
+class SmemWrite(_OneStage, SyncOp):
     """The executing threads write stage `stage` of staged buffer `buf` through the generic
     proxy (st.shared, stmatrix, a register-to-shared copy). A TMA store still reading the stage
     makes it a race. The write is then pending until the instance releases it on the buffer's
@@ -1647,16 +1661,6 @@ class SmemWrite(SyncOp):
                               "is not yet released; the write is unfenced")
     # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
     proven: ClassVar[frozenset[str]] = ALL
-
-    @classmethod
-    def example(cls):
-        return cls("sD", Const(0))
-
-    def __post_init__(self): _lift_fields(self, "stage")
-
-    def fmt(self): return f"smem.write {self.buf}[{_e(self.stage)}]"
-
-    def problems(self, k): return _stage_problems(k, self.buf, self.stage)
 
     def footprint(self, k):
         return Footprint((_acc("buffer-stage", "rw", "cta"),))
@@ -1726,7 +1730,7 @@ class FenceProxyAsync(SyncOp):
 
 @sync_op
 @dataclass(frozen=True)
-class TmaStore(SyncOp):
+class TmaStore(_OneStage, SyncOp):
     """A TMA store (cp.async.bulk.tensor shared::cta -> global) reading stage `stage` of staged
     buffer `buf` until a cp.async.bulk.wait_group.read of the issuing thread retires its bulk
     async-group. Every write of the stage must be handed over to the storing thread before:
@@ -1743,16 +1747,6 @@ class TmaStore(SyncOp):
                               "thread's open stores of the stage too")
     # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
     proven: ClassVar[frozenset[str]] = ALL
-
-    @classmethod
-    def example(cls):
-        return cls("sD", Const(0))
-
-    def __post_init__(self): _lift_fields(self, "stage")
-
-    def fmt(self): return f"tma.store {self.buf}[{_e(self.stage)}]"
-
-    def problems(self, k): return _stage_problems(k, self.buf, self.stage)
 
     def footprint(self, k):
         return Footprint((_acc("buffer-stage", "rw", "cta", proxy="async"),),
