@@ -21,9 +21,12 @@ from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, C
                              MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
                              MbarTestWait, MbarWait, Param, Process, SmemLoad, SmemStore, StAsync, TmaLoad,
                              Var, While, WordRef, WordsDecl, walk_stmts)
-from warpspin.syncir.ir import TensormapDecl
-from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease,
-                                 TensormapWrite)
+from dataclasses import replace
+
+from warpspin.syncir.ir import BufferDecl, TensormapDecl, rewrite_stmts
+from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemRead, SmemWrite,
+                                 TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
+                                 WgmmaCommit, WgmmaRead, WgmmaWait)
 
 FILE = "random.py"
 BARS = ("a", "b")
@@ -35,6 +38,7 @@ BASE_KINDS = ("arrive", "arrive1", "aexp", "expect", "tma", "wait", "wait", "tes
 # most protocols too large for the interpreter or trivially broken)
 EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "exit", "testif",
                "csync", "carrive", "cwait", "mcast", "store", "load", "stasync", "tensormap")
+# drawn only where a test asks for it (protocols(extra="buffer")): staged buffers
 CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
 
@@ -165,6 +169,28 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
               "commit": lambda: BulkCommit(("t",), 2, loc),
               "wait": lambda: BulkWaitRead(draw(st.integers(0, 1)), ("t",), 2, loc)}[which]()
         return op if which == "acquire" else Elect((op,), loc)
+    if kind == "buffer":
+        # a staged buffer of two stages: writes, proxy fences, TMA stores (only the first
+        # process of a CTA stores: the others' stores become writes), bulk groups over its
+        # stages, the hand-over barrier 1, fills into a stage (its barrier's index), wgmma reads
+        # and groups, thread reads
+        stages = (("sb", 0), ("sb", 1))
+        stage = draw(st.sampled_from([Const(0), Var("k") % 2]))
+        which = draw(st.sampled_from(["write", "write", "fence", "store", "commit", "wait",
+                                      "handoff", "fill", "wread", "wcommit", "wwait", "read"]))
+        op = {"write": lambda: SmemWrite("sb", stage, loc),
+              "fence": lambda: FenceProxyAsync(loc),
+              "store": lambda: TmaStore("sb", stage, loc),
+              "commit": lambda: BulkCommit(depth=2, loc=loc, stages=stages),
+              "wait": lambda: BulkWaitRead(draw(st.integers(0, 1)), depth=2, loc=loc,
+                                           stages=stages),
+              "handoff": lambda: BarSync(Const(1), None, loc),
+              "fill": lambda: Elect((TmaLoad(draw(bar_ref(sizes)), 16, loc, dst="sb"),), loc),
+              "wread": lambda: WgmmaRead((("sb", stage),), loc),
+              "wcommit": lambda: WgmmaCommit(("sb",), 2, loc),
+              "wwait": lambda: WgmmaWait(draw(st.integers(0, 1)), ("sb",), 2, loc),
+              "read": lambda: SmemRead((("sb", stage),), loc)}[which]
+        return op()
     if kind == "load":
         # a shared word read, and the synchronization depending on the value read
         ref = WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2])))
@@ -254,8 +280,18 @@ def protocols(draw, extra: str | None = None) -> Kernel:
         params.append(Param("M", 1, 3))
     words = (WordsDecl("w", 2),) if {"store", "load", "stasync"} & set(extras) else ()
     maps = (TensormapDecl("t"),) if "tensormap" in extras else ()
+    buffers = ()
+    if "buffer" in extras:
+        storers = tuple(i for i, p in enumerate(procs) if p.role == "p0")
+
+        def as_write(st):
+            return (SmemWrite(st.buf, st.stage, st.loc),) if isinstance(st, TmaStore) else (st,)
+        procs = [p if i in storers else replace(p, body=rewrite_stmts(p.body, as_write))
+                 for i, p in enumerate(procs)]
+        buffers = (BufferDecl("sb", 2, storers, 1),)
     return Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]), MBarrierDecl("b", 1)),
-                  params=tuple(params), num_ctas=num_ctas, words=words, tensormaps=maps)
+                  params=tuple(params), num_ctas=num_ctas, words=words, tensormaps=maps,
+                  buffers=buffers)
 
 
 # constructs the generator must be able to produce (tests/test_differential.py checks each)

@@ -30,7 +30,8 @@ from warpspin.lower import lower
 from warpspin.syncir import interp, validate
 from warpspin.syncir.ir import (BarArrive, ClusterArrive, ClusterWait, Const, Elect, Exit, Kernel,
                                 Lanes, MBarRef, MBarrierDecl, MbarArriveExpectTx, MbarInit,
-                                MbarInitFence, MbarTestWait, MbarWait, Process, TmaLoad)
+                                MbarInitFence, MbarTestWait, MbarWait, Process, TmaLoad,
+                                walk_stmts)
 from warpspin.lower import promela
 from warpspin.syncir.protocols import PREFIX_BUG_EXPECT, PREFIX_BUGS, RING_BUGS, prefix_ring, ring
 
@@ -151,6 +152,14 @@ def test_reduced_spin_matches_interpreter(k):
 def test_tensormap_protocols_match_interpreter(k):
     """Loads through a rewritten tensormap, its writes and fences, bulk commits and waits."""
     spin_agrees(k, reduce=True, fuse=True, stats="tensormaps vs interpreter")
+
+
+@diff_settings(max(20, EXAMPLES // 2))
+@given(protocols(extra="buffer"))
+def test_buffer_protocols_match_interpreter(k):
+    """Staged buffers: writes, proxy fences, TMA stores and their bulk groups, the hand-over
+    barrier, fills, wgmma reads and groups, thread reads."""
+    spin_agrees(k, reduce=True, fuse=True, stats="buffers vs interpreter")
 
 
 @diff_settings(max(20, EXAMPLES // 2))
@@ -376,3 +385,21 @@ def test_shared_slots_stay_within_spins_process_limit():
     assert not m.shared
     k = ring(stages=2, trips=2, consumers=8)
     assert lower(k).shared
+
+
+def test_buffer_protocols_cover_every_buffer_op():
+    """The staged-buffer protocols draw every buffer op: writes, fences, stores (by the storing
+    process), fills, wgmma and thread reads, both kinds of groups."""
+    seen = collections.Counter()
+
+    @diff_settings(300)
+    @given(protocols(extra="buffer"))
+    def draw(k):
+        seen.update(constructs(k))
+        seen.update("TmaLoad(into)" for p in k.processes for s in walk_stmts(p.body)
+                    if isinstance(s, TmaLoad) and s.dst is not None)
+
+    draw()
+    want = ("SmemWrite", "FenceProxyAsync", "TmaStore", "BulkCommit", "BulkWaitRead",
+            "TmaLoad(into)", "WgmmaRead", "WgmmaCommit", "WgmmaWait", "SmemRead")
+    assert not [c for c in want if not seen[c]], seen

@@ -1248,7 +1248,8 @@ class WarpWalker:
             return
         view = self.val(op.operands[0])
         where = f"@{op.loc.short()}"
-        if not isinstance(view, View):
+        if not isinstance(view, View) or view.stage is not None:
+            # a stage of a staged buffer holds data, not words handed between roles
             self.note_smem_write(op.operands[0], f"a shared-memory store{where}")
             self.staged_write(op, op.operands[0], out)
             return
@@ -1262,7 +1263,6 @@ class WarpWalker:
             why = "a value or address that differs between the lanes"
         if why is not None:
             self.note_smem_write(op.operands[0], f"st.shared of {why}{where}")
-            self.staged_write(op, op.operands[0], out)
             return
         out.append(SmemStore(WordRef(self.ctx.word_array(view, self.loc(op)), r), value, self.loc(op)))
 
