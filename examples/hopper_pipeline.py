@@ -112,7 +112,7 @@ class HopperPipeline:
             for k in cutlass.range(cons_k, unroll=1):
                 pipe.consumer_wait(state)
                 if cutlass.const_expr(self.bug == "release_before_read"):
-                    pipe.consumer_release(state)                             # BUG: too early
+                    pipe.consumer_release(state=state)                       # BUG: too early
                 for i in cutlass.range_constexpr(per_thread):
                     e = tidx + i * self.consumer_threads
                     acc[i] = acc[i] + sA[e // TK, e % TK, state.index]

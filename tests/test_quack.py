@@ -140,8 +140,9 @@ def test_two_consumer_warpgroups_verified():
     stores the epilogue's staging buffer with TMA (so its code is not the other seven's: R12,
     which would merge it with them, does not apply), VERIFIED with the buffer's races checked."""
     sk = extract(quack_sm90_gemm("tile128x192"), params={K_TILES: 1})
-    (buf,) = sk.buffers
+    (buf,) = [b for b in sk.buffers if b.storers]
     assert buf.label == "sD" and len(buf.storers) == 1
+    assert sorted(b.label for b in sk.buffers if not b.storers) == ["sA", "sB"]
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=300, memory_mb=4096))
     assert r.verdict == "verified", str(r)
     assert r.config["buffers"] == ["sD"], r.config
