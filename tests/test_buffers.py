@@ -139,3 +139,23 @@ def test_load_races_are_checked_only_on_request():
     assert r.verdict == "verified" and r.config["load_races"].startswith("not checked")
     assert "wgmma.read" not in r.syncir_text
     assert "--load-races" in render(r)
+
+
+def test_a_buffer_with_an_access_the_extractor_cannot_attribute_is_not_followed():
+    """Fail closed: where TMA loads fill a buffer, any other access of its bytes (here inline
+    PTX through an address the model does not follow) leaves its races unchecked, and the
+    verdict's assumptions say so; writes the same for a buffer TMA stores read."""
+    from types import SimpleNamespace
+    from warpspin.extract.build import _staged_buffers
+    from warpspin.syncir import MBarRef, TmaLoad
+    key = (7, 0, 1024, 2, 512)
+    for uses, writes, body in (
+            ([(None, None, "inline PTX@k.py:9")], [], (TmaLoad(MBarRef("b", Const(0)), 512,
+                                                                dst="buf0"),)),
+            ([], [(7, (0, 64), "st.shared@k.py:8")], (TmaStore("buf0", Const(0)),))):
+        ctx = SimpleNamespace(buffers={key: ["buf0", "sX", "k.py:5"]}, smem_writes=writes,
+                              staged_writes={}, smem_uses=uses, staged_uses={},
+                              assumptions=set(), unstaged_stores=[])
+        assert _staged_buffers(ctx, [(0, 0, 32, body, [])]) == {}
+        (why,) = ctx.assumptions
+        assert why.startswith("races on sX") and "k.py:" in why

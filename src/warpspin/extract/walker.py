@@ -1795,9 +1795,17 @@ class WarpWalker:
         loads fill is followed only if every use of its bytes is a staged access)."""
         if op.name in VIEW_ONLY or op.name.startswith(VIEW_ONLY_PREFIXES):
             return
-        for vid in op.operands:
+        what = f"{op.name}@{op.loc.short()}"
+        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+        if op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and re.search(
+                r"\bld\.|ldmatrix|\bst\.|stmatrix|\bcp\.|\bred\.|\batom|wgmma|tcgen05", text):
+            # inline PTX may reach shared memory through an address the model does not follow
+            self.ctx.smem_uses.append((None, None, f"inline PTX@{op.loc.short()}"))
+        for vid, t in zip(op.operands, op.operand_types):
             v = self.val(vid)
-            what = f"{op.name}@{op.loc.short()}"
+            if (ct.is_smem(t) or t.startswith("!llvm.ptr<3>")) and \
+                    not isinstance(v, (View, Region, Ptr)):
+                self.ctx.smem_uses.append((None, None, what))  # shared memory not followed
             if isinstance(v, View):
                 self.ctx.smem_uses.append((v.ptr.alloc.uid, v.byte_range, what))
             elif isinstance(v, Region):
