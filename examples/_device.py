@@ -6,6 +6,22 @@ import subprocess
 import sys
 
 
+def count_wrong(name: str, compiled, args, out, ref, repeats: int) -> None:
+    """Launch `compiled(*args)` `repeats` times, each into a zeroed `out`, and count the launches
+    whose result differs from `ref`; raise if any did (a race need not show on every run)."""
+    import torch
+
+    wrong = 0
+    for _ in range(repeats):
+        out.zero_()
+        compiled(*args)
+        torch.cuda.synchronize()
+        wrong += int((out - ref).abs().max().item() > 1e-3)
+    print(f"{name}: {wrong} of {repeats} runs wrong")
+    if wrong:
+        raise SystemExit(f"{name}: WRONG RESULT in {wrong} of {repeats} runs")
+
+
 def run_with_watchdog(script: str, variant: str, timeout: float = 20.0) -> int:
     """0: ran and the result was right; 1: wrong result or error; 2: hung (killed)."""
     cmd = [sys.executable, script, "--child", variant]

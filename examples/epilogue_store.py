@@ -161,15 +161,8 @@ def run_on_device(name: str, repeats: int = 200) -> None:
     compiled = cute.compile(fn, *args)
     rows = torch.arange(TM * M_TILES, device="cuda", dtype=torch.float32) // TM
     ref = a * 2.0 + rows[:, None]
-    wrong = 0
-    for _ in range(repeats):
-        c.zero_()
-        compiled(*args)
-        torch.cuda.synchronize()
-        wrong += int((c - ref).abs().max().item() > 1e-3)
-    print(f"{name}: {wrong} of {repeats} runs wrong")
-    if wrong:
-        raise SystemExit(f"{name}: WRONG RESULT in {wrong} of {repeats} runs")
+    from _device import count_wrong
+    count_wrong(name, compiled, args, c, ref, repeats)
 
 
 if __name__ == "__main__":

@@ -181,15 +181,8 @@ def run_on_device(name: str, repeats: int = 200) -> None:
     args = [from_dlpack(x, assumed_align=16) for x in (a, c)] + [from_dlpack(ws, assumed_align=128)]
     compiled = cute.compile(fn, *args)
     ref = a.view(TM * M_TILES, GROUPS, KT, TK).sum(2).permute(1, 0, 2).reshape(-1, TK)
-    wrong = 0
-    for _ in range(repeats):
-        c.zero_()
-        compiled(*args)
-        torch.cuda.synchronize()
-        wrong += int((c - ref).abs().max().item() > 1e-3)
-    print(f"{name}: {wrong} of {repeats} runs wrong")
-    if wrong:
-        raise SystemExit(f"{name}: WRONG RESULT in {wrong} of {repeats} runs")
+    from _device import count_wrong
+    count_wrong(name, compiled, args, c, ref, repeats)
 
 
 if __name__ == "__main__":
