@@ -4,7 +4,10 @@
     warpspin check examples/syncir_ring.py:ring_missing_release
 
 Each function returns a SyncIR Kernel; `warpspin check` model-checks it with SPIN. The source
-lines in the reports point into the pseudo-file ring.py of warpspin.syncir.protocols.
+lines in the reports point into the pseudo-files ring.py, epilogue.py and mainloop.py of
+warpspin.syncir.protocols: the TMA ring, a TMA-store epilogue's staging buffer
+(`warpspin check examples/syncir_ring.py:epilogue_no_fence`) and a wgmma mainloop's stages
+(`warpspin check --load-races examples/syncir_ring.py:mainloop_release_before_wait`).
 """
 from warpspin.syncir.protocols import RING_BUG_EXPECT, exchange, ring
 
@@ -39,3 +42,27 @@ TARGETS = ["ring_correct", "ring_any_k", "exchange_correct"] + [
 # expected verdict or violation kind per target (make demo and the tests check them)
 EXPECT = {"ring_correct": "verified", "ring_any_k": "verified", "exchange_correct": "verified",
           **{"ring_" + n.replace("-", "_"): kind for n, (kind, _) in RING_BUG_EXPECT.items()}}
+
+
+# -- staged buffers (races): a TMA-store epilogue and a wgmma mainloop, each with its bugs ------
+from warpspin.syncir.protocols import (EPILOGUE_BUG_EXPECT, MAINLOOP_BUG_EXPECT,  # noqa: E402
+                                       epilogue, mainloop)
+
+
+def _protocol(make, prefix, name):
+    def build():
+        return make(bug=name)
+    build.__name__ = f"{prefix}_" + (name or "correct").replace("-", "_")
+    build.__doc__ = f"the {prefix} protocol" + (f" with bug {name!r}" if name else "")
+    return build
+
+
+for _make, _prefix, _expect in ((epilogue, "epilogue", EPILOGUE_BUG_EXPECT),
+                                (mainloop, "mainloop", MAINLOOP_BUG_EXPECT)):
+    for _name in (None, *_expect):
+        _f = _protocol(_make, _prefix, _name)
+        globals()[_f.__name__] = _f
+        TARGETS.append(_f.__name__)
+        EXPECT[_f.__name__] = (_expect[_name][0] if _name else None) or "verified"
+# the mainloop's races are on stages TMA loads fill: checked with --load-races
+LOAD_RACES = {t for t in TARGETS if t.startswith("mainloop_")}
