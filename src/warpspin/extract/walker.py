@@ -1283,8 +1283,7 @@ class WarpWalker:
             # the value may still be a word the model follows (build.py keeps one or the other)
             stage = m.stage or self.element_stage(m, op.operands[1])
             if stage is not None:
-                name = self.ctx.buffer(stage, self.loc(op))
-                self.attribute(op, stage, name)
+                name = self.claim(op, stage)
                 out.append(SmemRead(((name, stage.index),), self.loc(op)))
             self.smem_load(op, m, out)
             return
@@ -1773,6 +1772,12 @@ class WarpWalker:
         i = modes[0]
         return Stage(index, view.shape[i], view.stride[i] * view.elem, view.ptr.alloc.uid, lo, hi)
 
+    def claim(self, op: Op, stage: Stage) -> str:
+        """The buffer `stage` is a stage of, with `op`'s recorded accesses of it attributed."""
+        name = self.ctx.buffer(stage, self.loc(op))
+        self.attribute(op, stage, name)
+        return name
+
     def staged(self, vid: int) -> Optional[Stage]:
         v = self.val(vid)
         return v.stage if isinstance(v, (View, Region)) else None
@@ -1797,9 +1802,10 @@ class WarpWalker:
             return
         what = f"{op.name}@{op.loc.short()}"
         text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-        if op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and re.search(
-                r"\bld\.|ldmatrix|\bst\.|stmatrix|\bcp\.|\bred\.|\batom|wgmma|tcgen05", text):
-            # inline PTX may reach shared memory through an address the model does not follow
+        if op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and ("[" in text or "wgmma" in text
+                                                                  or "tcgen05" in text):
+            # inline PTX with a memory operand ([addr]) or an async unit's descriptor may reach
+            # shared memory through an address the model does not follow
             self.ctx.smem_uses.append((None, None, f"inline PTX@{op.loc.short()}"))
         for vid, t in zip(op.operands, op.operand_types):
             v = self.val(vid)
@@ -1838,8 +1844,7 @@ class WarpWalker:
             stage = self.staged(vid)
             if stage is None:
                 continue
-            name = self.ctx.buffer(stage, self.loc(op))
-            self.attribute(op, stage, name)
+            name = self.claim(op, stage)
             reads.append((name, stage.index))
         if reads:
             out.append(WgmmaRead(tuple(reads), self.loc(op)))
@@ -1858,16 +1863,14 @@ class WarpWalker:
         stage = self.staged(vid)
         if stage is None:
             return
-        name = self.ctx.buffer(stage, self.loc(op))
-        self.attribute(op, stage, name)
+        name = self.claim(op, stage)
         out.append(SmemRead(((name, stage.index),), self.loc(op)))
 
     def staged_write(self, op: Op, vid: int, out) -> None:
         stage = self.staged(vid)
         if stage is None:
             return
-        name = self.ctx.buffer(stage, self.loc(op))
-        self.attribute(op, stage, name)
+        name = self.claim(op, stage)
         out.append(SmemWrite(name, stage.index, self.loc(op)))
 
     def tma_store(self, op: Op, kind: str, out) -> None:
@@ -1879,8 +1882,7 @@ class WarpWalker:
             self.ctx.unstaged_stores.append((self.loc(op), f"{kind} whose source is not a stage "
                                              "of a staged buffer the model follows"))
             return
-        name = self.ctx.buffer(stage, self.loc(op))
-        self.attribute(op, stage, name)
+        name = self.claim(op, stage)
         out.append(TmaStore(name, stage.index, self.loc(op)))
 
     def tma_load(self, op: Op, atom: Value, out, per_thread: bool = False) -> None:
@@ -1940,8 +1942,7 @@ class WarpWalker:
         if stage is None or ref.cta is not None or (
                 stage.index != ref.index and self.f.binop("-", stage.index, ref.index) != Const(0)):
             return None
-        name = self.ctx.buffer(stage, self.loc(op))
-        self.attribute(op, stage, name)
+        name = self.claim(op, stage)
         return name
 
     def block_mcast(self, attr: str) -> Optional[list[int]]:
