@@ -180,8 +180,9 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
     unfenced, fenced and unreleased; once: released raw) when it writes a buffer, its open TMA
     stores per stage when it stores one, its open wgmma reads per stage when it reads one."""
     from .ir import walk_stmts
-    from .ops import (SmemWrite, TmaStore, WgmmaRead, bs_open, bw_fenced, bw_released_raw,
-                      bw_unfenced, wg_open)
+    from .ops import (CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, SmemWrite, TmaStore,
+                      WgmmaRead, bs_open, bw_fenced, bw_released_raw, bw_unfenced, cp_group,
+                      cp_open, wg_open)
     names: set[str] = set()
     stmts = list(walk_stmts(p.body))
     for b in kernel.buffers:
@@ -193,6 +194,10 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
             names |= {bs_open(b.name, i) for i in range(b.stages)}
         if any(isinstance(s, WgmmaRead) and b.name in {r[0] for r in s.reads} for s in stmts):
             names.add(wg_open(b.name))
+        if any(isinstance(s, (CpAsync, SmemOwn)) and s.buf == b.name for s in stmts):
+            depth = max((getattr(s, "depth", 0) for s in stmts
+                         if isinstance(s, (CpAsyncCommit, CpAsyncWait, SmemOwn))), default=0)
+            names |= {cp_open(b.name), *(cp_group(b.name, i) for i in range(depth))}
     return names
 
 

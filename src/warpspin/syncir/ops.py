@@ -30,7 +30,9 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
            "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
            "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "WgmmaRead",
-           "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "Exit",
+           "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
+           "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
+           "Exit",
            "Unsupported"]
 
 SCOPES = ("thread", "warp", "cta", "cluster", "grid")
@@ -2009,6 +2011,242 @@ class WgmmaWait(_WgmmaGroups, SyncOp):
         return Rule(body)
 
 
+# ----------------------------------------------------------------------------- cp.async buffers
+
+def cp_open(buf: str) -> str:
+    """The stages of `buf` the executing thread's uncommitted cp.async copies write (a mask)."""
+    return f"_cpo_{buf}"
+
+
+def cp_group(buf: str, i: int) -> str:
+    """The stages its i-th most recent committed cp.async group writes (the last: or older)."""
+    return f"_cpg{i}_{buf}"
+
+
+def _cp_depth_of(st) -> int:
+    return getattr(st, "depth", 0) if isinstance(st, (CpAsyncCommit, CpAsyncWait, SmemOwn)) else 0
+
+
+def cp_pending(buf: str, depth: int) -> Expr:
+    """The stages of `buf` with a copy of the executing thread not yet retired."""
+    out: Expr = Local(cp_open(buf))
+    for i in range(depth):
+        out = BinOp("|", out, Local(cp_group(buf, i)))
+    return out
+
+
+def _copies_into(c, buf: str) -> bool:
+    from .ir import walk_stmts
+    return any(isinstance(s, (CpAsync, SmemOwn)) and s.buf == buf
+               for s in walk_stmts(c.kernel.processes[c.process].body))
+
+
+def cp_depth(c) -> int:
+    """The cp.async groups told apart in the executing process (its commits' and waits' depth)."""
+    from .ir import walk_stmts
+    return max((_cp_depth_of(s) for s in walk_stmts(c.kernel.processes[c.process].body)),
+               default=0)
+
+
+def cp_pending_at_exit(c) -> list:
+    """An instance exiting with cp.async copies into a buffer not retired (PTX 9.7.9.24.3: only
+    cp.async.wait_group / wait_all of the thread retires them; the CTA's shared memory may belong
+    to another CTA once its threads have exited)."""
+    out = []
+    depth = cp_depth(c)
+    for b in c.kernel.buffers:
+        if _copies_into(c, b.name):
+            label = b.label or b.name
+            out.append(When(_ne(cp_pending(b.name, depth), 0), [Fail(
+                "pending-at-exit", f"{{who}} exits while its cp.async copies into {label} may "
+                "still be in flight: no cp.async.wait_group retired them")]))
+    return out
+
+
+class _CpGroups:
+    """What a cp.async commit and wait share: `bufs`, the buffers the process's cp.async copies
+    write, and `depth`, the groups told apart (the oldest mask holds that group and every older
+    one). Each group is a mask of the stages it writes, per buffer."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "bufs", tuple(self.bufs))
+
+    def _told(self) -> str:
+        return f" [{', '.join(self.bufs)}], depth={self.depth}" if self.bufs else ""
+
+    def _problems(self, k) -> list[str]:
+        out = []
+        for b in self.bufs:
+            try:
+                if k.buffer(b).stages > 15:
+                    out.append(f"{b}: more than 15 stages in a cp.async group mask")
+            except KeyError:
+                out.append(f"names {b!r}, not a declared buffer")
+        if self.depth < 1:
+            out.append(f"{self.mnemonic} with depth {self.depth}")
+        return out
+
+    def own_locals(self, pc):
+        return tuple(n for b in self.bufs
+                     for n in (cp_open(b), *(cp_group(b, i) for i in range(self.depth))))
+
+    def footprint(self, k):
+        return Footprint(())
+
+
+@sync_op
+@dataclass(frozen=True)
+class CpAsync(_OneStage, SyncOp):
+    """A cp.async (PTX 9.7.9.24.3, non-bulk, global -> shared) of the executing threads writing
+    their own part of stage `stage` of buffer `buf` (a tiled copy's thread partition: no two
+    threads write or read the same bytes through it) until a cp.async.wait_group of the
+    issuing thread retires its group."""
+    buf: str
+    stage: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "cp.async"
+    ptx: ClassVar[str] = "9.7.9.24.3 (cp.async)"
+    summary: ClassVar[str] = "the stage joins the thread's open cp.async group (a bit mask)"
+    # R6, R8, R11: it writes only its own locals; R10 mover: no guard, no object
+    proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
+
+    def own_locals(self, pc):
+        return (cp_open(self.buf),)
+
+    def footprint(self, k):
+        return Footprint((), retired_by="cp.async.wait_group of the issuing thread")
+
+    def rule(self, c):
+        open_ = Local(cp_open(self.buf))
+        return Rule(_per_stage(c, self.buf, self.stage, "copies into",
+                               lambda s: [Set(open_, BinOp("|", open_, Const(1 << s)))]))
+
+
+@sync_op
+@dataclass(frozen=True)
+class CpAsyncCommit(_CpGroups, SyncOp):
+    """cp.async.commit_group: the executing thread's uncommitted cp.async copies become its newest
+    cp.async-group."""
+    bufs: tuple[str, ...] = ()
+    depth: int = 1
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "cp.async.commit_group"
+    ptx: ClassVar[str] = "9.7.9.24.4 (cp.async.commit_group)"
+    summary: ClassVar[str] = ("per buffer the thread copies into: the group masks shift by one (the "
+                              "oldest absorbs the next), the newest gets the open copies")
+    # R10 mover: it moves its own masks
+    proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
+
+    @classmethod
+    def example(cls):
+        return cls(("sX",), 1)
+
+    def fmt(self): return "cp.async.commit_group" + self._told()
+
+    def problems(self, k): return self._problems(k)
+
+    def rule(self, c):
+        body = []
+        for b in self.bufs:
+            g = [Local(cp_group(b, i)) for i in range(self.depth)]
+            first = Local(cp_open(b))
+            if self.depth > 1:
+                body.append(Set(g[-1], BinOp("|", g[-1], g[-2])))
+                for i in range(self.depth - 2, 0, -1):
+                    body.append(Set(g[i], g[i - 1]))
+                body.append(Set(g[0], first))
+            else:
+                body.append(Set(g[0], BinOp("|", g[0], first)))
+            body.append(Set(first, Const(0)))
+        return Rule(body)
+
+
+@sync_op
+@dataclass(frozen=True)
+class CpAsyncWait(_CpGroups, SyncOp):
+    """cp.async.wait_group n: the executing thread waits until at most its n newest cp.async
+    groups are pending; the copies of every older group are complete and visible to it. Copies
+    not yet committed are not waited for. Never blocks in the model (the copies finish by
+    themselves)."""
+    n: int = 0
+    bufs: tuple[str, ...] = ()
+    depth: int = 1
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "cp.async.wait_group"
+    ptx: ClassVar[str] = "9.7.9.24.5 (cp.async.wait_group)"
+    summary: ClassVar[str] = ("per buffer the thread copies into: the masks of the groups older "
+                              "than the n newest are cleared")
+    proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
+
+    @classmethod
+    def example(cls):
+        return cls(0, ("sX",), 1)
+
+    def fmt(self): return f"cp.async.wait_group {self.n}" + self._told()
+
+    def problems(self, k):
+        out = self._problems(k)
+        if self.bufs and self.depth <= self.n:
+            out.append(f"cp.async.wait_group {self.n} needs groups told apart to depth "
+                       f"{self.n + 1}, not {self.depth}")
+        return out
+
+    def rule(self, c):
+        return Rule([Set(Local(cp_group(b, i)), Const(0))
+                     for b in self.bufs for i in range(self.n, self.depth)])
+
+
+@sync_op
+@dataclass(frozen=True)
+class SmemOwn(SyncOp):
+    """The executing threads read (or, `write`, write) their own part of stage `stage` of buffer
+    `buf` through the generic proxy, through the same thread partition their cp.async copies
+    write: only their own copies touch those bytes. One of them not yet retired by a
+    cp.async.wait_group of the thread makes it a race. `depth`: the groups told apart."""
+    buf: str
+    stage: Expr
+    write: bool = False
+    depth: int = 1
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "smem.own"
+    ptx: ClassVar[str] = "9.7.9.24.3 (cp.async), 9.7.9.8-9 (ld.shared, st.shared)"
+    summary: ClassVar[str] = ("the stage in the thread's open cp.async group or one of its "
+                              "committed groups: race (its own copy may still write the bytes)")
+    # R6, R8, R11: it reads only its own locals
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("sX", Const(0))
+
+    def __post_init__(self): _lift_fields(self, "stage")
+
+    def fmt(self):
+        return (f"smem.own {'write' if self.write else 'read'} {self.buf}[{_e(self.stage)}], "
+                f"depth={self.depth}")
+
+    def problems(self, k):
+        out = _stage_problems(k, self.buf, self.stage)
+        if self.depth < 1:
+            out.append(f"smem.own with depth {self.depth}")
+        return out
+
+    def footprint(self, k):
+        return Footprint(())
+
+    def rule(self, c):
+        label = c.kernel.buffer(self.buf).label or self.buf
+        pending = cp_pending(self.buf, self.depth)
+        what = "writes" if self.write else "reads"
+
+        def body(s):
+            return [When(_bit(pending, s), [Fail(
+                "race", f"{{who}} {what} its part of stage {s} of {label} while its own cp.async "
+                "copies into it may still be in flight: no cp.async.wait_group of this thread "
+                "retired them before the access")])]
+        return Rule(_per_stage(c, self.buf, self.stage, what, body))
+
+
 # ----------------------------------------------------------------------------- global counters
 
 @sync_op
@@ -2125,7 +2363,7 @@ class Exit(SyncOp):
             body.append(When(all_of(_eq(live, 0), _gt(infl, 0)), [
                 Fail("pending-at-exit", f"the last threads of CTA {cta} exit while a copy issued "
                      f"at {st.loc} into {{bar}} is still in flight", (), el)]))
-        return Rule(body)
+        return Rule([*cp_pending_at_exit(c), *body])
 
 
 @sync_op

@@ -416,3 +416,45 @@ def mainloop(stages: int = 2, ktiles: int = 4, consumers: int = 1,
                            init=(("ph", 0),))),
                   (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)),
                   buffers=(BufferDecl("sA", stages, loc=L(5), label="sA"),))
+
+
+CP_ASYNC_FILE = "cp_async.py"
+CP_ASYNC_BUGS = ("no-drain", "no-drain-exit", "read-before-wait", "wait-one-short")
+# what each bug must be reported as, and at which line of cp_async.py
+CP_ASYNC_BUG_EXPECT = {
+    "no-drain": ("race", 40), "no-drain-exit": ("pending-at-exit", None),
+    "read-before-wait": ("race", 32), "wait-one-short": ("race", 32),
+}
+
+
+def cp_async_loop(warps: int = 2, max_tiles: int = 3, bug: str | None = None) -> Kernel:
+    """An Ampere-style double-buffered loop over N tiles (N = 0..`max_tiles`, a launch
+    parameter): each thread copies tile 0 into stage 0 of its partition of sX with cp.async
+    (unconditionally, before the loop) and commits; iteration k waits for all its groups
+    (`cp.async.wait_group 0`), reads stage k % 2, and prefetches tile k+1 if there is one. After
+    the loop it drains (`wait_group 0`) and writes its result into stage 0 of its partition.
+    `bug`: "no-drain" (no drain: when N = 0 the copy of tile 0 may land after the write),
+    "no-drain-exit" (no drain and no write: the thread exits with the copy in flight),
+    "read-before-wait" (the read before the wait), "wait-one-short" (`wait_group 1`: the newest
+    group, the stage about to be read, may still be in flight)."""
+    from .ir import BufferDecl
+    from .ops import CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn
+    if bug is not None and bug not in CP_ASYNC_BUGS:
+        raise ValueError(f"unknown cp.async bug {bug!r}; one of {CP_ASYNC_BUGS}")
+    L = lambda n: Loc(CP_ASYNC_FILE, n)  # noqa: E731
+    n = 1 if bug == "wait-one-short" else 0
+    depth = n + 1
+    bufs = ("sX",)
+    wait = CpAsyncWait(n, bufs, depth, L(31))
+    read = SmemOwn("sX", Var("k") % 2, False, depth, L(32))
+    step = (*((read, wait) if bug == "read-before-wait" else (wait, read)),
+            If((Var("k") + 1).lt(Var("N")), (CpAsync("sX", (Var("k") + 1) % 2, L(33)),), loc=L(34)),
+            CpAsyncCommit(bufs, depth, L(35)))
+    drain = () if bug in ("no-drain", "no-drain-exit") else (CpAsyncWait(0, bufs, depth, L(39)),)
+    tail = () if bug == "no-drain-exit" else (SmemOwn("sX", 0, True, depth, L(40)),)
+    body = (CpAsync("sX", 0, L(20)), CpAsyncCommit(bufs, depth, L(21)),
+            For("k", 0, Var("N"), step, loc=L(30)), *drain, *tail)
+    return Kernel("cp_async" + (f"_{bug}" if bug else ""),
+                  (Process("threads", body, warps=(0, warps), instances=warps),), (),
+                  params=(Param("N", 0, max_tiles),),
+                  buffers=(BufferDecl("sX", 2, loc=L(5), label="sX"),))
