@@ -24,7 +24,7 @@ from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, C
 from dataclasses import replace
 
 from warpspin.syncir.ir import BufferDecl, TensormapDecl, rewrite_stmts
-from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemRead, SmemWrite,
+from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
                                  WgmmaCommit, WgmmaRead, WgmmaWait)
 
@@ -38,7 +38,8 @@ BASE_KINDS = ("arrive", "arrive1", "aexp", "expect", "tma", "wait", "wait", "tes
 # most protocols too large for the interpreter or trivially broken)
 EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "exit", "testif",
                "csync", "carrive", "cwait", "mcast", "store", "load", "stasync", "tensormap")
-# drawn only where a test asks for it (protocols(extra="buffer")): staged buffers
+# drawn only where a test asks for it (protocols(extra="buffer")): staged buffers; cp.async
+# groups (extra="cpasync")
 CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
 
@@ -191,6 +192,16 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
               "wwait": lambda: WgmmaWait(draw(st.integers(0, 1)), ("sb",), 2, loc),
               "read": lambda: SmemRead((("sb", stage),), loc)}[which]
         return op()
+    if kind == "cpasync":
+        # cp.async copies of the thread into its own part of a two-stage buffer, their groups
+        # (two told apart), and reads and writes through that part
+        stage = draw(st.sampled_from([Const(0), Var("k") % 2]))
+        which = draw(st.sampled_from(["copy", "copy", "commit", "wait", "read", "write"]))
+        return {"copy": lambda: CpAsync("sc", stage, loc),
+                "commit": lambda: CpAsyncCommit(("sc",), 2, loc),
+                "wait": lambda: CpAsyncWait(draw(st.integers(0, 1)), ("sc",), 2, loc),
+                "read": lambda: SmemOwn("sc", stage, False, 2, loc),
+                "write": lambda: SmemOwn("sc", stage, True, 2, loc)}[which]()
     if kind == "load":
         # a shared word read, and the synchronization depending on the value read
         ref = WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2])))
@@ -289,6 +300,8 @@ def protocols(draw, extra: str | None = None) -> Kernel:
         procs = [p if i in storers else replace(p, body=rewrite_stmts(p.body, as_write))
                  for i, p in enumerate(procs)]
         buffers = (BufferDecl("sb", 2, storers, 1),)
+    if "cpasync" in extras:
+        buffers += (BufferDecl("sc", 2),)
     return Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]), MBarrierDecl("b", 1)),
                   params=tuple(params), num_ctas=num_ctas, words=words, tensormaps=maps,
                   buffers=buffers)

@@ -162,6 +162,14 @@ def test_buffer_protocols_match_interpreter(k):
     spin_agrees(k, reduce=True, fuse=True, stats="buffers vs interpreter")
 
 
+@diff_settings(max(20, EXAMPLES // 4))
+@given(protocols(extra="cpasync"))
+def test_cp_async_protocols_match_interpreter(k):
+    """cp.async copies into a thread's own part, their groups, accesses through that part, and
+    the check at exit."""
+    spin_agrees(k, reduce=True, fuse=True, stats="cp.async vs interpreter")
+
+
 @diff_settings(max(20, EXAMPLES // 2))
 @given(protocols())
 def test_fused_spin_matches_interpreter(k):
@@ -402,4 +410,17 @@ def test_buffer_protocols_cover_every_buffer_op():
     draw()
     want = ("SmemWrite", "FenceProxyAsync", "TmaStore", "BulkCommit", "BulkWaitRead",
             "TmaLoad(into)", "WgmmaRead", "WgmmaCommit", "WgmmaWait", "SmemRead")
+    assert not [c for c in want if not seen[c]], seen
+
+
+def test_cp_async_protocols_cover_every_cp_async_op():
+    seen = collections.Counter()
+
+    @diff_settings(200)
+    @given(protocols(extra="cpasync"))
+    def draw(k):
+        seen.update(constructs(k))
+
+    draw()
+    want = ("CpAsync", "CpAsyncCommit", "CpAsyncWait", "SmemOwn")
     assert not [c for c in want if not seen[c]], seen

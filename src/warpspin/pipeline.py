@@ -18,7 +18,7 @@ from .lower import LowerError
 from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
                             BlockedWait, Location, Note, Result, Stats, TraceStep, Violation)
 from .syncir import BOUND_KINDS, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
-from .syncir.ops import SmemWrite, TmaStore, bw_fenced, bw_unfenced
+from .syncir.ops import CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, bw_fenced, bw_unfenced
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
 from .syncir.trace import Complete, ParamChoice, Step, Take
@@ -171,6 +171,8 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         op = rp.machine.flat[v.process].code[v.pc].stmt if v.pc is not None else None
         if isinstance(op, (SmemWrite, TmaStore)):
             notes, help_ = _buffer_partners(rp, v, er.events, op)
+        elif isinstance(op, (SmemOwn, Exit)) and kind in ("race", "pending-at-exit"):
+            notes, help_ = _cp_async_partners(rp, v, er.events)
         elif kind == "race":
             notes = _race_partners(rp, v)
         elif kind == "tensormap-race":
@@ -301,6 +303,24 @@ def _buffer_partners(rp, v, events, op) -> tuple[tuple[Note, ...], tuple[str, ..
     return tuple(notes), ("after their writes (and `fence.proxy.async.shared::cta`), the writers "
                           "and the storing warp meet on one named barrier (bar.sync) before the "
                           "TMA store",)
+
+
+def _cp_async_partners(rp, v, events) -> tuple[tuple[Note, ...], tuple[str, ...]]:
+    """An access or exit while the instance's own cp.async copies may be in flight: the last
+    copy it issued into each buffer since its last cp.async.wait_group (notes, help lines)."""
+    m = rp.machine
+    last: dict = {}
+    for ev in events:
+        if not isinstance(ev, Step) or (ev.process, ev.instance) != (v.process, v.instance):
+            continue
+        st = getattr(m.flat[ev.process].code[ev.pc], "stmt", None)
+        if isinstance(st, CpAsync):
+            last[st.buf] = st
+    notes = tuple(Note(f"its cp.async into {m.kernel.buffer(b).label or b} issued here may still "
+                       "be in flight", _location(st.loc)) for b, st in last.items())
+    return notes, ("before the thread touches the bytes again or exits: "
+                   "`cp.async.wait_group 0` (cute.arch.cp_async_wait_group(0)) after the last "
+                   "commit, also on the path where the loop that waits runs zero times",)
 
 
 def _launch_notes(kernel: Kernel, events) -> tuple[Note, ...]:

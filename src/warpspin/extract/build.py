@@ -8,8 +8,9 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemRead, SmemWrite,
-                          TmaStore, Unsupported, WgmmaCommit, WgmmaRead, WgmmaWait)
+from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
+                          FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, TmaStore, Unsupported,
+                          WgmmaCommit, WgmmaRead, WgmmaWait)
 from ..syncir.ir import (BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
@@ -226,7 +227,7 @@ def _without_idle_groups(body: tuple) -> tuple:
 
 def _bufs_of(st) -> set[str]:
     """The staged buffers a statement accesses."""
-    if isinstance(st, (SmemWrite, TmaStore)):
+    if isinstance(st, (SmemWrite, TmaStore, CpAsync, SmemOwn)):
         return {st.buf}
     if isinstance(st, (WgmmaRead, SmemRead)):
         return {b for b, _ in st.reads}
@@ -256,14 +257,16 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
         stores = [cta for cta, b in bodies if any(isinstance(s, TmaStore) and s.buf == name
                                                   for s in b)]
         fills = any(isinstance(s, TmaLoad) and s.dst == name for _, b in bodies for s in b)
-        if not stores and not fills:
+        copies = any(isinstance(s, CpAsync) and s.buf == name for _, b in bodies for s in b)
+        if not stores and not fills and not copies:
             continue
         clash = _overlapping(ctx.smem_writes, ctx.staged_writes, name, alloc, lo, hi)
-        used = _overlapping(ctx.smem_uses, ctx.staged_uses, name, alloc, lo, hi) if fills else []
+        used = _overlapping(ctx.smem_uses, ctx.staged_uses, name, alloc, lo, hi) \
+            if fills or copies else []
         why = (f"{clash[0]} may write its bytes and is not a write of one of its stages"
                if clash else f"{used[0]} may access its bytes and is not a staged access of it"
                if used else "more than one warp of a CTA stores it"
-               if len(set(stores)) != len(stores) else None)
+               if len(set(stores)) != len(stores) else _cp_why(ctx, name, bodies, copies))
         if why is None:
             out[name] = [label, loc, count, bool(stores)]
         else:
@@ -274,6 +277,19 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
     return out
 
 
+def _cp_why(ctx: Context, name: str, bodies: list, copies: bool) -> Optional[str]:
+    """Why a buffer that cp.async copies write is not followed (None: it is): every copy and
+    access through one partition, and nothing else of the model touches it."""
+    if len(ctx.cp_partitions.get(name, ())) > 1:
+        return ("its threads copy into it or access it through more than one partition (their "
+                "parts may overlap)")
+    other = (SmemWrite, TmaStore, SmemRead, WgmmaRead) if copies else (SmemOwn,)
+    if any(isinstance(s, other) and name in _bufs_of(s) for _, b in bodies for s in b) or \
+            any(isinstance(s, TmaLoad) and s.dst == name for _, b in bodies for s in b) and copies:
+        return "cp.async copies and other async units or staged accesses share it"
+    return None
+
+
 def _only_buffers(body: tuple, staged: dict) -> tuple:
     """The staged accesses of the buffers the model follows; the proxy fences only when it
     follows one that TMA stores read; wgmma groups only in a warp whose wgmmas read one."""
@@ -281,7 +297,7 @@ def _only_buffers(body: tuple, staged: dict) -> tuple:
     reads = any(isinstance(s, WgmmaRead) and _bufs_of(s) & set(staged) for s in walk_stmts(body))
 
     def keep(st) -> tuple:
-        if isinstance(st, (SmemWrite, TmaStore)) and st.buf not in staged:
+        if isinstance(st, (SmemWrite, TmaStore, CpAsync, SmemOwn)) and st.buf not in staged:
             return ()
         if isinstance(st, (WgmmaRead, SmemRead)):
             kept = tuple(r for r in st.reads if r[0] in staged)
@@ -357,7 +373,7 @@ def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[Bu
     if dropped:
         keep = {n: v for n, v in staged.items() if n not in dropped}
         procs = [replace(p, body=_only_buffers(p.body, keep)) for p in procs]
-    return tuple(decls), _wgmma_groups(procs)
+    return tuple(decls), _cp_groups(_wgmma_groups(procs))
 
 
 def _wgmma_groups(procs: list[Process]) -> list[Process]:
@@ -373,6 +389,27 @@ def _wgmma_groups(procs: list[Process]) -> list[Process]:
         def told(st, bufs=bufs):
             if isinstance(st, (WgmmaCommit, WgmmaWait)):
                 return (replace(st, bufs=bufs, depth=depth),) if bufs else ()
+            return (st,)
+        outs.append(replace(p, body=finish(list(rewrite_stmts(p.body, told)))))
+    return outs
+
+
+def _cp_groups(procs: list[Process]) -> list[Process]:
+    """Every cp.async commit and wait told which buffers its thread copies into and how many
+    groups to tell apart (the kernel's largest wait + 1); accesses through a thread's own part
+    told that depth too. A commit or wait of a process that copies into no followed buffer
+    retires nothing the model follows: it goes."""
+    depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
+                     if isinstance(s, CpAsyncWait)), default=0)
+    outs = []
+    for p in procs:
+        bufs = tuple(sorted({s.buf for s in walk_stmts(p.body) if isinstance(s, CpAsync)}))
+
+        def told(st, bufs=bufs):
+            if isinstance(st, (CpAsyncCommit, CpAsyncWait)):
+                return (replace(st, bufs=bufs, depth=depth),) if bufs else ()
+            if isinstance(st, SmemOwn):
+                return (replace(st, depth=depth),)
             return (st,)
         outs.append(replace(p, body=finish(list(rewrite_stmts(p.body, told)))))
     return outs

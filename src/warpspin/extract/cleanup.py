@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..syncir.ops import CpAsync
 from ..syncir.ir import (Assign, For, If, Lanes, MbarTestWait, SmemLoad, Stmt, Unsupported, While,
                          expr_vars, map_exprs, stmt_exprs, walk_stmts)
 from .values import LANE, OPAQUE_PREFIX
@@ -156,6 +157,11 @@ def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, .
     out: list[Stmt] = []
     for s in body:
         why = _problem(s, bad)
+        if why is not None and isinstance(s, If) and _only_copies(s):
+            # a cp.async issued where the model cannot tell whether it runs is taken to run:
+            # a copy only sets its thread's pending bits, which only make later checks fail
+            out.extend(_rewrite(s.then + s.else_, bad))
+            continue
         if why is not None:
             if not isinstance(s, Assign):  # an Assign just goes: every reader is marked
                 out.append(Unsupported(f"{_describe(s)} {why}", getattr(s, "loc")))
@@ -173,6 +179,12 @@ def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, .
             s = replace(s, body=_rewrite(s.body, bad))
         out.append(s)
     return tuple(out)
+
+
+def _only_copies(s: If) -> bool:
+    """A branch whose every op is a cp.async."""
+    ops = [t for t in walk_stmts(s.then + s.else_) if not isinstance(t, (If, Lanes))]
+    return bool(ops) and all(isinstance(t, CpAsync) for t in ops)
 
 
 def _bodies(s: Stmt) -> tuple:

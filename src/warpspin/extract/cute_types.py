@@ -134,8 +134,9 @@ def atom_repeats(dst_type: str, bits: int) -> int:
 
 
 def atom_kind(type_str: str) -> str:
-    """``!cute_nvgpu.atom.tma_load<...>`` -> ``tma_load``."""
-    m = re.match(r"!cute_nvgpu\.atom\.(\w+)", type_str)
+    """``!cute_nvgpu.atom.tma_load<...>`` -> ``tma_load`` (also the atom of a tiled copy,
+    ``!cute.tiled_copy<!cute_nvgpu.atom.simt_async_copy<...>, ...>``)."""
+    m = re.match(r"(?:!cute\.tiled_copy<)?!cute_nvgpu\.atom\.(\w+)", type_str)
     return m.group(1) if m else ""
 
 

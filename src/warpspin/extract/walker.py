@@ -13,7 +13,8 @@ from typing import Callable, Optional
 
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
-from ..syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemRead, SmemWrite,
+from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
+                          FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
                           TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
                           TensormapWrite)
 from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
@@ -24,6 +25,7 @@ from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSy
                          walk_stmts)
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
+from .partitions import thread_partition
 from .values import (ELECT, LANE, Alloc, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
                      SliceCoord, Stage, Unknown, Value, View, lane_values, opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque, subst)
@@ -47,10 +49,7 @@ IGNORED = {"llvm.fence", "nvvm.setmaxregister", "nvvm.bar.warp.sync",
            "nvvm.wgmma.fence.aligned", "cute_nvgpu.prefetch_tma_desc",
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
            # griddepcontrol waits for the previous grid, outside this kernel (assumed to finish)
-           "nvvm.griddepcontrol",
-           # Ampere cp.async groups: a thread waits only for its own copies, which complete by
-           # themselves (cp.async.mbarrier.arrive, which does synchronize, stays unsupported)
-           "nvvm.cp.async.commit.group", "nvvm.cp.async.wait.group"}
+           "nvvm.griddepcontrol"}
 # Sync-relevant families the SyncIR cannot express yet: always an explicit Unsupported.
 UNSUPPORTED_PREFIXES = (
     "nvvm.cluster.", "nvvm.cp.async", "nvvm.tcgen05", "cute_nvgpu.arch.sm100",
@@ -213,6 +212,15 @@ def _subscripted_name(loc: Loc) -> Optional[str]:
     return names[0] if len(set(names)) == 1 else None
 
 
+def _assigned_name(loc: Loc) -> Optional[str]:
+    """`sX` for an allocation written `sX = smem.allocate_tensor(...)` on its source line."""
+    import linecache
+
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", linecache.getline(loc.file, loc.line)) \
+        if loc.file else None
+    return m.group(1) if m else None
+
+
 def _pointer_name(k: TracedKernel, vid: int) -> Optional[str]:
     """`tile_count_semaphore` for a pointer made on a line `params.tile_count_semaphore.llvm_ptr`."""
     import linecache
@@ -358,7 +366,9 @@ class Context:
     smem_uses: list = field(default_factory=list)
     staged_uses: dict = field(default_factory=dict)  # smem_uses index -> buffer name
     unstaged_stores: list = field(default_factory=list)  # (loc, why)
+    cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
     alloc_fields: dict = field(default_factory=dict)  # allocation uid -> its struct fields
+    alloc_names: dict = field(default_factory=dict)  # allocation uid -> `sX` of `sX = ...alloc...`
 
     def buffer(self, stage: Stage, loc: Loc) -> str:
         """The name of the staged buffer `stage` is a stage of (declared at its first access)."""
@@ -366,7 +376,8 @@ class Context:
             name = f"buf{len(self.buffers)}"
             field_name = next((f for f, size, off in self.alloc_fields.get(stage.alloc, ())
                                if off <= stage.lo < off + size), None)
-            self.buffers[stage.buffer] = [name, field_name or f"smem[{stage.lo}:{stage.hi}]", loc]
+            self.buffers[stage.buffer] = [name, field_name or self.alloc_names.get(stage.alloc)
+                                          or f"smem[{stage.lo}:{stage.hi}]", loc]
         return self.buffers[stage.buffer][0]
 
     def __post_init__(self):
@@ -976,6 +987,9 @@ class WarpWalker:
             fields.append((name, int(size), int(off)))
         self.env[op.result] = Alloc(op.uid, ct.memref_bytes(t) or 0, tuple(fields))
         self.ctx.alloc_fields[op.uid] = tuple(fields)
+        name = _assigned_name(self.loc(op))
+        if name:
+            self.ctx.alloc_names[op.uid] = name
 
     def get_iter(self, op: Op, out) -> None:
         base = self.val(op.operands[0])
@@ -1737,14 +1751,62 @@ class WarpWalker:
             self.tma_load(op, atom, out, per_thread=True)
         elif kind in ("tma_store", "tma_reduce", "bulk_copy_s2g"):
             self.tma_store(op, kind, out)
+        elif kind == "simt_async_copy":
+            self.cp_async(op, out)
         elif kind == "tma_load_im2col":
             out.append(Unsupported(f"cute.copy with {kind} atom", self.loc(op)))
         elif "tma_bar" in t or "mbar" in t:
             out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
         elif len(op.operands) > 2:  # a copy from / into a buffer stage reads / writes it
-            self.staged_read(op, op.operands[1], out)
-            self.staged_write(op, op.operands[2], out)
+            if not self.own_access(op, op.operands[1], False, out):
+                self.staged_read(op, op.operands[1], out)
+            if not self.own_access(op, op.operands[2], True, out):
+                self.staged_write(op, op.operands[2], out)
         # other copies (registers, plain smem/gmem loads and stores) do not synchronize
+
+    def own_buffer(self, op: Op, vid: int) -> Optional[str]:
+        """The buffer `vid` is the executing thread's own part of (a one-to-one tiled-copy
+        partition at the thread index, extract/partitions.py), with `op`'s recorded accesses of
+        it attributed; None if it is no such view."""
+        part = thread_partition(self.ctx.kernel, vid)
+        if part is None:
+            return None
+        parent = self.val(self.ctx.kernel.value_info[part].op.operands[1])
+        if not isinstance(parent, View) or parent.ptr.lin:
+            return None
+        lo, hi = parent.byte_range
+        name = self.claim(op, Stage(Const(0), 1, hi - lo, parent.ptr.alloc.uid, lo, hi))
+        self.ctx.cp_partitions.setdefault(name, set()).add(part)
+        return name
+
+    def cp_async(self, op: Op, out) -> None:
+        """A cp.async (non-bulk) of the executing threads into their own part of a buffer; one
+        into anything else is not followed (the verdict says so)."""
+        name = self.own_buffer(op, op.operands[2]) if len(op.operands) > 2 else None
+        if name is None:
+            self.ctx.assumptions.add(
+                f"races of the cp.async at {self.loc(op)} are not checked: its destination is not "
+                "a thread's own part of a shared-memory tensor (a one-to-one tiled-copy partition "
+                "at the thread index)")
+            return
+        out.append(CpAsync(name, Const(0), self.loc(op)))
+
+    def own_access(self, op: Op, vid: int, write: bool, out) -> bool:
+        """A read or write by the executing threads of their own part of a buffer."""
+        name = self.own_buffer(op, vid)
+        if name is not None:
+            out.append(SmemOwn(name, Const(0), write, loc=self.loc(op)))
+        return name is not None
+
+    def cp_async_commit(self, op: Op, out) -> None:
+        out.append(CpAsyncCommit(loc=self.loc(op)))
+
+    def cp_async_wait(self, op: Op, out) -> None:
+        n = op.attrs.get("n")
+        if n is None or not re.fullmatch(r"\d+", str(n)):
+            out.append(Unsupported(f"{op.name} with n {n!r}", self.loc(op)))
+            return
+        out.append(CpAsyncWait(int(str(n)), loc=self.loc(op)))
 
     def fence_proxy(self, op: Op, out) -> None:
         """``fence.proxy.async`` (all state spaces) and ``fence.proxy.async.shared::cta`` order
@@ -2336,6 +2398,8 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute.gemm": WarpWalker.gemm,
     "nvvm.wgmma.commit.group.sync.aligned": WarpWalker.wgmma_commit,
     "nvvm.wgmma.wait.group.sync.aligned": WarpWalker.wgmma_wait,
+    "nvvm.cp.async.commit.group": WarpWalker.cp_async_commit,
+    "nvvm.cp.async.wait.group": WarpWalker.cp_async_wait,
     "nvvm.cp.async.bulk.commit.group": WarpWalker.bulk_commit,
     "nvvm.cp.async.bulk.wait_group": WarpWalker.bulk_wait,
     "cute_nvgpu.copy_tma_desc": WarpWalker.tensormap_write,

@@ -27,7 +27,7 @@ def render_text(r: Result, max_steps: int = 200) -> str:
     if r.verdict == VERIFIED:
         races = ", no tensormap race" if r.config.get("tensormaps") else ""
         if r.config.get("buffers"):
-            races += f", no race on staged buffer{'s' * (len(r.config['buffers']) > 1)} " + \
+            races += f", no race on shared-memory buffer{'s' * (len(r.config['buffers']) > 1)} " + \
                 ", ".join(r.config["buffers"])
         out.append(f"{head}VERIFIED: no deadlock{races} and no barrier-protocol error in any "
                    f"interleaving ({s.states:,} states, {s.seconds.get('total', 0):.2f} s"

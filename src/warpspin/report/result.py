@@ -17,10 +17,12 @@ CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
            "race and proxy-race on staged buffers TMA stores read (writes before the hand-over, "
            "fence.proxy.async, reuse before wait_group.read)",
            "race on stages TMA loads fill (a fill while a wgmma still reads, a read while a fill "
-           "is in flight), with --load-races")
-NOT_CHECKED = ("races on other shared-memory buffers (cp.async groups, buffers whose every "
-               "access the extractor cannot attribute to a stage), DSMEM accesses and TMEM are not "
-               "checked yet")
+           "is in flight), with --load-races",
+           "race and pending-at-exit on cp.async copies into a thread's own partition (an access "
+           "or exit before cp.async.wait_group retired them)")
+NOT_CHECKED = ("races on other shared-memory buffers (cp.async copies read by other threads, "
+               "buffers whose every access the extractor cannot attribute to a stage), DSMEM "
+               "accesses and TMEM are not checked yet")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,146 @@
+"""Thread partitions of shared memory: which views are one thread's own part of a tensor.
+
+A tiled copy's `partition_S` / `partition_D` of a shared-memory tensor at the thread's own index
+gives each thread a part of it; if the copy's thread-value layout and the tensor's layout are
+one-to-one, no two threads' parts share a byte. A view derived from such a partition by ops that
+keep to its bytes (a slice, `group_modes`, `logical_divide`, `make_view` over its iterator with a
+layout inside its own) touches only the thread's part. cp.async copies into a buffer through one
+partition, and reads and writes through that same partition, then conflict only within a thread
+(docs/semantics.md, "cp.async groups"). Everything here is static: types and def chains."""
+from __future__ import annotations
+
+import re
+from itertools import product
+from math import prod
+from typing import Optional
+
+from ..frontend.mlir_data import TracedKernel
+from . import cute_types as ct
+
+PARTITIONS = ("cute.tiled.copy.partition_S", "cute.tiled.copy.partition_D")
+CASTS = ("arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast", "arith.index_castui",
+         "builtin.unrealized_conversion_cast", "cute_nvgpu.arch.make_warp_uniform")
+MAX_POINTS = 1 << 16
+
+
+def image(layout_text: str) -> Optional[frozenset[int]]:
+    """The offsets a static layout ``"(4,16):(1,256)"`` maps its domain to (None: dynamic or
+    larger than MAX_POINTS)."""
+    fl = ct.flat_layout(f'"{layout_text}"')
+    if fl is None:
+        return None
+    shape, stride = fl
+    n = prod(shape)
+    if n > MAX_POINTS or any(s < 1 for s in shape):
+        return None
+    return frozenset(sum(c * d for c, d in zip(coord, stride))
+                     for coord in product(*(range(s) for s in shape)))
+
+
+def _layout_of(type_str: str) -> Optional[str]:
+    qs = ct.quoted(type_str)
+    return qs[-1] if qs and ":" in qs[-1] else None
+
+
+def _elem(type_str: str) -> Optional[str]:
+    m = re.match(r"!cute\.(?:memref|ptr)<(\w+)", type_str)
+    return m.group(1) if m else None
+
+
+def _within(k: TracedKernel, inner: int, outer: int) -> bool:
+    """The view `inner`, at the same iterator as `outer`, maps into `outer`'s offsets."""
+    ti, to = k.type_of(inner), k.type_of(outer)
+    if _elem(ti) is None or _elem(ti) != _elem(to):
+        return False
+    li, lo = _layout_of(ti), _layout_of(to)
+    a, b = (image(li) if li else None), (image(lo) if lo else None)
+    return a is not None and b is not None and a <= b
+
+
+def _def(k: TracedKernel, vid: int):
+    info = k.value_info.get(vid)
+    return None if info is None or info.is_block_arg else info.op
+
+
+def _is_thread_index(k: TracedKernel, vid: int) -> bool:
+    """`vid` is the thread's index in a one-dimensional CTA (%tid.x through casts)."""
+    if tuple(k.block_dim[1:]) != (1, 1):
+        return False
+    op = _def(k, vid)
+    for _ in range(8):
+        if op is None:
+            return False
+        if op.name == "nvvm.read.ptx.sreg.tid.x":
+            return True
+        if op.name not in CASTS or not op.operands:
+            return False
+        op = _def(k, op.operands[0])
+    return False
+
+
+def _tiler_size(text: str) -> Optional[int]:
+    """``[2:1;256:1]`` -> 512."""
+    m = re.fullmatch(r"\[(.*)\]", text.strip())
+    if not m:
+        return None
+    n = 1
+    for part in m.group(1).split(";"):
+        shape = part.split(":", 1)[0].strip()
+        if not re.fullmatch(r"\d+", shape):
+            return None
+        n *= int(shape)
+    return n
+
+
+def one_to_one(k: TracedKernel, op) -> bool:
+    """A partition op gives each thread of the CTA its own bytes: the coordinate is the thread
+    index, the CTA has at most as many threads as the copy's thread mode, the thread-value
+    layout is one-to-one into the tile, and the tensor's layout is one-to-one."""
+    if len(op.operands) < 3 or not ct.is_smem(op.operand_types[1]):
+        return False
+    coord = _def(k, op.operands[2])
+    if coord is None or coord.name != "cute.make_coord" or len(coord.operands) != 1 or \
+            not _is_thread_index(k, coord.operands[0]):
+        return False
+    copy_t = op.operand_types[0]
+    tv = re.search(r'layout_copy_tv = <"([^"]+)">', copy_t)
+    tiler = re.search(r'tiler_mn = <"([^"]+)">', copy_t)
+    if not tv or not tiler:
+        return False
+    sh, _, _ = tv.group(1).partition(":")
+    try:
+        thread_mode = ct.parse_shape(sh)[0]
+    except (ValueError, IndexError, TypeError):
+        return False
+    threads = 1
+    for s in (thread_mode if isinstance(thread_mode, tuple) else (thread_mode,)):
+        for leaf in (s if isinstance(s, tuple) else (s,)):
+            if not isinstance(leaf, int):
+                return False
+            threads *= leaf
+    tv_image, tile = image(tv.group(1)), _tiler_size(tiler.group(1))
+    fl = ct.flat_layout(f'"{tv.group(1)}"')
+    tensor = _layout_of(op.operand_types[1])
+    t_image, t_fl = (image(tensor), ct.flat_layout(f'"{tensor}"')) if tensor else (None, None)
+    return (k.threads_per_block <= threads and tv_image is not None and tile is not None
+            and len(tv_image) == prod(fl[0]) and max(tv_image) < tile
+            and t_image is not None and len(t_image) == prod(t_fl[0]))
+
+
+def thread_partition(k: TracedKernel, vid: int, depth: int = 0) -> Optional[int]:
+    """The one-to-one partition op (its result value) `vid` is a view inside, else None."""
+    op = _def(k, vid)
+    if op is None or depth > 24:
+        return None
+    if op.name in PARTITIONS:
+        return vid if one_to_one(k, op) else None
+    if op.name == "cute.slice":
+        return thread_partition(k, op.operands[0], depth + 1)
+    if op.name in ("cute.group_modes", "cute.logical_divide"):
+        src = op.operands[0]
+        return thread_partition(k, src, depth + 1) if _within(k, vid, src) else None
+    if op.name == "cute.make_view":
+        it = _def(k, op.operands[0])
+        if it is not None and it.name == "cute.get_iter" and _within(k, vid, it.operands[0]):
+            return thread_partition(k, it.operands[0], depth + 1)
+    return None
