@@ -90,6 +90,13 @@ RULES: dict[str, tuple[str, str, str]] = {
     "buffer.proxy": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.4",
         "generic-proxy writes of a stage need a fence.proxy.async between them and the TMA store "
         "(async proxy); without it: proxy-race"),
+    "cp_async.groups": ("cp.async groups (race, pending-at-exit)", "9.7.9.24.5",
+        "a thread's cp.async copies are complete and visible to it only after a "
+        "cp.async.wait_group of the thread retires their group (committed groups only); an "
+        "access of the bytes before that: race"),
+    "cp_async.exit": ("cp.async groups (race, pending-at-exit)", "9.7.9.24.3",
+        "a thread that exits with cp.async copies not retired leaves them writing shared memory "
+        "its CTA may no longer own: pending-at-exit"),
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),
