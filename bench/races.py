@@ -1,12 +1,13 @@
 """Bench: what race checking costs over deadlock checking alone, on the same kernels. Each
-kernel with tensormaps rewritten in global memory or staged buffers is checked as it is by
+kernel with tensormaps rewritten in global memory, staged buffers or cp.async copies is checked as it is by
 default (the tensormap and buffer state, the per-thread bulk groups, every race check but those
 of stages TMA loads fill), with `--load-races` where it has such stages, and with the race
 model taken out (loads through a plain descriptor; tensormap writes and fences, buffer writes
-and reads, TMA stores, proxy fences, bulk and wgmma groups dropped: the deadlock and
+and reads, TMA stores, proxy fences, bulk and wgmma groups, cp.async copies, groups and
+accesses dropped: the deadlock and
 barrier-protocol model alone).
 
-    python bench/races.py
+    python bench/races.py [SUBSTRING]   # only the kernels whose name contains it
 
 One row per kernel: states and check seconds of both, and their ratio. Seconds are this
 machine's, one core; nothing here asserts on them.
@@ -21,15 +22,17 @@ from dataclasses import replace
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.syncir import TmaLoad
 from warpspin.syncir.ir import rewrite_stmts
-from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemRead, SmemWrite,
-                                 TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
-                                 WgmmaCommit, WgmmaRead, WgmmaWait)
+from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
+                                 FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, TensormapAcquire,
+                                 TensormapRelease, TensormapWrite, TmaStore, WgmmaCommit,
+                                 WgmmaRead, WgmmaWait)
 from warpspin.syncir.passes import has_load_races
 from warpspin.syncir.protocols import epilogue, kgrouped, mainloop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RACE_OPS = (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite,
-            SmemWrite, TmaStore, FenceProxyAsync, WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait)
+            SmemWrite, TmaStore, FenceProxyAsync, WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait,
+            CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn)
 
 
 def without_races(k):
@@ -74,17 +77,25 @@ def kernels():
     import hopper_pipeline as hp
     fn, args = hp.correct_one_consumer()
     yield "hopper_pipeline.py:correct_one_consumer", extract(trace(fn, *args)[0])
+    import cp_async_drain as cp
+    from warpspin.syncir import Param
+    fn, args = cp.correct()
+    k = extract(trace(fn, *args)[0])
+    yield "cp_async_drain.py:correct (n = 0..3)", replace(k, params=(Param("n", 0, 3),))
+    yield "quack.rmsnorm (stored trace, sX checked)", stored("quack.rmsnorm")
     for name in ("quack.gemm_sm90", "quack.gemm_sm90.c", "quack.gemm_sm90.persistent"):
         yield f"{name} (stored trace, sD checked)", stored(name)
 
 
-def main() -> int:
+def main(only: str = "") -> int:
     head = ("kernel", "states (deadlocks only)", "states (default)", "ratio",
             "states (--load-races)", "ratio", "check s (deadlocks only)", "check s (default)",
             "check s (--load-races)", "verdict")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name, k in kernels():
+        if only not in name:
+            continue
         rows = []
         variants = [(without_races(k), False), (k, False)]
         if has_load_races(k):
@@ -106,4 +117,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else ""))

@@ -24,7 +24,7 @@ from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, C
 from dataclasses import replace
 
 from warpspin.syncir.ir import BufferDecl, TensormapDecl, rewrite_stmts
-from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
+from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
                                  WgmmaCommit, WgmmaRead, WgmmaWait)
 
@@ -39,7 +39,7 @@ BASE_KINDS = ("arrive", "arrive1", "aexp", "expect", "tma", "wait", "wait", "tes
 EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "exit", "testif",
                "csync", "carrive", "cwait", "mcast", "store", "load", "stasync", "tensormap")
 # drawn only where a test asks for it (protocols(extra="buffer")): staged buffers; cp.async
-# groups (extra="cpasync")
+# groups (extra="cpasync"); DSMEM stores and arrives of each scope (extra="dsmem", two CTAs)
 CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
 
@@ -146,6 +146,14 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         if which == "copy":  # a copy into a peer CTA's barrier (an st.async of bytes)
             return Elect((TmaLoad(draw(bar_ref(sizes, num_ctas)), 16, loc),), loc)
         return Elect((MbarArriveExpectTx(draw(bar_ref(sizes, num_ctas)), 16, loc),), loc)
+    if kind == "dsmem":
+        # a store into a CTA's shared memory through a mapa address, and arrives on a peer's
+        # barrier that release it at cluster scope, at CTA scope or not at all
+        which = draw(st.sampled_from(["store", "store", "arrive"]))
+        if which == "store":
+            return DsmemStore(draw(st.sampled_from([Const(0), Const(1), Var("k") % 2])), loc)
+        scope = draw(st.sampled_from(["cluster", "cluster", "cta", "relaxed"]))
+        return Elect((MbarArrive(draw(bar_ref(sizes, num_ctas)), 1, loc, scope),), loc)
     if kind == "store":
         # a shared word written by one lane or the whole warp (race with a concurrent access)
         st_ = SmemStore(WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2]))),
@@ -229,7 +237,7 @@ def uses_mask_param(procs) -> bool:
 @st.composite
 def protocols(draw, extra: str | None = None) -> Kernel:
     """`extra`: a construct every protocol drawn uses (among up to three others)."""
-    num_ctas = draw(st.sampled_from([1, 1, 1, 2]))
+    num_ctas = 2 if extra == "dsmem" else draw(st.sampled_from([1, 1, 1, 2]))
     extras = draw(st.lists(st.sampled_from(EXTRA_KINDS + (CTA2_KINDS if num_ctas == 2 else ())),
                            max_size=3 if extra else 4, unique=True))
     if extra is not None and extra not in extras:
@@ -326,6 +334,8 @@ def constructs(k: Kernel) -> set[str]:
                 out.add("TmaLoad(multicast)")
             elif isinstance(s, (MbarArrive, MbarArriveExpectTx)) and s.bar.cta is not None:
                 out.add("remote-arrive")
+                if s.scope == "cluster":
+                    out.add("remote-arrive(cluster scope)")
             elif isinstance(s, TmaLoad) and s.bar.cta is not None:
                 out.add("remote-copy")
             elif isinstance(s, (BarSync, BarArrive)) and not isinstance(s.barrier_id, Const):

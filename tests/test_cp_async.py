@@ -97,3 +97,18 @@ def test_computed_stage_out_of_range_is_invalid_operand():
                                                    CpAsyncWait(0, ("sX",), 1))),),
                                warps=(0, 1)),), (), buffers=(BufferDecl("sX", 2),))
     assert explore(k).violation.kind == "invalid-operand"
+
+
+def test_cp_async_buffers_stay_when_load_races_are_not_checked():
+    """Leaving load races out (the default) keeps a cp.async buffer of a kernel that also has
+    a stage TMA loads fill: the cp.async checks still run."""
+    from warpspin.syncir.passes import without_load_races
+    from warpspin.syncir.ops import SmemRead
+    k = cp_async_loop(bug="no-drain")
+    reader = Process("reader", (SmemRead((("sA", Const(0)),)),), warps=(4, 5))
+    both = Kernel(k.name, (*k.processes, reader), k.mbarriers, params=k.params,
+                  buffers=(*k.buffers, BufferDecl("sA", 1)))
+    out = without_load_races(both)
+    check(out)
+    assert [b.name for b in out.buffers] == ["sX"]
+    assert verify_kernel(both).violations[0].kind == "race"

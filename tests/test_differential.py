@@ -29,7 +29,7 @@ from warpspin.engine import REDUCTION_UNSOUND, check, lower_and_check
 from warpspin.lower import lower
 from warpspin.syncir import interp, validate
 from warpspin.syncir.ir import (BarArrive, ClusterArrive, ClusterWait, Const, Elect, Exit, Kernel,
-                                Lanes, MBarRef, MBarrierDecl, MbarArriveExpectTx, MbarInit,
+                                Lanes, MBarRef, MBarrierDecl, MbarArrive, MbarArriveExpectTx, MbarInit,
                                 MbarInitFence, MbarTestWait, MbarWait, Process, TmaLoad,
                                 walk_stmts)
 from warpspin.lower import promela
@@ -168,6 +168,14 @@ def test_cp_async_protocols_match_interpreter(k):
     """cp.async copies into a thread's own part, their groups, accesses through that part, and
     the check at exit."""
     spin_agrees(k, reduce=True, fuse=True, stats="cp.async vs interpreter")
+
+
+@diff_settings(max(20, EXAMPLES // 4))
+@given(protocols(extra="dsmem"))
+def test_dsmem_protocols_match_interpreter(k):
+    """Two CTAs: stores into a CTA's shared memory and the scope of the arrives that release
+    them to the peer."""
+    spin_agrees(k, reduce=True, fuse=True, stats="DSMEM vs interpreter")
 
 
 @diff_settings(max(20, EXAMPLES // 2))
@@ -423,4 +431,19 @@ def test_cp_async_protocols_cover_every_cp_async_op():
 
     draw()
     want = ("CpAsync", "CpAsyncCommit", "CpAsyncWait", "SmemOwn")
+    assert not [c for c in want if not seen[c]], seen
+
+
+def test_dsmem_protocols_cover_stores_and_every_scope():
+    seen = collections.Counter()
+
+    @diff_settings(200)
+    @given(protocols(extra="dsmem"))
+    def draw(k):
+        seen.update(constructs(k))
+        seen.update(f"arrive({s.scope})" for p in k.processes for s in walk_stmts(p.body)
+                    if isinstance(s, MbarArrive) and s.bar.cta is not None)
+
+    draw()
+    want = ("DsmemStore", "arrive(cluster)", "arrive(cta)", "arrive(relaxed)")
     assert not [c for c in want if not seen[c]], seen

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
 from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
-                          FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
+                          DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
                           TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
                           TensormapWrite)
 from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
@@ -96,6 +96,8 @@ def _one_st_async(text: str) -> bool:
 
 
 PTX_OPERAND = re.compile(r"^\{?\$r?(\d+)\}?$")
+ASM_ST_CLUSTER = re.compile(r"^\s*st\.shared::cluster(?:\.v[248])?\.[bsuf]\d+\s+"
+                            r"\[\{?\$r?(\d+)\}?\]\s*,\s*[^;\[]+;\s*$")
 ASM_IGNORED = re.compile(r"^\s*griddepcontrol\.(wait|launch_dependents)\s*;\s*$")
 # bulk async-groups and tensormaps in inline PTX (extract/walker.py WarpWalker.asm)
 ASM_BULK = re.compile(r"^\s*cp\.async\.bulk\.(commit_group|wait_group(?:\.read)?\s+(\d+))\s*;\s*$")
@@ -1399,14 +1401,23 @@ class WarpWalker:
         if op.attrs.get("relaxed") is True or op.name.endswith(".relaxed"):
             self.ctx.relaxed_arrives.append((self.warp, f"{op.name} (relaxed)@{op.loc.short()}"))
 
+    @staticmethod
+    def arrive_scope(op) -> str:
+        """What an mbarrier arrive releases: `relaxed` (nothing), or the scope of its release
+        (`cta`, the PTX default, or `cluster`)."""
+        if op.attrs.get("relaxed") is True or op.name.endswith(".relaxed"):
+            return "relaxed"
+        return "cluster" if "cluster" in str(op.attrs.get("scope", "")) else "cta"
+
     def mbar_arrive(self, op, out):
         self.note_relaxed(op)
         cnt = self.expr(op.operands[1]) if len(op.operands) > 1 else Const(1)
-        self.mbar_stmt(op, out, lambda b: MbarArrive(b, cnt, self.loc(op)))
+        self.mbar_stmt(op, out, lambda b: MbarArrive(b, cnt, self.loc(op), self.arrive_scope(op)))
 
     def mbar_arrive_tx(self, op, out):
         self.note_relaxed(op)
-        self.mbar_stmt(op, out, lambda b: MbarArriveExpectTx(b, self.expr(op.operands[1]), self.loc(op)))
+        self.mbar_stmt(op, out, lambda b: MbarArriveExpectTx(b, self.expr(op.operands[1]),
+                                                              self.loc(op), self.arrive_scope(op)))
 
     def mbar_expect_tx(self, op, out):
         self.mbar_stmt(op, out, lambda b: MbarExpectTx(b, self.expr(op.operands[1]), self.loc(op)))
@@ -1499,11 +1510,23 @@ class WarpWalker:
         m = ST_ASYNC.search(text)
         if m and _one_st_async(text):
             self.st_async(op, m, out)
+        elif ASM_ST_CLUSTER.match(text):
+            self.st_cluster(op, int(ASM_ST_CLUSTER.match(text).group(1)), out)
         elif self.asm_tensormap(op, text, out):
             pass
         elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):
             out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
         self.set_unknown_results(op)
+
+    def st_cluster(self, op: Op, addr: int, out) -> None:
+        """``st.shared::cluster [addr], v`` (one store, inline PTX): a generic store into the
+        shared memory of the CTA a mapa address names (docs/semantics.md, "DSMEM stores")."""
+        p = self.val(op.operands[addr]) if addr < len(op.operands) else None
+        if not isinstance(p, Ptr) or p.cta is None:
+            out.append(Unsupported("st.shared::cluster to an address the model does not follow",
+                                   self.loc(op)))
+            return
+        out.append(DsmemStore(p.cta, self.loc(op)))
 
     # -- bulk async-groups and tensormaps rewritten in global memory (docs/semantics.md)
     def tensormap_op(self, op: Op, stmt, out) -> None:

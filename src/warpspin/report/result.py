@@ -19,10 +19,13 @@ CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
            "race on stages TMA loads fill (a fill while a wgmma still reads, a read while a fill "
            "is in flight), with --load-races",
            "race and pending-at-exit on cp.async copies into a thread's own partition (an access "
-           "or exit before cp.async.wait_group retired them)")
+           "or exit before cp.async.wait_group retired them)",
+           "scope of the release after a DSMEM store (st.shared::cluster) into a peer CTA (an "
+           "arrive on that CTA's barrier at CTA scope or relaxed)")
 NOT_CHECKED = ("races on other shared-memory buffers (cp.async copies read by other threads, "
                "buffers whose every access the extractor cannot attribute to a stage), DSMEM "
-               "accesses and TMEM are not checked yet")
+               "data beyond the release scope of st.shared::cluster stores (the readers' acquire "
+               "scope, races on the stored bytes) and TMEM are not checked yet")
 
 
 @dataclass(frozen=True)

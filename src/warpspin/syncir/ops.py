@@ -32,6 +32,7 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "WgmmaRead",
            "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
+           "DsmemStore", "DSMEM_STORED",
            "Exit",
            "Unsupported"]
 
@@ -314,6 +315,99 @@ def _update_footprint(ref: MBarRef) -> Footprint:
     return Footprint(tuple(acc))
 
 
+# ----------------------------------------------------------------------------- DSMEM stores
+
+DSMEM_STORED = "_dsm"  # the peer CTAs (a bit each) the instance stored into since it released
+SCOPES_OF_ARRIVE = ("cta", "cluster", "relaxed")  # what an arrive releases: .release.cta (the
+#                                                   PTX default), .release.cluster, or nothing
+
+
+def _stores_dsmem(c) -> bool:
+    """Whether the executing process stores into a peer CTA's shared memory (st.shared::cluster)."""
+    from .ir import walk_stmts
+    return any(isinstance(s, DsmemStore) for s in walk_stmts(c.kernel.processes[c.process].body))
+
+
+def _fmt_scope(scope: str) -> str:
+    return "" if scope == "cta" else f", scope={scope}"
+
+
+def _scope_problems(scope: str) -> list[str]:
+    return [] if scope in SCOPES_OF_ARRIVE else [f"scope {scope!r} (one of {SCOPES_OF_ARRIVE})"]
+
+
+def dsmem_release(c, ref: MBarRef, el: El, scope: str) -> list:
+    """An arrive on a peer CTA's barrier releases the instance's stores into that CTA's shared
+    memory to the threads that wait on it only at cluster scope (PTX 8.5 scopes, 8.7 release
+    patterns): at CTA scope after such a store, `scope`; at cluster scope, the stores into that
+    CTA are released."""
+    if ref.cta is None or not _stores_dsmem(c):
+        return []
+    mask = Local(DSMEM_STORED)
+    out = []
+    for t in range(c.kernel.num_ctas):
+        if t == c.cta:
+            continue
+        stored = all_of(_eq(el.cta, t), _bit(mask, t))
+        if scope != "cluster":
+            why = ("a relaxed arrive releases nothing" if scope == "relaxed" else
+                   "a CTA-scope release orders the stores only for threads of its own CTA")
+            out.append(When(stored, [Fail(
+                "scope", f"{{who}} arrives on {{bar}} at {scope} scope after storing into CTA "
+                f"{t}'s shared memory: {why}, and the threads that wait on that barrier are in "
+                f"CTA {t}", (), el)]))
+        else:
+            out.append(When(stored, [Set(mask, BinOp("^", mask, Const(1 << t)))]))
+    return out
+
+
+@sync_op
+@dataclass(frozen=True)
+class DsmemStore(SyncOp):
+    """st.shared::cluster by the executing threads into shared memory of CTA `cta` of the cluster
+    (a generic store through a mapa address: distributed shared memory). Threads of that CTA see
+    it through an arrive on one of its barriers only if the arrive releases at cluster scope
+    (or a cluster barrier arrive comes between)."""
+    cta: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "st.shared::cluster"
+    ptx: ClassVar[str] = "9.7.9.9 (st.shared::cluster), 8.5 (scopes)"
+    summary: ClassVar[str] = ("a CTA outside the cluster: invalid-operand; a peer CTA: its bit "
+                              "joins the instance's unreleased DSMEM stores")
+    # R6, R8, R11: it writes only its own local; R10 mover: no guard, no object
+    proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
+
+    @classmethod
+    def example(cls):
+        return cls(Const(1))
+
+    def __post_init__(self): _lift_fields(self, "cta")
+
+    def fmt(self): return f"st.shared::cluster @cta({_e(self.cta)})"
+
+    def own_locals(self, pc): return (DSMEM_STORED,)
+
+    def problems(self, k):
+        if isinstance(self.cta, Const) and not 0 <= self.cta.value < k.num_ctas:
+            return [f"CTA {self.cta.value} of a cluster of {k.num_ctas}"]
+        return []
+
+    def footprint(self, k):
+        return Footprint(())
+
+    def rule(self, c):
+        mask = Local(DSMEM_STORED)
+        body = []
+        if not isinstance(self.cta, Const):
+            body.append(When(any_of(_lt(self.cta, 0), _ge(self.cta, c.kernel.num_ctas)),
+                             [Fail("invalid-operand", "{who} stores into CTA {0} of a cluster of "
+                                   f"{c.kernel.num_ctas}", (self.cta,))]))
+        for t in range(c.kernel.num_ctas):
+            if t != c.cta:
+                body.append(When(_eq(self.cta, t), [Set(mask, BinOp("|", mask, Const(1 << t)))]))
+        return Rule(body)
+
+
 # ----------------------------------------------------------------------------- mbarrier ops
 
 @sync_op
@@ -403,11 +497,13 @@ class MbarArrive(SyncOp):
     bar: MBarRef
     count: Expr = Const(1)
     loc: Loc = NOLOC
+    scope: str = "cta"   # the release's scope (.release.cta, the PTX default, or .cluster)
     mnemonic: ClassVar[str] = "mbarrier.arrive"
     ptx: ClassVar[str] = "9.7.13.15.13"
     summary: ClassVar[str] = ("per thread: pend -= count (count 1..2^20-1; more than pend: "
                               "arrival-mismatch), then phase completion; use before init: "
-                              "uninitialized-barrier; into an exited CTA: cluster-lifetime")
+                              "uninitialized-barrier; into an exited CTA: cluster-lifetime; on a "
+                              "peer's barrier at CTA scope after a DSMEM store into it: scope")
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_RELEASE}
 
     @classmethod
@@ -418,7 +514,9 @@ class MbarArrive(SyncOp):
 
     def fmt(self):
         c = "" if self.count == Const(1) else f", count={_e(self.count)}"
-        return f"mbarrier.arrive {fmt_bar(self.bar)}{c}"
+        return f"mbarrier.arrive {fmt_bar(self.bar)}{c}{_fmt_scope(self.scope)}"
+
+    def problems(self, k): return _scope_problems(self.scope)
 
     def footprint(self, k):
         return _update_footprint(self.bar)
@@ -426,7 +524,8 @@ class MbarArrive(SyncOp):
     def rule(self, c):
         el, checks = resolve(c, self.bar)
         return Rule([*checks, *remote_alive(c, self.bar, el, "arrives on"),
-                     *vis_checks(el, tma=False), *arrive(el, self.count, c.threads)])
+                     *vis_checks(el, tma=False), *dsmem_release(c, self.bar, el, self.scope),
+                     *arrive(el, self.count, c.threads)])
 
 
 @sync_op
@@ -436,6 +535,7 @@ class MbarArriveExpectTx(SyncOp):
     bar: MBarRef
     bytes: Expr
     loc: Loc = NOLOC
+    scope: str = "cta"
     mnemonic: ClassVar[str] = "mbarrier.arrive.expect_tx"
     ptx: ClassVar[str] = "9.7.13.15.12, 9.7.13.15.13"
     summary: ClassVar[str] = ("per thread: tx += bytes (0..2^20-1; tx beyond ±(2^20-1): "
@@ -448,14 +548,19 @@ class MbarArriveExpectTx(SyncOp):
 
     def __post_init__(self): _lift_fields(self, "bytes")
 
-    def fmt(self): return f"mbarrier.arrive.expect_tx {fmt_bar(self.bar)}, bytes={_e(self.bytes)}"
+    def fmt(self):
+        return (f"mbarrier.arrive.expect_tx {fmt_bar(self.bar)}, bytes={_e(self.bytes)}"
+                f"{_fmt_scope(self.scope)}")
+
+    def problems(self, k): return _scope_problems(self.scope)
 
     def footprint(self, k):
         return _update_footprint(self.bar)
 
     def rule(self, c):
         el, expect = _expect_tx(c, self.bar, self.bytes, "arrives on")
-        return Rule([*expect, *arrive(el, Const(1), c.threads)])
+        return Rule([*expect, *dsmem_release(c, self.bar, el, self.scope),
+                     *arrive(el, Const(1), c.threads)])
 
 
 @sync_op
@@ -764,9 +869,10 @@ class ClusterArrive(SyncOp):
 
     def rule(self, c):
         carr, cgen = Local(CLUSTER_ARRIVED), Local(CLUSTER_GEN)
+        release = [] if self.relaxed or not _stores_dsmem(c) else [Set(Local(DSMEM_STORED), 0)]
         return Rule([When(_ne(carr, 0), [Fail("arrival-mismatch", "{who} arrives on the cluster "
                                               "barrier twice without waiting in between")]),
-                     Set(carr, 1), Set(cgen, ClusterField("gen")),
+                     *release, Set(carr, 1), Set(cgen, ClusterField("gen")),
                      add(ClusterField("arr"), c.threads), cluster_try_complete(c)])
 
 

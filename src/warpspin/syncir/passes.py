@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .ir import For, Kernel, rewrite_stmts, walk_stmts
-from .ops import SmemRead, TmaLoad, TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait
+from .ops import CpAsync, SmemOwn, SmemRead, TmaLoad, TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait
 
 LOAD_RACE_OPS = (WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait)
 
@@ -17,7 +17,8 @@ def has_load_races(k: Kernel) -> bool:
 
 def without_load_races(k: Kernel) -> Kernel:
     """The kernel without its model of stages that TMA loads fill: loads fill nothing, wgmma
-    and thread reads of stages and the wgmma groups go, and so do buffers no TMA store reads.
+    and thread reads of stages and the wgmma groups go, and so do buffers that neither a TMA
+    store reads nor cp.async copies write.
     What remains checks everything else exactly as before (these ops touch only buffer state
     and their own locals)."""
     def keep(st) -> tuple:
@@ -25,5 +26,6 @@ def without_load_races(k: Kernel) -> Kernel:
             return ()  # (a loop left empty: it only read stages, element by element)
         return (replace(st, dst=None) if isinstance(st, TmaLoad) and st.dst is not None else st,)
     procs = tuple(replace(p, body=rewrite_stmts(p.body, keep)) for p in k.processes)
-    stored = {s.buf for p in procs for s in walk_stmts(p.body) if isinstance(s, TmaStore)}
+    stored = {s.buf for p in procs for s in walk_stmts(p.body)
+              if isinstance(s, (TmaStore, CpAsync, SmemOwn))}
     return replace(k, processes=procs, buffers=tuple(b for b in k.buffers if b.name in stored))

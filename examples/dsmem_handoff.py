@@ -1,0 +1,119 @@
+"""A value handed to the peer CTA through distributed shared memory (DSMEM): correct, and with the
+release at the wrong scope.
+
+One cluster of two CTAs, one warp each. Every lane of CTA 0 stores 2 x[lane] + 1 into word lane
+of CTA 1's shared-memory box (a generic store through ``map_dsmem_ptr``: ``st.shared::cluster``)
+and then arrives on CTA 1's mbarrier (``mbarrier.arrive`` through ``mapa``), which expects 32
+arrivals. CTA 1's warp waits for that phase and writes its box to ``out``. A final cluster
+barrier keeps CTA 1 alive while CTA 0 may still store into it.
+
+The arrive must release the stores at cluster scope (``scope=cluster``, PTX 9.7.13.15.13 and the
+memory model's scopes, 8.5): a release at CTA scope orders them only for threads of CTA 0, and
+the reader is in CTA 1. The DSL's ``mbarrier_arrive`` defaults to CTA scope even for a peer CTA's
+barrier (its own comment says to pass scope=CLUSTER for DSMEM data hand-offs).
+
+Variants:
+  correct      the remote arrive at cluster scope
+  cta_scope    the remote arrive at the DSL's default CTA scope -> scope, at the arrive
+  no_arrive    no arrive: CTA 1 waits forever -> deadlock
+"""
+from __future__ import annotations
+
+import sys
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Int32, Int64
+from cutlass._mlir.dialects import nvvm
+
+CLUSTER = 2
+BUGS = ("cta_scope", "no_arrive")
+ST_CLUSTER = "st.shared::cluster.u32 [$0], $1;"
+
+
+class DsmemHandoff:
+    def __init__(self, bug: str | None = None):
+        assert bug is None or bug in BUGS, bug
+        self.bug = bug
+
+    @cute.jit
+    def __call__(self, x: cute.Tensor, out: cute.Tensor):
+        self.kernel(x, out).launch(grid=(CLUSTER, 1, 1), block=(32, 1, 1),
+                                   cluster=(CLUSTER, 1, 1))
+
+    @cute.kernel
+    def kernel(self, x: cute.Tensor, out: cute.Tensor):
+        lane = cute.arch.lane_idx()
+        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+
+        @cute.struct
+        class Smem:
+            bar: cute.struct.MemRange[Int64, 1]
+            box: cute.struct.Align[cute.struct.MemRange[Int32, 32], 16]
+
+        storage = cutlass.memory.SmemAllocator().allocate(Smem)
+        bar = storage.bar.data_ptr()
+        box = storage.box.get_tensor(cute.make_layout(32))
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_init(bar, 32)              # one arrival per lane of CTA 0
+        cute.arch.mbarrier_init_fence()
+        cute.arch.cluster_arrive_relaxed()
+        cute.arch.cluster_wait()
+
+        if rank == 0:
+            word = Int32(cute.arch.map_dsmem_ptr(storage.box.data_ptr() + lane, 1).toint())
+            cute.arch.inline_ptx(ST_CLUSTER, read_only_args=[word, x[lane] * 2 + 1])
+            if cutlass.const_expr(self.bug == "cta_scope"):
+                cute.arch.mbarrier_arrive(bar, 1)                          # BUG: CTA scope
+            elif cutlass.const_expr(self.bug is None):
+                cute.arch.mbarrier_arrive(bar, 1, scope=nvvm.MemScopeKind.CLUSTER)
+        if rank == 1:
+            cute.arch.mbarrier_wait(bar, 0)
+            out[lane] = box[lane]
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+
+
+def variant(bug: str | None = None):
+    from warpspin.frontend import fake_tensor
+
+    return DsmemHandoff(bug), (fake_tensor(Int32, (32,), align=16),
+                               fake_tensor(Int32, (32,), align=16))
+
+
+def correct():
+    return variant(None)
+
+
+def cta_scope():
+    return variant("cta_scope")
+
+
+def no_arrive():
+    return variant("no_arrive")
+
+
+VARIANTS = {"correct": correct, "cta_scope": cta_scope, "no_arrive": no_arrive}
+EXPECT = {"correct": "verified", "cta_scope": "scope", "no_arrive": "deadlock"}
+EXPECT_AT = {"cta_scope": "# BUG: CTA scope", "no_arrive": "cute.arch.mbarrier_wait(bar, 0)"}
+
+
+# -- running on a GPU ------------------------------------------------------------------------------
+def run_on_device(name: str, repeats: int = 200) -> None:
+    """Compile and launch `repeats` times on the current GPU; fail if any result is wrong."""
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    fn, _ = VARIANTS[name]()
+    x = torch.randint(0, 1000, (32,), device="cuda", dtype=torch.int32)
+    out = torch.zeros(32, device="cuda", dtype=torch.int32)
+    args = [from_dlpack(t, assumed_align=16) for t in (x, out)]
+    compiled = cute.compile(fn, *args)
+    from _device import count_wrong
+    count_wrong(name, compiled, args, out, x * 2 + 1, repeats)
+
+
+if __name__ == "__main__":
+    from _device import example_main
+
+    sys.exit(example_main(__file__, VARIANTS, run_on_device, sys.argv[1:]))

@@ -1,0 +1,61 @@
+"""DSMEM stores released to the peer CTA (issue: races): st.shared::cluster into a peer's shared
+memory, and the scope of the arrive on that peer's barrier that hands the data over."""
+import pytest
+
+from warpspin.api import verify_kernel
+from warpspin.engine.spin import lower_and_check
+from warpspin.syncir import Const, Kernel, Process, check
+from warpspin.syncir.interp import explore
+from warpspin.syncir.ir import (ClusterArrive, ClusterWait, Elect, MBarRef, MBarrierDecl,
+                                MbarArrive, MbarInit, MbarInitFence, MbarWait)
+from warpspin.syncir.ops import DsmemStore
+from warpspin.syncir.validate import InvalidKernel
+
+
+def handoff(scope="cluster", store_cta=1, cluster_barrier_between=False):
+    """CTA 0's warp stores into CTA `store_cta`'s shared memory and arrives on CTA 1's barrier
+    (32 arrivals expected) with `scope`; CTA 1's warp waits for the phase."""
+    init = (Elect((MbarInit(MBarRef("b"), 32),)), MbarInitFence(), ClusterArrive(relaxed=True),
+            ClusterWait())
+    between = (ClusterArrive(), ClusterWait()) if cluster_barrier_between else ()
+    sender = (*init, DsmemStore(Const(store_cta)), *between,
+              MbarArrive(MBarRef("b", cta=Const(1)), 1, scope=scope), ClusterArrive(),
+              ClusterWait())
+    reader = (*init, *between, MbarWait(MBarRef("b"), 0), ClusterArrive(), ClusterWait())
+    return Kernel("handoff", (Process("sender", sender, cta=0, warps=(0, 1)),
+                              Process("reader", reader, cta=1, warps=(0, 1))),
+                  (MBarrierDecl("b", 1),), num_ctas=2)
+
+
+@pytest.mark.parametrize("scope,kind", [("cluster", None), ("cta", "scope"), ("relaxed", "scope")])
+def test_release_scope_after_a_dsmem_store(scope, kind):
+    k = handoff(scope)
+    check(k)
+    out, r = explore(k), verify_kernel(k)
+    got = out.violation.kind if out.violation else None
+    assert got == kind
+    assert (r.violations[0].kind if r.violations else None) == kind
+    _, a = lower_and_check(k, timeout_s=60)
+    _, b = lower_and_check(k, reduce=False, timeout_s=60)
+    assert a.kind == b.kind == kind
+
+
+def test_a_store_into_the_own_cta_needs_no_cluster_release():
+    assert explore(handoff("cta", store_cta=0)).violation is None
+
+
+def test_a_cluster_barrier_between_releases_the_stores():
+    """barrier.cluster.arrive (release) + wait (acquire) order the stores for every CTA."""
+    assert explore(handoff("cta", cluster_barrier_between=True)).violation is None
+
+
+def test_validity():
+    k = handoff()
+    bad = Kernel(k.name, (Process("p", (DsmemStore(Const(2)),), cta=0, warps=(0, 1)),
+                          k.processes[1]), k.mbarriers, num_ctas=2)
+    with pytest.raises(InvalidKernel):
+        check(bad)
+    with pytest.raises(InvalidKernel):
+        check(Kernel(k.name, (Process("p", (MbarArrive(MBarRef("b", cta=Const(1)), 1,
+                                                       scope="gpu"),), cta=0, warps=(0, 1)),
+                              k.processes[1]), k.mbarriers, num_ctas=2))
