@@ -2,6 +2,7 @@
 remote mbarrier arrives through mapa (9.7.13.15.13) and multicast TMA loads (9.7.9.25).  One
 cluster of two CTAs each."""
 
+import cutlass
 import cutlass.cute as cute
 from cutlass import Int16
 
@@ -347,3 +348,57 @@ class RemoteArriveIntoExitedCta(Litmus):
 LITMUS = [ClusterBarrier, ClusterBarrierMissingWarp, ClusterRelaxed, ClusterExitedCta,
           ClusterExitReleasesWait, ClusterArriveThenExit, ClusterExitedArrivalWithdrawn,
           RemoteArrive, RemoteArriveWrongCta, MulticastTma, MulticastMaskOmitsPeer, RemoteArriveIntoExitedCta]
+
+
+# ---------------------------------------------------------------------------- DSMEM stores
+
+ST_CLUSTER = "st.shared::cluster.u32 [$0], $1;"
+
+
+class _DsmemHandoff(Litmus):
+    """bar(0) (count 1) of each CTA is initialized and published; one lane of CTA 0 stores a word
+    into CTA 1's litmus buffer (st.shared::cluster through mapa) and arrives on CTA 1's bar(0);
+    CTA 1 waits for that phase and reads the word. What a release at the wrong scope could
+    corrupt is the word read, which no probe here follows; these show that the protocol
+    completes and what warpspin says of it."""
+    warps = 1
+    cluster = 2
+    nbars = 1
+    probes = 0
+    scope = "cluster"
+
+    @cute.jit
+    def body(self):
+        from cutlass import Int32
+        from cutlass._mlir.dialects import nvvm
+
+        _init_published(self.warp, self.bar(0))
+        if self.rank == 0:
+            with cute.arch.elect_one():
+                word = Int32(cute.arch.map_dsmem_ptr(self.buf, 1).toint())
+                cute.arch.inline_ptx(ST_CLUSTER, read_only_args=[word, Int32(7)])
+                if cutlass.const_expr(self.scope == "cluster"):
+                    cute.arch.mbarrier_arrive(self.bar(0), 1, scope=nvvm.MemScopeKind.CLUSTER)
+                else:
+                    cute.arch.mbarrier_arrive(self.bar(0), 1)
+        else:
+            cute.arch.mbarrier_wait(self.bar(0), 0)
+            self.buf.load()
+        _cluster_sync()
+
+
+class DsmemReleasedAtClusterScope(_DsmemHandoff):
+    """The arrive releases the store at cluster scope. warpspin: verified."""
+    rules = ("dsmem.release-scope",)
+    expect = "verified"
+
+
+class DsmemReleasedAtCtaScope(_DsmemHandoff):
+    """The arrive on CTA 1's barrier releases at CTA scope (the DSL's default): the reader in CTA 1
+    is not ordered after the store (PTX 8.5 scopes). warpspin: scope at the arrive."""
+    rules = ("dsmem.release-scope",)
+    expect = "scope"
+    scope = "cta"
+
+
+LITMUS += [DsmemReleasedAtClusterScope, DsmemReleasedAtCtaScope]

@@ -97,6 +97,10 @@ RULES: dict[str, tuple[str, str, str]] = {
     "cp_async.exit": ("cp.async groups (race, pending-at-exit)", "9.7.9.24.3",
         "a thread that exits with cp.async copies not retired leaves them writing shared memory "
         "its CTA may no longer own: pending-at-exit"),
+    "dsmem.release-scope": ("DSMEM stores released to a peer CTA (scope)", "8.5",
+        "a store into a peer CTA's shared memory (st.shared::cluster) reaches threads of that CTA "
+        "through an arrive on its barrier only if the arrive releases at cluster scope; at CTA "
+        "scope or relaxed: scope"),
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),
