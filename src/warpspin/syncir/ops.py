@@ -1700,9 +1700,10 @@ def buffer_releases(c, bid: Expr, sync: bool) -> list:
         if _writes_buffer(c, b.name):
             for s in range(b.stages):
                 u, f = Local(bw_unfenced(b.name, s)), Local(bw_fenced(b.name, s))
-                body += [When(_eq(u, 1), [add(_stage(c, b.name, Const(s), "cu"), 1),
+                cu, cf = _stage(c, b.name, Const(s), "cu"), _stage(c, b.name, Const(s), "cf")
+                body += [When(_eq(u, 1), [batches_bound(cu, Const(1)), add(cu, 1),
                                           Set(Local(bw_released_raw(b.name)), Const(1))],
-                              [When(_eq(f, 1), [add(_stage(c, b.name, Const(s), "cf"), 1)])]),
+                              [When(_eq(f, 1), [batches_bound(cf, Const(1)), add(cf, 1)])]),
                          Set(u, Const(0)), Set(f, Const(0))]
         if sync and c.process in b.storers:
             body.append(Set(BufField(b.name, Const(c.cta), None, "swait"), Const(1)))
@@ -1725,8 +1726,10 @@ def buffer_handover(c, bid: Expr) -> list:
         for s in range(b.stages):
             st = lambda f, s=s: _stage(c, b.name, Const(s), f)  # noqa: E731
             moved = _plus(st("cf"), st("cu"))
-            given += [Set(st("pend"), _minus(st("pend"), moved)), add_expr(st("raw"), st("cu"))]
-            lost += [Set(st("pend"), _minus(st("pend"), moved)), add_expr(st("lost"), moved)]
+            given += [Set(st("pend"), _minus(st("pend"), moved)), batches_bound(st("raw"), st("cu")),
+                      add_expr(st("raw"), st("cu"))]
+            lost += [Set(st("pend"), _minus(st("pend"), moved)), batches_bound(st("lost"), moved),
+                     add_expr(st("lost"), moved)]
         clear = [Set(_stage(c, b.name, Const(s), f), Const(0))
                  for s in range(b.stages) for f in ("cf", "cu")]
         body = [When(_eq(swait, 1), given, lost), *clear, Set(swait, Const(0))]
@@ -1736,6 +1739,15 @@ def buffer_handover(c, bid: Expr) -> list:
 
 def add_expr(place, value: Expr) -> Set:
     return Set(place, _plus(place, value))
+
+
+def batches_bound(place, value: Expr) -> When:
+    """A count of write batches that would leave its declared range (objects.BUFFER_STAGE):
+    copy-bound (model bound), before the count is raised by `value`."""
+    from .objects import BUFFER_STAGE
+    hi = BUFFER_STAGE.field(place.field).hi
+    return When(_gt(_plus(place, value), hi), [Fail(
+        "copy-bound", f"more than {hi} write batches of one stage pending (model bound)")])
 
 
 class _OneStage:
@@ -1784,7 +1796,8 @@ class SmemWrite(_OneStage, SyncOp):
                         "of it may still read it: no cp.async.bulk.wait_group.read of the "
                         "storing thread retired them before this write", (unret,))]),
                     When(all_of(_eq(u, 0), _eq(f, 0)),
-                         [add(_stage(c, self.buf, Const(s), "pend"), 1)]),
+                         [batches_bound(_stage(c, self.buf, Const(s), "pend"), Const(1)),
+                          add(_stage(c, self.buf, Const(s), "pend"), 1)]),
                     Set(u, Const(1))]
         return Rule(_per_stage(c, self.buf, self.stage, "writes", body))
 
