@@ -48,8 +48,9 @@ def is_smem(type_str: str) -> bool:
 
 
 def is_cluster_smem(type_str: str) -> bool:
-    """A ``shared::cluster`` address (``!llvm.ptr<7>``): any CTA's shared memory."""
-    return "ptr<7>" in type_str
+    """A ``shared::cluster`` address (``!llvm.ptr<7>``, a CuTe ``dsmem`` pointer or tensor): any
+    CTA's shared memory."""
+    return "ptr<7>" in type_str or ", dsmem" in type_str
 
 
 def parse_shape(text: str) -> Shape:

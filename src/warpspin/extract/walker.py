@@ -108,9 +108,12 @@ ASM_TMAP_COPY = re.compile(r"^\s*tensormap\.cp_fenceproxy\.global\.shared::cta\.
                            r"\s*128\s*;\s*$")
 ASM_TMAP_REPLACE = re.compile(r"tensormap\.replace\.tile\.\w+\.(global|shared::cta)\.")
 ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|griddepcontrol|"
-                      r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit", re.I)
+                      r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit|\bst\.shared::cluster",
+                      re.I)
 
 
+# ops with a shared::cluster operand whose handler follows what they do to it
+DSMEM_FOLLOWED = {"nvvm.store.async", "nvvm.mapa", "llvm.inline_asm", "nvvm.inline_ptx"}
 # ops with memory operands that do not write memory (`WarpWalker.smem_writes_of`,
 # `Context.written_gmem`); cute.memref.store and cute.copy are recorded by their own handlers
 MEMORY_READERS = {"cute.memref.load", "cute.memref.store", "cute.make_view", "cute.get_iter",
@@ -707,6 +710,13 @@ class WarpWalker:
                                    "is computed from, not read as a tensormap write",
                                    self.loc(op)))
         h = HANDLERS.get(op.name)
+        if (op.name == "cute.memref.store" or not _memory_reader(op.name)) and \
+                op.name not in DSMEM_FOLLOWED and not op.name.startswith("nvvm.mbarrier.") and \
+                any(ct.is_cluster_smem(t) for t in op.operand_types):
+            # a write into some CTA's shared memory through a cluster address: only
+            # st.shared::cluster (inline PTX, `st_cluster`) and st.async are followed
+            out.append(Unsupported(f"{op.name}: a store into distributed shared memory the model "
+                                   "does not follow", self.loc(op)))
         if h is not None:
             h(self, op, out)
         elif op.name in ARITH:
