@@ -1835,11 +1835,16 @@ class WarpWalker:
         out.append(CpAsyncCommit(loc=self.loc(op)))
 
     def cp_async_wait(self, op: Op, out) -> None:
-        n = op.attrs.get("n")
+        self.group_wait(op, "n", CpAsyncWait, out)
+
+    def group_wait(self, op: Op, attr: str, make, out) -> None:
+        """A wait for all but the N newest groups (`attr` = N), or Unsupported if N is not a
+        constant."""
+        n = op.attrs.get(attr)
         if n is None or not re.fullmatch(r"\d+", str(n)):
-            out.append(Unsupported(f"{op.name} with n {n!r}", self.loc(op)))
+            out.append(Unsupported(f"{op.name} with {attr} {n!r}", self.loc(op)))
             return
-        out.append(CpAsyncWait(int(str(n)), loc=self.loc(op)))
+        out.append(make(int(str(n)), loc=self.loc(op)))
 
     def fence_proxy(self, op: Op, out) -> None:
         """``fence.proxy.async`` (all state spaces) and ``fence.proxy.async.shared::cta`` order
@@ -1948,11 +1953,7 @@ class WarpWalker:
         out.append(WgmmaCommit(loc=self.loc(op)))
 
     def wgmma_wait(self, op: Op, out) -> None:
-        n = op.attrs.get("group")
-        if n is None or not re.fullmatch(r"\d+", str(n)):
-            out.append(Unsupported(f"{op.name} with group {n!r}", self.loc(op)))
-            return
-        out.append(WgmmaWait(int(str(n)), loc=self.loc(op)))
+        self.group_wait(op, "group", WgmmaWait, out)
 
     def staged_read(self, op: Op, vid: int, out) -> None:
         stage = self.staged(vid)

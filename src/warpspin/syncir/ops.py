@@ -2009,10 +2009,12 @@ class SmemRead(SyncOp):
         return Rule(body)
 
 
-class _WgmmaGroups:
-    """What a wgmma commit and wait share: `bufs`, the staged buffers the warp's wgmmas read,
-    and `depth`, the groups told apart. Each group is a mask of the stages it reads, per
-    buffer; `wrd` of a stage counts the (warp, group) pairs that read it."""
+class _MaskGroups:
+    """What the commits and waits of an instance's async groups (wgmma, cp.async) share: `bufs`,
+    the buffers its group members touch, and `depth`, the groups told apart (the oldest mask
+    holds that group and every older one). Each group is a mask of stages per buffer, in the
+    locals `open_local(b)` (not yet committed) and `group_local(b, i)`."""
+    unit: ClassVar[str] = "?"
 
     def __post_init__(self):
         object.__setattr__(self, "bufs", tuple(self.bufs))
@@ -2025,16 +2027,25 @@ class _WgmmaGroups:
         for b in self.bufs:
             try:
                 if k.buffer(b).stages > 15:
-                    out.append(f"{b}: more than 15 stages in a wgmma group mask")
+                    out.append(f"{b}: more than 15 stages in a {self.unit} group mask")
             except KeyError:
-                out.append(f"names {b!r}, not a declared staged buffer")
+                out.append(f"names {b!r}, not a declared buffer")
         if self.depth < 1:
             out.append(f"{self.mnemonic} with depth {self.depth}")
         return out
 
     def own_locals(self, pc):
         return tuple(n for b in self.bufs
-                     for n in (wg_open(b), *(wg_group(b, i) for i in range(self.depth))))
+                     for n in (self.open_local(b),
+                               *(self.group_local(b, i) for i in range(self.depth))))
+
+
+class _WgmmaGroups(_MaskGroups):
+    """wgmma groups: masks of the stages the warp's wgmmas read; `wrd` of a stage counts the
+    (warp, group) pairs that read it."""
+    unit: ClassVar[str] = "wgmma"
+    open_local = staticmethod(lambda b: wg_open(b))
+    group_local = staticmethod(lambda b, i: wg_group(b, i))
 
     def _merge(self, c, b: str, into: Local, other: Expr) -> list:
         """into |= other, each stage in both counted once."""
@@ -2182,32 +2193,11 @@ def cp_pending_at_exit(c) -> list:
     return out
 
 
-class _CpGroups:
-    """What a cp.async commit and wait share: `bufs`, the buffers the process's cp.async copies
-    write, and `depth`, the groups told apart (the oldest mask holds that group and every older
-    one). Each group is a mask of the stages it writes, per buffer."""
-
-    def __post_init__(self):
-        object.__setattr__(self, "bufs", tuple(self.bufs))
-
-    def _told(self) -> str:
-        return f" [{', '.join(self.bufs)}], depth={self.depth}" if self.bufs else ""
-
-    def _problems(self, k) -> list[str]:
-        out = []
-        for b in self.bufs:
-            try:
-                if k.buffer(b).stages > 15:
-                    out.append(f"{b}: more than 15 stages in a cp.async group mask")
-            except KeyError:
-                out.append(f"names {b!r}, not a declared buffer")
-        if self.depth < 1:
-            out.append(f"{self.mnemonic} with depth {self.depth}")
-        return out
-
-    def own_locals(self, pc):
-        return tuple(n for b in self.bufs
-                     for n in (cp_open(b), *(cp_group(b, i) for i in range(self.depth))))
+class _CpGroups(_MaskGroups):
+    """cp.async groups: masks of the stages the thread's copies write."""
+    unit: ClassVar[str] = "cp.async"
+    open_local = staticmethod(lambda b: cp_open(b))
+    group_local = staticmethod(lambda b, i: cp_group(b, i))
 
     def footprint(self, k):
         return Footprint(())
