@@ -2,6 +2,7 @@
 
   warpspin check TARGET... [--arch sm_90a|sm_100a] [--param NAME=V|NAME=LO..HI]... [--json]
                  [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
+  warpspin explain [KIND]    what a violation kind means, an example and the usual fixes
 
 TARGET is path/to/file.py:FUNC; FUNC() returns (jit_fn, args), a list of such pairs, or SyncIR
 Kernel objects (checked directly). Exit status: 0 all verified, 1 a violation, 2 inconclusive or
@@ -55,11 +56,39 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
                    help="cores to use: the exhaustive search and, beside it, randomized bug hunts "
                         "(default: the cores available)")
+    e = sub.add_parser("explain", help="what a violation kind means, a minimal example and the "
+                                       "usual fixes")
+    e.add_argument("kind", nargs="?", metavar="KIND", help="a kind a report names, e.g. race")
     return ap
 
 
+def explain(kind: str | None) -> int:
+    from .report.explain import kinds, page
+    if kind is None:
+        print("warpspin explain KIND, for KIND one of:\n  " + "\n  ".join(kinds()))
+        return 0
+    text = page(kind)
+    if text is None:
+        print(f"warpspin explain: no page for {kind!r}; the kinds are: {', '.join(kinds())}",
+              file=sys.stderr)
+        return 3
+    print(text, end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # the reader went away (`warpspin explain | head`): stop quietly
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "explain":
+        return explain(args.kind)
     opts = CheckOptions(arch=args.arch, params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),

@@ -645,7 +645,9 @@ class _Lowering:
         st, rel = ins.stmt, code[r].stmt
         guard, wbody = ctx.visible(w)
         el, _, bad, aliased, passed = st.conditions(self.lay.ctx(ctx.pi, w))
-        clean = f"({ctx.e(passed)} && !{ctx.e(aliased)} && !{ctx.e(bad)})"
+        # (the index test first: the element is read only when it exists)
+        clean = (f"({ctx.index_inside(st.bar)} && {ctx.e(passed)} && !{ctx.e(aliased)} && "
+                 f"!{ctx.e(bad)})")
         lets = code[w + 1:r]
         diff = "1"
         rbar = getattr(rel, "bar", None)
@@ -1133,7 +1135,20 @@ class _Ctx(_GlobalCtx):
         a = self.low.atw[st.bar.name]
         i = (f"({self.e(self.low.mb_index(st.bar.name, Const(self.p.cta), st.bar.index))}) * 2 + "
              f"({self.e(st.parity)} & 1)")
-        return [f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"]
+        count = f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"
+        inside = self.index_inside(st.bar)
+        if inside != "1":
+            # an index outside the array is the wait's own invalid-operand: not counted
+            count = f"if :: {inside} -> {count} :: else -> skip fi;"
+        return [count]
+
+    def index_inside(self, ref: MBarRef) -> str:
+        """Promela text that is true when `ref`'s computed index names an element of its array
+        ("1" for a constant index, which validation keeps inside)."""
+        if isinstance(_fold(ref.index), Const):
+            return "1"
+        x, n = self.e(ref.index), self.low.k.mbarrier(ref.name).size
+        return f"(0 <= {x} && {x} < {n})"
 
     def at_word(self, pc: int, delta: int) -> list[str]:
         """Race monitor bookkeeping: an instance reaching (+1) or executing (-1) a shared-word

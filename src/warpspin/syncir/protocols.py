@@ -21,7 +21,7 @@ LINE = {
 }
 
 RING_BUGS = ("missing-release", "arrivals-too-few", "arrivals-too-many", "no-flip", "consumer-no-flip", "trip-mismatch",
-             "tx-bytes", "two-behind", "named-count", "before-init")
+             "tx-bytes", "two-behind", "named-count", "before-init", "wrap-one-late")
 # what each bug must be reported as, and where (the LINE key)
 RING_BUG_EXPECT = {
     "missing-release": ("deadlock", "producer_acquire"),
@@ -36,6 +36,8 @@ RING_BUG_EXPECT = {
     "two-behind": ("parity-aliasing", None),
     "named-count": ("arrival-mismatch", "consumer_sync"),
     "before-init": ("uninitialized-barrier", None),
+    # the producer's stage counter wraps one stage late: it names empty[stages], past the array
+    "wrap-one-late": ("invalid-operand", "producer_acquire"),
 }
 
 
@@ -43,10 +45,12 @@ def _l(key: str) -> Loc:
     return Loc(RING_FILE, LINE[key])
 
 
-def advance(stage: str, phase: str, stages: int, flip: bool = True):
-    """PipelineState.advance: stage += 1; wrap to 0 and flip the phase bit."""
+def advance(stage: str, phase: str, stages: int, flip: bool = True, wrap_at: int | None = None):
+    """PipelineState.advance: stage += 1; wrap to 0 (at `wrap_at`, `stages` unless a bug says
+    otherwise) and flip the phase bit."""
     wrap = [Assign(stage, 0)] + ([Assign(phase, Var(phase) ^ 1)] if flip else [])
-    return (Assign(stage, Var(stage) + 1), If(Var(stage).eq(stages), tuple(wrap)))
+    return (Assign(stage, Var(stage) + 1),
+            If(Var(stage).eq(stages if wrap_at is None else wrap_at), tuple(wrap)))
 
 
 def ring(stages: int = 4, trips: int | str = 8, consumers: int = 1, consumer_threads: int = 32,
@@ -89,7 +93,8 @@ def ring(stages: int = 4, trips: int | str = 8, consumers: int = 1, consumer_thr
             MbarWait(MBarRef("empty", Var("s")), Var("ph"), _l("producer_acquire")),
             Elect((MbarArriveExpectTx(MBarRef("full", Var("s")), expect, _l("arrive_expect_tx")),
                    TmaLoad(MBarRef("full", Var("s")), tile_bytes, _l("tma_load")))),
-            *advance("s", "ph", stages, flip=bug != "no-flip"),
+            *advance("s", "ph", stages, flip=bug != "no-flip",
+                     wrap_at=stages + 1 if bug == "wrap-one-late" else None),
         ), loc=_l("producer_loop")),
     )
     consumer_trips = K + 1 if bug == "trip-mismatch" else K
