@@ -2039,6 +2039,17 @@ class _MaskGroups:
                      for n in (self.open_local(b),
                                *(self.group_local(b, i) for i in range(self.depth))))
 
+    def _fmt_wait(self) -> str:
+        return f"{self.mnemonic} {self.n}" + self._told()
+
+    def _wait_problems(self, k) -> list[str]:
+        """A wait for all but the n newest groups needs n + 1 of them told apart."""
+        out = self._problems(k)
+        if self.bufs and self.depth <= self.n:
+            out.append(f"{self.mnemonic} {self.n} needs groups told apart to depth "
+                       f"{self.n + 1}, not {self.depth}")
+        return out
+
 
 class _WgmmaGroups(_MaskGroups):
     """wgmma groups: masks of the stages the warp's wgmmas read; `wrd` of a stage counts the
@@ -2118,14 +2129,9 @@ class WgmmaWait(_WgmmaGroups, SyncOp):
     def example(cls):
         return cls(0, ("sA",), 1)
 
-    def fmt(self): return f"wgmma.wait_group {self.n}" + self._told()
+    def fmt(self): return self._fmt_wait()
 
-    def problems(self, k):
-        out = self._problems(k)
-        if self.bufs and self.depth <= self.n:
-            out.append(f"wgmma.wait_group {self.n} needs groups told apart to depth "
-                       f"{self.n + 1}, not {self.depth}")
-        return out
+    def problems(self, k): return self._wait_problems(k)
 
     def footprint(self, k):
         return Footprint((_acc("buffer-stage", "rw", "cta"),) if self.bufs else ())
@@ -2291,14 +2297,9 @@ class CpAsyncWait(_CpGroups, SyncOp):
     def example(cls):
         return cls(0, ("sX",), 1)
 
-    def fmt(self): return f"cp.async.wait_group {self.n}" + self._told()
+    def fmt(self): return self._fmt_wait()
 
-    def problems(self, k):
-        out = self._problems(k)
-        if self.bufs and self.depth <= self.n:
-            out.append(f"cp.async.wait_group {self.n} needs groups told apart to depth "
-                       f"{self.n + 1}, not {self.depth}")
-        return out
+    def problems(self, k): return self._wait_problems(k)
 
     def rule(self, c):
         return Rule([Set(Local(cp_group(b, i)), Const(0))
