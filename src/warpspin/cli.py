@@ -3,6 +3,8 @@
   warpspin check TARGET... [--arch sm_90a|sm_100a] [--param NAME=V|NAME=LO..HI]... [--json]
                  [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
   warpspin explain [KIND]    what a violation kind means, an example and the usual fixes
+  warpspin doctor            the versions of the DSL, SPIN and gcc; whether tracing works
+  warpspin --version
 
 TARGET is path/to/file.py:FUNC; FUNC() returns (jit_fn, args), a list of such pairs, or SyncIR
 Kernel objects (checked directly). Exit status: 0 all verified, 1 a violation, 2 inconclusive or
@@ -37,7 +39,9 @@ def parse_param(text: str) -> tuple[str, tuple[int, int]]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .doctor import version
     ap = argparse.ArgumentParser(prog="warpspin", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--version", action="version", version=f"warpspin {version()}")
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="verify kernels: deadlocks and synchronization errors")
     c.add_argument("targets", nargs="+", metavar="TARGET", help="path/to/file.py:FUNC")
@@ -59,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="what a violation kind means, a minimal example and the "
                                        "usual fixes")
     e.add_argument("kind", nargs="?", metavar="KIND", help="a kind a report names, e.g. race")
+    sub.add_parser("doctor", help="the versions of what warpspin needs (the CuTe DSL, SPIN, "
+                                  "gcc) and whether tracing works")
     return ap
 
 
@@ -89,6 +95,11 @@ def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "explain":
         return explain(args.kind)
+    if args.command == "doctor":
+        from .doctor import checks, report
+        text, ok = report(checks())
+        print(text, end="")
+        return 0 if ok else 2
     opts = CheckOptions(arch=args.arch, params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),
