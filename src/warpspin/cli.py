@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:  # Ctrl-C outside a search (a search returns what it searched)
+        print("warpspin: interrupted (Ctrl-C) before a verdict", file=sys.stderr)
+        return 2
 
 
 def _main(argv: list[str] | None) -> int:
@@ -104,6 +107,7 @@ def _main(argv: list[str] | None) -> int:
                         memory_mb=args.memory, emit_promela=args.emit_promela,
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),
                         load_races=args.load_races)
+    from .pipeline import INTERRUPTED
     results = []
     for target in args.targets:
         for r in check_target(target, opts):
@@ -112,6 +116,11 @@ def _main(argv: list[str] | None) -> int:
                 if args.print_syncir and getattr(r, "syncir_text", ""):
                     print(r.syncir_text)
                 print(str(r), flush=True)
+            if any(INTERRUPTED in reason for reason in r.reasons):
+                break  # Ctrl-C: no further kernel
+        else:
+            continue
+        break
     if args.json:
         print(json.dumps({"targets": [r.to_dict() for r in results]}, indent=2))
     return exit_status(results)

@@ -23,9 +23,11 @@ from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
 from .syncir.trace import Complete, ParamChoice, Step, Take
 
+INTERRUPTED = "interrupted (Ctrl-C)"
 _TRUNCATION = {
     "memory": "memory limit reached: raise --memory",
     "timeout": "time limit reached: raise --timeout",
+    "interrupted": INTERRUPTED,
     "depth": "search depth limit reached",
     "vector": "state vector too large for the compiled verifier",
     "aborted": "the verifier stopped without statistics",

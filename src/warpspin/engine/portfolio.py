@@ -147,9 +147,9 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
     (`build_hunt()` starts compiling them then: a model searched sooner needs no hunt) until the
     exhaustive search ends (`searched_all(output)`: complete; if it stopped at a limit the hunts
     go on, for as long again as it ran), a shortened counterexample is in hand, or `deadline`.
-    Returns
-    (exhaustive output, exhaustive timed out, seconds, the shortest trail or None, the first
-    trail found, hunt runs)."""
+    Ctrl-C stops every run as the deadline does. Returns (exhaustive output, why it was stopped:
+    "timeout", "interrupted" or None, seconds, the shortest trail or None, the first trail
+    found, hunt runs)."""
     started = time.monotonic()
     args = [*exhaustive_args] + ([f"-u{cores}"] if cores > 1 else [])
     ex = _start("exhaustive BFS" + (f" on {cores} cores" if cores > 1 else ""), tmp,
@@ -160,7 +160,7 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
     first: Trail | None = None
     shorten_until = deadline
     hunt_until = deadline
-    ex_out, ex_timed_out = None, False
+    ex_out, ex_timed_out = None, None
 
     def launch_hunt():
         nonlocal seed
@@ -208,7 +208,7 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
                 break
             if now >= deadline:
                 if ex_out is None:
-                    ex_out, ex_timed_out = _stop(ex), True
+                    ex_out, ex_timed_out = _stop(ex), "timeout"
                 break
             for run in list(running):
                 if run.proc.poll() is None and now < run.limit:
@@ -232,14 +232,17 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
                     ex_out = _stop(ex)
                 break
             time.sleep(0.02)
-    finally:  # also on an exception (Ctrl-C): no pan outlives the check
+    except KeyboardInterrupt:  # Ctrl-C: what was searched so far is the result
+        if ex_out is None:
+            ex_out, ex_timed_out = _stop(ex), "interrupted"
+    finally:  # also on an exception: no pan outlives the check
         if hunt_build is not None and hunt_build.poll() is None:
             hunt_build.kill()
             hunt_build.wait()
         for r in running:
             _stop(r)
         if ex.proc.poll() is None:
-            ex_out, ex_timed_out = _stop(ex), True
+            ex_out, ex_timed_out = _stop(ex), "timeout"
     return ex_out, ex_timed_out, time.monotonic() - started, best, first, seed
 
 

@@ -284,7 +284,7 @@ def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_
     res.options = (f"SPIN {search}, exact state storage, {' '.join(flags[1:])} "
                    f"{' '.join(args[1:])}")
     if timed_out:
-        res.truncated = tuple(dict.fromkeys((*res.truncated, "timeout")))
+        res.truncated = _stopped(res.truncated, timed_out)
         res.complete = False
     if os.path.exists(os.path.join(tmp, "model.pml.trail")):
         # pan replays its own trail (-r), running the model's embedded C and printing WS| lines
@@ -356,8 +356,7 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
                    f"storage, {' '.join(ex_flags[1:])} {' '.join(ex_args)}; {hunts} bitstate "
                    f"hunt{'s' if hunts != 1 else ''} beside it ({hunt_runs} runs)")
     if timed_out:  # an interrupted parallel BFS prints no statistics: that is the time limit
-        res.truncated = tuple(t for t in dict.fromkeys((*res.truncated, "timeout"))
-                              if t != "aborted")
+        res.truncated = tuple(t for t in _stopped(res.truncated, timed_out) if t != "aborted")
         res.complete = False
     if trail is not None and not trail.replay:  # the parallel BFS's: re-derive it
         trail = _rederive(tmp, model, trail, jobs, deadline, shorten_s, memory_mb, vector_size,
@@ -403,22 +402,33 @@ def _rederive(tmp, model, trail, jobs, deadline, shorten_s, memory_mb, vector_si
     return replace(trail, replay=again.trail_output, pan_error=again.pan_error, depth=again.depth)
 
 
-def _run_pan(args, cwd, timeout) -> tuple[str, bool, float]:
-    """Run pan; on timeout interrupt it (pan prints its statistics on SIGINT), then kill it."""
+def _stopped(truncated: tuple[str, ...], why: str) -> tuple[str, ...]:
+    """The truncations of a search stopped for `why` (pan's own "Interrupted" reads as the time
+    limit; after Ctrl-C it is the interruption)."""
+    return tuple(t for t in dict.fromkeys((*truncated, why))
+                 if not (why == "interrupted" and t == "timeout"))
+
+
+def _run_pan(args, cwd, timeout) -> tuple[str, str | None, float]:
+    """Run pan; on timeout or Ctrl-C interrupt it (pan prints its statistics on SIGINT), then
+    kill it. (output, why it was stopped: "timeout", "interrupted" or None, seconds)"""
     t0 = time.monotonic()
     p = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, start_new_session=True)
     try:
         out, _ = p.communicate(timeout=timeout)
-        return out, False, time.monotonic() - t0
+        return out, None, time.monotonic() - t0
     except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGINT)
-        try:
-            out, _ = p.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, _ = p.communicate()
-        return out, True, time.monotonic() - t0
+        why = "timeout"
+    except KeyboardInterrupt:
+        why = "interrupted"
+    p.send_signal(signal.SIGINT)
+    try:
+        out, _ = p.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    return out, why, time.monotonic() - t0
 
 
 # ----------------------------------------------------------------------------- parsing
