@@ -152,7 +152,12 @@ def load_target(target: str):
             spec.loader.exec_module(module)
         except Exception as e:
             del sys.modules[name]
-            raise ValueError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
+            hint = ""
+            if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "cutlass":
+                from .doctor import DSL_PACKAGE, DSL_PIN
+                hint = (f" (the CuTe DSL is not installed here: python -m pip install "
+                        f"'{DSL_PACKAGE}=={DSL_PIN}'; `warpspin doctor` checks the rest)")
+            raise ValueError(f"{path}: importing it failed: {type(e).__name__}: {e}{hint}") from e
     fn = getattr(module, func, None)
     if fn is None or not callable(fn):
         raise ValueError(f"{path}: no function {func!r}")
