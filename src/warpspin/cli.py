@@ -94,6 +94,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _show_progress(p) -> None:
+    """One status line on the terminal, rewritten in place (cleared before the verdict)."""
+    sys.stderr.write("\r\033[K  " + p.line())
+    sys.stderr.flush()
+
+
+def _clear_progress() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "explain":
@@ -108,10 +120,14 @@ def _main(argv: list[str] | None) -> int:
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),
                         load_races=args.load_races)
     from .pipeline import INTERRUPTED
+    if not args.json and sys.stderr.isatty():
+        from .engine.progress import REPORTER
+        REPORTER.set(_show_progress)
     results = []
     for target in args.targets:
         for r in check_target(target, opts):
             results.append(r)
+            _clear_progress()
             if not args.json:
                 if args.print_syncir and getattr(r, "syncir_text", ""):
                     print(r.syncir_text)

@@ -21,6 +21,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from .progress import REPORTER, last_progress
+
 
 HUNT_BITS = (22, 24, 26, 27)     # pan -w per hunt run, cycled (2^w bits: 0.5 to 16 MB)
 HUNT_SLICE_S = (2.0, 5.0, 15.0)  # a hunt run's time, cycled: short runs first, then longer ones
@@ -48,6 +50,11 @@ class _Run:
     def output(self) -> str:
         with open(os.path.join(self.cwd, "out.txt"), errors="replace") as f:
             return f.read()
+
+    def tail(self, size: int = 4096) -> str:
+        with open(os.path.join(self.cwd, "out.txt"), "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - size))
+            return f.read().decode(errors="replace")
 
 
 def default_jobs() -> int:
@@ -172,9 +179,16 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
     hunting = False
     hunt_build = None
     hunt_extra = 0.0
+    report = REPORTER.get()
+    reported = started
     try:
         while True:
             now = time.monotonic()
+            if report is not None and ex_out is None and now - reported >= 1.0:
+                reported = now
+                p = last_progress(ex.tail(), now - started)
+                if p is not None:
+                    report(p)
             if hunt_build is None and hunts and (now - started >= HUNT_AFTER_S
                                                  or ex_out is not None):
                 hunt_build = build_hunt()
