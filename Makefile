@@ -5,9 +5,9 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup spin bench clean fuzz
+.PHONY: demo test setup spin chromium bench clean fuzz
 
-setup: spin $(STAMP)
+setup: spin chromium $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -27,6 +27,17 @@ spin:
 	  fi; \
 	fi
 	@command -v gcc >/dev/null 2>&1 || { echo "gcc is missing; run: sudo apt-get install -y gcc"; exit 1; }
+
+# the HTML report's tests load the page in Debian's chromium (driven by Playwright from PyPI)
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium (for the HTML report's browser tests)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "chromium is missing; run: sudo apt-get install -y chromium"; exit 1; \
+	  fi; \
+	fi
 
 demo: setup
 	$(VPY) -m warpspin.demo

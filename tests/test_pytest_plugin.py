@@ -38,6 +38,7 @@ def test_ini_targets_are_one_test_each_with_readable_failures(pytester):
     reports = pytester.path / ".warpspin-reports"
     names = sorted(p.name for d in reports.iterdir() for p in d.iterdir())
     assert "kernels.py_good.json" in names and "kernels.py_broken.txt" in names
+    assert "kernels.py_broken.html" in names
 
 
 def test_assert_verified_and_the_fixture_on_a_traced_kernel(pytester):

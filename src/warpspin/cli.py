@@ -2,6 +2,7 @@
 
   warpspin check TARGET... [--arch sm_90a|sm_100a] [--param NAME=V|NAME=LO..HI]... [--json]
                  [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
+                 [--html FILE] [--sarif FILE]
   warpspin explain [KIND]    what a violation kind means, an example and the usual fixes
   warpspin doctor            the versions of the DSL, SPIN and gcc; whether tracing works
   warpspin --version
@@ -49,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--param", action="append", type=parse_param, default=[],
                    metavar="NAME=V|NAME=LO..HI", help="value or range of a launch parameter")
     c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page: the "
+                   "interleaving as swimlanes, or the roles and barriers of a verified kernel")
+    c.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 (GitHub "
+                   "code scanning, editors)")
     c.add_argument("--timeout", type=float, default=600.0, metavar="S", help="search time limit per kernel")
     c.add_argument("--memory", type=int, default=4096, metavar="MB", help="search memory limit per kernel")
     c.add_argument("--emit-promela", metavar="DIR", help="write each generated Promela model here")
@@ -139,6 +144,12 @@ def _main(argv: list[str] | None) -> int:
         break
     if args.json:
         print(json.dumps({"targets": [r.to_dict() for r in results]}, indent=2))
+    if args.html:
+        from .report.html import write_html
+        write_html(results, args.html)
+    if args.sarif:
+        from .report.sarif import write_sarif
+        write_sarif(results, args.sarif)
     return exit_status(results)
 
 

@@ -16,11 +16,13 @@ import traceback
 from .engine import EngineError, EngineTimeout, lower_and_check
 from .lower import LowerError
 from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
-                            BlockedWait, Location, Note, Result, Stats, TraceStep, Violation)
+                            BarrierState, BlockedWait, Location, Note, Result, Stats, TraceStep,
+                            Violation)
 from .syncir import BOUND_KINDS, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
 from .syncir.ops import CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, bw_fenced, bw_unfenced
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
+from .syncir.summary import kernel_summary
 from .syncir.trace import Complete, ParamChoice, Step, Take
 
 INTERRUPTED = "interrupted (Ctrl-C)"
@@ -40,6 +42,10 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     stats = stats or Stats()
     stats.processes = sum(p.instances for p in kernel.processes)
     res = Result(target=target, kernel=kernel.name, stats=stats, config=_config(kernel))
+    try:
+        res.model = kernel_summary(kernel)
+    except Exception:  # a kernel too broken to summarize: validation says why below
+        res.model = {}
     try:
         _check(kernel, res, timeout_s, memory_mb, emit_promela, reduce, jobs)
     except Exception as e:  # a bug of warpspin's: never a verdict on the kernel
@@ -156,7 +162,7 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         res.reasons = [f"model bound reached: {v.message}"]
         res.reason_locations = [Location(v.loc.file, v.loc.line, frame=v.loc.frame or "")]
         return
-    trace = _trace_steps(rp.machine, er.events, describe_steps(rp.machine, er.events))
+    trace = _trace_steps(rp.machine, er.events, describe_steps(rp.machine, er.events), rp.states)
     notes, help_ = (), ()
     if v.kind == "deadlock":
         d = diagnose_deadlock(rp)
@@ -365,25 +371,44 @@ def _role(kernel: Kernel, process: int, instance: int) -> str:
     return kernel.processes[process].instance_name(instance)
 
 
-def _trace_steps(machine, events, texts: list[str]) -> list[TraceStep]:
+def _barrier_changes(m, before, after) -> tuple[BarrierState, ...]:
+    """The barriers whose state differs between two consecutive states of a replay."""
+    out = []
+    for n in range(len(m.layout.elements)):
+        a, b = m.mb(before, n), m.mb(after, n)
+        if a != b:
+            out.append(BarrierState(m.layout.element_name(n), b["n"], b["pend"], b["exp"], b["tx"]))
+    for slot, (cta, bid) in enumerate(m.layout.named_slots):
+        a, b = m.nb(before, slot), m.nb(after, slot)
+        if a != b:
+            where = f" of CTA {cta}" if m.kernel.num_ctas > 1 else ""
+            exp = b["exp"] if b["exp"] > 0 else m.live(after, cta) if b["exp"] == -1 else 0
+            out.append(BarrierState(f"named barrier {bid}{where}", b["gen"], max(0, exp - b["arr"]),
+                                    exp))
+    return tuple(out)
+
+
+def _trace_steps(machine, events, texts: list[str], states=()) -> list[TraceStep]:
     out = []
     steps = [ev for ev in events if not isinstance(ev, ParamChoice)]
     for n, (ev, op) in enumerate(zip(steps, texts), start=1):
+        changed = _barrier_changes(machine, states[n - 1], states[n]) if n < len(states) else ()
         if isinstance(ev, Step):
             p = machine.kernel.processes[ev.process]
             ins = machine.flat[ev.process].code[ev.pc]
             who = p.instance_name(ev.instance) if ev.instance >= 0 else f"{p.role}[*]"
             if p.cta or machine.kernel.num_ctas > 1:
                 who = f"{who}@cta{p.cta}"
-            out.append(TraceStep(n, who, op, ins.loc.file, ins.loc.line, ins.loc.frame or "", p.cta))
+            out.append(TraceStep(n, who, op, ins.loc.file, ins.loc.line, ins.loc.frame or "", p.cta,
+                                 changed))
         elif isinstance(ev, Complete):
             st = machine.flat[ev.process].code[ev.pc].stmt
             out.append(TraceStep(n, "async", op, st.loc.file, st.loc.line, st.loc.frame or "",
-                                 ev.cta))
+                                 ev.cta, changed))
         elif isinstance(ev, Take):
             decl = machine.kernel.counter(ev.counter)
             out.append(TraceStep(n, "other CTAs", op, decl.loc.file, decl.loc.line,
-                                 decl.loc.frame or "", 0))
+                                 decl.loc.frame or "", 0, changed))
     return out
 
 

@@ -3,7 +3,7 @@
 * `warpspin.assert_verified(jit_fn, *args, params=...)` in any test.
 * The `warpspin` fixture: `warpspin.check("kernels/gemm.py:config_a")` (a `warpspin check`
   target) or `warpspin.check_jit(jit_fn, *args, params=...)` asserts that every kernel is
-  VERIFIED (or, with `expect=`, reports that kind) and writes the text and JSON reports into the
+  VERIFIED (or, with `expect=`, reports that kind) and writes the text, JSON and HTML reports into the
   test's directory under `--warpspin-reports` (default `.warpspin-reports/`).
 * `warpspin_targets` in the ini file (one `path.py:FUNC` per line, `[expect]` after it, e.g.
   `kernels/gemm.py:broken [deadlock]`) parametrizes every test that takes the
@@ -67,6 +67,8 @@ class Checker:
             f.write("\n".join(str(r) for r in results) + "\n")
         with open(os.path.join(self.dir, stem + ".json"), "w") as f:
             json.dump({"targets": [r.to_dict() for r in results]}, f, indent=2)
+        from .report.html import write_html
+        write_html(results, os.path.join(self.dir, stem + ".html"))
         got = [r.violations[0].kind if r.violations else r.verdict for r in results]
         if not results or any(g != expect for g in got):
             pytest.fail(f"warpspin: {what}: expected {expect}, got {', '.join(got) or 'nothing'}"

@@ -37,6 +37,17 @@ class Location:
 
 
 @dataclass(frozen=True)
+class BarrierState:
+    """A barrier after a step that changed it: mbarriers with their phase, pending arrivals of
+    the expected count and pending transaction bytes; named barriers with threads arrived."""
+    barrier: str
+    phase: int
+    pending_arrivals: int
+    expected_arrivals: int
+    pending_tx: int = 0
+
+
+@dataclass(frozen=True)
 class TraceStep:
     step: int
     process: str      # instance name, e.g. "consumer[1]", or "tma" for an async completion
@@ -45,6 +56,7 @@ class TraceStep:
     line: int
     frame: str = ""
     cta: int = 0
+    barriers: tuple[BarrierState, ...] = ()  # the barriers this step changed, after it
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,7 @@ class Result:
     reason_locations: list[Location] = field(default_factory=list)
     config: dict = field(default_factory=dict)          # params, CTAs, search options
     syncir_text: str = field(default="", repr=False)    # the checked SyncIR, printed
+    model: dict = field(default_factory=dict, repr=False)  # syncir.summary.kernel_summary
 
     def to_dict(self) -> dict:
         return {
@@ -130,6 +143,7 @@ class Result:
             "reasons": list(self.reasons),
             "reason_locations": [asdict(l) for l in self.reason_locations],
             "config": dict(self.config),
+            "model": dict(self.model),
             "properties": {"checked": list(CHECKED), "not_checked": NOT_CHECKED},
             "stats": {"processes": self.stats.processes, "states": self.stats.states,
                       "transitions": self.stats.transitions, "depth": self.stats.depth,

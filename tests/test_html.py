@@ -1,0 +1,175 @@
+"""The HTML report (`--html`): real runs rendered, then loaded in headless Chromium (Debian's
+`chromium`, driven by Playwright): the lanes, the steps, the blocked warps, the detail panel of a
+step, no network; a screenshot is taken (WARPSPIN_UPDATE_SCREENSHOT=1 also writes the README's
+docs/report-violation.png)."""
+import os
+import shutil
+
+import pytest
+
+from warpspin.api import CheckOptions, check_target
+from warpspin.cli import main
+from warpspin.report.html import render_html, write_html
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _check(target: str, **kw):
+    (r,) = list(check_target(os.path.join(ROOT, target), CheckOptions(jobs=1, **kw)))
+    return r
+
+
+@pytest.fixture(scope="module")
+def violation():
+    pytest.importorskip("cutlass")
+    r = _check("examples/raw_mbarrier.py:missing_arrive")
+    assert r.verdict == "violation"
+    return r
+
+
+@pytest.fixture(scope="module")
+def ring_bug():
+    r = _check("examples/syncir_ring.py:ring_missing_release")
+    assert r.verdict == "violation"
+    return r
+
+
+@pytest.fixture(scope="module")
+def verified():
+    r = _check("examples/syncir_ring.py:ring_correct")
+    assert r.verdict == "verified"
+    return r
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (make setup installs it as root)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def _open(browser, path):
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    errors, requests = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda q: requests.append(q.url))
+    page.goto("file://" + str(path))
+    return page, errors, requests
+
+
+def test_the_barrier_column_adds_up_to_the_blocked_state(violation):
+    """The barriers each step changed, applied in order, end where the diagnosis says the
+    barrier of each blocked warp stands."""
+    v = violation.violations[0]
+    state = {}
+    for t in v.trace:
+        for b in t.barriers:
+            state[b.barrier] = b
+    for b in v.blocked:
+        assert b.barrier in state, b
+        assert state[b.barrier].phase == b.phase
+        assert state[b.barrier].pending_arrivals == b.pending_arrivals
+        assert state[b.barrier].expected_arrivals == b.expected_arrivals
+
+
+def test_violation_page_in_chromium(browser, violation, ring_bug, tmp_path):
+    path = tmp_path / "report.html"
+    write_html([violation, ring_bug], str(path))
+    page, errors, requests = _open(browser, path)
+    for n, r in enumerate((violation, ring_bug)):
+        v = r.violations[0]
+        section = page.locator(f"section#r{n}")
+        lanes = {t.process for t in v.trace}
+        heads = section.locator(".lane-head[data-lane]")
+        assert sorted(heads.all_inner_texts()) and heads.count() == len(
+            lanes | {b.process if "@" in b.process else b.process for b in v.blocked})
+        assert section.locator(".step").count() == len(v.trace)
+        blocked = section.locator(".blocked")
+        assert blocked.count() == len(v.blocked) > 0
+        for b in v.blocked:
+            cell = section.locator(f".blocked[data-blocked='{b.process}']")
+            assert b.barrier in cell.inner_text()
+        culprit = section.locator(".step.culprit")
+        assert culprit.count() >= 1
+        assert f":{v.locations[0].line}" in culprit.first.inner_text()
+    # a click shows the step's source line, its library frame and the barriers' state
+    v = violation.violations[0]
+    last = v.trace[-1]
+    page.locator(f"#s0_{last.step}").click()
+    detail = page.locator("#detail")
+    assert detail.is_visible()
+    text = detail.inner_text()
+    with open(last.file) as f:
+        source = f.read().splitlines()[last.line - 1].strip()
+    assert source in text and last.op in text
+    assert "barriers after this step" in text and v.blocked[0].barrier in text
+    assert errors == []
+    assert all(u.startswith("file://") for u in requests), requests  # no network
+    shot = tmp_path / "report.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    if os.environ.get("WARPSPIN_UPDATE_SCREENSHOT"):
+        import dataclasses
+        os.chdir(ROOT)
+        shown = dataclasses.replace(violation, target=os.path.relpath(violation.target, ROOT))
+        page2, _, _ = _open(browser, _single(shown, tmp_path))
+        page2.locator(f"#s0_{last.step}").click()
+        page2.screenshot(path=os.path.join(ROOT, "docs", "report-violation.png"), full_page=True)
+
+
+def _single(r, tmp_path):
+    path = tmp_path / "single.html"
+    write_html([r], str(path))
+    return path
+
+
+def test_verified_page_shows_roles_barriers_and_the_diagram(browser, verified, tmp_path):
+    path = tmp_path / "verified.html"
+    write_html([verified], str(path))
+    page, errors, _ = _open(browser, path)
+    roles = {(l["role"], l["cta"]) for l in verified.model["lanes"]}
+    assert page.locator("table.roles tr").count() == len(roles) + 1
+    assert page.locator("table.barriers tr").count() == len(verified.model["barriers"]) + 1
+    edges = page.locator("svg.graph line.edge")
+    assert page.locator("svg.graph line.edge.arrives").count() >= 1
+    assert page.locator("svg.graph line.edge.waits").count() >= 1
+    want = {(e["role"], e["barrier"], e["relation"]) for e in verified.model["edges"]
+            if e["relation"] in ("arrives", "waits")}
+    assert edges.count() == len(want)
+    shown = page.locator("svg.graph text.role").all_text_contents()
+    assert sorted(shown) == sorted({r for r, _ in roles})
+    assert "searched" in page.locator("dl.kv").inner_text()
+    assert errors == []
+
+
+def test_page_is_self_contained_and_escaped(violation):
+    text = render_html([violation])
+    assert "<script src" not in text and "<link" not in text
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in text
+    assert text.count("<script") == 2  # the data and the page's own script, both inline
+
+
+def test_unsupported_and_inconclusive_pages_name_the_reason(tmp_path):
+    from warpspin.report.result import Location, Result
+    r = Result(target="k.py:f", kernel="k", verdict="unsupported",
+               reasons=["`tcgen05.commit` matters for synchronization and is not modelled"],
+               reason_locations=[Location(os.path.join(ROOT, "examples", "raw_mbarrier.py"), 72)])
+    text = render_html([r])
+    assert "UNSUPPORTED" in text and "tcgen05.commit" in text and "raw_mbarrier.py:72" in text
+    assert "cute.arch.mbarrier_wait" in text  # the source line is shown
+
+
+def test_cli_writes_the_page(tmp_path):
+    out = tmp_path / "cli.html"
+    status = main(["check", os.path.join(ROOT, "examples/syncir_ring.py:ring_missing_release"),
+                   "--jobs", "1", "--html", str(out)])
+    assert status == 1
+    text = out.read_text()
+    assert "VIOLATION" in text and 'class="lanes"' in text
