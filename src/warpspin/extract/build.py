@@ -47,6 +47,10 @@ def _units(k: TracedKernel) -> list[tuple[int, int, int]]:
     """(cta, warp, threads in that warp) for every warp of every CTA of one cluster."""
     if k.block_dim is None:
         raise ExtractError("the kernel has no static block size (nvvm.reqntid); warpspin needs one")
+    if k.attrs.get("warpspin.cluster_dim_unknown"):
+        raise ExtractError("the kernel's cluster size could not be read: it has no "
+                           "cutlass_launch_facts and its host launch (cuda.launch_cfg.cluster_dim) "
+                           "has no constant size; warpspin needs a static cluster size")
     if k.grid_dim is not None and k.cluster_dim is not None:
         for d, g, c in zip("xyz", k.grid_dim, k.cluster_dim):
             if c < 1 or g % c:

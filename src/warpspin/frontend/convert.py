@@ -21,16 +21,19 @@ def raw_values():
     import cutlass.cute.core as core
     import cutlass.cute.tensor as tensor
 
-    regs = [
-        (c.SwizzleType, core.Swizzle),
-        (c.LayoutType, core._Layout),
-        (c.ComposedLayoutType, core._ComposedLayout),
-        (c.PtrType, core._Pointer),
-        (c.SparseElemType, core.SparseElem),
-        (c.MemRefType, tensor._Tensor),
-        (c.CoordTensorType, tensor._Tensor),
-        (cn.SmemDescViewType, tensor._Tensor),
+    wanted = [
+        (c, "SwizzleType", core, "Swizzle"),
+        (c, "LayoutType", core, "_Layout"),
+        (c, "ComposedLayoutType", core, "_ComposedLayout"),
+        (c, "PtrType", core, "_Pointer"),
+        (c, "SparseElemType", core, "SparseElem"),  # not in DSL 4.4
+        (c, "MemRefType", tensor, "_Tensor"),
+        (c, "CoordTensorType", tensor, "_Tensor"),
+        (cn, "SmemDescViewType", tensor, "_Tensor"),
     ]
+    # a type or class this DSL release lacks has no caster to replace
+    regs = [(getattr(tm, t), getattr(cm, cls)) for tm, t, cm, cls in wanted
+            if hasattr(tm, t) and hasattr(cm, cls)]
     for t, _ in regs:
         ir.register_value_caster(t.get_static_typeid(), replace=True)(lambda v: v)
     try:
@@ -247,14 +250,96 @@ def launch_args(module_op) -> dict[str, tuple[int, list[Optional[tuple]]]]:
     return out
 
 
+UNKNOWN_CLUSTER_ATTR = "warpspin.cluster_dim_unknown"
+
+
+def launch_dims(module_op) -> dict[str, dict]:
+    """kernel symbol -> the static dims of its launch, read from the host function's
+    ``cuda.launch_cfg.create`` (block, dynamic smem, grid, stream) and
+    ``cuda.launch_cfg.cluster_dim`` (cfg, x, y, z) ops: ``{"block": .., "grid": .., "cluster":
+    ..}``, each a 3-tuple of ints or None when not constant.  DSL 4.8 records the same as the
+    kernel's ``cutlass_launch_facts``; 4.4 does not, and this is where it is read then."""
+    from cutlass._mlir import ir
+
+    out: dict[str, dict] = {}
+
+    def const3(vals, fn_args) -> Optional[tuple[int, int, int]]:
+        es = [_host_expr(v, fn_args) for v in vals]
+        if len(es) == 3 and all(e is not None and e[0] == "const" for e in es):
+            return tuple(int(e[1]) for e in es)  # type: ignore[return-value]
+        return None
+
+    def visit_fn(fn):
+        entry = fn.regions[0].blocks[0]
+        fn_args = {_raw(a): i for i, a in enumerate(entry.arguments)}
+        cfgs: dict = {}
+
+        def visit(op):
+            op = _as_op(op)
+            if op.name == "cuda.launch_cfg.create" and len(op.operands) >= 7 and op.results:
+                ops = list(op.operands)
+                cfgs[_raw(op.results[0])] = {"block": const3(ops[0:3], fn_args),
+                                             "grid": const3(ops[4:7], fn_args)}
+            elif op.name == "cuda.launch_cfg.cluster_dim" and len(op.operands) == 4:
+                cfg = cfgs.get(_raw(op.operands[0]))
+                if cfg is not None:
+                    dims = const3(list(op.operands)[1:], fn_args)
+                    cfg["cluster"] = dims if dims is not None else "unknown"
+            elif op.name == "cuda.launch_ex" and op.operands:
+                callee = str(op_attrs(op).get("callee") or "")
+                cfg = cfgs.get(_raw(op.operands[0]))
+                if cfg is not None:
+                    out[callee.rsplit("@", 1)[-1]] = cfg
+            return ir.WalkResult.ADVANCE
+
+        fn.walk(visit, ir.WalkOrder.PRE_ORDER)
+
+    for op in module_op.regions[0].blocks[0].operations:
+        op = _as_op(op)
+        if op.name == "func.func" and op.regions and op.regions[0].blocks:
+            visit_fn(op)
+    return out
+
+
+def _launch_from_host(k: TracedKernel, dims: Optional[dict]) -> None:
+    """A kernel without ``cutlass_launch_facts`` (DSL 4.4): its grid and cluster from the host's
+    launch config, when that config's block size is the kernel's own (the same launch).  A
+    launch that cannot be found or matched, or whose cluster size is not constant, is marked:
+    the extractor then refuses the kernel rather than model one CTA of an unknown cluster."""
+    if k.attrs.get("cutlass_launch_facts"):
+        return
+    if dims is None or dims.get("block") is None or dims["block"] != k.block_dim:
+        k.attrs[UNKNOWN_CLUSTER_ATTR] = True
+        return
+    k.grid_dim = dims.get("grid")
+    cluster = dims.get("cluster")
+    if cluster == "unknown":
+        k.attrs[UNKNOWN_CLUSTER_ATTR] = True
+    elif cluster is not None:
+        k.cluster_dim = cluster
+
+
 def convert_module(module_op, **kw) -> list[TracedKernel]:
     """Every kernel of a live module.  Call with the module's context entered (the hook's)."""
     with module_op.context, raw_values():
-        kernels = [convert_kernel(k, **kw) for k in find_kernels(module_op)]
+        from .normalize import normalize
+
+        kernels = [normalize(convert_kernel(k, **kw)) for k in find_kernels(module_op)]
         try:
             launches = launch_args(module_op)
         except Exception:  # host side is a convenience; never fail the trace for it
             launches = {}
+        if any(not k.attrs.get("cutlass_launch_facts") for k in kernels):
+            try:
+                dims = launch_dims(module_op)
+            except Exception:  # unreadable: a cluster launch cannot be ruled out
+                dims = None
+            for k in kernels:
+                if dims is None:
+                    if not k.attrs.get("cutlass_launch_facts"):
+                        k.attrs[UNKNOWN_CLUSTER_ATTR] = True
+                else:
+                    _launch_from_host(k, dims.get(k.name))
         for k in kernels:
             nargs, ops = launches.get(k.name, (None, []))
             k.host_nargs = nargs

@@ -58,6 +58,8 @@ def clean_func(qualname: str) -> str:
 
 def flatten(loc) -> tuple[list[Frame], list[str]]:
     """(frames innermost first, labels outermost first) of an ``ir.Location``."""
+    if not hasattr(loc, "is_a_callsite"):  # DSL 4.4's bindings: no accessors, read the text
+        return flatten_text(str(loc))
     frames: list[Frame] = []
     labels: list[str] = []
 
@@ -80,6 +82,149 @@ def flatten(loc) -> tuple[list[Frame], list[str]]:
 
     rec(loc)
     return frames, labels
+
+
+class _LocText:
+    """A parser for MLIR's printed locations, ``loc(callsite("f"("a.py":3:4) at ...))``:
+    ``unknown``, ``"file":line:col[ to [line]:col]``, ``"name"[(child)]``,
+    ``callsite(callee at caller)``, ``fused[<meta>][a, b, ...]``."""
+
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+        self.frames: list[Frame] = []
+        self.labels: list[str] = []
+
+    def _ws(self) -> None:
+        while self.i < len(self.s) and self.s[self.i] in " \t\n":
+            self.i += 1
+
+    def _eat(self, tok: str) -> bool:
+        self._ws()
+        if self.s.startswith(tok, self.i):
+            self.i += len(tok)
+            return True
+        return False
+
+    def _need(self, tok: str) -> None:
+        if not self._eat(tok):
+            raise ValueError(f"expected {tok!r} at {self.i} in {self.s[:200]!r}")
+
+    def _string(self) -> str:
+        self._need('"')
+        out = bytearray()
+        s = self.s
+        while s[self.i] != '"':
+            c = s[self.i]
+            if c == "\\":
+                nxt = s[self.i + 1]
+                if nxt in '"\\':
+                    out += nxt.encode()
+                    self.i += 2
+                elif nxt == "n":
+                    out += b"\n"
+                    self.i += 2
+                elif nxt == "t":
+                    out += b"\t"
+                    self.i += 2
+                else:  # \XX: a hex byte
+                    out.append(int(s[self.i + 1:self.i + 3], 16))
+                    self.i += 3
+            else:
+                out += c.encode()
+                self.i += 1
+        self.i += 1
+        return out.decode("utf-8", "replace")
+
+    def _int(self) -> int:
+        self._ws()
+        j = self.i
+        while self.i < len(self.s) and self.s[self.i].isdigit():
+            self.i += 1
+        return int(self.s[j:self.i] or 0)
+
+    def _file_rest(self, path: str) -> tuple[int, int]:
+        """After ``"path"``: ``:line:col`` and an optional range end."""
+        line = col = 0
+        if self._eat(":"):
+            line = self._int()
+            if self._eat(":"):
+                col = self._int()
+        if self._eat("to"):
+            if self._eat(":"):
+                self._int()
+            else:
+                self._int()
+                if self._eat(":"):
+                    self._int()
+        return line, col
+
+    def loc(self) -> None:
+        """One location; frames and labels in the order ``flatten`` gives them."""
+        self._ws()
+        if self._eat("callsite("):
+            self.loc()
+            self._need("at")
+            self.loc()
+            self._need(")")
+        elif self._eat("fused"):
+            if self._eat("<"):
+                depth = 1
+                while depth:
+                    c = self.s[self.i]
+                    depth += (c == "<") - (c == ">")
+                    self.i += 1
+            self._need("[")
+            if not self._eat("]"):
+                self.loc()
+                while self._eat(","):
+                    self.loc()
+                self._need("]")
+        elif self._eat("unknown"):
+            pass
+        elif self.s.startswith('"', self.i):
+            text = self._string()
+            self._ws()
+            if self.s.startswith(":", self.i):  # a file location
+                line, col = self._file_rest(text)
+                self.frames.append(Frame("", text, line, col, is_dsl_file(text)))
+            elif self._eat("("):
+                j = self.i
+                self._ws()
+                child_file = None
+                if self.s.startswith('"', self.i):  # Name(File) is a frame, else a label
+                    path = self._string()
+                    self._ws()
+                    if self.s.startswith(":", self.i):
+                        line, col = self._file_rest(path)
+                        if self._eat(")"):
+                            child_file = (path, line, col)
+                if child_file is not None:
+                    path, line, col = child_file
+                    self.frames.append(Frame(text, path, line, col, is_dsl_file(path)))
+                else:
+                    self.i = j
+                    self.labels.append(text)
+                    self.loc()
+                    self._need(")")
+            else:
+                self.labels.append(text)
+        else:
+            raise ValueError(f"unknown location syntax at {self.i} in {self.s[:200]!r}")
+
+
+def flatten_text(text: str) -> tuple[list[Frame], list[str]]:
+    """``flatten`` for a location given as text (``loc(...)``); what cannot be parsed gives no
+    frames (the op's location is then unknown, as MLIR's ``unknown``)."""
+    t = text.strip()
+    if t.startswith("loc(") and t.endswith(")"):
+        t = t[4:-1]
+    p = _LocText(t)
+    try:
+        p.loc()
+    except (ValueError, IndexError):
+        return [], []
+    return p.frames, p.labels
 
 
 def _frame(func: str, floc) -> Frame:

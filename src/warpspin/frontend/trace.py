@@ -24,6 +24,7 @@ from .mlir_data import TracedKernel
 DEFAULT_ARCH = "sm_90a"
 LOC_DEPTH = 64
 CLEAN_PIPELINE = "builtin.module(pyir-prelower,canonicalize,cse)"
+CLEAN_PIPELINE_NO_PYIR = "builtin.module(canonicalize,cse)"
 
 
 class TraceError(Exception):
@@ -49,16 +50,24 @@ def _dsl():
 
 @contextlib.contextmanager
 def configured(arch: str = DEFAULT_ARCH, loc_depth: int = LOC_DEPTH) -> Iterator[Any]:
-    """Set dryrun / arch / loc_tracebacks on the DSL singleton; restore the old values after."""
+    """Set dryrun / arch / loc_tracebacks on the DSL singleton; restore the old values after.
+    A DSL without ``loc_tracebacks`` (4.4) gets the same call chains from ``compat``."""
+    from . import compat
+
     env = _dsl().envar
-    saved = (env.dryrun, env._arch, env.loc_tracebacks)
+    saved = compat.save_env(env)
     env.dryrun = True
     env.arch = arch
-    env.loc_tracebacks = loc_depth
-    try:
-        yield env
-    finally:
-        env.dryrun, env._arch, env.loc_tracebacks = saved
+    with contextlib.ExitStack() as stack:
+        if compat.has_loc_tracebacks(env):
+            env.loc_tracebacks = loc_depth
+        else:
+            stack.enter_context(compat.traceback_locations(loc_depth))
+        stack.enter_context(compat.record_smem_fields())
+        try:
+            yield env
+        finally:
+            compat.restore_env(env, saved)
 
 
 # -- the hook -----------------------------------------------------------------------------------
@@ -89,7 +98,11 @@ def _clean_clone(module):
 
     clone = module.operation.clone()
     try:
-        passmanager.PassManager.parse(CLEAN_PIPELINE, context=clone.context).run(clone)
+        pm = passmanager.PassManager.parse(CLEAN_PIPELINE, context=clone.context)
+    except Exception:  # DSL 4.4 has no pyir-prelower pass (nor the PyIR it lowers)
+        pm = passmanager.PassManager.parse(CLEAN_PIPELINE_NO_PYIR, context=clone.context)
+    try:
+        pm.run(clone)
         return clone
     except Exception:
         return module.operation.clone()
@@ -134,10 +147,17 @@ def trace(jit_fn, *args, arch: str = DEFAULT_ARCH, clean: bool = True, keep_text
     return every kernel it launches.  Raises ``TraceError`` when the DSL rejects the program."""
     import cutlass.cute as cute
 
+    from . import compat
+
     collector = _Collector(arch, clean, keep_text)
+    dsl = _dsl()
     with configured(arch, loc_depth):
         try:
-            cute.compile(jit_fn, *args, trace_finalize_hooks=collector, **kwargs)
+            if compat.has_finalize_hooks(dsl):
+                cute.compile(jit_fn, *args, trace_finalize_hooks=collector, **kwargs)
+            else:  # DSL 4.4: no hook argument
+                with compat.finalize_hook(dsl, collector):
+                    cute.compile(jit_fn, *args, **kwargs)
         except Exception as e:
             raise _trace_error(e) from e
     if collector.failure is not None:
@@ -229,10 +249,11 @@ def capture(arch: str = DEFAULT_ARCH, clean: bool = True, keep_text: bool = Fals
 
     DSL errors propagate as ``TraceError``.
     """
+    from . import compat
+
     collector = _Collector(arch, clean, keep_text)
     dsl = _dsl()
-    with configured(arch, loc_depth):
-        dsl.register_trace_finalize_hook(collector)
+    with configured(arch, loc_depth), compat.finalize_hook(dsl, collector):
         try:
             yield collector.kernels
         except TraceError:
@@ -241,9 +262,6 @@ def capture(arch: str = DEFAULT_ARCH, clean: bool = True, keep_text: bool = Fals
             if _looks_like_dsl_error(e):
                 raise _trace_error(e) from e
             raise
-        finally:
-            with contextlib.suppress(ValueError):
-                dsl._trace_finalize_hooks.remove(collector)
     if collector.failure is not None:
         raise RuntimeError(f"warpspin frontend failed converting the module: "
                            f"{collector.failure!r}") from collector.failure
