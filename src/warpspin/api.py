@@ -153,10 +153,14 @@ def load_target(target: str):
         except Exception as e:
             del sys.modules[name]
             hint = ""
-            if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "cutlass":
+            if isinstance(e, ModuleNotFoundError) and e.name == "cutlass":
                 from .doctor import DSL_PACKAGE, DSL_PIN
                 hint = (f" (the CuTe DSL is not installed here: python -m pip install "
                         f"'{DSL_PACKAGE}=={DSL_PIN}'; `warpspin doctor` checks the rest)")
+            elif isinstance(e, ModuleNotFoundError) and (e.name or "").startswith("cutlass."):
+                from .doctor import dsl_version
+                hint = (f" (the CuTe DSL installed here, {dsl_version() or 'unknown'}, has no "
+                        f"{e.name}: the file needs a newer release)")
             raise ValueError(f"{path}: importing it failed: {type(e).__name__}: {e}{hint}") from e
     fn = getattr(module, func, None)
     if fn is None or not callable(fn):

@@ -27,6 +27,14 @@ def version() -> str:
         return "unknown (not installed as a package)"
 
 
+def dsl_version() -> str | None:
+    """The installed nvidia-cutlass-dsl's version, or None."""
+    try:
+        return metadata.version(DSL_PACKAGE)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def _first_line(cmd: list[str]) -> str | None:
     exe = shutil.which(cmd[0])
     if exe is None:
@@ -53,10 +61,7 @@ def _trace_works() -> tuple[str | None, str]:
 
 
 def checks(trace: bool = True) -> list[Check]:
-    try:
-        dsl = metadata.version(DSL_PACKAGE)
-    except metadata.PackageNotFoundError:
-        dsl = None
+    dsl = dsl_version()
     out = [Check("warpspin", version()),
            Check("python", platform.python_version()),
            Check(f"CuTe DSL ({DSL_PACKAGE})", dsl,
