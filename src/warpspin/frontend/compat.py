@@ -2,17 +2,17 @@
 into the DSL, and how it reaches the same point in each.  Everything here detects the feature
 (``hasattr``, a failed import), never the version string.
 
-* The target architecture: 4.8 keeps it in ``envar._arch`` behind an ``arch`` property that
-  detects a GPU when read unset; 4.4 keeps it in a plain ``envar.arch`` attribute.
-* Call chains on ops: 4.8 has ``envar.loc_tracebacks`` (MLIR's own traceback locations, every op
-  created without an explicit ``loc=`` gets the Python call chain).  4.4 has neither the setting
-  nor the MLIR binding, and its ``@dsl_user_op`` passes every op the single frame that called
-  the API.  There, ``traceback_locations`` wraps the op builders of the MLIR bindings
+* The target architecture: 4.6+ keeps it in ``envar._arch`` behind an ``arch`` property that
+  detects a GPU when read unset; 4.4 and 4.5 keep it in a plain ``envar.arch`` attribute.
+* Call chains on ops: 4.6+ has ``envar.loc_tracebacks`` (MLIR's own traceback locations, every
+  op created without an explicit ``loc=`` gets the Python call chain).  4.4 has neither the
+  setting nor the MLIR binding; 4.5 has the setting but not the binding (and ignores the
+  setting then); their ``@dsl_user_op`` passes every op the single frame that called the API.  There, ``traceback_locations`` wraps the op builders of the MLIR bindings
   (``OpView.build_generic``, ``Operation.create``) for the duration of a trace and gives each op
   the same chain MLIR would: ``CallSite(Name(qualname)(File(file:line:col)), ...)``, innermost
   first, frames of the bindings themselves left out, at most ``depth`` frames.
-* Reading locations: 4.8's ``ir.Location`` has ``is_a_callsite``/``callee``/``child_loc``/...;
-  4.4's has none of them.  ``locations.flatten`` then parses the location's text (``loc(...)``).
+* Reading locations: 4.6+'s ``ir.Location`` has ``is_a_callsite``/``callee``/``child_loc``/...;
+  4.4's and 4.5's have none of them.  ``locations.flatten`` then parses the location's text (``loc(...)``).
 """
 from __future__ import annotations
 
@@ -46,7 +46,11 @@ def restore_env(env, saved: tuple) -> None:
 
 
 def has_loc_tracebacks(env) -> bool:
-    return hasattr(env, "loc_tracebacks")
+    """The setting and MLIR's traceback locations behind it: 4.5 has the setting, but its MLIR
+    bindings lack ``ir.loc_tracebacks`` and the DSL then silently traces without call chains."""
+    from cutlass._mlir import ir
+
+    return hasattr(env, "loc_tracebacks") and hasattr(ir, "loc_tracebacks")
 
 
 # -- call chains where the DSL has no loc_tracebacks ---------------------------------------------

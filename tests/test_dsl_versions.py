@@ -1,0 +1,158 @@
+"""The oldest CuTe DSL warpspin supports (nvidia-cutlass-dsl 4.4.0, on Python 3.12) traces the
+examples to the same verdicts, violation kinds and lines as the newest (this environment's).
+
+One target per construct family that 4.4's API can express: raw mbarriers, cp.async, a TMA store
+epilogue (named barriers, bulk groups, proxy fences), a TMA pipeline (``PipelineTmaAsync``), a
+two-CTA cluster with multicast, a tensormap rewritten in global memory.  The virtualenv lives
+under ``~/.cache/warpspin-dsl`` (``WARPSPIN_DSL_CACHE``) and is reused, as is the newest DSL's
+run while warpspin's sources and the examples are unchanged.  The whole matrix:
+``python bench/dsl_versions.py`` (docs/dsl-versions.md)."""
+import importlib.util
+import os
+import sys
+
+import pytest
+
+REQUIRE_ALL = bool(os.environ.get("WARPSPIN_REQUIRE_ALL"))
+if not REQUIRE_ALL:  # make test (CI) installs the DSL: never skip there
+    pytest.importorskip("cutlass", reason="needs nvidia-cutlass-dsl (make test installs it)")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OLDEST = ("3.12", "4.4.0")
+TARGETS = [
+    "examples/raw_mbarrier.py:wrong_parity",          # raw mbarriers
+    "examples/cp_async_drain.py:no_drain",            # cp.async groups
+    "examples/epilogue_store.py:no_fence",            # TMA store, bar.sync, proxy fence
+    "examples/portable/tma_pipeline.py:correct",      # PipelineTmaAsync
+    "examples/portable/tma_multicast.py:no_multicast_wait",  # cluster, multicast, mapa
+    "examples/portable/tensormap.py:no_acquire",      # tensormap rewrite in global memory
+]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("dsl_versions",
+                                                  os.path.join(ROOT, "bench", "dsl_versions.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _expected(target: str) -> str:
+    from warpspin.demo import _module
+
+    path, name = target.rsplit(":", 1)
+    return _module(os.path.join(ROOT, path)).EXPECT[name]
+
+
+@pytest.mark.slow
+def test_oldest_dsl_agrees_with_newest():
+    bench = _bench()
+    cache = os.environ.get("WARPSPIN_DSL_CACHE", bench.DEFAULT_CACHE)
+    ref = bench.reference(TARGETS, 120.0, cache, python=sys.executable)
+    for t in TARGETS:  # the reference is what the example says it must be
+        assert ref[t].verdict == _expected(t), (t, ref[t])
+    row = bench.run_config(*OLDEST, TARGETS, ref, cache, 120.0)
+    if row.status != "ok":  # no Python 3.12 here, or no way to install the DSL
+        msg = f"python {OLDEST[0]} with nvidia-cutlass-dsl {OLDEST[1]}: {row.status}"
+        if REQUIRE_ALL:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    assert not row.differ, "\n".join(row.differ)
+    assert not row.needs_newer, "\n".join(row.needs_newer)
+    assert sorted(row.agree) == sorted(TARGETS)
+
+
+# -- the pieces that let an older DSL reach the same point (checked here with the newest) -------
+def test_location_text_reads_as_the_bindings_do():
+    """4.4's ir.Location has no accessors: its text is parsed instead, to the same frames."""
+    from cutlass._mlir import ir
+
+    from warpspin.frontend.locations import flatten, flatten_text
+
+    with ir.Context():
+        f1 = ir.Location.file('/a/b"x y.py', 3, 4)
+        f2 = ir.Location.file("/lib/nvidia_cutlass_dsl/p.py", 5, 6)
+        n1 = ir.Location.name("Kern.<locals>.body", childLoc=f1)
+        n2 = ir.Location.name("PipelineTmaAsync.producer_acquire", childLoc=f2)
+        label = ir.Location.name("role=producer", childLoc=ir.Location.callsite(n2, [n1]))
+        locs = [f1, n1, ir.Location.callsite(n2, [n1, n2]), label,
+                ir.Location.fused([n1, label]), ir.Location.name("only"), ir.Location.unknown()]
+        for loc in locs:
+            assert flatten_text(str(loc)) == flatten(loc), str(loc)
+
+
+def _k(ops, block=(64, 1, 1)):
+    from warpspin.frontend.mlir_data import Block, Region, TracedKernel
+
+    return TracedKernel(name="k", args=[], body=Region([Block(ops=ops)]), block_dim=block)
+
+
+def _op(name, operands=(), results=(), otypes=None, rtypes=None, attrs=None, lib=()):
+    from warpspin.frontend.mlir_data import Op, SourceLoc
+
+    return Op(name, list(operands), list(otypes or ["!llvm.ptr<3>"] * len(operands)),
+              list(results), list(rtypes or ["i32"] * len(results)), dict(attrs or {}),
+              loc=SourceLoc(file="k.py", line=1, lib_frames=tuple(lib)))
+
+
+def test_dsl44_ops_become_the_forms_of_48():
+    from warpspin.frontend.normalize import normalize
+
+    txn = lambda kind, space="cta", ptr="!llvm.ptr<3>": _op(  # noqa: E731
+        "nvvm.mbarrier.txn", [1, 2], otypes=[ptr, "i32"],
+        attrs={"kind": f"#nvvm.mbar_txn_kind<{kind}>", "scope": "#nvvm.mbar_scope<cluster>",
+               "space": f"#nvvm.mbar_space<{space}>"})
+    k = _k([_op("nvvm.mbarrier.init.shared", [1, 2], otypes=["!llvm.ptr<3>", "i32"]),
+            _op("nvvm.mapa.shared.cluster", [1, 2], [3], ["!llvm.ptr<3>", "i32"], ["!llvm.ptr<3>"]),
+            txn("arrive"), txn("arrive_expect_tx"), txn("expect_tx"), txn("arrive_drop"),
+            txn("arrive", space="cluster"),  # a CTA address named shared::cluster: kept
+            _op("nvvm.mbarrier.txn", [3, 2], otypes=["!llvm.ptr<3>", "i32"],
+                attrs={"kind": "#nvvm.mbar_txn_kind<arrive>", "scope": "#nvvm.mbar_scope<cta>",
+                       "space": "#nvvm.mbar_space<cluster>"}),
+            _op("llvm.inline_asm", [4, 5], attrs={"asm_string": "bar.sync $0, $1;",
+                                                  "constraints": "r,r"}, lib=("barrier",)),
+            _op("llvm.inline_asm", [4, 5], attrs={"asm_string": "bar.sync $0, $1;",
+                                                  "constraints": "r,r"})])  # the user's: kept
+    normalize(k)
+    names = [o.name for o in k.walk()]
+    assert names == ["nvvm.mbarrier.init", "nvvm.mapa", "nvvm.mbarrier.arrive",
+                     "nvvm.mbarrier.arrive.expect_tx", "nvvm.mbarrier.expect_tx",
+                     "nvvm.mbarrier.txn", "nvvm.mbarrier.txn", "nvvm.mbarrier.arrive",
+                     "nvvm.barrier", "llvm.inline_asm"]
+    ops = list(k.walk())
+    assert ops[1].result_types == ["!llvm.ptr<7>"] and ops[7].operand_types[0] == "!llvm.ptr<7>"
+    assert "cluster" in ops[2].attrs["scope"] and ops[2].attrs["relaxed"] is False
+
+
+def test_dyn_smem_base_becomes_one_allocation_of_the_recorded_fields():
+    from warpspin.frontend.normalize import normalize
+
+    base = lambda r, fields: _op(  # noqa: E731
+        "cute_nvgpu.arch.get_dyn_smem", [], [r], rtypes=["!cute.ptr<i8, smem, align<1024>>"],
+        attrs={"warpspin.smem_fields": fields} if fields is not None else {})
+    size = _op("cute_nvgpu.arch.get_dyn_smem_size", [], [11])
+    check = _op("arith.cmpi", [11, 12], [13], ["i32", "i32"], ["i1"])
+    k = _k([base(1, ["full:16:0", "buf:256:32"]), size, check, _op("cf.assert", [13], [], ["i1"]),
+            base(2, ["full:16:0", "buf:256:32"])])
+    normalize(k)
+    ops = list(k.walk())
+    assert [o.name for o in ops] == ["cute.memref.alloca", "cute.get_iter", "cute.get_iter"]
+    assert ops[0].result_types == ['!cute.memref<i8, smem, align<1024>, "288:1">']
+    assert ops[0].attrs["smem.struct_fields"] == ["full:16:0", "buf:256:32"]
+    assert ops[1].operands == ops[2].operands == ops[0].results
+    # without fields, or with blocks that overlap (two allocators on one base): left alone
+    for fields in (None, ["a:16:0", "b:16:8"]):
+        k = _k([base(1, ["full:16:0"]), base(2, fields)])
+        normalize(k)
+        assert [o.name for o in k.walk()] == ["cute_nvgpu.arch.get_dyn_smem"] * 2
+
+
+def test_unknown_cluster_size_is_refused():
+    """A kernel without launch facts whose host launch cannot be read is never modelled as one
+    CTA of an unknown cluster."""
+    from warpspin.extract import ExtractError, extract
+
+    k = _k([_op("cuda.return")], block=(32, 1, 1))
+    k.attrs["warpspin.cluster_dim_unknown"] = True
+    with pytest.raises(ExtractError, match="cluster size"):
+        extract(k)
