@@ -24,7 +24,7 @@ from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, C
 from dataclasses import replace
 
 from warpspin.syncir.ir import BufferDecl, TensormapDecl, rewrite_stmts
-from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
+from warpspin.syncir.ops import (Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
                                  WgmmaCommit, WgmmaRead, WgmmaWait)
 
@@ -39,7 +39,8 @@ BASE_KINDS = ("arrive", "arrive1", "aexp", "expect", "tma", "wait", "wait", "tes
 EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "exit", "testif",
                "csync", "carrive", "cwait", "mcast", "store", "load", "stasync", "tensormap")
 # drawn only where a test asks for it (protocols(extra="buffer")): staged buffers; cp.async
-# groups (extra="cpasync"); DSMEM stores and arrives of each scope (extra="dsmem", two CTAs)
+# groups (extra="cpasync"); DSMEM stores and arrives of each scope (extra="dsmem", two CTAs);
+# tcgen05 commits (plain and multicast) and TMEM alloc / dealloc / relinquish (extra="tcgen05")
 CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
 
@@ -210,6 +211,20 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
                 "wait": lambda: CpAsyncWait(draw(st.integers(0, 1)), ("sc",), 2, loc),
                 "read": lambda: SmemOwn("sc", stage, False, 2, loc),
                 "write": lambda: SmemOwn("sc", stage, True, 2, loc)}[which]()
+    if kind == "tcgen05":
+        # an elected lane's tcgen05.commit (its arrive lands later; multicast with two CTAs), a
+        # whole warp's (32 arrives), TMEM allocation by a warp (blocks past 512 columns),
+        # frees and the relinquished permit
+        which = draw(st.sampled_from(["commit", "commit", "commit_warp", "alloc", "alloc",
+                                      "dealloc", "relinquish"]))
+        if which == "commit":
+            mask = draw(st.sampled_from([None, Const(3), Const(2)])) if num_ctas == 2 else None
+            return Elect((Tcgen05Commit(draw(bar_ref(sizes)), loc, mask),), loc)
+        if which == "commit_warp":
+            return Tcgen05Commit(draw(bar_ref(sizes)), loc)
+        cols = Const(draw(st.sampled_from([128, 256, 256, 512])))
+        return {"alloc": lambda: TmemAlloc(cols, loc), "dealloc": lambda: TmemDealloc(cols, loc),
+                "relinquish": lambda: TmemRelinquish(loc)}[which]()
     if kind == "load":
         # a shared word read, and the synchronization depending on the value read
         ref = WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2])))
@@ -237,7 +252,8 @@ def uses_mask_param(procs) -> bool:
 @st.composite
 def protocols(draw, extra: str | None = None) -> Kernel:
     """`extra`: a construct every protocol drawn uses (among up to three others)."""
-    num_ctas = 2 if extra == "dsmem" else draw(st.sampled_from([1, 1, 1, 2]))
+    num_ctas = 2 if extra == "dsmem" else draw(st.sampled_from([1, 2] if extra == "tcgen05"
+                                                                else [1, 1, 1, 2]))
     extras = draw(st.lists(st.sampled_from(EXTRA_KINDS + (CTA2_KINDS if num_ctas == 2 else ())),
                            max_size=3 if extra else 4, unique=True))
     if extra is not None and extra not in extras:

@@ -28,7 +28,7 @@ from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import REDUCTION_UNSOUND, check, lower_and_check
 from warpspin.lower import lower
 from warpspin.syncir import interp, validate
-from warpspin.syncir.ir import (BarArrive, ClusterArrive, ClusterWait, Const, Elect, Exit, Kernel,
+from warpspin.syncir.ir import (Tcgen05Commit, BarArrive, ClusterArrive, ClusterWait, Const, Elect, Exit, Kernel,
                                 Lanes, MBarRef, MBarrierDecl, MbarArrive, MbarArriveExpectTx, MbarInit,
                                 MbarInitFence, MbarTestWait, MbarWait, Process, TmaLoad,
                                 walk_stmts)
@@ -176,6 +176,14 @@ def test_dsmem_protocols_match_interpreter(k):
     """Two CTAs: stores into a CTA's shared memory and the scope of the arrives that release
     them to the peer."""
     spin_agrees(k, reduce=True, fuse=True, stats="DSMEM vs interpreter")
+
+
+@diff_settings(max(20, EXAMPLES // 4))
+@given(protocols(extra="tcgen05"))
+def test_tcgen05_protocols_match_interpreter(k):
+    """tcgen05 commits (arrives that land later, multicast with two CTAs) and TMEM allocation
+    (a blocking alloc, frees, the relinquished permit, the check at exit)."""
+    spin_agrees(k, reduce=True, fuse=True, stats="tcgen05 vs interpreter")
 
 
 @diff_settings(max(20, EXAMPLES // 2))
@@ -431,6 +439,21 @@ def test_cp_async_protocols_cover_every_cp_async_op():
 
     draw()
     want = ("CpAsync", "CpAsyncCommit", "CpAsyncWait", "SmemOwn")
+    assert not [c for c in want if not seen[c]], seen
+
+
+def test_tcgen05_protocols_cover_every_tcgen05_op():
+    seen = collections.Counter()
+
+    @diff_settings(200)
+    @given(protocols(extra="tcgen05"))
+    def draw(k):
+        seen.update(constructs(k))
+        seen.update("multicast commit" for p in k.processes for s in walk_stmts(p.body)
+                    if isinstance(s, Tcgen05Commit) and s.multicast is not None)
+
+    draw()
+    want = ("Tcgen05Commit", "TmemAlloc", "TmemDealloc", "TmemRelinquish", "multicast commit")
     assert not [c for c in want if not seen[c]], seen
 
 

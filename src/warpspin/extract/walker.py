@@ -16,7 +16,7 @@ from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
 from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
                           TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
-                          TensormapWrite)
+                          TensormapWrite, Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish)
 from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
@@ -49,7 +49,10 @@ IGNORED = {"llvm.fence", "nvvm.setmaxregister", "nvvm.bar.warp.sync",
            "nvvm.wgmma.fence.aligned", "cute_nvgpu.prefetch_tma_desc",
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
            # griddepcontrol waits for the previous grid, outside this kernel (assumed to finish)
-           "nvvm.griddepcontrol"}
+           "nvvm.griddepcontrol",
+           # waits until the thread's own tcgen05.ld / tcgen05.st complete, which they always do;
+           # tensor memory data is not modelled (NOT_CHECKED says so)
+           "nvvm.tcgen05.wait"}
 # Sync-relevant families the SyncIR cannot express yet: always an explicit Unsupported.
 UNSUPPORTED_PREFIXES = (
     "nvvm.cluster.", "nvvm.cp.async", "nvvm.tcgen05", "cute_nvgpu.arch.sm100",
@@ -1938,7 +1941,12 @@ class WarpWalker:
 
     def gemm(self, op: Op, out) -> None:
         """``cute.gemm(atom, d, a, b, c)``: a warpgroup MMA whose shared-memory operands (a, b:
-        descriptor views) it reads asynchronously until a wgmma.wait_group retires its group."""
+        descriptor views) it reads asynchronously until a wgmma.wait_group retires its group.
+        A tcgen05 MMA (an sm100 atom) reads them until a tcgen05.commit's arrive, which the
+        stage model does not follow: its reads stay unattributed, so its buffers are reported
+        as not checked (build.py)."""
+        if op.operand_types and "sm100" in op.operand_types[0]:
+            return
         reads = []
         for vid in op.operands[2:4]:
             stage = self.staged(vid)
@@ -1948,6 +1956,38 @@ class WarpWalker:
             reads.append((name, stage.index))
         if reads:
             out.append(WgmmaRead(tuple(reads), self.loc(op)))
+
+    def tcgen05_commit(self, op: Op, out) -> None:
+        """tcgen05.commit.cta_group::N.mbarrier::arrive::one[.multicast::cluster] [bar], mask."""
+        mask = self.expr(op.operands[1]) if len(op.operands) > 1 else None
+        self.mbar_stmt(op, out, lambda b: Tcgen05Commit(b, self.loc(op), mask))
+
+    def tmem_group(self, op: Op, out) -> bool:
+        """TMEM allocation ops of cta_group::1 only (the DSL's form without attributes); any
+        other form is Unsupported."""
+        if op.attrs:
+            out.append(Unsupported(f"{op.name} with {sorted(op.attrs)} (only the one-CTA form is "
+                                   "modelled)", self.loc(op)))
+            self.set_unknown_results(op)
+            return False
+        return True
+
+    def tmem_alloc(self, op: Op, out) -> None:
+        if self.tmem_group(op, out):
+            out.append(TmemAlloc(self.expr(op.operands[0]), self.loc(op)))
+
+    def tmem_dealloc(self, op: Op, out) -> None:
+        if self.tmem_group(op, out):
+            out.append(TmemDealloc(self.expr(op.operands[1]), self.loc(op)))
+
+    def tmem_relinquish(self, op: Op, out) -> None:
+        if self.tmem_group(op, out):
+            out.append(TmemRelinquish(self.loc(op)))
+
+    def tmem_ptr(self, op: Op, out) -> None:
+        """retrieve_tmem_ptr reads the address tcgen05.alloc stored in shared memory: a value
+        for tcgen05 ops, never for synchronization (a branch on it stays Unsupported)."""
+        self.set_unknown_results(op)
 
     def wgmma_commit(self, op: Op, out) -> None:
         out.append(WgmmaCommit(loc=self.loc(op)))
@@ -2431,6 +2471,11 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute.mma.make_fragment": WarpWalker.make_fragment,
     "cute.gemm": WarpWalker.gemm,
     "nvvm.wgmma.commit.group.sync.aligned": WarpWalker.wgmma_commit,
+    "nvvm.tcgen05.commit": WarpWalker.tcgen05_commit,
+    "cute_nvgpu.arch.sm100.alloc_tmem": WarpWalker.tmem_alloc,
+    "cute_nvgpu.arch.sm100.dealloc_tmem": WarpWalker.tmem_dealloc,
+    "cute_nvgpu.arch.sm100.relinquish_tmem_alloc_permit": WarpWalker.tmem_relinquish,
+    "cute_nvgpu.arch.sm100.retrieve_tmem_ptr": WarpWalker.tmem_ptr,
     "nvvm.wgmma.wait.group.sync.aligned": WarpWalker.wgmma_wait,
     "nvvm.cp.async.commit.group": WarpWalker.cp_async_commit,
     "nvvm.cp.async.wait.group": WarpWalker.cp_async_wait,

@@ -31,11 +31,11 @@ from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
                               ASYNC_COPY, BUFFER, BUFFER_STAGE, GLOBAL_COUNTER, SHARED_WORD,
-                              TENSORMAP, ctype)
+                              TENSORMAP, TMEM, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
-                          NARROW_TYPES, async_word_arrays)
-from ..syncir.rules import (BufField, TmapField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live,
+                          NARROW_TYPES, async_word_arrays, uses_tmem)
+from ..syncir.rules import (BufField, TmapField, TmemField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live,
                             Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
                             any_of)
 
@@ -431,6 +431,10 @@ class _Lowering:
             f = GLOBAL_COUNTER.field("val")
             out.append(f"{ctype(f.lo, f.hi)} {self.counters[c.name]};  /* global counter "
                        f"{c.label or c.name} (atom.inc) */")
+        if uses_tmem(self.k):
+            for f in TMEM.fields:
+                out.append(f"{ctype(f.lo, f.hi)} tmem_{f.name}[{self.k.num_ctas}];  /* tensor "
+                           f"memory: {f.doc} */")
         if self.k.tensormaps:
             out.insert(2, _typedef("TMap", TENSORMAP))
         for t in self.k.tensormaps:
@@ -991,6 +995,8 @@ class _GlobalCtx:
             return low.counters[p.name]
         if isinstance(p, TmapField):
             return f"{low.tmaps[p.name]}[{self.e(p.cta)}].{p.field}"
+        if isinstance(p, TmemField):
+            return f"tmem_{p.field}[{self.e(p.cta)}]"
         if isinstance(p, BufField):
             name = low.bufs[p.name]
             if p.stage is None:

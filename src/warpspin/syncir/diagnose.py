@@ -8,7 +8,8 @@ from dataclasses import dataclass, fields, replace
 from .flat import Op
 from .interp import Machine, ModelError, Replay, State, eval_expr
 from .ir import Const, Expr, Loc, MBarRef, WordRef
-from .ops import BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, MbarWait, TmaLoad
+from .ops import (BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, MbarWait, TmaLoad,
+                  TmemAlloc)
 from .printer import fmt_op
 from .trace import Complete, ParamChoice, Step, Take
 
@@ -83,6 +84,10 @@ def blocked_instances(m: Machine, s: State) -> list[Blocked]:
         elif isinstance(st, ClusterWait):
             out.append(Blocked(**common, op="barrier.cluster.wait", loc=st.loc,
                                barrier="the cluster barrier"))
+        elif isinstance(st, TmemAlloc):
+            held = s[m.sl.tmem_field(inst.cta, "cols")]
+            out.append(Blocked(**common, op="tcgen05.alloc", loc=st.loc,
+                               barrier=f"tensor memory ({held} of 512 columns held by its CTA)"))
         else:
             out.append(Blocked(**common, op=type(st).__name__ if st else "?", loc=ins.loc))
     return out
@@ -165,7 +170,8 @@ def _copy_notes(m: Machine, b: Blocked) -> tuple[Note, ...]:
     out = []
     seen = set()
     for (pi, pc, cta, idx), st in m.layout.async_stmt.items():
-        if (cta, st.bar.name) == m.layout.elements[b.element][:2] and st.loc not in seen:
+        if (cta, st.bar.name) == m.layout.elements[b.element][:2] and st.loc not in seen \
+                and hasattr(st, "bytes"):
             seen.add(st.loc)
             out.append(Note(f"copies completing bytes on {st.bar.name}", st.loc))
     return tuple(out)
@@ -246,7 +252,10 @@ def describe_steps(m: Machine, events) -> list[str]:
             env = {n: s[i] for n, i in m.sl.param.items()} if s is not None else {}
             name = m.kernel.mbarrier(st.bar.name).element_name(ev.index)
             cta = f"@cta{ev.cta}" if m.kernel.num_ctas > 1 else ""
-            text = f"(copy completes on {name}{cta}: {eval_expr(st.bytes, env)} bytes)"
+            if hasattr(st, "bytes"):
+                text = f"(copy completes on {name}{cta}: {eval_expr(st.bytes, env)} bytes)"
+            else:  # tcgen05.commit
+                text = f"(tcgen05 ops complete: the commit arrives on {name}{cta})"
         elif isinstance(ev, Take):
             decl = m.kernel.counter(ev.counter)
             val = s[m.sl.counter[ev.counter]] if s is not None else "?"

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from .flat import Bound, Branch, Goto, Let, is_exit
 from .ir import BinOp, Const, Kernel, Loc, NOLOC, Select, UnOp, Var
 from .layout import Layout
-from .objects import BUFFER, BUFFER_STAGE, CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER, TENSORMAP
-from .ops import MbarTestWait, MbarWait
-from .rules import (BufField, TmapField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
+from .objects import (BUFFER, BUFFER_STAGE, CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER,
+                      TENSORMAP, TMEM)
+from .ops import MbarTestWait, MbarWait, uses_tmem
+from .rules import (BufField, TmapField, TmemField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
                     Obs, Self, Set, When, WordField)
 from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step, Take  # noqa: F401 (re-exported)
 
@@ -92,6 +93,9 @@ class StateLayout:
             for c in range(k.num_ctas):
                 self.buf[(b.name, c)] = off
                 off += len(BUFFER.fields) + b.stages * len(BUFFER_STAGE.fields)
+        self.tmem = off  # tensor memory: per CTA the fields of objects.TMEM, when allocated
+        if uses_tmem(k):
+            off += k.num_ctas * len(TMEM.fields)
         self.size = off
 
     def buf_field(self, name: str, cta: int, stage: int | None, field: str) -> int:
@@ -105,6 +109,9 @@ class StateLayout:
         n = len(TENSORMAP.fields)
         return (self.tm + (self.tm_index[name] * self.ctas + cta) * n
                 + [f.name for f in TENSORMAP.fields].index(field))
+
+    def tmem_field(self, cta: int, field: str) -> int:
+        return self.tmem + cta * len(TMEM.fields) + TMEM.names.index(field)
 
     def mb_field(self, element: int, name: str) -> int:
         return self.mb + element * len(MB_FIELDS) + MB_FIELDS[name]
@@ -274,6 +281,9 @@ class Machine:
         if isinstance(p, TmapField):
             cta, name, field = self._expr(p.cta, gid), p.name, p.field
             return lambda v: sl.tm_field(name, cta(v), field)
+        if isinstance(p, TmemField):
+            cta, field = self._expr(p.cta, gid), p.field
+            return lambda v: sl.tmem_field(cta(v), field)
         if isinstance(p, BufField):
             cta, name, field = self._expr(p.cta, gid), p.name, p.field
             if p.stage is None:

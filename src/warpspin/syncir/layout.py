@@ -11,7 +11,7 @@ from .flat import FlatProcess, Op, flatten
 from .ir import Const, Kernel
 from .objects import LIMITS
 from .ops import (counter_take, BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, MbarInit,
-                  SmemLoad, SmemStore, StAsync, TmaLoad)
+                  SmemLoad, SmemStore, StAsync, Tcgen05Commit, TmaLoad)
 from .rules import Inflight, Obs, Rule, SubRules, replace_places, rule_places
 
 
@@ -113,10 +113,10 @@ class Layout:
         self._named_layout()
         # async copies: one in-flight counter per (process, pc, target cta, element index)
         self.async_keys: list[tuple[int, int, int, int]] = []
-        self.async_stmt: dict[tuple[int, int, int, int], TmaLoad | StAsync] = {}
+        self.async_stmt: dict[tuple[int, int, int, int], TmaLoad | StAsync | Tcgen05Commit] = {}
         for pi, fp in enumerate(self.flat):
             for pc, ins in fp.ops():
-                if isinstance(ins.stmt, (TmaLoad, StAsync)):
+                if isinstance(ins.stmt, (TmaLoad, StAsync, Tcgen05Commit)):
                     st = ins.stmt
                     ctas = st.targets(k) or [fp.process.cta]
                     for c in ctas:

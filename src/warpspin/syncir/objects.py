@@ -155,8 +155,18 @@ BUFFER = ObjectKind("buffer", "cta", (
               "buffer's barrier"),
 ), "what a staged buffer records once (not per stage), per CTA")
 
+TMEM_COLUMNS = 512
+TMEM = ObjectKind("tmem", "cta", (
+    FieldDecl("cols", 0, TMEM_COLUMNS, 0, "columns of tensor memory the CTA holds (tcgen05.alloc "
+              "adds, tcgen05.dealloc frees)"),
+    FieldDecl("rel", 0, 1, 0, "1 once the CTA relinquished its allocation permit "
+              "(tcgen05.relinquish_alloc_permit): a later alloc is undefined"),
+), "the tensor memory allocation of a CTA (PTX tcgen05.alloc, tcgen05.dealloc, "
+   "tcgen05.relinquish_alloc_permit: 128 lanes x 512 columns per SM), per CTA; only in "
+   "kernels that allocate")
+
 KINDS_OF_OBJECTS = (MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER, LIVE, ASYNC_COPY, OBSERVATION,
-                    SHARED_WORD, GLOBAL_COUNTER, TENSORMAP, BUFFER_STAGE, BUFFER)
+                    SHARED_WORD, GLOBAL_COUNTER, TENSORMAP, BUFFER_STAGE, BUFFER, TMEM)
 
 def ctype(lo: float, hi: float) -> str:
     """The narrowest Promela integer type holding lo..hi."""

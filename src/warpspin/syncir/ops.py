@@ -19,9 +19,9 @@ from typing import ClassVar
 
 from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef,
                  _lift_fields, expr_vars, lift)
-from .objects import LIMITS
+from .objects import LIMITS, TMEM_COLUMNS
 from .rules import (BufField, Call, ClusterField, CounterField, El, Fail, Hook, Inflight, Live, Local, NamedField, Obs,
-                    Rule, Self, Set, TmapField, When, WordField, add, all_of, any_of, sub)
+                    Rule, Self, Set, TmapField, TmemField, When, WordField, add, all_of, any_of, sub)
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
            "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
@@ -32,7 +32,8 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "WgmmaRead",
            "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
-           "DsmemStore", "DSMEM_STORED",
+           "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
+           "TmemRelinquish", "uses_tmem",
            "Exit",
            "Unsupported"]
 
@@ -2359,6 +2360,237 @@ class SmemOwn(SyncOp):
 
 # ----------------------------------------------------------------------------- global counters
 
+# ----------------------------------------------------------------------------- tcgen05 and TMEM
+
+@sync_op
+@dataclass(frozen=True)
+class Tcgen05Commit(SyncOp):
+    """tcgen05.commit.mbarrier::arrive::one: the barrier tracks every tcgen05 async op (mma, cp,
+    shift) the executing thread issued before it; once they complete, one arrive (count 1) lands
+    on it, later, in its own step. Per executing thread (the DSL commits inside elect_one: the
+    extractor keeps its Lanes). `multicast` (.multicast::cluster, a CTA bit mask): the arrive
+    lands on the barrier at the same offset in every CTA of the mask."""
+    bar: MBarRef
+    loc: Loc = NOLOC
+    multicast: Expr | None = None
+    mnemonic: ClassVar[str] = "tcgen05.commit"
+    ptx: ClassVar[str] = "9.7.16 (tcgen05.commit)"
+    summary: ClassVar[str] = ("per thread, per target CTA: one arrive in flight (use before the "
+                              "init is fenced: uninitialized-barrier; a mask outside the cluster: "
+                              "scope; into an exited CTA: cluster-lifetime); each lands later, "
+                              "in its own step: pend -= 1 (none due: arrival-mismatch), then "
+                              "phase completion")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls(MBarRef("b"))
+
+    def __post_init__(self): _lift_fields(self, "multicast")
+
+    def fmt(self):
+        mc = "" if self.multicast is None else f", multicast={_e(self.multicast)}"
+        return f"tcgen05.commit -> {fmt_bar(self.bar)}{mc}"
+
+    def facts(self):
+        crosses = self.multicast is not None or self.bar.cta is not None
+        return self.proven - ({INDEPENDENT_CTAS} if crosses else set())
+
+    def problems(self, k):
+        if self.multicast is not None and self.bar.cta is not None:
+            return ["a multicast commit names its CTAs by the mask, not by the barrier"]
+        return []
+
+    def footprint(self, k):
+        scope = "cluster" if self.multicast is not None or self.bar.cta is not None else "cta"
+        acc = [_acc("mbarrier", "rw", scope, proxy="async", identity="compare"),
+               _acc("async-copy", "write", scope, proxy="async")]
+        if scope == "cluster":
+            acc.append(_acc("live-threads", "read", "cluster"))
+        return Footprint(tuple(acc), retired_by="the arrive on the mbarrier")
+
+    def rule(self, c):
+        T = c.threads
+        if self.multicast is None:
+            el, checks = resolve(c, self.bar)
+            return Rule([*checks, *remote_alive(c, self.bar, el, "commits to"),
+                         *vis_checks(el, tma=True),
+                         *_issue(Inflight(c.process, c.pc, el.cta, el.index), T)])
+        n = c.kernel.num_ctas
+        mask = self.multicast
+        _, checks = resolve(c, self.bar)
+        body = [*checks, When(any_of(_le(mask, 0), _ge(mask, 1 << n)),
+                              [Fail("scope", "{who} commits with mask {0}, which names CTAs "
+                                    f"outside the cluster of {n} (or none)", (mask,))])]
+        for t in range(n):
+            el = El(self.bar.name, Const(t), self.bar.index)
+            lifetime = [] if t == c.cta else [When(_eq(Live(Const(t)), 0), [
+                Fail("cluster-lifetime", "{who} commits to {bar} in CTA {0}, whose threads have "
+                     "all exited (its shared memory may belong to another CTA by now)",
+                     (Const(t),), el)])]
+            body.append(When(_ne(_band(mask, Const(1 << t)), 0), [
+                *lifetime, *vis_checks(el, tma=True),
+                *_issue(Inflight(c.process, c.pc, Const(t), self.bar.index), T)]))
+        return Rule(body)
+
+    def complete(self, c, cta: int, index: int):
+        el = El(self.bar.name, Const(cta), Const(index))
+        infl = Inflight(c.process, c.pc, Const(cta), Const(index))
+        return Rule([sub(infl, 1),
+                     When(_gt(Const(1), el.pend), [Fail(
+                         "arrival-mismatch", "the arrive of a tcgen05.commit lands on {bar}, "
+                         "whose current phase expects no more arrivals", (), el)]),
+                     sub(el.pend, 1), Hook("arrive", el), *complete_phase(el)],
+                    guard=_gt(infl, 0))
+
+    def targets(self, kernel) -> list[int]:
+        if self.multicast is None and self.bar.cta is None:
+            return []
+        return list(range(kernel.num_ctas))
+
+
+def uses_tmem(kernel) -> bool:
+    """Whether the kernel allocates tensor memory (its CTAs then have an objects.TMEM)."""
+    return any(isinstance(s, (TmemAlloc, TmemDealloc, TmemRelinquish)) for s in kernel.ops())
+
+
+def _tmem(c, f: str) -> TmemField:
+    return TmemField(Const(c.cta), f)
+
+
+def _whole_warp(c, what: str) -> list:
+    """tcgen05.alloc/dealloc are .sync.aligned: one warp executes each, all 32 threads of it."""
+    if c.threads == 32:
+        return []
+    return [Fail("unsupported", f"{{who}} executes {what} with {c.threads} threads: the model "
+                 "follows it only when a whole warp executes it (.sync.aligned)")]
+
+
+def _bad_column_count(n: Expr) -> Expr | None:
+    """A column count is a power of two in 32..512 (PTX tcgen05.alloc); None: it is."""
+    if isinstance(n, Const) and n.value in (32, 64, 128, 256, 512):
+        return None
+    return any_of(_lt(n, 32), _gt(n, TMEM_COLUMNS), _ne(_band(n, _minus(n, 1)), 0))
+
+
+def _column_count(n: Expr, what: str) -> list:
+    bad = _bad_column_count(n)
+    if bad is None:
+        return []
+    return [When(bad, [Fail("invalid-operand", "{who} " + what + " {0} TMEM columns: not a power "
+                            "of two in 32..512", (n,))])]
+
+
+@sync_op
+@dataclass(frozen=True)
+class TmemAlloc(SyncOp):
+    """tcgen05.alloc.cta_group::1 of `cols` columns, once per executing warp: blocks while the
+    CTA's columns and these would exceed the 512 of the SM (in the model only this CTA's
+    allocations count: a CTA elsewhere on the SM that frees its columns is assumed to)."""
+    cols: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "tcgen05.alloc"
+    ptx: ClassVar[str] = "9.7.16 (tcgen05.alloc)"
+    summary: ClassVar[str] = ("once per warp: waits until cols + n <= 512, then cols += n (after "
+                              "tcgen05.relinquish_alloc_permit: tmem-lifetime; n not a power of "
+                              "two in 32..512: invalid-operand)")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls(Const(128))
+
+    def __post_init__(self): _lift_fields(self, "cols")
+
+    def fmt(self): return f"tcgen05.alloc cols={_e(self.cols)}"
+
+    def footprint(self, k):
+        return Footprint((_acc("tmem", "rw", "cta"),), blocking=True)
+
+    def rule(self, c):
+        cols = _tmem(c, "cols")
+        return Rule([*_whole_warp(c, "tcgen05.alloc"), *_column_count(self.cols, "allocates"),
+                     When(_ne(_tmem(c, "rel"), 0), [Fail(
+                         "tmem-lifetime", "{who} allocates tensor memory after its CTA "
+                         "relinquished the allocation permit (tcgen05.relinquish_alloc_permit)")]),
+                     add(cols, self.cols)],
+                    guard=self._guard(cols))
+
+    def _guard(self, cols) -> Expr:
+        """Enabled when the columns fit, or at once when the count is invalid (to report it)."""
+        fits = _le(_plus(cols, self.cols), TMEM_COLUMNS)
+        bad = _bad_column_count(self.cols)
+        return fits if bad is None else any_of(bad, fits)
+
+
+@sync_op
+@dataclass(frozen=True)
+class TmemDealloc(SyncOp):
+    """tcgen05.dealloc.cta_group::1 of `cols` columns, once per executing warp."""
+    cols: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "tcgen05.dealloc"
+    ptx: ClassVar[str] = "9.7.16 (tcgen05.dealloc)"
+    summary: ClassVar[str] = ("once per warp: cols -= n (more than the CTA holds: tmem-lifetime; "
+                              "n not a power of two in 32..512: invalid-operand)")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls(Const(128))
+
+    def __post_init__(self): _lift_fields(self, "cols")
+
+    def fmt(self): return f"tcgen05.dealloc cols={_e(self.cols)}"
+
+    def footprint(self, k):
+        return Footprint((_acc("tmem", "rw", "cta"),))
+
+    def rule(self, c):
+        cols = _tmem(c, "cols")
+        return Rule([*_whole_warp(c, "tcgen05.dealloc"), *_column_count(self.cols, "frees"),
+                     When(_gt(self.cols, cols), [Fail(
+                         "tmem-lifetime", "{who} frees {0} TMEM columns, but its CTA holds only "
+                         "{1}", (self.cols, cols))]),
+                     sub(cols, self.cols)])
+
+
+@sync_op
+@dataclass(frozen=True)
+class TmemRelinquish(SyncOp):
+    """tcgen05.relinquish_alloc_permit.cta_group::1: the CTA allocates no more."""
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "tcgen05.relinquish_alloc_permit"
+    ptx: ClassVar[str] = "9.7.16 (tcgen05.relinquish_alloc_permit)"
+    summary: ClassVar[str] = "rel = 1 (a later tcgen05.alloc of the CTA: tmem-lifetime)"
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls()
+
+    def fmt(self): return "tcgen05.relinquish_alloc_permit"
+
+    def footprint(self, k):
+        return Footprint((_acc("tmem", "write", "cta"),))
+
+    def rule(self, c):
+        return Rule([Set(_tmem(c, "rel"), 1)])
+
+
+def tmem_freed_at_exit(c) -> list:
+    """The last threads of a CTA exit holding TMEM columns: the next CTA on the SM that
+    allocates blocks forever (PTX: a CTA frees all it allocated before it exits)."""
+    if not uses_tmem(c.kernel):
+        return []
+    cols = _tmem(c, "cols")
+    return [When(all_of(_eq(Live(Const(c.cta)), 0), _gt(cols, 0)), [Fail(
+        "tmem-lifetime", f"the last threads of CTA {c.cta} exit holding {{0}} TMEM columns "
+        "(tcgen05.dealloc missing): the next CTA on the SM blocks in tcgen05.alloc forever",
+        (cols,))])]
+
+
+
 @sync_op
 @dataclass(frozen=True)
 class AtomInc(SyncOp):
@@ -2437,7 +2669,8 @@ class Exit(SyncOp):
                               "by the exited threads completes; an arrival on the cluster "
                               "barrier in the current phase is withdrawn (it waits only for "
                               "non-exited threads); the last thread of a CTA exiting while a copy "
-                              "into it is in flight: pending-at-exit")
+                              "into it is in flight: pending-at-exit; holding TMEM columns: "
+                              "tmem-lifetime")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -2449,6 +2682,8 @@ class Exit(SyncOp):
     def footprint(self, k):
         acc = [_acc("live-threads", "write", "cta"), _acc("named-barrier", "rw", "cta"),
                _acc("mbarrier", "rw", "cta"), _acc("async-copy", "read", "cta")]
+        if uses_tmem(k):
+            acc.append(_acc("tmem", "read", "cta"))
         if k.uses_cluster_barrier():
             acc.append(_acc("cluster-barrier", "rw", "cluster"))
         return Footprint(tuple(acc))
@@ -2473,7 +2708,7 @@ class Exit(SyncOp):
             body.append(When(all_of(_eq(live, 0), _gt(infl, 0)), [
                 Fail("pending-at-exit", f"the last threads of CTA {cta} exit while a copy issued "
                      f"at {st.loc} into {{bar}} is still in flight", (), el)]))
-        return Rule([*cp_pending_at_exit(c), *body])
+        return Rule([*cp_pending_at_exit(c), *body, *tmem_freed_at_exit(c)])
 
 
 @sync_op

@@ -463,3 +463,80 @@ def cp_async_loop(warps: int = 2, max_tiles: int = 3, bug: str | None = None) ->
                   (Process("threads", body, warps=(0, warps), instances=warps),), (),
                   params=(Param("N", 0, max_tiles),),
                   buffers=(BufferDecl("sX", 2, loc=L(5), label="sX"),))
+
+
+UMMA_FILE = "umma_acc.py"
+UMMA_BUGS = ("no-dealloc", "double-dealloc", "alloc-after-relinquish", "over-alloc",
+             "commit-wrong-stage", "commit-by-warp", "no-acc-release-on-empty", "commit-no-init")
+# what each bug must be reported as, and at which line of umma_acc.py (None: the exit)
+UMMA_BUG_EXPECT = {
+    "no-dealloc": ("tmem-lifetime", None), "double-dealloc": ("tmem-lifetime", 46),
+    "alloc-after-relinquish": ("tmem-lifetime", 12), "over-alloc": ("deadlock", 12),
+    "commit-wrong-stage": ("parity-aliasing", 36), "commit-by-warp": ("parity-aliasing", 36),
+    "no-acc-release-on-empty": ("deadlock", None), "commit-no-init": ("uninitialized-barrier", None),
+}
+
+
+def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | None = None) -> Kernel:
+    """The accumulator pipeline of a Blackwell GEMM (PipelineUmmaAsync) with its tensor memory:
+    the MMA warp allocates `stages` accumulators of 128 TMEM columns, and per tile waits for the
+    epilogue to free the stage (acc_empty), then an elected lane commits the tile's tcgen05.mma
+    to acc_full; `epi_warps` epilogue warps wait on acc_full, read the accumulator (tcgen05.ld,
+    not modelled) and release acc_empty (one arrival per warp). After the last tile the epilogue
+    warps arrive on `done` and the MMA warp waits on it and frees the columns. Tile t is empty
+    (no k-tiles) when the launch parameter E = 1 and t = 0: the epilogue still releases it.
+    `bug`: one of UMMA_BUGS."""
+    from .ops import Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish
+    if bug is not None and bug not in UMMA_BUGS:
+        raise ValueError(f"unknown umma bug {bug!r}; one of {UMMA_BUGS}")
+    L = lambda n: Loc(UMMA_FILE, n)  # noqa: E731
+    cols = 128 * stages
+    init = Elect((
+        For("i", 0, stages, (*(() if bug == "commit-no-init" else
+                               (MbarInit(MBarRef("acc_full", Var("i")), 1, L(5)),)),
+                             MbarInit(MBarRef("acc_empty", Var("i")), epi_warps, L(6)))),
+        MbarInit(MBarRef("done"), epi_warps, L(7)),
+        MbarInitFence(L(8)),
+    ))
+    alloc = (TmemAlloc(cols, L(12)),)
+    if bug == "over-alloc":
+        alloc = (TmemAlloc(512, L(11)), TmemAlloc(cols, L(12)))
+    relinquish = (TmemRelinquish(L(14)),)
+    if bug == "alloc-after-relinquish":
+        alloc, relinquish = relinquish, (TmemAlloc(cols, L(12)),)
+    commit_stage = (Var("s") + 1) % stages if bug == "commit-wrong-stage" else Var("s")
+    commit = Tcgen05Commit(MBarRef("acc_full", commit_stage), L(31))
+    commit = (commit,) if bug == "commit-by-warp" else (Lanes(1, (commit,)),)
+    mma = (
+        init, *alloc, *relinquish, BarSync(loc=L(16)),
+        For("t", 0, tiles, (
+            MbarWait(MBarRef("acc_empty", Var("s")), Var("ph"), L(30)),
+            *commit,
+            *advance("s", "ph", stages),
+        ), loc=L(29)),
+        MbarWait(MBarRef("done"), 0, L(45)),
+        TmemDealloc(cols, L(46)),
+        *((TmemDealloc(cols, L(46)),) if bug == "double-dealloc" else ()),
+    )
+    if bug == "no-dealloc":
+        mma = mma[:-1]
+    release = Lanes(1, (MbarArrive(MBarRef("acc_empty", Var("s")), 1, L(38)),))
+    skip_empty = bug == "no-acc-release-on-empty"
+    epi_tile = (
+        MbarWait(MBarRef("acc_full", Var("s")), Var("ph"), L(36)),
+        If(Var("t").eq(0) & Var("E").eq(1), (), (release,), loc=L(37)) if skip_empty else release,
+        *advance("s", "ph", stages),
+    )
+    epilogue = (
+        BarSync(loc=L(16)),
+        For("t", 0, tiles, epi_tile, loc=L(35)),
+        Lanes(1, (MbarArrive(MBarRef("done"), 1, L(41)),)),
+    )
+    return Kernel("umma_acc" + (f"_{bug}" if bug else ""),
+                  (Process("mma", mma, warps=(0, 1), init=(("ph", 1),)),
+                   Process("epilogue", epilogue, warps=(1, 1 + epi_warps), instances=epi_warps,
+                           init=(("ph", 0),))),
+                  (MBarrierDecl("acc_full", stages, label="acc.full"),
+                   MBarrierDecl("acc_empty", stages, label="acc.empty"),
+                   MBarrierDecl("done", 1, label="tmem_dealloc")),
+                  params=(Param("E", 0, 1),))

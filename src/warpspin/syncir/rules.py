@@ -110,6 +110,13 @@ class TmapField(Place):
 
 
 @dataclass(frozen=True, eq=True)
+class TmemField(Place):
+    """Field `field` (objects.TMEM) of the tensor memory allocation of CTA `cta`."""
+    cta: Expr
+    field: str
+
+
+@dataclass(frozen=True, eq=True)
 class BufField(Place):
     """Field `field` of staged buffer `name` in CTA `cta`: of stage `stage`
     (objects.BUFFER_STAGE), or of the whole buffer when `stage` is None (objects.BUFFER)."""

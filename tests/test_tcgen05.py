@@ -1,0 +1,137 @@
+"""tcgen05 and tensor memory (issue: Blackwell): tcgen05.commit as an arrive that lands later
+(multicast in a cluster), TMEM allocation as a per-CTA resource (alloc blocks past 512 columns,
+dealloc, the relinquished permit, what a CTA still holds at exit), in both backends; the
+accumulator pipeline of a Blackwell GEMM with each way to break it; quack's SM100 GEMM
+extracted with nothing unsupported."""
+import os
+
+import pytest
+
+from warpspin.api import verify_kernel
+from warpspin.engine.spin import lower_and_check
+from warpspin.syncir import Kernel, Process, check
+from warpspin.syncir.interp import explore
+from warpspin.syncir.ir import (Elect, MBarRef, MBarrierDecl, MbarInit, MbarInitFence, MbarWait,
+                                BarSync, ClusterArrive, ClusterWait, Const, walk_stmts)
+from warpspin.syncir.ops import (Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish,
+                                 Unsupported)
+from warpspin.syncir.protocols import UMMA_BUG_EXPECT, UMMA_BUGS, umma_acc
+
+
+def test_accumulator_pipeline_verifies_in_both_backends():
+    k = umma_acc()
+    check(k)
+    assert explore(k).violation is None
+    assert verify_kernel(k).verdict == "verified"
+
+
+@pytest.mark.parametrize("bug", UMMA_BUGS)
+def test_accumulator_bug_is_reported_with_its_kind_and_line(bug):
+    kind, line = UMMA_BUG_EXPECT[bug]
+    r = verify_kernel(umma_acc(bug=bug))
+    assert r.verdict == "violation" and r.violations[0].kind == kind, r
+    if line is not None:
+        assert r.violations[0].locations[0].line == line
+    assert r.violations[0].replayed
+
+
+@pytest.mark.parametrize("bug", (None, "no-dealloc", "commit-wrong-stage", "over-alloc"))
+def test_plain_encoding_agrees(bug):
+    k = umma_acc(tiles=2, bug=bug)
+    _, a = lower_and_check(k, timeout_s=120)
+    _, b = lower_and_check(k, reduce=False, timeout_s=120)
+    assert a.kind == b.kind
+
+
+def _one_warp(body, bars=(("b", 1),)):
+    init = Elect(tuple(MbarInit(MBarRef(n), c) for n, c in bars) + (MbarInitFence(),))
+    return Kernel("t", (Process("w", (init, BarSync(), *body)),),
+                  tuple(MBarrierDecl(n) for n, _ in bars))
+
+
+def test_a_commit_arrives_once_per_thread_later():
+    """An elected lane's commit completes the phase of a count-1 barrier, but only in a later
+    step: the wait after it may run before or after the arrive lands (never blocked for good)."""
+    k = _one_warp((Elect((Tcgen05Commit(MBarRef("b")),)), MbarWait(MBarRef("b"), 0)))
+    assert explore(k).violation is None
+    assert verify_kernel(k).verdict == "verified"
+    twice = _one_warp((Elect((Tcgen05Commit(MBarRef("b")),)), MbarWait(MBarRef("b"), 0),
+                       MbarWait(MBarRef("b"), 1)))
+    assert verify_kernel(twice).violations[0].kind == "deadlock"
+
+
+def test_alloc_blocks_while_the_columns_are_held():
+    k = _one_warp((TmemAlloc(Const(512)), TmemDealloc(Const(512)), TmemAlloc(Const(256)),
+                   TmemDealloc(Const(256))))
+    assert verify_kernel(k).verdict == "verified"
+    held = _one_warp((TmemAlloc(Const(256)), TmemAlloc(Const(512))))
+    r = verify_kernel(held)
+    assert r.violations[0].kind == "deadlock"
+    assert "tensor memory (256 of 512 columns held" in r.violations[0].blocked[0].barrier
+
+
+@pytest.mark.parametrize("cols", (0, 16, 96, 1024))
+def test_column_count_must_be_a_power_of_two_in_range(cols):
+    r = verify_kernel(_one_warp((TmemAlloc(Const(cols)),)))
+    assert r.violations[0].kind == "invalid-operand"
+
+
+def test_alloc_by_a_lane_subset_is_unsupported():
+    r = verify_kernel(_one_warp((Elect((TmemAlloc(Const(128)),)),)))
+    assert r.verdict == "unsupported" and "whole warp" in r.reasons[0]
+
+
+def test_tmem_is_per_cta_and_checked_at_the_last_exit():
+    """Another warp may free what one warp allocated; only when the CTA's last threads exit
+    holding columns is it tmem-lifetime."""
+    init = Elect((MbarInit(MBarRef("b"), 1), MbarInitFence()))
+    owner = Process("owner", (init, BarSync(), TmemAlloc(Const(128)),
+                              Elect((Tcgen05Commit(MBarRef("b")),))))
+    freer = Process("freer", (BarSync(), MbarWait(MBarRef("b"), 0), TmemDealloc(Const(128))),
+                    warps=(1, 2))
+    k = Kernel("t", (owner, freer), (MBarrierDecl("b"),))
+    assert verify_kernel(k).verdict == "verified"
+    waits = Process("owner", owner.body + (MbarWait(MBarRef("b"), 0),))
+    leak = Kernel("t", (waits, Process("freer", (BarSync(),), warps=(1, 2))), (MBarrierDecl("b"),))
+    assert verify_kernel(leak).violations[0].kind == "tmem-lifetime"
+
+
+def test_multicast_commit_arrives_in_each_cta_of_the_mask():
+    procs = []
+    for cta in (0, 1):
+        init = Elect((MbarInit(MBarRef("b"), 1 + cta), MbarInitFence()))
+        sync = (ClusterArrive(False), ClusterWait())  # publishes both CTAs' inits
+        body = (init, *sync, MbarWait(MBarRef("b"), 0))
+        if cta == 0:
+            body = (init, *sync, Elect((Tcgen05Commit(MBarRef("b"), multicast=Const(3)),)),
+                    MbarWait(MBarRef("b"), 0))
+        procs.append(Process("w", body, cta=cta))
+    k = Kernel("t", tuple(procs), (MBarrierDecl("b"),), num_ctas=2)
+    r = verify_kernel(k)  # CTA 1's barrier counts two arrivals: it gets one
+    assert r.verdict == "violation" and r.violations[0].kind == "deadlock"
+    assert explore(k).violation.kind == "deadlock"
+
+
+def test_quack_sm100_gemm_extracts_with_nothing_unsupported():
+    """quack's SM100 GEMM through the library's own compile: the TMEM allocator's alloc,
+    relinquish and free, the MMA warp's commits to the A/B pipeline's empty barriers and the
+    accumulator pipeline's full barriers; the tcgen05 MMA's shared-memory reads are said not to
+    be checked. (Its complete search, about 4 M states, is a row of docs/coverage.md.)"""
+    pytest.importorskip("quack")
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from fixtures import catalog as C
+    from warpspin.extract import extract
+    e = C.entry("quack.gemm_sm100")
+    k = extract(C.traced("quack.gemm_sm100"), params=e.params)
+    ops = [(type(s).__name__, os.path.basename(s.loc.file), s.loc.line)
+           for p in k.processes for s in walk_stmts(p.body)]
+    assert not [o for o in ops if o[0] == "Unsupported"], ops
+    for want in (("TmemAlloc", "gemm_sm100.py", 1862), ("TmemRelinquish", "gemm_sm100.py", 2028),
+                 ("TmemDealloc", "gemm_sm100.py", 2030), ("Tcgen05Commit", "gemm_sm100.py", 2317),
+                 ("Tcgen05Commit", "pipeline.py", 105)):
+        assert want in ops, want
+    assert any("races on sA" in a and "cute.gemm" in a for a in k.assumptions)
+    commits = [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, Tcgen05Commit)]
+    assert all(s.multicast is None for s in commits)
+    check(k)
