@@ -7,7 +7,11 @@ Each function returns a SyncIR Kernel; `warpspin check` model-checks it with SPI
 lines in the reports point into the pseudo-files ring.py, epilogue.py and mainloop.py of
 warpspin.syncir.protocols: the TMA ring, a TMA-store epilogue's staging buffer
 (`warpspin check examples/syncir_ring.py:epilogue_no_fence`) and a wgmma mainloop's stages
-(`warpspin check --load-races examples/syncir_ring.py:mainloop_release_before_wait`).
+(`warpspin check --load-races examples/syncir_ring.py:mainloop_release_before_wait`), and a
+Blackwell GEMM's accumulator pipeline with its tensor memory, in umma_acc.py
+(`warpspin check examples/syncir_ring.py:umma_no_dealloc`): the MMA warp allocates TMEM, commits
+each tile's tcgen05.mma to acc.full, the epilogue warps release acc.empty, the MMA warp frees
+the columns after the epilogue is done.
 """
 from warpspin.syncir.protocols import RING_BUG_EXPECT, exchange, ring
 
@@ -64,5 +68,13 @@ for _make, _prefix, _expect in ((epilogue, "epilogue", EPILOGUE_BUG_EXPECT),
         globals()[_f.__name__] = _f
         TARGETS.append(_f.__name__)
         EXPECT[_f.__name__] = (_expect[_name][0] if _name else None) or "verified"
+# -- Blackwell: tcgen05.commit and tensor memory (the accumulator pipeline of a GEMM) ----------
+from warpspin.syncir.protocols import UMMA_BUG_EXPECT, umma_acc  # noqa: E402
+
+for _name in (None, *UMMA_BUG_EXPECT):
+    _f = _protocol(umma_acc, "umma", _name)
+    globals()[_f.__name__] = _f
+    TARGETS.append(_f.__name__)
+    EXPECT[_f.__name__] = UMMA_BUG_EXPECT[_name][0] if _name else "verified"
 # the mainloop's races are on stages TMA loads fill: checked with --load-races
 LOAD_RACES = {t for t in TARGETS if t.startswith("mainloop_")}

@@ -51,7 +51,8 @@ def _small_cases():
         # the ring's two warpgroups are 8 consumer warps: too many for the plain encoding
         if name in ("raw_mbarrier.py", "hopper_multicast.py", "kgrouped_tensormap.py",
                     "epilogue_store.py") or \
-                (name == "syncir_ring.py" and variant not in ("ring_correct", "ring_any_k")) or \
+                (name == "syncir_ring.py" and variant not in ("ring_correct", "ring_any_k")
+                 and not variant.startswith("umma_")) or \
                 (name == "hopper_pipeline.py" and variant in ("correct_one_consumer", "wrong_tx_bytes")):
             yield case
 

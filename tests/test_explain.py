@@ -18,7 +18,7 @@ def test_every_kind_has_a_page():
     for k in kinds():
         text = page(k)
         assert text.startswith(f"# {k}\n"), k
-        for section in ("## Usual fixes",) if k not in ("tmem-lifetime",) else ():
+        for section in ("## Usual fixes",):
             assert section in text, (k, section)
 
 

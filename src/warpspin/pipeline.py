@@ -19,7 +19,8 @@ from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIE
                             BarrierState, BlockedWait, Location, Note, Result, Stats, TraceStep,
                             Violation)
 from .syncir import BOUND_KINDS, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
-from .syncir.ops import CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, bw_fenced, bw_unfenced
+from .syncir.ops import (CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, TmemAlloc, TmemDealloc,
+                         bw_fenced, bw_unfenced)
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
 from .syncir.summary import kernel_summary
@@ -181,6 +182,8 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
             notes, help_ = _buffer_partners(rp, v, er.events, op)
         elif isinstance(op, (SmemOwn, Exit)) and kind in ("race", "pending-at-exit"):
             notes, help_ = _cp_async_partners(rp, v, er.events)
+        elif kind == "tmem-lifetime":
+            notes, help_ = _tmem_notes(kernel, op)
         elif kind == "race":
             notes = _race_partners(rp, v)
         elif kind == "tensormap-race":
@@ -199,6 +202,21 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
                       for b in blocked),
         notes=notes, help=tuple(help_),
     )]
+
+
+def _tmem_notes(kernel: Kernel, op) -> tuple[tuple[Note, ...], tuple[str, ...]]:
+    """Where the kernel allocates and frees tensor memory, and the usual fix."""
+    notes = tuple(Note(f"{'allocated' if isinstance(s, TmemAlloc) else 'freed'} here "
+                       f"({s.fmt()})", _location(s.loc))
+                  for s in kernel.ops() if isinstance(s, (TmemAlloc, TmemDealloc)))
+    if isinstance(op, Exit):
+        return notes, ("free every column with tcgen05.dealloc (TmemAllocator.free) before the "
+                       "CTA exits, after the last tcgen05.ld of the accumulator (wait for the "
+                       "epilogue warps on a barrier first)",)
+    if isinstance(op, TmemAlloc):
+        return notes, ("allocate before tcgen05.relinquish_alloc_permit, which promises the SM "
+                       "that this CTA allocates no more",)
+    return notes, ("free exactly what was allocated, once",)
 
 
 def _race_partners(rp, v) -> tuple[Note, ...]:

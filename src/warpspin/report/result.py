@@ -21,11 +21,16 @@ CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
            "race and pending-at-exit on cp.async copies into a thread's own partition (an access "
            "or exit before cp.async.wait_group retired them)",
            "scope of the release after a DSMEM store (st.shared::cluster) into a peer CTA (an "
-           "arrive on that CTA's barrier at CTA scope or relaxed)")
+           "arrive on that CTA's barrier at CTA scope or relaxed)",
+           "tcgen05.commit arrives (landing after the tcgen05 ops they track, multicast in a "
+           "cluster) and tmem-lifetime (TMEM alloc blocking past 512 columns, dealloc of more "
+           "than is held, alloc after relinquish_alloc_permit, columns held when a CTA exits)")
 NOT_CHECKED = ("races on other shared-memory buffers (cp.async copies read by other threads, "
                "buffers whose every access the extractor cannot attribute to a stage), DSMEM "
                "data beyond the release scope of st.shared::cluster stores (the readers' acquire "
-               "scope, races on the stored bytes) and TMEM are not checked yet")
+               "scope, races on the stored bytes) and TMEM data (tcgen05.mma, tcgen05.ld/st and a "
+               "dealloc or an accumulator's reuse ordered against them; the 2-CTA allocation) "
+               "are not checked yet")
 
 
 @dataclass(frozen=True)
