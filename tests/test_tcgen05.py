@@ -135,3 +135,53 @@ def test_quack_sm100_gemm_extracts_with_nothing_unsupported():
     commits = [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, Tcgen05Commit)]
     assert all(s.multicast is None for s in commits)
     check(k)
+
+
+MMA_ASM = """{
+    .reg .pred leader_thread;
+    .reg .b32 tmem_acc;
+    elect.sync _|leader_thread, -1;
+    mov.b32 tmem_acc, $3;
+    mov.b64 {lo, hi}, desc_0;
+    add.s32 lo, lo, -2048;
+    setp.ne.b32 p, $2, 0;
+    @leader_thread tcgen05.mma.cta_group::1.kind::f16 [tmem_acc], [tmem_a + 0x8], desc_b, idesc, p;
+    .reg .pred P1;
+    LAB_WAIT:
+    mbarrier.try_wait.parity.shared::cta.b64 P1, [$4], $5, 10000000;
+    @P1 bra DONE;
+    bra LAB_WAIT;
+    DONE:
+    @leader_thread tcgen05.mma.cta_group::1.kind::f16 [tmem_acc], desc_a, desc_b, idesc, 1;
+}"""
+
+
+def test_inline_mma_ptx_is_read_only_in_its_exact_form():
+    """flash-attn-4's inline tcgen05.mma blocks are no steps, and their spin loop on an operand
+    barrier is a wait; anything else in them (a store, a broken loop, two CTAs) stays
+    Unsupported."""
+    from warpspin.extract.walker import tcgen05_mma_asm
+    assert tcgen05_mma_asm(MMA_ASM) == [(4, 5)]
+    assert tcgen05_mma_asm(MMA_ASM.replace("    bra LAB_WAIT;\n", "")) is None
+    assert tcgen05_mma_asm(MMA_ASM.replace("@P1 bra DONE", "@P1 bra LAB_WAIT")) is None
+    assert tcgen05_mma_asm(MMA_ASM.replace("mov.b32 tmem_acc, $3;", "st.shared.b32 [$3], 1;")) is None
+    assert tcgen05_mma_asm(MMA_ASM.replace("cta_group::1", "cta_group::2")) is None
+    assert tcgen05_mma_asm("{ mov.b32 a, $0; }") is None  # no MMA: not this form
+
+
+def test_fa4_sm100_forward_extracts_with_nothing_unsupported():
+    """flash-attn-4's SM100 forward: the MMA warp's inline tcgen05.mma blocks (with the spin
+    wait inside one), its commits, the TMEM allocator; nothing left Unsupported."""
+    pytest.importorskip("flash_attn")
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from fixtures import catalog as C
+    from warpspin.extract import extract
+    e = C.entry("fa4.sm100")
+    k = extract(C.traced("fa4.sm100"), params=e.params)
+    ops = [(type(s).__name__, os.path.basename(s.loc.file)) for p in k.processes
+           for s in walk_stmts(p.body)]
+    assert not [o for o in ops if o[0] == "Unsupported"], ops
+    assert ("MbarWait", "blackwell_helpers.py") in ops  # the spin loop inside the MMA block
+    assert ("Tcgen05Commit", "pipeline.py") in ops and ("TmemAlloc", "flash_fwd_sm100.py") in ops
+    check(k)

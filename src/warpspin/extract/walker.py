@@ -110,6 +110,54 @@ ASM_TMAP_COPY = re.compile(r"^\s*tensormap\.cp_fenceproxy\.global\.shared::cta\.
                            r"\.release\.\w+\.sync\.aligned\s*\[\$(\d+)\]\s*,\s*\[\$(\d+)\]\s*,"
                            r"\s*128\s*;\s*$")
 ASM_TMAP_REPLACE = re.compile(r"tensormap\.replace\.tile\.\w+\.(global|shared::cta)\.")
+# inline PTX that only issues tcgen05 MMAs (flash-attn-4's blackwell_helpers): register moves and
+# arithmetic, an elect.sync of the issuing lane into a predicate, tcgen05.mma of one CTA, and
+# spin loops of mbarrier.try_wait.parity on an operand barrier (the loop is a blocking wait)
+ASM_MMA_STATEMENT = re.compile(
+    r"\.reg\s+[^;]*|elect\.sync\s+_\|\w+\s*,\s*-1|"
+    r"(?:mov|add|sub|and|or|xor|shl|shr|setp\.\w+)\.[\w.]*\s+[^\[\];]*|"
+    r"(?:@!?\w+\s+)?tcgen05\.mma\.cta_group::1\.kind::\w+\s+\[\w+\]\s*,"
+    r"(?:\s*\[\w+(?:\s*\+\s*\w+)?\]\s*,)?[^\[\];]*")
+ASM_SPIN_WAIT = re.compile(r"mbarrier\.try_wait\.parity(?:\.shared::cta)?\.b64\s+(\w+)\s*,\s*"
+                           r"\[\$(\d+)\]\s*,\s*\$(\d+)(?:\s*,\s*\w+)?")
+ASM_LABEL = re.compile(r"^(\w+):\s*")
+
+
+def tcgen05_mma_asm(text: str) -> list[tuple[int, int]] | None:
+    """Inline PTX whose statements are register ops, an elect.sync into a predicate, one-CTA
+    tcgen05.mma (at least one) and complete spin loops `L: mbarrier.try_wait.parity P, [$b], $p;
+    @P bra D; bra L; D:`: the (barrier operand, parity operand) of each loop, in order (the MMAs
+    are no steps: a later tcgen05.commit tracks them). None for anything else."""
+    body = re.sub(r"//[^\n]*", "", text).strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    stmts, labels = [], []
+    for raw in body.split(";"):
+        st, label = " ".join(raw.split()), None
+        m = ASM_LABEL.match(st)
+        if m:
+            label, st = m.group(1), st[m.end():]
+        if st or label:
+            stmts.append(st)
+            labels.append(label)
+    waits, i = [], 0
+    while i < len(stmts):
+        m = ASM_SPIN_WAIT.fullmatch(stmts[i])
+        if m:
+            pred, loop = m.group(1), labels[i]
+            done = labels[i + 3] if i + 3 < len(labels) else None
+            if loop is None or done is None or stmts[i + 1:i + 3] != [f"@{pred} bra {done}",
+                                                                      f"bra {loop}"]:
+                return None
+            waits.append((int(m.group(2)), int(m.group(3))))
+            i += 3
+            continue
+        if stmts[i] and not ASM_MMA_STATEMENT.fullmatch(stmts[i]):
+            return None
+        i += 1
+    return waits if any("tcgen05.mma" in st for st in stmts) else None
+
+
 ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|griddepcontrol|"
                       r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit|\bst\.shared::cluster",
                       re.I)
@@ -1398,7 +1446,10 @@ class WarpWalker:
         return MBarRef(name, index, p.cta)
 
     def mbar_stmt(self, op: Op, out: list, make: Callable[[MBarRef], Stmt]) -> None:
-        ref = self.bar_ref(op.operands[0], op)
+        self.mbar_stmt_at(op, 0, out, make)
+
+    def mbar_stmt_at(self, op: Op, operand: int, out: list, make: Callable[[MBarRef], Stmt]) -> None:
+        ref = self.bar_ref(op.operands[operand], op)
         if isinstance(ref, str):
             out.append(Unsupported(f"{op.name}: {ref}", self.loc(op)))
         else:
@@ -1527,6 +1578,11 @@ class WarpWalker:
             self.st_cluster(op, int(ASM_ST_CLUSTER.match(text).group(1)), out)
         elif self.asm_tensormap(op, text, out):
             pass
+        elif tcgen05_mma_asm(text) is not None:
+            # its shared-memory operands were recorded as unfollowed uses (smem_uses_of)
+            for bar, parity in tcgen05_mma_asm(text):
+                self.mbar_stmt_at(op, bar, out, lambda b, p=parity: MbarWait(
+                    b, self.expr(op.operands[p]), self.loc(op)))
         elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):
             out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
         self.set_unknown_results(op)

@@ -1,0 +1,52 @@
+"""Bench: the Blackwell (sm_100a) kernels: the accumulator pipeline of a GEMM with its tensor
+memory (examples/syncir_ring.py:umma_*, SyncIR) and, with --quack, quack's SM100 GEMM traced
+through the library's own compile (docs/coverage.md's configuration; minutes).
+
+    python bench/blackwell.py [--quack]
+
+One row per kernel: processes, states, state-vector bytes, check seconds, memory, verdict (the
+kind of a violation). Seconds are this machine's, one core; nothing here asserts on them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from warpspin.api import CheckOptions, verify_kernel
+from warpspin.report.result import Stats
+from warpspin.syncir.protocols import UMMA_BUG_EXPECT, umma_acc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEAD = ("kernel", "processes", "states", "state-vector bytes", "check s", "MB", "verdict")
+
+
+def _row(name: str, r) -> tuple:
+    s = r.stats
+    verdict = r.verdict.upper() + (f" ({r.violations[0].kind})" if r.violations else "")
+    return (name, s.processes, f"{s.states:,}", s.state_vector or "",
+            f"{s.seconds.get('check', 0):.2f}", f"{s.memory_mb:.0f}" if s.memory_mb else "", verdict)
+
+
+def rows(quack: bool):
+    opts = CheckOptions(jobs=1, timeout_s=1800, memory_mb=8192)
+    for bug in (None, *UMMA_BUG_EXPECT):
+        yield _row(f"umma_acc{'_' + bug if bug else ''}", verify_kernel(umma_acc(bug=bug), opts=opts))
+    if quack:
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from fixtures import catalog as C
+        from warpspin.extract import extract
+        e = C.entry("quack.gemm_sm100")
+        k = extract(C.traced("quack.gemm_sm100"), params=e.params)
+        yield _row("quack.gemm_sm100", verify_kernel(k, opts=opts, stats=Stats()))
+
+
+def main(argv: list[str]) -> int:
+    print(" | ".join(HEAD))
+    print(" | ".join("---" for _ in HEAD))
+    for row in rows("--quack" in argv):
+        print(" | ".join(map(str, row)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
