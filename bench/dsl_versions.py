@@ -295,14 +295,18 @@ def _tree_hash(files: list[str]) -> str:
     return h.hexdigest()[:16]
 
 
-def reference(selected: list[str], timeout: float, cache: str, log=None) -> dict[str, Outcome]:
-    """The reference outcomes: this tree's .venv (DSL 4.8.1, Python 3.11), cached under
-    ``cache`` per tree state (warpspin's sources, the example files) and selection."""
-    python = os.path.join(ROOT, ".venv", "bin", "python")
-    if not os.access(python, os.X_OK):
-        python = sys.executable
+def reference(selected: list[str], timeout: float, cache: str, python: Optional[str] = None,
+              log=None) -> dict[str, Outcome]:
+    """The reference outcomes: ``python``'s (default: this tree's .venv, DSL 4.8.1, Python
+    3.11), cached under ``cache`` per tree state (warpspin's sources, the example files),
+    interpreter and selection."""
+    if python is None:
+        python = os.path.join(ROOT, ".venv", "bin", "python")
+        if not os.access(python, os.X_OK):
+            python = sys.executable
     files = sorted({s if s.endswith(".py") else s.rsplit(":", 1)[0] for s in selected})
-    key = hashlib.sha256(json.dumps([_tree_hash(files), sorted(selected), timeout]).encode())
+    key = hashlib.sha256(json.dumps([_tree_hash(files), sorted(selected), timeout,
+                                     os.path.realpath(python)]).encode())
     path = os.path.join(cache, f"reference-{key.hexdigest()[:16]}.json")
     if os.path.isfile(path):
         with open(path) as f:
