@@ -208,7 +208,8 @@ class Outcome:
 # below keeps warpspin's own failures out: those are "internal error" or carry no location)
 _REJECT = re.compile(r"has no attribute|unexpected keyword argument|No module named 'cutlass|"
                      r"cannot import name|the file needs a newer release|"
-                     r"encountered a user-defined Python object")
+                     r"encountered a user-defined Python object|"
+                     r"AttributeError: [A-Za-z_]\w*\s*$")  # an Enum member, as 3.11 says it
 
 
 def outcome(result: dict, example_file: str) -> Outcome:
@@ -242,7 +243,8 @@ def _cli_args(t: dict) -> list[str]:
 def run_targets(python: str, selected: list[str], timeout: float, aliases: bool = True,
                 log=None) -> dict[str, Outcome]:
     """target ("file:name") -> Outcome, with ``python`` (a virtualenv's); ``selected`` holds
-    files or file:name targets.  One ``warpspin check`` per file and option set."""
+    files or file:name targets.  One ``warpspin check`` per option set (``--param``,
+    ``--load-races``)."""
     files = sorted({s if s.endswith(".py") else s.rsplit(":", 1)[0] for s in selected})
     only = {s for s in selected if not s.endswith(".py")}
     extra = [] if aliases else ["--no-aliases"]
@@ -260,8 +262,8 @@ def run_targets(python: str, selected: list[str], timeout: float, aliases: bool 
         target = f"{t['file']}:{t['name']}"
         if only and target not in only and t["file"] not in selected:
             continue
-        groups.setdefault((t["file"], tuple(_cli_args(t))), []).append(target)
-    for (path, args), targets in groups.items():
+        groups.setdefault(tuple(_cli_args(t)), []).append(target)
+    for args, targets in groups.items():  # one DSL import per option set
         cmd = [python, THIS, "--cli", *extra, "check", "--json", "--timeout", str(timeout),
                "--jobs", "1", *args, *targets]
         if log:
@@ -277,7 +279,7 @@ def run_targets(python: str, selected: list[str], timeout: float, aliases: bool 
             continue
         for res in results:
             t = res.get("target", "")
-            o = outcome(res, path)
+            o = outcome(res, t.rsplit(":", 1)[0])
             prev = out.get(t)
             # several kernels in one target: keep the worst (a violation or error wins)
             if prev is None or (prev.verdict == "verified" and o.verdict != "verified"):
