@@ -33,6 +33,7 @@ def _bench():
     spec = importlib.util.spec_from_file_location("dsl_versions",
                                                   os.path.join(ROOT, "bench", "dsl_versions.py"))
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
 
