@@ -7,12 +7,19 @@ into the DSL, and how it reaches the same point in each.  Everything here detect
 * Call chains on ops: 4.6+ has ``envar.loc_tracebacks`` (MLIR's own traceback locations, every
   op created without an explicit ``loc=`` gets the Python call chain).  4.4 has neither the
   setting nor the MLIR binding; 4.5 has the setting but not the binding (and ignores the
-  setting then); their ``@dsl_user_op`` passes every op the single frame that called the API.  There, ``traceback_locations`` wraps the op builders of the MLIR bindings
+  setting then); their ``@dsl_user_op`` passes every op the single frame that called the API.
+  There, ``traceback_locations`` wraps the op builders of the MLIR bindings
   (``OpView.build_generic``, ``Operation.create``) for the duration of a trace and gives each op
   the same chain MLIR would: ``CallSite(Name(qualname)(File(file:line:col)), ...)``, innermost
   first, frames of the bindings themselves left out, at most ``depth`` frames.
 * Reading locations: 4.6+'s ``ir.Location`` has ``is_a_callsite``/``callee``/``child_loc``/...;
-  4.4's and 4.5's have none of them.  ``locations.flatten`` then parses the location's text (``loc(...)``).
+  4.4's and 4.5's have none of them.  ``locations.flatten`` then parses the location's text
+  (``loc(...)``).
+* The traced module: 4.6+ hands it to trace-finalize hooks; 4.4 and 4.5 have none, and
+  ``finalize_hook`` wraps the DSL's ``build_module`` (which every release calls on it) instead.
+* Shared memory: 4.4 and 4.5's ``SmemAllocator`` carves the dynamic shared memory up from one
+  base pointer and names no fields in the IR; ``record_smem_fields`` writes down what it hands
+  out (``normalize`` turns it into 4.8's form).
 """
 from __future__ import annotations
 
@@ -212,7 +219,7 @@ def _struct_fields(struct_type) -> list[tuple[str, int, int]]:
 
 def _dyn_smem_allocator():
     """The DSL's ``SmemAllocator`` when it carves the dynamic shared memory up from one base
-    pointer (``cute_nvgpu.arch.get_dyn_smem``: DSL 4.4..4.7's ``cutlass.utils.SmemAllocator``)
+    pointer (``cute_nvgpu.arch.get_dyn_smem``: DSL 4.4's and 4.5's ``cutlass.utils.SmemAllocator``)
     instead of allocating each block with ``cute.memref.alloca`` (4.8); else None."""
     try:
         from cutlass.utils import SmemAllocator

@@ -4,16 +4,16 @@ Each rewrite below applies to ops only older releases emit, says the same thing 
 and leaves every op it does not fully understand as it is: the extractor then reports that op as
 UNSUPPORTED with its name and line, never a guess.  On 4.8's IR nothing here matches.
 
-* ``nvvm.mbarrier.init.shared`` / ``nvvm.mbarrier.try_wait.parity.shared`` (4.4): the same ops
-  as ``nvvm.mbarrier.init`` / ``nvvm.mbarrier.try_wait.parity`` on a ``!llvm.ptr<3>`` address.
-* ``nvvm.mbarrier.txn {kind, scope, space}`` (4.4): ``kind = arrive`` is ``nvvm.mbarrier.arrive``,
-  ``arrive_expect_tx`` is ``nvvm.mbarrier.arrive.expect_tx``, ``expect_tx`` is
-  ``nvvm.mbarrier.expect_tx``; ``scope`` (the release scope, ``cta``/``cluster``) is kept.  Only
+* ``nvvm.mbarrier.init.shared`` / ``nvvm.mbarrier.try_wait.parity.shared`` (4.4, 4.5): the same
+  ops as ``nvvm.mbarrier.init`` / ``nvvm.mbarrier.try_wait.parity`` on a ``!llvm.ptr<3>`` address.
+* ``nvvm.mbarrier.txn {kind, scope, space}`` (4.4, 4.5): ``kind = arrive`` is
+  ``nvvm.mbarrier.arrive``, ``arrive_expect_tx`` is ``nvvm.mbarrier.arrive.expect_tx``,
+  ``expect_tx`` is ``nvvm.mbarrier.expect_tx``; ``scope`` (the release scope, ``cta``/``cluster``) is kept.  Only
   ``space = cta`` on a CTA address and ``space = cluster`` on a ``mapa`` result are rewritten.
-* ``nvvm.mapa.shared.cluster`` (4.4, typed ``!llvm.ptr<3>``): ``nvvm.mapa`` typed
+* ``nvvm.mapa.shared.cluster`` (4.4, 4.5, typed ``!llvm.ptr<3>``): ``nvvm.mapa`` typed
   ``!llvm.ptr<7>`` (a shared::cluster address), as 4.8 types it.
 * ``llvm.inline_asm "bar.sync $0, $1;"`` / ``"bar.sync $0;"`` / ``"bar.arrive $0, $1;"`` that the
-  DSL's ``cute.arch.barrier``/``barrier_arrive`` emit (4.4): ``nvvm.barrier`` /
+  DSL's ``cute.arch.barrier``/``barrier_arrive`` emit (4.4, 4.5): ``nvvm.barrier`` /
   ``nvvm.barrier.arrive`` on the same operands (``bar.sync`` is ``barrier.sync.aligned``).
 * ``cute_nvgpu.arch.get_dyn_smem`` (the base of the dynamic shared memory that 4.4's
   ``SmemAllocator`` carves up; 4.8 allocates each block with ``cute.memref.alloca``): every base
@@ -62,7 +62,8 @@ def _txn(op: Op) -> None:
 
 
 # 4.4's cute.arch.barrier / barrier_arrive: inline PTX (4.8: nvvm.barrier / nvvm.barrier.arrive)
-_BAR_ASM = {("bar.sync $0, $1;", "r,r", 2): "nvvm.barrier", ("bar.sync $0;", "r", 1): "nvvm.barrier",
+_BAR_ASM = {("bar.sync $0, $1;", "r,r", 2): "nvvm.barrier",
+            ("bar.sync $0;", "r", 1): "nvvm.barrier",
             ("bar.arrive $0, $1;", "r,r", 2): "nvvm.barrier.arrive"}
 
 
