@@ -1,8 +1,9 @@
 """Bench: the Blackwell (sm_100a) kernels: the accumulator pipeline of a GEMM with its tensor
-memory (examples/syncir_ring.py:umma_*, SyncIR) and, with --quack, quack's SM100 GEMM traced
-through the library's own compile (docs/coverage.md's configuration; minutes).
+memory (examples/syncir_ring.py:umma_*, SyncIR) and, with --real, quack's SM100 GEMM and
+flash-attn-4's SM100 forward traced through the libraries' own compile (docs/coverage.md's
+configurations; minutes each).
 
-    python bench/blackwell.py [--quack]
+    python bench/blackwell.py [--real]
 
 One row per kernel: processes, states, state-vector bytes, check seconds, memory, verdict (the
 kind of a violation). Seconds are this machine's, one core; nothing here asserts on them.
@@ -27,23 +28,23 @@ def _row(name: str, r) -> tuple:
             f"{s.seconds.get('check', 0):.2f}", f"{s.memory_mb:.0f}" if s.memory_mb else "", verdict)
 
 
-def rows(quack: bool):
+def rows(real: bool):
     opts = CheckOptions(jobs=1, timeout_s=1800, memory_mb=8192)
     for bug in (None, *UMMA_BUG_EXPECT):
         yield _row(f"umma_acc{'_' + bug if bug else ''}", verify_kernel(umma_acc(bug=bug), opts=opts))
-    if quack:
+    if real:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         from fixtures import catalog as C
         from warpspin.extract import extract
-        e = C.entry("quack.gemm_sm100")
-        k = extract(C.traced("quack.gemm_sm100"), params=e.params)
-        yield _row("quack.gemm_sm100", verify_kernel(k, opts=opts, stats=Stats()))
+        for name in ("quack.gemm_sm100", "fa4.sm100"):
+            k = extract(C.traced(name), params=C.entry(name).params)
+            yield _row(name, verify_kernel(k, opts=opts, stats=Stats()))
 
 
 def main(argv: list[str]) -> int:
     print(" | ".join(HEAD))
     print(" | ".join("---" for _ in HEAD))
-    for row in rows("--quack" in argv):
+    for row in rows("--real" in argv):
         print(" | ".join(map(str, row)), flush=True)
     return 0
 

@@ -5,6 +5,8 @@ import pty
 import subprocess
 import sys
 
+import pytest
+
 BIG = """from warpspin.syncir.protocols import ring
 def big():
     return ring(stages=4, trips=0, consumers=4, consumer_threads=128, trips_range=(0, 40))
@@ -12,9 +14,9 @@ def big():
 CLI = "import sys; from warpspin.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
-def _run(tmp_path, *extra, tty: bool):
+def _run(tmp_path, *extra, tty: bool, jobs: int = 2):
     (tmp_path / "big.py").write_text(BIG)
-    cmd = [sys.executable, "-c", CLI, "check", f"{tmp_path}/big.py:big", "--jobs", "2",
+    cmd = [sys.executable, "-c", CLI, "check", f"{tmp_path}/big.py:big", "--jobs", str(jobs),
            "--timeout", "6", *extra]
     if not tty:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
@@ -36,8 +38,9 @@ def _run(tmp_path, *extra, tty: bool):
     return out, err.decode(errors="replace")
 
 
-def test_a_terminal_sees_progress_and_the_verdict_stays_clean(tmp_path):
-    out, err = _run(tmp_path, tty=True)
+@pytest.mark.parametrize("jobs", (1, 2))  # pan alone, and the portfolio
+def test_a_terminal_sees_progress_and_the_verdict_stays_clean(tmp_path, jobs):
+    out, err = _run(tmp_path, tty=True, jobs=jobs)
     assert "searching: " in err and " states (" in err and "/s), depth " in err, err
     assert "INCONCLUSIVE" in out and "searching:" not in out
 

@@ -167,21 +167,3 @@ def test_inline_mma_ptx_is_read_only_in_its_exact_form():
     assert tcgen05_mma_asm(MMA_ASM.replace("mov.b32 tmem_acc, $3;", "st.shared.b32 [$3], 1;")) is None
     assert tcgen05_mma_asm(MMA_ASM.replace("cta_group::1", "cta_group::2")) is None
     assert tcgen05_mma_asm("{ mov.b32 a, $0; }") is None  # no MMA: not this form
-
-
-def test_fa4_sm100_forward_extracts_with_nothing_unsupported():
-    """flash-attn-4's SM100 forward: the MMA warp's inline tcgen05.mma blocks (with the spin
-    wait inside one), its commits, the TMEM allocator; nothing left Unsupported."""
-    pytest.importorskip("flash_attn")
-    import sys
-    sys.path.insert(0, os.path.dirname(__file__))
-    from fixtures import catalog as C
-    from warpspin.extract import extract
-    e = C.entry("fa4.sm100")
-    k = extract(C.traced("fa4.sm100"), params=e.params)
-    ops = [(type(s).__name__, os.path.basename(s.loc.file)) for p in k.processes
-           for s in walk_stmts(p.body)]
-    assert not [o for o in ops if o[0] == "Unsupported"], ops
-    assert ("MbarWait", "blackwell_helpers.py") in ops  # the spin loop inside the MMA block
-    assert ("Tcgen05Commit", "pipeline.py") in ops and ("TmemAlloc", "flash_fwd_sm100.py") in ops
-    check(k)

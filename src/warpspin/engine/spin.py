@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from ..lower.promela import LoweredModel, lower
 from ..lower.trail import fix_param, parse_trail
+from .progress import REPORTER, last_progress
 from .portfolio import (COUNTEREXAMPLE as _COUNTEREXAMPLE, HUNT_MB, PAN_ERROR, hunt_to_depth,
                         run_portfolio, split_jobs)
 from ..syncir.interp import failed_tests_at_end
@@ -411,24 +412,53 @@ def _stopped(truncated: tuple[str, ...], why: str) -> tuple[str, ...]:
 
 def _run_pan(args, cwd, timeout) -> tuple[str, str | None, float]:
     """Run pan; on timeout or Ctrl-C interrupt it (pan prints its statistics on SIGINT), then
-    kill it. (output, why it was stopped: "timeout", "interrupted" or None, seconds)"""
+    kill it. With a progress reporter (a terminal), its output goes to a file read about once a
+    second for pan's progress lines. (output, why it was stopped: "timeout", "interrupted" or
+    None, seconds)"""
     t0 = time.monotonic()
-    p = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, start_new_session=True)
+    report = REPORTER.get()
+    path = os.path.join(cwd, "pan.out")
+    with open(path, "w") as sink:
+        p = subprocess.Popen(args, cwd=cwd, stdout=sink if report else subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    why = None
     try:
-        out, _ = p.communicate(timeout=timeout)
-        return out, None, time.monotonic() - t0
+        if report is None:
+            out, _ = p.communicate(timeout=timeout)
+            return out, None, time.monotonic() - t0
+        while True:
+            try:
+                p.wait(timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                now = time.monotonic()
+                if now - t0 >= timeout:
+                    why = "timeout"
+                    break
+                progress = last_progress(_tail(path), now - t0)
+                if progress is not None:
+                    report(progress)
     except subprocess.TimeoutExpired:
         why = "timeout"
     except KeyboardInterrupt:
         why = "interrupted"
-    p.send_signal(signal.SIGINT)
+    if why is not None:
+        p.send_signal(signal.SIGINT)
     try:
         out, _ = p.communicate(timeout=10)
     except subprocess.TimeoutExpired:
         p.kill()
         out, _ = p.communicate()
+    if report is not None:
+        with open(path, errors="replace") as f:
+            out = f.read()
     return out, why, time.monotonic() - t0
+
+
+def _tail(path: str, size: int = 4096) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - size))
+        return f.read().decode(errors="replace")
 
 
 # ----------------------------------------------------------------------------- parsing

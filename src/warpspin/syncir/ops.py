@@ -264,13 +264,15 @@ def publish(c, cta: int) -> Call:
     return c.subrules.define(f"publish_{cta}", body)
 
 
-def complete_named(c, bid: Expr) -> list:
+def complete_named(c, bid: Expr, publish_inits: bool = True) -> list:
+    """A generation of named barrier `bid` completes (and publishes the CTA's fenced inits,
+    unless the caller publishes them once for several barriers)."""
     nb = lambda f: NamedField(c.cta, bid, f)  # noqa: E731
     return [When(_ge(nb("gen"), LIMITS.phase_bound),
                  [Fail("phase-bound", f"named barrier {{0}} of CTA {c.cta} completed more than "
                        f"{LIMITS.phase_bound} generations (model bound)", (bid,))]),
-            add(nb("gen"), 1), Set(nb("arr"), 0), Set(nb("exp"), 0), publish(c, c.cta),
-            *buffer_handover(c, bid)]
+            add(nb("gen"), 1), Set(nb("arr"), 0), Set(nb("exp"), 0),
+            *([publish(c, c.cta)] if publish_inits else []), *buffer_handover(c, bid)]
 
 
 def cluster_try_complete(c) -> Call:
@@ -2692,22 +2694,34 @@ class Exit(SyncOp):
         T = c.instance_threads
         live = Live(Const(c.cta))
         body = [sub(live, T)]
+        # the barriers for every thread that this exit completes; the inits are published once
+        # when any completes (publishing touches only mbarriers, the completions only named
+        # barriers and buffers: the order does not matter, and the exit's d_step stays short)
+        completes = []
         for bid in c.named_ids(c.cta):
             nb = lambda f, b=bid: NamedField(c.cta, Const(b), f)  # noqa: E731
-            body.append(When(all_of(_eq(nb("exp"), -1), _gt(nb("arr"), 0), _ge(nb("arr"), live)),
-                             complete_named(c, Const(bid))))
+            completes.append((bid, all_of(_eq(nb("exp"), -1), _gt(nb("arr"), 0),
+                                          _ge(nb("arr"), live))))
+        if completes:
+            body.append(When(any_of(*(cond for _, cond in completes)), [publish(c, c.cta)]))
+        for bid, cond in completes:
+            body.append(When(cond, complete_named(c, Const(bid), publish_inits=False)))
         if c.kernel_uses_cluster_barrier:
             if c.process_uses_cluster_barrier:
                 carr, cgen = Local(CLUSTER_ARRIVED), Local(CLUSTER_GEN)
                 body.append(When(all_of(_ne(carr, 0), _eq(cgen, ClusterField("gen"))),
                                  [sub(ClusterField("arr"), T)]))
             body.append(cluster_try_complete(c))
+        sites: dict[tuple[int, int], list] = {}  # one check per issuing op: short d_steps
         for (pi, pc, cta, idx), st in c.async_into(c.cta):
-            infl = Inflight(pi, pc, Const(cta), Const(idx))
-            el = El(st.bar.name, Const(cta), Const(idx))
-            body.append(When(all_of(_eq(live, 0), _gt(infl, 0)), [
-                Fail("pending-at-exit", f"the last threads of CTA {cta} exit while a copy issued "
-                     f"at {st.loc} into {{bar}} is still in flight", (), el)]))
+            sites.setdefault((pi, pc), []).append((st, Inflight(pi, pc, Const(cta), Const(idx))))
+        for keys in sites.values():
+            st = keys[0][0]
+            label = c.kernel.mbarrier(st.bar.name).label or st.bar.name
+            body.append(When(all_of(_eq(live, 0), any_of(*(_gt(i, 0) for _, i in keys))), [
+                Fail("pending-at-exit", f"the last threads of CTA {c.cta} exit while "
+                     f"{'an arrive of the tcgen05.commit' if isinstance(st, Tcgen05Commit) else 'a copy'}"
+                     f" issued at {st.loc} into {label} is still in flight")]))
         return Rule([*cp_pending_at_exit(c), *body, *tmem_freed_at_exit(c)])
 
 
