@@ -110,13 +110,16 @@ def _inside(argv: list[str]) -> int:
 
 # -- the driver ----------------------------------------------------------------------------------
 def find_python(version: str) -> Optional[str]:
-    """An interpreter for ``version`` (e.g. "3.12"): pyenv's, then ``pythonX.Y`` on PATH."""
+    """An interpreter for ``version`` (e.g. "3.12"): pyenv's, ``pythonX.Y`` on PATH, or the one
+    running this when it is that version."""
     for exe in sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python")),
-                      reverse=True) + sorted(glob.glob(f"/root/.pyenv/versions/{version}.*/bin/python"),
-                                             reverse=True):
+                      reverse=True):
         if os.access(exe, os.X_OK):
             return exe
-    return shutil.which(f"python{version}")
+    exe = shutil.which(f"python{version}")
+    if exe is None and version == f"{sys.version_info.major}.{sys.version_info.minor}":
+        exe = getattr(sys, "_base_executable", None) or sys.executable
+    return exe
 
 
 def venv_python(cache: str, py: str, dsl: str) -> str:

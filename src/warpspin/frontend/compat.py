@@ -220,7 +220,7 @@ def _struct_fields(struct_type) -> list[tuple[str, int, int]]:
 def _dyn_smem_allocator():
     """The DSL's ``SmemAllocator`` when it carves the dynamic shared memory up from one base
     pointer (``cute_nvgpu.arch.get_dyn_smem``: DSL 4.4's and 4.5's ``cutlass.utils.SmemAllocator``)
-    instead of allocating each block with ``cute.memref.alloca`` (4.8); else None."""
+    instead of allocating each block with ``cute.memref.alloca`` (4.6+); else None."""
     try:
         from cutlass.utils import SmemAllocator
     except ImportError:
