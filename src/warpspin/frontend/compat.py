@@ -68,6 +68,7 @@ class _Tracebacks:
         self.ir = ir
         self.depth = depth
         self.frames: dict = {}
+        self.context = None  # the MLIR context the cached locations belong to
 
     def _frame_loc(self, frame):
         code = frame.f_code
@@ -89,6 +90,10 @@ class _Tracebacks:
         return loc
 
     def location(self):
+        ctx = self.ir.Context.current
+        if ctx is not self.context:  # a new compile: locations of another context are no use
+            self.frames.clear()
+            self.context = ctx
         frames = []
         f = sys._getframe(2)
         while f is not None and len(frames) < self.depth:
@@ -149,6 +154,7 @@ def traceback_locations(depth: int) -> Iterator[Any]:
         for owner, name, orig in reversed(patched):
             setattr(owner, name, orig)
         tb.frames.clear()
+        tb.context = None
 
 
 # -- the trace-finalize hook ---------------------------------------------------------------------
