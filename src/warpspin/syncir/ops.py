@@ -2483,9 +2483,22 @@ def _column_count(n: Expr, what: str) -> list:
                             "of two in 32..512", (n,))])]
 
 
+class _TmemColumns:
+    """What an op on `cols` TMEM columns of the executing CTA shares (once per executing warp)."""
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls(Const(128))
+
+    def __post_init__(self): _lift_fields(self, "cols")
+
+    def fmt(self): return f"{self.mnemonic} cols={_e(self.cols)}"
+
+
 @sync_op
 @dataclass(frozen=True)
-class TmemAlloc(SyncOp):
+class TmemAlloc(_TmemColumns, SyncOp):
     """tcgen05.alloc.cta_group::1 of `cols` columns, once per executing warp: blocks while the
     CTA's columns and these would exceed the 512 of the SM (in the model only this CTA's
     allocations count: a CTA elsewhere on the SM that frees its columns is assumed to)."""
@@ -2496,15 +2509,6 @@ class TmemAlloc(SyncOp):
     summary: ClassVar[str] = ("once per warp: waits until cols + n <= 512, then cols += n (after "
                               "tcgen05.relinquish_alloc_permit: tmem-lifetime; n not a power of "
                               "two in 32..512: invalid-operand)")
-    proven: ClassVar[frozenset[str]] = ALL
-
-    @classmethod
-    def example(cls):
-        return cls(Const(128))
-
-    def __post_init__(self): _lift_fields(self, "cols")
-
-    def fmt(self): return f"tcgen05.alloc cols={_e(self.cols)}"
 
     def footprint(self, k):
         return Footprint((_acc("tmem", "rw", "cta"),), blocking=True)
@@ -2527,7 +2531,7 @@ class TmemAlloc(SyncOp):
 
 @sync_op
 @dataclass(frozen=True)
-class TmemDealloc(SyncOp):
+class TmemDealloc(_TmemColumns, SyncOp):
     """tcgen05.dealloc.cta_group::1 of `cols` columns, once per executing warp."""
     cols: Expr
     loc: Loc = NOLOC
@@ -2535,15 +2539,6 @@ class TmemDealloc(SyncOp):
     ptx: ClassVar[str] = "9.7.16 (tcgen05.dealloc)"
     summary: ClassVar[str] = ("once per warp: cols -= n (more than the CTA holds: tmem-lifetime; "
                               "n not a power of two in 32..512: invalid-operand)")
-    proven: ClassVar[frozenset[str]] = ALL
-
-    @classmethod
-    def example(cls):
-        return cls(Const(128))
-
-    def __post_init__(self): _lift_fields(self, "cols")
-
-    def fmt(self): return f"tcgen05.dealloc cols={_e(self.cols)}"
 
     def footprint(self, k):
         return Footprint((_acc("tmem", "rw", "cta"),))
