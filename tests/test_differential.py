@@ -411,62 +411,43 @@ def test_shared_slots_stay_within_spins_process_limit():
     assert lower(k).shared
 
 
+def _missing(extra: str, examples: int, want: tuple[str, ...], more=lambda s: None) -> list:
+    """What of `want` the protocols drawn with `extra` never use: the constructs' names, and
+    `more(stmt)` for every statement (a finer name, or None)."""
+    seen = collections.Counter()
+
+    @diff_settings(examples)
+    @given(protocols(extra=extra))
+    def draw(k):
+        seen.update(constructs(k))
+        seen.update(x for p in k.processes for s in walk_stmts(p.body) if (x := more(s)))
+
+    draw()
+    return [c for c in want if not seen[c]]
+
+
 def test_buffer_protocols_cover_every_buffer_op():
     """The staged-buffer protocols draw every buffer op: writes, fences, stores (by the storing
     process), fills, wgmma and thread reads, both kinds of groups."""
-    seen = collections.Counter()
-
-    @diff_settings(300)
-    @given(protocols(extra="buffer"))
-    def draw(k):
-        seen.update(constructs(k))
-        seen.update("TmaLoad(into)" for p in k.processes for s in walk_stmts(p.body)
-                    if isinstance(s, TmaLoad) and s.dst is not None)
-
-    draw()
-    want = ("SmemWrite", "FenceProxyAsync", "TmaStore", "BulkCommit", "BulkWaitRead",
-            "TmaLoad(into)", "WgmmaRead", "WgmmaCommit", "WgmmaWait", "SmemRead")
-    assert not [c for c in want if not seen[c]], seen
+    assert not _missing("buffer", 300, (
+        "SmemWrite", "FenceProxyAsync", "TmaStore", "BulkCommit", "BulkWaitRead", "TmaLoad(into)",
+        "WgmmaRead", "WgmmaCommit", "WgmmaWait", "SmemRead"),
+        lambda s: "TmaLoad(into)" if isinstance(s, TmaLoad) and s.dst is not None else None)
 
 
 def test_cp_async_protocols_cover_every_cp_async_op():
-    seen = collections.Counter()
-
-    @diff_settings(200)
-    @given(protocols(extra="cpasync"))
-    def draw(k):
-        seen.update(constructs(k))
-
-    draw()
-    want = ("CpAsync", "CpAsyncCommit", "CpAsyncWait", "SmemOwn")
-    assert not [c for c in want if not seen[c]], seen
+    assert not _missing("cpasync", 200, ("CpAsync", "CpAsyncCommit", "CpAsyncWait", "SmemOwn"))
 
 
 def test_tcgen05_protocols_cover_every_tcgen05_op():
-    seen = collections.Counter()
-
-    @diff_settings(200)
-    @given(protocols(extra="tcgen05"))
-    def draw(k):
-        seen.update(constructs(k))
-        seen.update("multicast commit" for p in k.processes for s in walk_stmts(p.body)
-                    if isinstance(s, Tcgen05Commit) and s.multicast is not None)
-
-    draw()
-    want = ("Tcgen05Commit", "TmemAlloc", "TmemDealloc", "TmemRelinquish", "multicast commit")
-    assert not [c for c in want if not seen[c]], seen
+    assert not _missing("tcgen05", 200, (
+        "Tcgen05Commit", "TmemAlloc", "TmemDealloc", "TmemRelinquish", "multicast commit"),
+        lambda s: "multicast commit" if isinstance(s, Tcgen05Commit) and s.multicast is not None
+        else None)
 
 
 def test_dsmem_protocols_cover_stores_and_every_scope():
-    seen = collections.Counter()
-
-    @diff_settings(200)
-    @given(protocols(extra="dsmem"))
-    def draw(k):
-        seen.update(constructs(k))
-        seen.update(f"arrive({s.scope})" for p in k.processes for s in walk_stmts(p.body)
-                    if isinstance(s, MbarArrive) and s.bar.cta is not None)
-
-    draw()
-    want = ("DsmemStore", "arrive(cluster)", "arrive(cta)", "arrive(relaxed)")
-    assert not [c for c in want if not seen[c]], seen
+    assert not _missing("dsmem", 200, (
+        "DsmemStore", "arrive(cluster)", "arrive(cta)", "arrive(relaxed)"),
+        lambda s: f"arrive({s.scope})" if isinstance(s, MbarArrive) and s.bar.cta is not None
+        else None)

@@ -1578,9 +1578,9 @@ class WarpWalker:
             self.st_cluster(op, int(ASM_ST_CLUSTER.match(text).group(1)), out)
         elif self.asm_tensormap(op, text, out):
             pass
-        elif tcgen05_mma_asm(text) is not None:
+        elif (spin_waits := tcgen05_mma_asm(text)) is not None:
             # its shared-memory operands were recorded as unfollowed uses (smem_uses_of)
-            for bar, parity in tcgen05_mma_asm(text):
+            for bar, parity in spin_waits:
                 self.mbar_stmt_at(op, bar, out, lambda b, p=parity: MbarWait(
                     b, self.expr(op.operands[p]), self.loc(op)))
         elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):

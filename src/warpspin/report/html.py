@@ -318,23 +318,20 @@ def _graph(m: dict) -> str:
              "<defs><marker id=\"ah\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"6\" "
              "markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0L10,5L0,10z\" fill=\"#555\"/></marker>"
              "</defs>"]
-    drawn = set()
+    grouped: dict[tuple, list[dict]] = {}  # one arrow per (role, barrier, relation)
     for e in edges:
-        key = ((e["role"], e["cta"]), e["barrier"], e["relation"])
-        lines = sorted({f"{e2['op']} at {os.path.basename(e2['file'])}:{e2['line']}"
-                        for e2 in edges if ((e2["role"], e2["cta"]), e2["barrier"], e2["relation"]) == key})
-        if key in drawn:
-            continue
-        drawn.add(key)
-        y1, y2 = ry[key[0]], by[e["barrier"]]
-        colour = "#1f7a3a" if e["relation"] == "arrives" else "#1a56c4"
-        if e["relation"] == "arrives":
+        grouped.setdefault(((e["role"], e["cta"]), e["barrier"], e["relation"]), []).append(e)
+    for (role, barrier, relation), es in grouped.items():
+        lines = sorted({f"{e['op']} at {os.path.basename(e['file'])}:{e['line']}" for e in es})
+        y1, y2 = ry[role], by[barrier]
+        colour = "#1f7a3a" if relation == "arrives" else "#1a56c4"
+        if relation == "arrives":
             x1, ya, x2, yb = lx + 200, y1 - 4, rx, y2 - 4
         else:
             x1, ya, x2, yb = rx, y2 + 4, lx + 200, y1 + 4
-        parts.append(f"<line class=\"edge {e['relation']}\" x1=\"{x1}\" y1=\"{ya}\" x2=\"{x2}\" "
+        parts.append(f"<line class=\"edge {relation}\" x1=\"{x1}\" y1=\"{ya}\" x2=\"{x2}\" "
                      f"y2=\"{yb}\" stroke=\"{colour}\" stroke-width=\"1.5\" marker-end=\"url(#ah)\">"
-                     f"<title>{_E(e['role'])} {e['relation']} {_E(e['barrier'])}: "
+                     f"<title>{_E(role[0])} {relation} {_E(barrier)}: "
                      f"{_E('; '.join(lines))}</title></line>")
     for (role, cta), y in ry.items():
         label = f"{role} (CTA {cta})" if multi else role

@@ -8,8 +8,8 @@ from dataclasses import dataclass, fields, replace
 from .flat import Op
 from .interp import Machine, ModelError, Replay, State, eval_expr
 from .ir import Const, Expr, Loc, MBarRef, WordRef
-from .ops import (BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, MbarWait, TmaLoad,
-                  TmemAlloc)
+from .ops import (BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, MbarWait, StAsync,
+                  TmaLoad, TmemAlloc)
 from .printer import fmt_op
 from .trace import Complete, ParamChoice, Step, Take
 
@@ -171,7 +171,7 @@ def _copy_notes(m: Machine, b: Blocked) -> tuple[Note, ...]:
     seen = set()
     for (pi, pc, cta, idx), st in m.layout.async_stmt.items():
         if (cta, st.bar.name) == m.layout.elements[b.element][:2] and st.loc not in seen \
-                and hasattr(st, "bytes"):
+                and isinstance(st, (TmaLoad, StAsync)):
             seen.add(st.loc)
             out.append(Note(f"copies completing bytes on {st.bar.name}", st.loc))
     return tuple(out)
@@ -248,14 +248,11 @@ def describe_steps(m: Machine, events) -> list[str]:
             else:
                 text = concrete_op(st, env, m.kernel)
         elif isinstance(ev, Complete):
-            st: TmaLoad = m.flat[ev.process].code[ev.pc].stmt
+            st = m.flat[ev.process].code[ev.pc].stmt
             env = {n: s[i] for n, i in m.sl.param.items()} if s is not None else {}
             name = m.kernel.mbarrier(st.bar.name).element_name(ev.index)
             cta = f"@cta{ev.cta}" if m.kernel.num_ctas > 1 else ""
-            if hasattr(st, "bytes"):
-                text = f"(copy completes on {name}{cta}: {eval_expr(st.bytes, env)} bytes)"
-            else:  # tcgen05.commit
-                text = f"(tcgen05 ops complete: the commit arrives on {name}{cta})"
+            text = st.completion_text(f"{name}{cta}", env)
         elif isinstance(ev, Take):
             decl = m.kernel.counter(ev.counter)
             val = s[m.sl.counter[ev.counter]] if s is not None else "?"

@@ -919,6 +919,27 @@ def _issue(infl: Inflight, T: int) -> list:
             add(infl, T)]
 
 
+def _multicast_issue(c, bar: MBarRef, mask: Expr, verb: str, verb_into: str,
+                     per_target=lambda t: []) -> list:
+    """An async op issued towards the barrier at `bar`'s offset in every CTA of `mask`: the mask
+    must name CTAs of the cluster (scope); per target CTA t, t alive (cluster-lifetime), its
+    barrier's init visible, `per_target(t)`, and one unit in flight per executing thread."""
+    n, T = c.kernel.num_ctas, c.threads
+    body = [When(any_of(_le(mask, 0), _ge(mask, 1 << n)),
+                 [Fail("scope", "{who} " + verb + " with mask {0}, which names CTAs outside "
+                       f"the cluster of {n} (or none)", (mask,))])]
+    for t in range(n):
+        el = El(bar.name, Const(t), bar.index)
+        lifetime = [] if t == c.cta else [When(_eq(Live(Const(t)), 0), [
+            Fail("cluster-lifetime", "{who} " + verb_into + " {bar} in CTA {0}, whose threads "
+                 "have all exited (its shared memory may belong to another CTA by now)",
+                 (Const(t),), el)])]
+        body.append(When(_ne(_band(mask, Const(1 << t)), 0), [
+            *lifetime, *vis_checks(el, tma=True), *per_target(t),
+            *_issue(Inflight(c.process, c.pc, Const(t), bar.index), T)]))
+    return body
+
+
 def _copy_completes(c, bar: MBarRef, nbytes: Expr, cta: int, index: int, first=()) -> Rule:
     """One copy of the op at c towards element `index` of CTA `cta` completes: its in-flight
     count drops, `first` runs, its bytes leave the tx-count, and the phase may complete."""
@@ -928,9 +949,18 @@ def _copy_completes(c, bar: MBarRef, nbytes: Expr, cta: int, index: int, first=(
                  *complete_phase(el)], guard=_gt(infl, 0))
 
 
+class _CompletesBytes:
+    """An async copy whose completion delivers `bytes` of transaction to its barrier."""
+
+    def completion_text(self, target: str, env: dict) -> str:
+        """How a trace step shows one completion of this op on `target`."""
+        from .interp import eval_expr
+        return f"(copy completes on {target}: {eval_expr(self.bytes, env)} bytes)"
+
+
 @sync_op
 @dataclass(frozen=True)
-class TmaLoad(SyncOp):
+class TmaLoad(_CompletesBytes, SyncOp):
     """An asynchronous copy into shared memory that completes `bytes` of transaction on `bar`
     at any later point: a TMA load, a bulk copy, an st.async. Issued once per executing thread
     (the DSL's TMA copy elects one lane itself: the extractor puts it inside `Lanes(1)`).
@@ -1045,23 +1075,11 @@ class TmaLoad(SyncOp):
                          *tx_bytes_check(el, self.bytes), *vis_checks(el, tma=True),
                          *self._desc_read(c), *self._fill(c, el.cta, T),
                          *_issue(Inflight(c.process, c.pc, el.cta, el.index), T)])
-        n = c.kernel.num_ctas
-        mask = self.multicast
         el0, checks = resolve(c, self.bar)
-        body = [*checks, *tx_bytes_check(el0, self.bytes),
-                When(any_of(_le(mask, 0), _ge(mask, 1 << n)),
-                     [Fail("scope", "{who} multicasts with mask {0}, which names CTAs outside "
-                           f"the cluster of {n} (or none)", (mask,))])]
-        for t in range(n):
-            el = El(self.bar.name, Const(t), self.bar.index)
-            lifetime = [] if t == c.cta else [When(_eq(Live(Const(t)), 0), [
-                Fail("cluster-lifetime", "{who} multicasts into {bar} in CTA {0}, whose threads "
-                     "have all exited (its shared memory may belong to another CTA by now)",
-                     (Const(t),), el)])]
-            body.append(When(_ne(_band(mask, Const(1 << t)), 0), [
-                *lifetime, *vis_checks(el, tma=True), *self._fill(c, Const(t), T),
-                *_issue(Inflight(c.process, c.pc, Const(t), self.bar.index), T)]))
-        return Rule([*body, *self._desc_read(c)])
+        return Rule([*checks, *tx_bytes_check(el0, self.bytes),
+                     *_multicast_issue(c, self.bar, self.multicast, "multicasts", "multicasts into",
+                                       lambda t: self._fill(c, Const(t), T)),
+                     *self._desc_read(c)])
 
     def early_issue_condition(self, c) -> Expr | None:
         """R8 (docs/semantics.md): when this holds, the issue commutes left with every step of
@@ -1223,7 +1241,7 @@ class SmemLoad(SyncOp):
 
 @sync_op
 @dataclass(frozen=True)
-class StAsync(SyncOp):
+class StAsync(_CompletesBytes, SyncOp):
     """st.async...mbarrier::complete_tx::bytes of `values` (32-bit each) into consecutive shared
     words from `ref` of the CTA that holds `bar` (`bar.cta`, or the executing CTA), completing
     4 bytes per word on `bar` at some later point; by one thread (`Lanes(1)`). The words are
@@ -2418,22 +2436,9 @@ class Tcgen05Commit(SyncOp):
             return Rule([*checks, *remote_alive(c, self.bar, el, "commits to"),
                          *vis_checks(el, tma=True),
                          *_issue(Inflight(c.process, c.pc, el.cta, el.index), T)])
-        n = c.kernel.num_ctas
-        mask = self.multicast
         _, checks = resolve(c, self.bar)
-        body = [*checks, When(any_of(_le(mask, 0), _ge(mask, 1 << n)),
-                              [Fail("scope", "{who} commits with mask {0}, which names CTAs "
-                                    f"outside the cluster of {n} (or none)", (mask,))])]
-        for t in range(n):
-            el = El(self.bar.name, Const(t), self.bar.index)
-            lifetime = [] if t == c.cta else [When(_eq(Live(Const(t)), 0), [
-                Fail("cluster-lifetime", "{who} commits to {bar} in CTA {0}, whose threads have "
-                     "all exited (its shared memory may belong to another CTA by now)",
-                     (Const(t),), el)])]
-            body.append(When(_ne(_band(mask, Const(1 << t)), 0), [
-                *lifetime, *vis_checks(el, tma=True),
-                *_issue(Inflight(c.process, c.pc, Const(t), self.bar.index), T)]))
-        return Rule(body)
+        return Rule([*checks, *_multicast_issue(c, self.bar, self.multicast, "commits",
+                                                "commits to")])
 
     def complete(self, c, cta: int, index: int):
         el = El(self.bar.name, Const(cta), Const(index))
@@ -2444,6 +2449,9 @@ class Tcgen05Commit(SyncOp):
                          "whose current phase expects no more arrivals", (), el)]),
                      sub(el.pend, 1), Hook("arrive", el), *complete_phase(el)],
                     guard=_gt(infl, 0))
+
+    def completion_text(self, target: str, env: dict) -> str:
+        return f"(tcgen05 ops complete: the commit arrives on {target})"
 
     def targets(self, kernel) -> list[int]:
         if self.multicast is None and self.bar.cta is None:
