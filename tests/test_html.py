@@ -175,3 +175,10 @@ def test_cli_writes_the_page(tmp_path, monkeypatch):
     assert status == 1
     text = out.read_text()
     assert "VIOLATION" in text and 'class="lanes"' in text and "error[deadlock]" in text
+
+
+def test_an_unwritable_report_path_is_an_error_not_a_traceback(tmp_path, capsys):
+    status = main(["check", os.path.join(ROOT, "examples/syncir_ring.py:ring_correct"), "--jobs",
+                   "1", "--html", str(tmp_path / "no-such-dir" / "r.html")])
+    assert status == 3
+    assert "cannot write" in capsys.readouterr().err

@@ -144,12 +144,15 @@ def _main(argv: list[str] | None) -> int:
         break
     if args.json:
         print(json.dumps({"targets": [r.to_dict() for r in results]}, indent=2))
-    if args.html:
-        from .report.html import write_html
-        write_html(results, args.html)
-    if args.sarif:
-        from .report.sarif import write_sarif
-        write_sarif(results, args.sarif)
+    from .report.html import write_html
+    from .report.sarif import write_sarif
+    for path, write in ((args.html, write_html), (args.sarif, write_sarif)):
+        if path:
+            try:
+                write(results, path)
+            except OSError as e:
+                print(f"warpspin: cannot write {path}: {e.strerror or e}", file=sys.stderr)
+                return 3
     return exit_status(results)
 
 
