@@ -1,6 +1,6 @@
 """Progress of a running search, for a terminal: the CLI sets a reporter (only when stderr is a
-terminal and the output is not --json); the portfolio search calls it about once a second with
-what pan last printed. Nothing else prints progress."""
+terminal and the output is not --json); the search (pan alone, or the portfolio) calls it about
+once a second with what pan last printed. Nothing else prints progress."""
 from __future__ import annotations
 
 import re
