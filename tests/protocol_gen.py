@@ -23,8 +23,8 @@ from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, C
                              Var, While, WordRef, WordsDecl, walk_stmts)
 from dataclasses import replace
 
-from warpspin.syncir.ir import BufferDecl, TensormapDecl, rewrite_stmts
-from warpspin.syncir.ops import (Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
+from warpspin.syncir.ir import BufferDecl, FlagDecl, TensormapDecl, rewrite_stmts
+from warpspin.syncir.ops import (GlobalAdd, GlobalWait, Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
                                  WgmmaCommit, WgmmaRead, WgmmaWait)
 
@@ -40,7 +40,8 @@ EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "e
                "csync", "carrive", "cwait", "mcast", "store", "load", "stasync", "tensormap")
 # drawn only where a test asks for it (protocols(extra="buffer")): staged buffers; cp.async
 # groups (extra="cpasync"); DSMEM stores and arrives of each scope (extra="dsmem", two CTAs);
-# tcgen05 commits (plain and multicast) and TMEM alloc / dealloc / relinquish (extra="tcgen05")
+# tcgen05 commits (plain and multicast) and TMEM alloc / dealloc / relinquish (extra="tcgen05");
+# adds to and spin loops on a global flag, with two CTAs in one cluster or in two (extra="flag")
 CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
 
@@ -225,6 +226,18 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         cols = Const(draw(st.sampled_from([128, 256, 256, 512])))
         return {"alloc": lambda: TmemAlloc(cols, loc), "dealloc": lambda: TmemDealloc(cols, loc),
                 "relinquish": lambda: TmemRelinquish(loc)}[which]()
+    if kind == "flag":
+        # an add (release or relaxed, at each scope) by an elected lane or a whole warp, and an
+        # elected lane's spin loop until the flag reaches a value (acquire or relaxed)
+        if draw(st.sampled_from(["add", "add", "wait"])) == "add":
+            op = GlobalAdd("f", Const(draw(st.sampled_from([1, 1, 2]))),
+                           draw(st.sampled_from(["release", "release", "relaxed"])),
+                           draw(st.sampled_from(["gpu", "gpu", "cluster", "cta"])), loc)
+            return Elect((op,), loc) if draw(st.booleans()) else op
+        return Elect((GlobalWait("f", draw(st.sampled_from([">=", ">=", "=="])),
+                                 Const(draw(st.integers(1, 3))),
+                                 draw(st.sampled_from(["acquire", "acquire", "relaxed"])),
+                                 draw(st.sampled_from(["gpu", "gpu", "cta"])), loc),), loc)
     if kind == "load":
         # a shared word read, and the synchronization depending on the value read
         ref = WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2])))
@@ -252,15 +265,19 @@ def uses_mask_param(procs) -> bool:
 @st.composite
 def protocols(draw, extra: str | None = None) -> Kernel:
     """`extra`: a construct every protocol drawn uses (among up to three others)."""
-    num_ctas = 2 if extra == "dsmem" else draw(st.sampled_from([1, 2] if extra == "tcgen05"
+    num_ctas = 2 if extra == "dsmem" else draw(st.sampled_from([1, 2] if extra in ("tcgen05", "flag")
                                                                 else [1, 1, 1, 2]))
-    extras = draw(st.lists(st.sampled_from(EXTRA_KINDS + (CTA2_KINDS if num_ctas == 2 else ())),
+    # two clusters of one CTA each (a grid model): nothing reaches the other CTA but the flag
+    clusters = extra == "flag" and num_ctas == 2 and draw(st.booleans())
+    cluster_kinds = CTA2_KINDS + ("csync", "carrive", "cwait")
+    extras = draw(st.lists(st.sampled_from(tuple(x for x in EXTRA_KINDS + (CTA2_KINDS if num_ctas == 2 else ())
+                                                 if not (clusters and x in cluster_kinds))),
                            max_size=3 if extra else 4, unique=True))
     if extra is not None and extra not in extras:
         extras.append(extra)
     identical = num_ctas == 2 and draw(st.booleans())  # CTA 1 a copy of CTA 0
-    if num_ctas == 2:  # most two-CTA protocols let the CTAs interact (some ops may not be drawn);
-        # identical CTAs that do not are the independent-CTAs reduction's case
+    if num_ctas == 2 and not clusters:  # most two-CTA protocols let the CTAs interact (some ops
+        # may not be drawn); identical CTAs that do not are the independent-CTAs reduction's case
         extras.append(draw(st.sampled_from(("remote", "remote", "mcast", "csync", "none")
                                            + (("none",) * 3 if identical else ()))))
     kinds = BASE_KINDS + tuple(x for x in extras if x != "none") * 3 + ((extra,) * 12 if extra else ())
@@ -275,7 +292,7 @@ def protocols(draw, extra: str | None = None) -> Kernel:
             init_ops.append(MbarInit(MBarRef(name, Const(i)), draw(st.sampled_from([1, 1, 2, 32])),
                                      Loc(FILE, 1)))
     publish = ["fence+sync", "fence+sync", "fence+sync", "sync", "none"]
-    if num_ctas == 2 or any(x in extras for x in ("csync", "carrive", "cwait")):
+    if (num_ctas == 2 and not clusters) or any(x in extras for x in ("csync", "carrive", "cwait")):
         publish += ["fence+cluster", "fence+cluster", "cluster"]
     fence = draw(st.sampled_from(publish))
     relaxed = draw(st.booleans())
@@ -328,7 +345,8 @@ def protocols(draw, extra: str | None = None) -> Kernel:
         buffers += (BufferDecl("sc", 2),)
     return Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]), MBarrierDecl("b", 1)),
                   params=tuple(params), num_ctas=num_ctas, words=words, tensormaps=maps,
-                  buffers=buffers)
+                  buffers=buffers, flags=(FlagDecl("f"),) if "flag" in extras else (),
+                  cluster_ctas=1 if clusters else 0)
 
 
 # constructs the generator must be able to produce (tests/test_differential.py checks each)
@@ -337,6 +355,8 @@ def constructs(k: Kernel) -> set[str]:
     out = set()
     if k.num_ctas > 1:
         out.add("several-ctas")
+    if 0 < k.cluster_ctas < k.num_ctas:
+        out.add("two-clusters")
     if k.params:
         out.add("params")
     for p in k.processes:

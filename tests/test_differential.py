@@ -24,6 +24,7 @@ from warpspin.syncir.flat import VISIBLE, flatten
 from hypothesis import HealthCheck, given, settings
 
 from protocol_gen import REQUIRED_CONSTRUCTS, constructs, prefix_protocols, protocols
+from warpspin.syncir.ops import GlobalAdd, GlobalWait
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import REDUCTION_UNSOUND, check, lower_and_check
 from warpspin.lower import lower
@@ -184,6 +185,14 @@ def test_tcgen05_protocols_match_interpreter(k):
     """tcgen05 commits (arrives that land later, multicast with two CTAs) and TMEM allocation
     (a blocking alloc, frees, the relinquished permit, the check at exit)."""
     spin_agrees(k, reduce=True, fuse=True, stats="tcgen05 vs interpreter")
+
+
+@diff_settings(max(16, EXAMPLES // 6))
+@given(protocols(extra="flag"))
+def test_flag_protocols_match_interpreter(k):
+    """Adds to a global flag and spin loops on it, with one CTA, two CTAs of one cluster and two
+    clusters (the scope each needs), sems that do and do not order."""
+    spin_agrees(k, reduce=True, fuse=True, stats="flags vs interpreter")
 
 
 @diff_settings(max(20, EXAMPLES // 2))
@@ -444,6 +453,15 @@ def test_tcgen05_protocols_cover_every_tcgen05_op():
         "Tcgen05Commit", "TmemAlloc", "TmemDealloc", "TmemRelinquish", "multicast commit"),
         lambda s: "multicast commit" if isinstance(s, Tcgen05Commit) and s.multicast is not None
         else None)
+
+
+def test_flag_protocols_cover_every_flag_op():
+    def finer(s):
+        if isinstance(s, GlobalAdd):
+            return "add(relaxed)" if s.sem == "relaxed" else f"add({s.scope})"
+        return "wait(relaxed)" if isinstance(s, GlobalWait) and s.sem == "relaxed" else None
+    assert not _missing("flag", 200, ("GlobalAdd", "GlobalWait", "add(relaxed)", "add(cta)",
+                                      "add(cluster)", "wait(relaxed)", "two-clusters"), finer)
 
 
 def test_dsmem_protocols_cover_stores_and_every_scope():

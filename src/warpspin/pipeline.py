@@ -363,7 +363,9 @@ def _launch_notes(kernel: Kernel, events) -> tuple[Note, ...]:
             blocks = [tuple(eval_expr(x, values) for x in b) for b in kernel.cta_blocks]
         except Exception:
             return tuple(out)
-        out.append(Note("in this cluster " + ", ".join(
+        where = "in this cluster " if kernel.cluster_ctas in (0, kernel.num_ctas) else \
+            "in the grid (every CTA of it is modelled) "
+        out.append(Note(where + ", ".join(
             f"CTA {c} is block ({', '.join(map(str, b))})" for c, b in enumerate(blocks))))
     return tuple(out)
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, TmaStore, Unsupported,
-                          WgmmaCommit, WgmmaRead, WgmmaWait)
+                          WgmmaCommit, WgmmaRead, WgmmaWait, GlobalAdd, GlobalWait)
 from ..syncir.ir import (BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
@@ -43,8 +43,42 @@ def short_name(k: TracedKernel) -> str:
     return re.sub(r"\W", "_", name)[:48] or "kernel"
 
 
-def _units(k: TracedKernel) -> list[tuple[int, int, int]]:
-    """(cta, warp, threads in that warp) for every warp of every CTA of one cluster."""
+MAX_GRID_CTAS = 8  # a grid model (global flags between CTAs) holds at most this many CTAs
+
+
+def _flag_ops(k: TracedKernel) -> list:
+    """Ops that hand work between CTAs through global memory: atomic adds (not atom.inc, a
+    tile scheduler's counter) and loads with a memory order (spin loops)."""
+    return [op for op in k.walk()
+            if (op.name == "nvvm.atomicrmw" and not str(op.attrs.get("op", "")).rstrip(">")
+                .endswith(" inc")) or op.name == "nvvm.red"
+            or (op.name == "nvvm.load.ext" and op.attrs.get("order") is not None)]
+
+
+def _grid_why(k: TracedKernel) -> Optional[str]:
+    """None when the model holds every CTA of the grid, one cluster of one CTA each (a kernel
+    with global flags, a static grid of at most MAX_GRID_CTAS CTAs, no clusters); else why not."""
+    if not _flag_ops(k):
+        return "the kernel has no global flag"
+    if k.grid_dim is None:
+        return "the grid size is not static"
+    if k.cluster_size > 1:
+        return f"the kernel runs in clusters of {k.cluster_size} CTAs"
+    n = k.grid_size
+    if n > MAX_GRID_CTAS:
+        return f"the grid has {n} CTAs (a grid model holds at most {MAX_GRID_CTAS})"
+    return None
+
+
+def grid_block(k: TracedKernel, cta: int) -> tuple[int, int, int]:
+    """The block index of CTA `cta` of a grid model (x fastest)."""
+    gx, gy, _ = k.grid_dim
+    return (cta % gx, (cta // gx) % gy, cta // (gx * gy))
+
+
+def _units(k: TracedKernel, grid: bool = False) -> list[tuple[int, int, int]]:
+    """(cta, warp, threads in that warp) for every warp of every CTA of one cluster (of the
+    grid, in a grid model)."""
     if k.block_dim is None:
         raise ExtractError("the kernel has no static block size (nvvm.reqntid); warpspin needs one")
     if k.attrs.get("warpspin.cluster_dim_unknown"):
@@ -58,7 +92,7 @@ def _units(k: TracedKernel) -> list[tuple[int, int, int]]:
                                    f"{d} = {c}: the launch fails")
     n = k.threads_per_block
     units = []
-    for cta in range(k.cluster_size):
+    for cta in range(k.grid_size if grid else k.cluster_size):
         for w in range((n + 31) // 32):
             units.append((cta, w, min(32, n - 32 * w)))
     return units
@@ -97,10 +131,12 @@ def _grid_constraints(used: set[str]) -> tuple:
                  if f"clusterid_{d}" in used and f"nclusterid_{d}" in used)
 
 
-def _cta_blocks(k: TracedKernel, used: set[str]) -> tuple:
+def _cta_blocks(k: TracedKernel, used: set[str], ctas: int = 0) -> tuple:
     """Each CTA's block index (x, y, z) over the launch params (``ctaid = clusterid * cluster +
     the CTA's coordinate in its cluster``), for reports; () when a dimension is not determined
     (its cluster index is not a param the model uses, and the grid has several clusters in it)."""
+    if ctas:  # a grid model
+        return tuple(tuple(Const(i) for i in grid_block(k, c)) for c in range(ctas))
     cluster = k.cluster_dim or (1, 1, 1)
     blocks = []
     for cta in range(k.cluster_size):
@@ -120,9 +156,11 @@ def _cta_blocks(k: TracedKernel, used: set[str]) -> tuple:
 
 def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) -> Kernel:
     ctx = Context(k)
+    ctx.grid_why = _grid_why(k)
+    grid = ctx.grid_why is None
     walks = []
-    for cta, warp, lanes in _units(k):
-        w = WarpWalker(ctx, warp, lanes, cta)
+    for cta, warp, lanes in _units(k, grid):
+        w = WarpWalker(ctx, warp, lanes, cta, grid_block(k, cta) if grid else None)
         stmts, _ = w.block(k.body.blocks[0], [w.val(a.value) for a in k.args])
         walks.append((cta, warp, lanes, finish(stmts), w.labels))
     staged = _staged_buffers(ctx, walks)
@@ -157,12 +195,18 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
     counters = tuple(d for n, d in sorted(ctx.counters.items()) if n in counted)
     for d in counters:
         used |= expr_vars(d.limit) & set(ctx.params)
+    flagged = {s.flag for p in procs for s in walk_stmts(p.body) if isinstance(s, (GlobalAdd,
+                                                                                  GlobalWait))}
+    flags = tuple(d for n, d in sorted(ctx.flags.items()) if n in flagged)
+    ctas = k.grid_size if grid else k.cluster_size
     names = element_names(procs)
     bars = tuple(MBarrierDecl(name, size, loc, elements=names.get(name, ()))
                  for name, size, loc in ctx.arrays.values())
     out = Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
-                 params=_params(ctx, used, params or {}), num_ctas=k.cluster_size,
-                 loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used), words=words,
+                 params=_params(ctx, used, params or {}), num_ctas=ctas,
+                 cluster_ctas=1 if grid else 0, flags=flags,
+                 loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used, ctas if grid else 0),
+                 words=words,
                  assumptions=tuple(sorted(ctx.assumptions)), counters=counters,
                  constraints=_grid_constraints(used), tensormaps=tensormaps, buffers=buffers)
     problems = validate(out)

@@ -16,8 +16,9 @@ from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
 from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
                           TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
-                          TensormapWrite, Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish)
-from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
+                          TensormapWrite, Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish,
+                          ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd, GlobalWait)
+from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, FlagDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
                          MbarInitFence, MbarTestWait, MbarWait, SmemLoad, SmemStore, Stmt,
@@ -45,7 +46,7 @@ PASS_THROUGH = {"arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast"
                 "cute.assume", "cute.get_scalars", "cute.to_int_tuple", "llvm.ptrtoint", "cute.ptrtoint",
     "cute.inttoptr"}
 # No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
-IGNORED = {"llvm.fence", "nvvm.setmaxregister", "nvvm.bar.warp.sync",
+IGNORED = {"nvvm.setmaxregister", "nvvm.bar.warp.sync",
            "nvvm.wgmma.fence.aligned", "cute_nvgpu.prefetch_tma_desc",
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
            # griddepcontrol waits for the previous grid, outside this kernel (assumed to finish)
@@ -289,6 +290,35 @@ def _pointer_name(k: TracedKernel, vid: int) -> Optional[str]:
     return m.group(1) if m else None
 
 
+# llvm.fence's `ordering` (LLVM's AtomicOrdering numbers)
+LLVM_ORDERINGS = {"2": "relaxed", "4": "acquire", "5": "release", "6": "acq_rel", "7": "seq_cst"}
+NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _memory_order(op: Op, attr: str, default: str) -> str:
+    """`relaxed`, `release`, ... of an nvvm memory-order attribute (#nvvm.mem_order<release>)."""
+    m = re.search(r"<(\w+)>", str(op.attrs.get(attr) or ""))
+    return m.group(1) if m else default
+
+
+def _memory_scope(op: Op, attr: str) -> str:
+    """`cta`, `cluster`, `gpu` or `sys` of an nvvm scope (#nvvm.mem_scope<gpu>) or an LLVM sync
+    scope (block, cluster, device, or none: system); PTX's default for atomics is gpu."""
+    raw = str(op.attrs.get(attr) or "")
+    m = re.search(r"<(\w+)>", raw)
+    if m:
+        return m.group(1)
+    if attr == "syncscope" and op.name == "llvm.fence":
+        return {"block": "cta", "cluster": "cluster", "device": "gpu", "": "sys"}.get(
+            raw.strip('"'), raw)
+    return "gpu" if not raw else raw
+
+
+def _narrower(a: str, b: str) -> str:
+    return min(a, b, key=MEMORY_SCOPES.index) if a in MEMORY_SCOPES and b in MEMORY_SCOPES else a
+
+
 def _ident(s: str) -> str:
     s = re.sub(r"\W+", "_", s).strip("_")
     return s if s and not s[0].isdigit() and not LOCAL_NAME.fullmatch(s) else f"p_{s}"
@@ -399,6 +429,7 @@ class Context:
     arrays: dict[tuple[int, int], tuple[str, int, Loc]] = field(default_factory=dict)
     tma_split: dict[int, int] = field(default_factory=dict)  # TMA atom value -> CTAs sharing a box
     _by_key: dict = field(default_factory=dict)
+    _operands: Optional[set] = None
     _written: Optional[tuple] = None
     # shared words: allocation uid -> [name, label, lowest word, end word, loc] of the words the
     # kernel loads and stores as values; every other write into shared memory, as
@@ -407,6 +438,9 @@ class Context:
     smem_writes: list = field(default_factory=list)
     assumptions: set = field(default_factory=set)  # what a verdict on the kernel assumes
     counters: dict = field(default_factory=dict)  # global work counters (atom.inc): name -> decl
+    flags: dict = field(default_factory=dict)  # global flags (atom.add, spin loops): name -> decl
+    # why the grid is not modelled CTA by CTA (None when it is: a grid model, build.py)
+    grid_why: Optional[str] = "the model is one cluster"
     # relaxed arrives (which order no earlier store), and whether a write was placed only by the
     # bytes of the tensor it was derived from
     relaxed_arrives: list = field(default_factory=list)  # (warp, what)
@@ -591,6 +625,24 @@ class Context:
         info[2], info[3] = min(info[2], lo), max(info[3], hi)
         return info[0]
 
+    def used(self, vid: int) -> bool:
+        """Whether any op reads value `vid`."""
+        if self._operands is None:
+            self._operands = {o for op in self.kernel.walk() for o in op.operands}
+        return vid in self._operands
+
+    def flag(self, root: int, pointer: int, loc: Loc) -> str:
+        """The global flag at kernel argument `root` (declared at its first use)."""
+        name = f"flag{root}"
+        if name not in self.flags:
+            label = _pointer_name(self.kernel, pointer) or f"kernel argument {root}"
+            self.flags[name] = FlagDecl(name, loc, label)
+            self.assumptions.add(
+                f"global flag {label} ({loc}): it holds 0 when the kernel starts and only this "
+                "kernel's atomics change it; every CTA of the grid is resident at once (a CTA "
+                "that spins on it while a CTA it waits for has no SM would wait forever)")
+        return name
+
     def launch_uniform(self, op: Op) -> bool:
         """The op's results are the same in every thread of the modelled cluster: a pure op whose
         operands do not depend on which thread, warp or CTA computes them."""
@@ -649,9 +701,14 @@ class Active:
 
 
 class WarpWalker:
-    def __init__(self, ctx: Context, warp: int, lanes: int, cta: int = 0):
+    def __init__(self, ctx: Context, warp: int, lanes: int, cta: int = 0,
+                 grid_block: Optional[tuple[int, int, int]] = None):
         self.ctx, self.k = ctx, ctx.kernel
         self.warp, self.lanes, self.cta = warp, lanes, cta
+        # in a grid model (CTAs of clusters of one), CTA `cta` of the model is block `grid_block`
+        self.grid_block = grid_block
+        self.rank = cta if grid_block is None else 0  # %cluster_ctarank
+        self.fence_scope: Optional[str] = None  # a fence.acq_rel since the last global write
         self.f = Folder(lanes)
         self.active = Active(frozenset(range(lanes)), lanes)  # the whole warp
         self.env: dict[int, Value] = {}
@@ -770,6 +827,8 @@ class WarpWalker:
                                    "does not follow", self.loc(op)))
         if h is not None:
             h(self, op, out)
+            if GLOBAL_WRITE.search(op.name):
+                self.fence_scope = None
         elif op.name in ARITH:
             self.arith(op, out)
         elif op.name in PASS_THROUGH:
@@ -989,7 +1048,7 @@ class WarpWalker:
         elif reg.startswith("ntid.") and bx:
             v = Const({"x": bx, "y": by, "z": bz}[d])
         elif reg == "cluster.ctarank":
-            v = Const(self.cta)
+            v = Const(self.rank)
         elif reg == "cluster.nctarank":
             v = Const(self.k.cluster_size)
         elif reg.startswith("cluster.nctaid.") and d:  # CTAs per cluster in d (cluster shape)
@@ -1016,7 +1075,7 @@ class WarpWalker:
         return (self.k.cluster_dim or (1, 1, 1))["xyz".index(d)]
 
     def cluster_coord(self, d: str) -> int:
-        return cluster_coord(self.k, self.cta, d)
+        return cluster_coord(self.k, self.rank, d)
 
     def num_clusters(self, d: str, op: Op) -> Expr:
         """%nclusterid.d: clusters in the grid in d (grid / cluster shape); a param when the grid
@@ -1032,6 +1091,8 @@ class WarpWalker:
     def cluster_id(self, d: str, op: Op) -> Expr:
         """%clusterid.d: which cluster of the grid is modelled (one param for every CTA of the
         cluster); over every cluster of a static grid."""
+        if self.grid_block is not None:
+            return Const(self.grid_block["xyz".index(d)])
         grid, c = self.k.grid_dim, self.cluster_dim(d)
         rng = None if grid is None else (0, grid["xyz".index(d)] // c - 1)
         what = f"cluster index {d} (which cluster of the grid; block index {d} = clusterid_{d}"
@@ -2147,7 +2208,7 @@ class WarpWalker:
         cm, cn, dm, dn = (int(x) for x in m.groups())
         if (dm, dn) not in ((1, 0), (0, 1)) or cm * cn != self.k.cluster_size:
             return None
-        me_m, me_n = self.cta % cm, self.cta // cm
+        me_m, me_n = self.rank % cm, self.rank // cm
         if (dm, dn) == (1, 0):
             return [me_m + n * cm for n in range(cn)]
         return [m_ + me_n * cm for m_ in range(cm)]
@@ -2313,8 +2374,12 @@ class WarpWalker:
         root = self.ctx.gmem_root(vid) if vid is not None else None
         limit = self.expr(op.operands[1]) if len(op.operands) > 1 else None
         why = None
+        if kind.rstrip(">").endswith(" add"):
+            self.flag_add(op, pointer, root, op.operands[1] if len(op.operands) > 1 else None,
+                          out, bool(op.results) and self.ctx.used(op.results[0]))
+            return
         if not kind.rstrip(">").endswith(" inc"):
-            why = f"atomic {kind or '?'} (atom.inc on a counter is modelled)"
+            why = f"atomic {kind or '?'} (atom.inc on a counter and atom.add on a flag are modelled)"
         elif root is None:
             why = "atom.inc on global memory that is not a kernel argument"
         elif limit is None or opaque_reasons(limit) or expr_vars(limit) - set(self.ctx.params):
@@ -2347,11 +2412,129 @@ class WarpWalker:
         out.append(AtomInc(dest, name, limit, loc))
         self.env[op.results[0]] = Var(dest)
 
+    def flag_root(self, op: Op, pointer: Optional[int]) -> tuple[Optional[int], Optional[str]]:
+        """(kernel argument, None) of the global flag `pointer` points at, or (None, why not)."""
+        if self.ctx.grid_why is not None:
+            return None, ("flags are modelled only when the model holds every CTA of the grid, "
+                          f"and here {self.ctx.grid_why}")
+        vid = pointer
+        while vid is not None:  # through casts of the pointer
+            info = self.k.value_info.get(vid)
+            if info is None or info.is_block_arg or info.op is None \
+                    or info.op.name != "builtin.unrealized_conversion_cast":
+                break
+            vid = info.op.operands[0]
+        root = self.ctx.gmem_root(vid) if vid is not None else None
+        if root is None:
+            return None, "its address is not a kernel argument"
+        if root in self.ctx.written_gmem()[0]:
+            return None, (f"the kernel also stores to or copies into kernel argument {root} "
+                          "(only atomics may change a flag)")
+        if f"sem{root}" in self.ctx.counters:
+            return None, f"kernel argument {root} is also an atom.inc counter"
+        return root, None
+
+    def flag_add(self, op: Op, pointer, root, delta_vid, out: list, result_used: bool) -> None:
+        """``atom.add`` / ``red.add`` on a global flag (syncir ``GlobalAdd``); a pending
+        ``fence.acq_rel`` of the thread makes a relaxed add a release (PTX 8.7 release pattern)."""
+        loc = self.loc(op)
+        root, why = self.flag_root(op, pointer)
+        delta = self.expr(delta_vid) if delta_vid is not None else None
+        if why is None and result_used:
+            why = "its old value is used (only adds whose result is unused are modelled)"
+        if why is None and (delta is None or opaque_reasons(delta)
+                            or expr_vars(delta) - set(self.ctx.params)):
+            why = "the value added is not a launch value"
+        sem = _memory_order(op, "memOrder", "relaxed")
+        scope = _memory_scope(op, "memScope" if op.name == "nvvm.red" else "syncscope")
+        if why is None and (sem not in ADD_SEMANTICS or scope not in MEMORY_SCOPES):
+            why = f"memory order {sem}, scope {scope}"
+        if why is not None:
+            out.append(Unsupported(f"{op.name}: an atomic add on a global flag: {why}", loc))
+            self.set_unknown_results(op)
+            return
+        if sem in ("relaxed", "acquire") and self.fence_scope is not None:  # fence; add
+            sem, scope = "release", _narrower(scope, self.fence_scope)
+        out.append(GlobalAdd(self.ctx.flag(root, pointer, loc), delta, sem, scope, loc))
+        for r in op.results:
+            self.env[r] = opaque(f"{op.name}@{op.loc.short()}")
+
+    def red(self, op: Op, out: list) -> None:
+        """``red.add`` (``cute.arch.red``): an add on a global flag; other reductions are not
+        modelled."""
+        if not re.search(r"[ <]add>?$", str(op.attrs.get("op", ""))) or len(op.operands) < 2:
+            out.append(Unsupported(f"{op.name}: reduction {op.attrs.get('op', '?')} (red.add on a "
+                                   "flag is modelled)", self.loc(op)))
+            return
+        self.flag_add(op, op.operands[0], None, op.operands[1], out, False)
+
+    def llvm_fence(self, op: Op, out: list) -> None:
+        """``fence`` with release (acq_rel, sc) at a scope: a relaxed add on a flag after it is a
+        release; with acquire, a relaxed spin loop just before it is an acquire (PTX 8.7).  It has no
+        other effect in the model (barriers and proxies are ordered by their own ops)."""
+        order = str(op.attrs.get("ordering", ""))
+        order = LLVM_ORDERINGS.get(order, order)  # the enum's number, or its name
+        scope = _memory_scope(op, "syncscope")
+        if order in ("release", "acq_rel", "seq_cst"):
+            self.fence_scope = scope
+        if order in ("acquire", "acq_rel", "seq_cst") and out and \
+                isinstance(out[-1], GlobalWait) and out[-1].sem != "acquire":
+            w = out[-1]
+            out[-1] = replace(w, sem="acquire", scope=_narrower(w.scope, scope))
+
+    def flag_spin(self, op: Op, out: list) -> bool:
+        """``while ld(flag) <cmp> target: pass`` (nothing carried, an empty body): a
+        ``GlobalWait`` until the negated condition holds.  False when the loop is not that."""
+        before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        loads = [o for o in before.ops if o.name == "nvvm.load.ext"]
+        if op.operands or op.results or len(loads) != 1 or \
+                any(o.name not in ("scf.yield", "nvvm.nanosleep") for o in after.ops):
+            return False
+        load = loads[0]
+        marker = Var(f"_flag{load.uid}")
+        saved = dict(self.env)
+        pre: list[Stmt] = []
+        cterm = None
+        for o in before.ops:
+            if o.name == "scf.condition":
+                cterm = o
+                break
+            if o is load:
+                self.env[o.results[0]] = marker
+            else:
+                self.op(o, pre)
+        cond = self.val(cterm.operands[0]) if cterm is not None else None
+        self.env = saved
+        if pre or cterm is None or len(cterm.operands) != 1 or not isinstance(cond, BinOp) \
+                or cond.op not in NEGATED:
+            return False
+        lhs, rhs, rel = cond.lhs, cond.rhs, cond.op
+        if rhs == marker:
+            lhs, rhs, rel = rhs, lhs, SWAPPED[rel]
+        if lhs != marker or marker.name in expr_vars(rhs):
+            return False
+        loc = self.loc(op)
+        root, why = self.flag_root(load, load.operands[0] if load.operands else None)
+        if why is None and (opaque_reasons(rhs) or expr_vars(rhs) - set(self.ctx.params)):
+            why = "the value it compares with is not a launch value"
+        sem = _memory_order(load, "order", "weak")
+        scope = _memory_scope(load, "scope")
+        if why is None and (sem not in WAIT_SEMANTICS or scope not in MEMORY_SCOPES):
+            why = f"memory order {sem}, scope {scope}"
+        if why is not None:
+            out.append(Unsupported(f"a spin loop on {load.name} (a global flag): {why}", loc))
+            return True
+        out.append(GlobalWait(self.ctx.flag(root, load.operands[0], loc), NEGATED[rel], rhs,
+                              sem, scope, loc))
+        return True
+
     def _other_clusters(self) -> Expr:
         """1 when the grid may have clusters besides the modelled one, 0 when its static shape
         says it has none; a dynamic grid may have any number."""
         if self.k.grid_dim is None:
             return Const(1)
+        if self.grid_block is not None:
+            return Const(0)
         n = 1
         for d in "xyz":
             n *= self.num_clusters(d, None).value  # a Const: the grid is static
@@ -2450,6 +2633,8 @@ class WarpWalker:
         out.append(For(iv, lb, ub, tuple(stmts), step.value, self.loc(op)))
 
     def scf_while(self, op: Op, out: list) -> None:
+        if self.flag_spin(op, out):
+            return
         before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
         names = self._carry(op, "w", op.operands, before, [], out, 0)
         pre, cterm = self.block(before, [self.val(a) for a in before.args])
@@ -2540,6 +2725,8 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute_nvgpu.copy_tma_desc": WarpWalker.tensormap_write,
     "cute_nvgpu.update_tma_desc": WarpWalker.tensormap_write,
     "nvvm.atomicrmw": WarpWalker.atomic_rmw,
+    "nvvm.red": WarpWalker.red,
+    "llvm.fence": WarpWalker.llvm_fence,
     "nvvm.shfl.sync": WarpWalker.shfl_sync,
     "scf.if": WarpWalker.scf_if,
     "scf.for": WarpWalker.scf_for,

@@ -221,6 +221,14 @@ class TracedKernel:
         return x * y * z
 
     @property
+    def grid_size(self) -> int:
+        """CTAs in the grid (0 when the grid size is not static)."""
+        if self.grid_dim is None:
+            return 0
+        x, y, z = self.grid_dim
+        return x * y * z
+
+    @property
     def cluster_size(self) -> int:
         if self.cluster_dim is None:
             return 1

@@ -17,9 +17,9 @@ from ..syncir.flat import Bound, Branch, Goto, Let, Op
 from ..syncir.ir import BinOp, Const, Expr, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (ASYNC_COPY, CLUSTER_BARRIER, INT32, LIMITS, MBARRIER, NAMED_BARRIER,
-                              GLOBAL_COUNTER, OBSERVATION, SHARED_WORD, TENSORMAP, TMEM, BUFFER,
+                              GLOBAL_COUNTER, GLOBAL_FLAG, OBSERVATION, SHARED_WORD, TENSORMAP, TMEM, BUFFER,
                               BUFFER_STAGE)
-from ..syncir.rules import (BufField, TmapField, TmemField, ClusterField, CounterField, Inflight, Live, Local, MbarField, NamedField, Obs, Self,
+from ..syncir.rules import (BufField, TmapField, TmemField, ClusterField, CounterField, FlagField, Inflight, Live, Local, MbarField, NamedField, Obs, Self,
                             Set, When, WordField, expr_places, rule_exprs, rule_locals, walk_rule)
 
 INF = math.inf
@@ -186,6 +186,8 @@ def place_range(p, lay: Layout | None) -> tuple:
         return fr(SHARED_WORD, p.field)
     if isinstance(p, CounterField):
         return fr(GLOBAL_COUNTER, p.field)
+    if isinstance(p, FlagField):
+        return fr(GLOBAL_FLAG, p.field)
     if isinstance(p, TmapField):
         return fr(TENSORMAP, p.field)
     if isinstance(p, TmemField):
@@ -213,7 +215,7 @@ def _interval(e: Expr, env: dict, lay, visit) -> tuple:
         n = len(lay.instances) if lay is not None else INF
         return (-2, n)
     if isinstance(e, (MbarField, NamedField, ClusterField, Live, Obs, Inflight, WordField,
-                      CounterField, TmapField, TmemField, BufField)):
+                      CounterField, FlagField, TmapField, TmemField, BufField)):
         for f in ("cta", "index", "bid", "stage"):
             sub = getattr(e, f, None)
             if isinstance(sub, Expr):

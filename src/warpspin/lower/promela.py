@@ -30,12 +30,12 @@ from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, flatten, is
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
-                              ASYNC_COPY, BUFFER, BUFFER_STAGE, GLOBAL_COUNTER, SHARED_WORD,
+                              ASYNC_COPY, BUFFER, BUFFER_STAGE, GLOBAL_COUNTER, GLOBAL_FLAG, SHARED_WORD,
                               TENSORMAP, TMEM, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
                           NARROW_TYPES, async_word_arrays, uses_tmem)
-from ..syncir.rules import (BufField, TmapField, TmemField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live,
+from ..syncir.rules import (BufField, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live,
                             Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
                             any_of)
 
@@ -232,6 +232,7 @@ class _Lowering:
         self.wat = _unique([w.name for w in kernel.words], "wat_")
         self.wpend = _unique(sorted(async_word_arrays(kernel)), "wp_")
         self.counters = _unique([c.name for c in kernel.counters], "cnt_")
+        self.flags = _unique([f.name for f in kernel.flags], "flag_")
         self.tmaps = _unique([t.name for t in kernel.tensormaps], "tm_")
         self.bufs = _unique([b.name for b in kernel.buffers], "buf_")
         self.proctypes = [f"p{i}_{_ident(p.role)}" for i, p in enumerate(kernel.processes)]
@@ -431,6 +432,10 @@ class _Lowering:
             f = GLOBAL_COUNTER.field("val")
             out.append(f"{ctype(f.lo, f.hi)} {self.counters[c.name]};  /* global counter "
                        f"{c.label or c.name} (atom.inc) */")
+        for g in self.k.flags:
+            f = GLOBAL_FLAG.field("val")
+            out.append(f"{ctype(f.lo, f.hi)} {self.flags[g.name]};  /* global flag "
+                       f"{g.label or g.name} */")
         if uses_tmem(self.k):
             for f in TMEM.fields:
                 out.append(f"{ctype(f.lo, f.hi)} tmem_{f.name}[{self.k.num_ctas}];  /* tensor "
@@ -993,6 +998,8 @@ class _GlobalCtx:
             return f"infl[{self.e(low.async_index(p))}]"
         if isinstance(p, CounterField):
             return low.counters[p.name]
+        if isinstance(p, FlagField):
+            return low.flags[p.name]
         if isinstance(p, TmapField):
             return f"{low.tmaps[p.name]}[{self.e(p.cta)}].{p.field}"
         if isinstance(p, TmemField):

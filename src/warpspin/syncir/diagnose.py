@@ -8,8 +8,8 @@ from dataclasses import dataclass, fields, replace
 from .flat import Op
 from .interp import Machine, ModelError, Replay, State, eval_expr
 from .ir import Const, Expr, Loc, MBarRef, WordRef
-from .ops import (BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, MbarWait, StAsync,
-                  TmaLoad, TmemAlloc)
+from .ops import (BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, GlobalWait, MbarWait,
+                  StAsync, TmaLoad, TmemAlloc)
 from .printer import fmt_op
 from .trace import Complete, ParamChoice, Step, Take
 
@@ -88,6 +88,13 @@ def blocked_instances(m: Machine, s: State) -> list[Blocked]:
             held = s[m.sl.tmem_field(inst.cta, "cols")]
             out.append(Blocked(**common, op="tcgen05.alloc", loc=st.loc,
                                barrier=f"tensor memory ({held} of 512 columns held by its CTA)"))
+        elif isinstance(st, GlobalWait):
+            val = s[m.sl.flag[st.flag]]
+            target = m.eval(st.target, s, inst.gid)
+            label = m.kernel.flag(st.flag).label or st.flag
+            out.append(Blocked(**common, op="spin loop", loc=st.loc,
+                               barrier=f"global flag {label} (it holds {val}; the loop waits "
+                                       f"until it is {st.until} {target})"))
         else:
             out.append(Blocked(**common, op=type(st).__name__ if st else "?", loc=ins.loc))
     return out

@@ -22,7 +22,7 @@ from .layout import Layout
 from .objects import (BUFFER, BUFFER_STAGE, CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER,
                       TENSORMAP, TMEM)
 from .ops import MbarTestWait, MbarWait, uses_tmem
-from .rules import (BufField, TmapField, TmemField, Call, ClusterField, CounterField, Fail, Hook, Inflight, Live, Local, MbarField, NamedField,
+from .rules import (BufField, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live, Local, MbarField, NamedField,
                     Obs, Self, Set, When, WordField)
 from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step, Take  # noqa: F401 (re-exported)
 
@@ -85,6 +85,8 @@ class StateLayout:
         off += len(lay.async_keys)
         self.counter = {name: off + i for i, name in enumerate(lay.counters)}
         off += len(lay.counters)
+        self.flag = {f.name: off + i for i, f in enumerate(k.flags)}  # global flags: `val` each
+        off += len(k.flags)
         self.tm = off  # tensormaps: per (name, CTA) the fields of objects.TENSORMAP
         self.tm_index = {t.name: i for i, t in enumerate(k.tensormaps)}
         off += len(k.tensormaps) * k.num_ctas * len(TENSORMAP.fields)
@@ -277,6 +279,9 @@ class Machine:
             return lambda v: sl.live + cta(v)
         if isinstance(p, CounterField):
             i = sl.counter[p.name]
+            return lambda v: i
+        if isinstance(p, FlagField):
+            i = sl.flag[p.name]
             return lambda v: i
         if isinstance(p, TmapField):
             cta, name, field = self._expr(p.cta, gid), p.name, p.field

@@ -234,6 +234,16 @@ class CounterDecl:
 
 
 @dataclass(frozen=True)
+class FlagDecl:
+    """A 32-bit word of global memory that CTAs of the model hand work over with: atomic adds
+    (`atom.add` / `red.add`) and spin loops that wait for a value (`ld.acquire` in a loop). It holds
+    0 at launch and only the model's ops change it. `label` names it as the user wrote it."""
+    name: str
+    loc: Loc = NOLOC
+    label: str = ""
+
+
+@dataclass(frozen=True)
 class Param:
     """A launch parameter (problem size, tile count): one value, or every value in lo..hi."""
     name: str
@@ -385,6 +395,10 @@ class Kernel:
     constraints: tuple[Expr, ...] = ()
     tensormaps: tuple[TensormapDecl, ...] = ()  # TMA descriptors rewritten in global memory
     buffers: tuple[BufferDecl, ...] = ()  # staged shared-memory buffers TMA stores read
+    flags: tuple[FlagDecl, ...] = ()  # global words CTAs add to and spin on
+    # CTAs per cluster: 0 when the model is one cluster (num_ctas); n < num_ctas when the model
+    # is several clusters of a grid (CTA c is in cluster c // n)
+    cluster_ctas: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "cta_blocks", tuple(tuple(lift(x) for x in b)
@@ -398,6 +412,17 @@ class Kernel:
         object.__setattr__(self, "constraints", tuple(lift(c) for c in self.constraints))
         object.__setattr__(self, "tensormaps", tuple(self.tensormaps))
         object.__setattr__(self, "buffers", tuple(self.buffers))
+        object.__setattr__(self, "flags", tuple(self.flags))
+
+    def same_cluster(self, a: int, b: int) -> bool:
+        n = self.cluster_ctas or self.num_ctas
+        return a // n == b // n
+
+    def flag(self, name: str) -> FlagDecl:
+        for f in self.flags:
+            if f.name == name:
+                return f
+        raise KeyError(name)
 
     def buffer(self, name: str) -> BufferDecl:
         for b in self.buffers:

@@ -117,6 +117,13 @@ GLOBAL_COUNTER = ObjectKind("global-counter", "grid", (
 ), "a 32-bit word of global memory that CTAs take work from with atom.inc (PTX 9.7.13.5), a "
    "dynamic tile scheduler's semaphore; one per counter, shared with the grid")
 
+GLOBAL_FLAG = ObjectKind("global-flag", "grid", (
+    FieldDecl("val", -LIMITS.local_band, LIMITS.local_band, 0, "its value (0 at launch)"),
+    FieldDecl("unrel", 0, 1, 0, "1 once an add that is not a release changed it: a wait that sees "
+              "the value does not see the writes made before that add"),
+), "a 32-bit word of global memory that CTAs add to (atom.add / red.add, PTX 9.7.13.5-6) and "
+   "spin on until it holds a value (ld.acquire in a loop, 9.7.9.8); one per flag, in the grid")
+
 TENSORMAP = ObjectKind("tensormap", "cta", (
     FieldDecl("st", 0, 2, 0, "0: as launched (never written), 1: written and not yet released "
               "to the tensormap proxy, 2: written and released"),
@@ -166,7 +173,7 @@ TMEM = ObjectKind("tmem", "cta", (
    "kernels that allocate")
 
 KINDS_OF_OBJECTS = (MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER, LIVE, ASYNC_COPY, OBSERVATION,
-                    SHARED_WORD, GLOBAL_COUNTER, TENSORMAP, BUFFER_STAGE, BUFFER, TMEM)
+                    SHARED_WORD, GLOBAL_COUNTER, GLOBAL_FLAG, TENSORMAP, BUFFER_STAGE, BUFFER, TMEM)
 
 def ctype(lo: float, hi: float) -> str:
     """The narrowest Promela integer type holding lo..hi."""

@@ -20,7 +20,7 @@ from typing import ClassVar
 from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef,
                  _lift_fields, expr_vars, lift)
 from .objects import LIMITS, TMEM_COLUMNS
-from .rules import (BufField, Call, ClusterField, CounterField, El, Fail, Hook, Inflight, Live, Local, NamedField, Obs,
+from .rules import (BufField, Call, ClusterField, CounterField, El, Fail, FlagField, Hook, Inflight, Live, Local, NamedField, Obs,
                     Rule, Self, Set, TmapField, TmemField, When, WordField, add, all_of, any_of, sub)
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
@@ -33,7 +33,7 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
-           "TmemRelinquish", "uses_tmem",
+           "TmemRelinquish", "uses_tmem", "GlobalAdd", "GlobalWait",
            "Exit",
            "Unsupported"]
 
@@ -2659,6 +2659,169 @@ def counter_take(decl) -> Rule:
     if decl.others != Const(1):  # only when the grid has CTAs outside the model
         guard = all_of(_ne(decl.others, 0), guard)
     return Rule([Set(val, _plus(val, Const(1)))], guard=guard)
+
+
+# ----------------------------------------------------------------------------- global flags
+
+MEMORY_SCOPES = ("cta", "cluster", "gpu", "sys")  # PTX 8.5, narrowest first
+ADD_SEMANTICS = ("relaxed", "release", "acquire", "acq_rel")
+WAIT_SEMANTICS = ("weak", "relaxed", "acquire")  # weak: a plain ld (no .relaxed / .acquire)
+RELEASES = ("release", "acq_rel")
+WAIT_UNTIL = {">=": _ge, ">": _gt, "<=": _le, "<": _lt, "==": _eq, "!=": _ne}
+
+
+def _flag_users(k, flag: str, kinds: tuple) -> set[int]:
+    """The CTAs with an op of one of `kinds` on global flag `flag`."""
+    from .ir import walk_stmts
+    return {p.cta for p in k.processes for s in walk_stmts(p.body)
+            if isinstance(s, kinds) and s.flag == flag}
+
+
+def _flag_scope(c, flag: str, scope: str, peers: set[int], what: str) -> list:
+    """`scope` when `scope` does not include every CTA of `peers` (PTX 8.5: two operations
+    synchronize, and atomics are atomic with respect to each other, only when each is in the
+    other's scope)."""
+    others = sorted(peers - {c.cta})
+    if not others:
+        return []
+    far = [t for t in others if not c.kernel.same_cluster(c.cta, t)]
+    need = "gpu" if far else "cluster"
+    if MEMORY_SCOPES.index(scope) >= MEMORY_SCOPES.index(need):
+        return []
+    where = (f"CTA {far[0]}, outside its cluster," if far else f"CTA {others[0]} of its cluster")
+    return [Fail("scope", f"{{who}} {what} {_flag_label(c.kernel, flag)} at .{scope} scope, but "
+                 f"{where} uses it too: operations synchronize (and atomics are atomic with "
+                 f"respect to each other) only within each other's scope, here .{need} or wider")]
+
+
+def _flag_label(k, flag: str) -> str:
+    try:
+        return k.flag(flag).label or flag
+    except KeyError:
+        return flag
+
+
+class _FlagOp:
+    def problems(self, k):
+        try:
+            k.flag(self.flag)
+        except KeyError:
+            return [f"{self.mnemonic} names {self.flag!r}, not a declared global flag"]
+        out = []
+        if self.scope not in MEMORY_SCOPES:
+            out.append(f"scope {self.scope!r} (one of {MEMORY_SCOPES})")
+        return out + self._sem_problems()
+
+
+@sync_op
+@dataclass(frozen=True)
+class GlobalAdd(_FlagOp, SyncOp):
+    """atom.add / red.add of `delta` to global flag `flag` by each executing thread, with memory
+    order `sem` at scope `scope` (the old value is not used)."""
+    flag: str
+    delta: Expr
+    sem: str = "release"
+    scope: str = "gpu"
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "atom.add"
+    ptx: ClassVar[str] = "9.7.13.5 (atom), 9.7.13.6 (red), 8.5 (scope), 8.7 (release patterns)"
+    summary: ClassVar[str] = ("val += threads * delta; not a release while another process waits "
+                              "on the flag: scope (the writes before it are not ordered before "
+                              "the waiter's reads); a scope that leaves out a CTA using the "
+                              "flag: scope")
+    # touches only its flag (grid scope: independent-ctas is refused by the footprint); no
+    # identity, no local
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("count", Const(1))
+
+    def __post_init__(self): _lift_fields(self, "delta")
+
+    def fmt(self): return f"atom.add.{self.sem}.{self.scope} {self.flag}, {_e(self.delta)}"
+
+    def _sem_problems(self):
+        return [] if self.sem in ADD_SEMANTICS else [f"memory order {self.sem!r} (one of "
+                                                     f"{ADD_SEMANTICS})"]
+
+    def footprint(self, k):
+        return Footprint((_acc("global-flag", "rw", "grid"),))
+
+    def rule(self, c):
+        val = FlagField(self.flag)
+        out = _flag_scope(c, self.flag, self.scope,
+                          _flag_users(c.kernel, self.flag, (GlobalAdd, GlobalWait)), "adds to")
+        if self.sem not in RELEASES and _flag_ops_elsewhere(c, self.flag, GlobalWait):
+            out.append(Fail("scope", f"{{who}} adds to {_flag_label(c.kernel, self.flag)} with "
+                            f".{self.sem}, not a release: what it wrote before is not ordered "
+                            "before the reads of a thread that waits for the flag (atom.add."
+                            "release, or fence.acq_rel.gpu before the add)"))
+        n = _times_t(c.threads, self.delta)
+        return Rule([*out, Set(val, _plus(val, n)),
+                     When(any_of(_gt(val, LIMITS.local_band), _lt(val, -LIMITS.local_band)),
+                          [Fail("integer-range", f"{_flag_label(c.kernel, self.flag)} reaches "
+                                "{0}, outside the model's integer range", (val,))])])
+
+
+def _flag_ops_elsewhere(c, flag: str, kind: type) -> bool:
+    """Whether a process other than the executing one has an op of `kind` on global flag `flag`."""
+    from .ir import walk_stmts
+    return any(isinstance(s, kind) and s.flag == flag
+               for i, p in enumerate(c.kernel.processes) if i != c.process
+               for s in walk_stmts(p.body))
+
+
+@sync_op
+@dataclass(frozen=True)
+class GlobalWait(_FlagOp, SyncOp):
+    """A spin loop on global flag `flag` (`while (ld.<sem>.<scope> flag) ... target`): blocks
+    until `flag <until> target` holds."""
+    flag: str
+    until: str
+    target: Expr
+    sem: str = "acquire"
+    scope: str = "gpu"
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "spin.wait"
+    ptx: ClassVar[str] = "9.7.9.8 (ld.acquire), 8.5 (scope), 8.7 (acquire patterns)"
+    summary: ClassVar[str] = ("waits until val <until> target; not an acquire while another "
+                              "process adds to the flag: scope; a scope that leaves out a CTA "
+                              "that adds to it: scope")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("count", ">=", Const(3))
+
+    def __post_init__(self): _lift_fields(self, "target")
+
+    def fmt(self):
+        return f"spin.wait.{self.sem}.{self.scope} {self.flag} {self.until} {_e(self.target)}"
+
+    def _sem_problems(self):
+        out = [] if self.sem in WAIT_SEMANTICS else [f"memory order {self.sem!r} (one of "
+                                                     f"{WAIT_SEMANTICS})"]
+        if self.until not in WAIT_UNTIL:
+            out.append(f"condition {self.until!r} (one of {tuple(WAIT_UNTIL)})")
+        return out
+
+    def footprint(self, k):
+        return Footprint((_acc("global-flag", "read", "grid"),), blocking=True)
+
+    def rule(self, c):
+        val = FlagField(self.flag)
+        label = _flag_label(c.kernel, self.flag)
+        out = _flag_scope(c, self.flag, self.scope, _flag_users(c.kernel, self.flag, (GlobalAdd,)),
+                          "waits on")
+        if self.sem != "acquire" and _flag_ops_elsewhere(c, self.flag, GlobalAdd):
+            why = ("a plain (weak) load is not even ordered with the adds" if self.sem == "weak"
+                   else "a relaxed load orders nothing")
+            out.append(Fail("scope", f"{{who}} waits on {label} with a {self.sem} load: {why}; "
+                            "the writes made before the adds it waits for may not be visible "
+                            "to its reads after the loop (ld.acquire, or fence.acq_rel.gpu "
+                            "after the loop)"))
+        return Rule(out, guard=WAIT_UNTIL[self.until](val, self.target))
 
 
 # ----------------------------------------------------------------------------- exit, unsupported

@@ -82,7 +82,10 @@ def fmt_process(p: Process) -> str:
 
 
 def fmt_kernel(k: Kernel) -> str:
-    lines = [f"kernel {k.name}: {k.num_ctas} CTA{'s' if k.num_ctas != 1 else ''} per cluster"]
+    n = k.cluster_ctas or k.num_ctas
+    lines = [f"kernel {k.name}: {n} CTA{'s' if n != 1 else ''} per cluster"]
+    if n != k.num_ctas:
+        lines[0] += f", {k.num_ctas // n} clusters"
     for prm in k.params:
         rng = str(prm.lo) if prm.lo == prm.hi else f"{prm.lo}..{prm.hi}"
         lines.append(f"  param {prm.name} = {rng}")
@@ -102,6 +105,8 @@ def fmt_kernel(k: Kernel) -> str:
         others = "" if c.others == Const(1) else f", others={fmt_expr(c.others)}"
         lines.append(f"  counter {c.name}, limit={fmt_expr(c.limit)}{others}" +
                      (f"  # {c.label}" if c.label else ""))
+    for g in k.flags:
+        lines.append(f"  flag {g.name}" + (f"  # {g.label}" if g.label else ""))
     for t in k.tensormaps:
         lines.append(f"  tensormap {t.name}" + (f"  # {t.label}" if t.label else ""))
     for b in k.buffers:

@@ -102,6 +102,13 @@ class CounterField(Place):
 
 
 @dataclass(frozen=True, eq=True)
+class FlagField(Place):
+    """Field `field` (`val`, `unrel`) of global flag `name` (objects.GLOBAL_FLAG)."""
+    name: str
+    field: str = "val"
+
+
+@dataclass(frozen=True, eq=True)
 class TmapField(Place):
     """Field `field` (objects.TENSORMAP) of tensormap `name` in CTA `cta`."""
     name: str

@@ -10,7 +10,8 @@ from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, Whi
                  expr_vars, stmt_exprs, walk_stmts)
 from .objects import LIMITS
 from .printer import fmt_expr
-from .ops import OPS, AtomInc, StAsync, BarArrive, BarSync, Exit, MbarTestWait, SmemLoad, SyncOp, Unsupported
+from .ops import (OPS, AtomInc, StAsync, BarArrive, BarSync, ClusterArrive, ClusterWait, DsmemStore, Exit,
+                  MbarTestWait, SmemLoad, SyncOp, Unsupported)
 
 DEST_OPS = (MbarTestWait, SmemLoad, AtomInc)  # ops that assign a local (`dest`)
 
@@ -76,6 +77,9 @@ def validate(k: Kernel) -> list[Problem]:
         for v in (expr_vars(c.limit) | expr_vars(c.others)) - params:
             probs.append(Problem(f"global counter {c.name}: its limit or `others` reads {v!r}, "
                                  "not a launch parameter", c.loc))
+    if len({f.name for f in k.flags}) != len(k.flags):
+        probs.append(Problem("two global flags share a name", k.loc))
+    probs += _several_clusters_problems(k)
     if not k.processes:
         probs.append(Problem("kernel has no processes", k.loc))
     for c in range(k.num_ctas):
@@ -102,6 +106,32 @@ def validate(k: Kernel) -> list[Problem]:
             elif isinstance(s, DEST_OPS):
                 names.add(s.dest)
         probs += _body_problems(k, p, p.body, names, params, bars, where, lanes=None)
+    return probs
+
+
+CLUSTER_OPS = (ClusterArrive, ClusterWait, DsmemStore)
+
+
+def _several_clusters_problems(k: Kernel) -> list[Problem]:
+    """A model of several clusters (cluster_ctas < num_ctas) has no op that reaches another CTA
+    through the cluster: the cluster barrier, remote mbarriers, multicast and DSMEM are modelled
+    for a model of one cluster only."""
+    n = k.cluster_ctas
+    if n == 0:
+        return []
+    if n < 0 or k.num_ctas % n:
+        return [Problem(f"{k.num_ctas} CTAs do not form clusters of {n}", k.loc)]
+    if n == k.num_ctas:
+        return []
+    probs = []
+    for p in k.processes:
+        for s in walk_stmts(p.body):
+            remote = any(isinstance(getattr(s, f.name), MBarRef) and getattr(s, f.name).cta
+                         is not None for f in fields(s))
+            if isinstance(s, CLUSTER_OPS) or remote or getattr(s, "multicast", None) is not None:
+                probs.append(Problem(f"process {p.role}: {type(s).__name__} reaches another CTA "
+                                     f"of its cluster, in a model of {k.num_ctas // n} clusters "
+                                     "(modelled for one cluster only)", getattr(s, "loc", NOLOC)))
     return probs
 
 

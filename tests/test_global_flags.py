@@ -1,0 +1,206 @@
+"""Global flags between CTAs (issue 12): atom.add / red.add on a word of global memory and spin
+loops on it, in a model of every CTA of a small grid (clusters of one CTA) or of one cluster.
+Both backends on hand-built SyncIR (deadlock, the scope each pair of CTAs needs, the release and
+acquire the hand-off needs), and the extraction from CuTe DSL kernels: the grid model, the
+fence + relaxed patterns, and fail-closed for what is not modelled."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from warpspin.api import CheckOptions, verify_kernel
+from warpspin.engine.spin import lower_and_check
+from warpspin.syncir import BarSync, Const, Kernel, Lanes, Loc, Process, validate, walk_stmts
+from warpspin.syncir.interp import explore
+from warpspin.syncir.ir import FlagDecl, MBarRef, MBarrierDecl
+from warpspin.syncir.ops import GlobalAdd, GlobalWait, MbarArrive
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FILE = "flags.py"
+ADD_LINE, WAIT_LINE = 10, 20
+dsl = pytest.mark.skipif(not os.environ.get("WARPSPIN_REQUIRE_ALL") and
+                         __import__("importlib").util.find_spec("cutlass") is None,
+                         reason="needs nvidia-cutlass-dsl (make test installs it)")
+
+
+def handoff(producers=2, *, sem="release", scope="gpu", total=None, wait_sem="acquire",
+            wait_scope="gpu", cluster_ctas=1, until=">=") -> Kernel:
+    """`producers` CTAs each add 1 (one thread, after a bar.sync of their warp); the last CTA
+    spins until the flag reaches `total` (default: producers)."""
+    total = producers if total is None else total
+    procs = [Process("producer", (BarSync(loc=Loc(FILE, 9)),
+                                  Lanes(1, (GlobalAdd("count", Const(1), sem, scope,
+                                                      Loc(FILE, ADD_LINE)),))), cta=c)
+             for c in range(producers)]
+    procs = [Process(f"producer_cta{c}", p.body, cta=c) for c, p in enumerate(procs)]
+    procs.append(Process("consumer", (Lanes(1, (GlobalWait("count", until, Const(total), wait_sem,
+                                                           wait_scope, Loc(FILE, WAIT_LINE)),)),
+                                      BarSync(loc=Loc(FILE, 21))), cta=producers))
+    return Kernel("handoff", tuple(procs), num_ctas=producers + 1, cluster_ctas=cluster_ctas,
+                  flags=(FlagDecl("count", label="count"),))
+
+
+def _kinds(k: Kernel):
+    """(interpreter's kind, SPIN's kind reduced, SPIN's kind plain); None: verified."""
+    o = explore(k)
+    assert o.complete
+    out = [o.violation.kind if o.violation else None]
+    for reduce in (True, False):
+        r = lower_and_check(k, reduce=reduce)[1]
+        assert r.complete or r.kind is not None
+        out.append(r.kind)
+    return out
+
+
+CASES = {
+    "correct": (dict(), None, None),
+    "exact value": (dict(until="=="), None, None),
+    "total off by one": (dict(total=3), "deadlock", WAIT_LINE),
+    "relaxed add": (dict(sem="relaxed"), "scope", ADD_LINE),
+    "acquire-only add": (dict(sem="acquire"), "scope", ADD_LINE),
+    "relaxed wait": (dict(wait_sem="relaxed"), "scope", WAIT_LINE),
+    "weak wait": (dict(wait_sem="weak"), "scope", WAIT_LINE),
+    "cta-scope add across clusters": (dict(scope="cta"), "scope", ADD_LINE),
+    "cluster-scope add across clusters": (dict(scope="cluster"), "scope", ADD_LINE),
+    "cluster-scope wait across clusters": (dict(wait_scope="cluster"), "scope", WAIT_LINE),
+    "cluster scope in one cluster": (dict(scope="cluster", wait_scope="cluster",
+                                          cluster_ctas=0), None, None),
+    "cta-scope add in one cluster": (dict(scope="cta", cluster_ctas=0), "scope", ADD_LINE),
+    "sys scope": (dict(scope="sys", wait_scope="sys"), None, None),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_handoff(case):
+    kw, kind, line = CASES[case]
+    k = handoff(**kw)
+    assert validate(k) == []
+    assert _kinds(k) == [kind] * 3
+    r = verify_kernel(k, opts=CheckOptions(timeout_s=120))
+    if kind is None:
+        assert r.verdict == "verified", str(r)
+        return
+    v = r.violations[0]
+    assert v.kind == kind and v.replayed
+    assert (v.locations[0].file, v.locations[0].line) == (FILE, line)
+
+
+def test_deadlock_report_says_what_the_loop_waits_for():
+    r = verify_kernel(handoff(total=3), opts=CheckOptions(timeout_s=120))
+    assert "global flag count (it holds 2; the loop waits until it is >= 3)" in str(r)
+
+
+def test_scope_message_names_the_other_cta_and_the_scope_needed():
+    r = verify_kernel(handoff(scope="cluster"), opts=CheckOptions(timeout_s=120))
+    assert ".cluster scope" in r.violations[0].message
+    assert ".gpu or wider" in r.violations[0].message
+
+
+def test_flags_within_one_cta_need_no_wider_scope():
+    """Two warps of one CTA: an add and a wait at .cta scope are enough."""
+    add = Lanes(1, (GlobalAdd("count", Const(1), "release", "cta", Loc(FILE, ADD_LINE)),))
+    wait = Lanes(1, (GlobalWait("count", ">=", Const(1), "acquire", "cta", Loc(FILE, WAIT_LINE)),))
+    k = Kernel("one_cta", (Process("a", (add,), warps=(0, 1)), Process("b", (wait,), warps=(1, 2))),
+               flags=(FlagDecl("count"),))
+    assert _kinds(k) == [None] * 3
+
+
+def test_a_whole_warp_adds_once_per_thread():
+    """32 threads each add 1: a wait for 32 passes, one for 33 deadlocks."""
+    for total, kind in ((32, None), (33, "deadlock")):
+        k = Kernel("warp", (Process("a", (GlobalAdd("count", Const(1)),), cta=0),
+                            Process("b", (Lanes(1, (GlobalWait("count", ">=", Const(total)),)),),
+                                    cta=1)),
+                   num_ctas=2, cluster_ctas=1, flags=(FlagDecl("count"),))
+        assert _kinds(k) == [kind] * 3
+
+
+def test_validate_rejects_unknown_flags_and_cluster_ops_across_clusters():
+    k = handoff()
+    bad = Kernel(k.name, k.processes, num_ctas=k.num_ctas, cluster_ctas=1)  # no flag declared
+    assert any("not a declared global flag" in p.message for p in validate(bad))
+    arrive = MbarArrive(MBarRef("b", Const(0), cta=Const(1)))
+    remote = Kernel("r", (Process("p", (arrive,), cta=0), Process("q", (), cta=1)),
+                    (MBarrierDecl("b"),), num_ctas=2, cluster_ctas=1)
+    assert any("modelled for one cluster only" in p.message for p in validate(remote))
+    odd = Kernel("o", (Process("p", ()),), num_ctas=3, cluster_ctas=2)
+    assert any("do not form clusters" in p.message for p in validate(odd))
+    sems = Kernel("s", (Process("p", (GlobalAdd("f", Const(1), "seq", "grid"),)),),
+                  flags=(FlagDecl("f"),))
+    assert {"memory order 'seq' (one of ('relaxed', 'release', 'acquire', 'acq_rel'))",
+            "scope 'grid' (one of ('cta', 'cluster', 'gpu', 'sys'))"} <= \
+        {p.message.split(": ", 1)[1] for p in validate(sems)}
+
+
+# ----------------------------------------------------------------------------- from the DSL
+
+def _example():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "grid_flag_ex", os.path.join(ROOT, "examples", "grid_flag.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@dsl
+def test_example_is_a_grid_model():
+    """Every CTA of the example's grid is in the model, with its own concrete block index; the
+    flag is declared once with its name; nothing is unsupported."""
+    from warpspin.extract import extract
+    from warpspin.frontend import trace
+    fn, args = _example().correct()
+    (tk,) = trace(fn, *args)
+    k = extract(tk)
+    assert (k.num_ctas, k.cluster_ctas) == (4, 1)
+    assert [tuple(x.value for x in b) for b in k.cta_blocks] == [(c, 0, 0) for c in range(4)]
+    assert [f.label for f in k.flags] == ["count"]
+    ops = [(p.cta, s) for p in k.processes for s in walk_stmts(p.body)
+           if isinstance(s, (GlobalAdd, GlobalWait))]
+    assert sorted((c, type(s).__name__) for c, s in ops) == [
+        (0, "GlobalAdd"), (1, "GlobalAdd"), (2, "GlobalAdd"), (3, "GlobalWait")]
+    assert all(s.sem == "release" for _, s in ops if isinstance(s, GlobalAdd))
+    wait = next(s for _, s in ops if isinstance(s, GlobalWait))
+    assert (wait.until, wait.target, wait.sem, wait.scope) == (">=", Const(3), "acquire", "gpu")
+    assert not [s for p in k.processes for s in walk_stmts(p.body)
+                if type(s).__name__ == "Unsupported"]
+    assert any("every CTA of the grid is resident" in a for a in k.assumptions)
+
+
+@dsl
+@pytest.mark.parametrize("producers", [7, 8])
+def test_grid_model_holds_at_most_eight_ctas(producers):
+    """8 CTAs are modelled; 9 are not: UNSUPPORTED naming the add and the loop with their lines."""
+    from warpspin.api import verify
+    mod = _example()
+    fn, args = mod.variant(None, producers=producers)
+    r = verify(fn, *args)
+    if producers == 7:
+        assert r.verdict == "verified", str(r)
+        return
+    assert r.verdict == "unsupported", str(r)
+    assert any("the grid has 9 CTAs (a grid model holds at most 8)" in x for x in r.reasons)
+    lines = {loc.line for loc in r.reason_locations}
+    from sourcelines import line_of
+    path = os.path.join(ROOT, "examples", "grid_flag.py")
+    assert line_of(path, "cute.arch.atomic_add(count.iterator.llvm_ptr, Int32(1), sem=sem, "
+                   "scope=scope)") in lines
+    assert line_of(path, "while cute.arch.load(count.iterator.llvm_ptr, Int32, sem=\"acquire\",") \
+        in lines
+
+
+@dsl
+@pytest.mark.parametrize("mode,why", [
+    ("old_value_used", "its old value is used"),
+    ("cluster", "the kernel runs in clusters of 2 CTAs"),
+    ("plain_store", "also stores to or copies into"),
+    ("data_target", "the value it compares with is not a launch value"),
+])
+def test_what_is_not_modelled_is_unsupported(mode, why):
+    from fixtures.flag_kernels import flag_variant
+    from warpspin.api import verify
+    fn, args = flag_variant(mode)
+    r = verify(fn, *args)
+    assert r.verdict == "unsupported", str(r)
+    assert any(why in reason for reason in r.reasons), r.reasons
