@@ -42,9 +42,12 @@ chromium:
 demo: setup
 	$(VPY) -m warpspin.demo
 
-# CI must run the tests that need the DSL and quack, never skip them
+# CI must run the tests that need the DSL and quack, never skip them. The files are spread over
+# TEST_JOBS processes (pytest-xdist; one file stays in one process, so its cached traces are
+# made once): CI's machine has 2 cores.
+TEST_JOBS ?= 2
 test: setup
-	WARPSPIN_REQUIRE_ALL=1 $(VPY) -m pytest -q
+	WARPSPIN_REQUIRE_ALL=1 $(VPY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
 
 # make fuzz: the differential tests (SPIN reduced, plain and fused vs the interpreter) on fresh
 # random protocols, many more than make test's fixed derandomized set; prints how many ran and

@@ -46,6 +46,7 @@ class Litmus:
     expect: str = "verified"
     warps: int = 2
     cluster: int = 1
+    grid: int = 1  # CTAs in the grid, each its own cluster (cluster must be 1 then)
     nbars: int = 2
     probes: int = 0
     launches: int = 3
@@ -60,7 +61,11 @@ class Litmus:
 
     @property
     def words(self) -> int:
-        return max(1, self.cluster * self.probes)
+        return max(1, self.ctas * self.probes)
+
+    @property
+    def ctas(self) -> int:
+        return self.cluster * self.grid
 
     def body(self) -> None:
         """The litmus itself, a `@cute.jit` method using the traced values below."""
@@ -90,7 +95,8 @@ class Litmus:
             nvvm.nanosleep(Int32(1000).ir_value())
 
     def launch_dims(self) -> dict:
-        dims = dict(grid=(self.cluster, 1, 1), block=(32 * self.warps, 1, 1))
+        assert self.grid == 1 or self.cluster == 1, f"{self.name}: a grid of clusters"
+        dims = dict(grid=(self.ctas, 1, 1), block=(32 * self.warps, 1, 1))
         if self.cluster > 1:
             dims["cluster"] = (self.cluster, 1, 1)
         return dims
@@ -116,6 +122,8 @@ class Litmus:
         rank = 0
         if cutlass.const_expr(self.cluster > 1):
             rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        if cutlass.const_expr(self.grid > 1):
+            rank, _, _ = cute.arch.block_idx()
         self.bars, self.buf = storage.bars.data_ptr(), storage.buf.data_ptr()
         self.x, self.out, self.atom, self.tma_x = x, out, atom, tma_x
         self.warp, self.lane, self.rank = warp, cute.arch.lane_idx(), rank
@@ -144,7 +152,7 @@ class Litmus:
                 x[i] = 0
             compiled(tx, to)
             torch.cuda.synchronize()
-            report(out.tolist()[:self.cluster * self.probes])
+            report(out.tolist()[:self.ctas * self.probes])
 
 
 class TmaLitmus(Litmus):

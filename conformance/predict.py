@@ -37,7 +37,7 @@ def _observer(lit):
     def observe(m: Machine, s) -> tuple:
         if not where:
             locate(m)
-        words = [0] * (lit.cluster * lit.probes)
+        words = [0] * (lit.ctas * lit.probes)
         for slot, places in where.items():
             seen: dict[int, set] = {}
             for cta, i in places:

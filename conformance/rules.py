@@ -104,4 +104,10 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),
+    "gmem.flag-handoff": ("Global flags between CTAs (deadlock, scope)", "9.7.13.5, 9.7.9.8",
+        "a spin loop on a global flag blocks until the adds of other CTAs make its condition "
+        "true; one that never sees it: deadlock"),
+    "gmem.flag-order": ("Global flags between CTAs (deadlock, scope)", "8.5, 8.7",
+        "an add another CTA waits for must be a release at a scope that includes it (a wait an "
+        "acquire); a relaxed add, or one at .cta scope across CTAs: scope"),
 }

@@ -2,7 +2,8 @@
 from . import mbarrier
 
 MODULES = [mbarrier]
-for _name in ("named", "cluster", "warp", "values", "tensormaps", "buffers", "cp_async"):
+for _name in ("named", "cluster", "warp", "values", "tensormaps", "buffers", "cp_async",
+              "flags"):
     try:
         MODULES.append(__import__(f"conformance.{_name}", fromlist=["LITMUS"]))
     except ModuleNotFoundError as e:

@@ -1,0 +1,68 @@
+"""Bench: grid models (every CTA of a small grid in one model): examples/grid_flag.py's hand-off
+through a global flag with 1 to 7 producer CTAs (grids of 2 to 8 CTAs, the most a grid model
+holds), correct and with the total off by one.
+
+    python bench/grid.py [--producers 1,3,5,7]
+
+One row per kernel: CTAs, processes, states, state-vector bytes, trace + extract seconds, check
+seconds, memory, verdict. Seconds are this machine's, one core; nothing here asserts on them.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+
+from warpspin.api import CheckOptions, verify_kernel
+from warpspin.extract import extract
+from warpspin.frontend import trace
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEAD = ("kernel", "CTAs", "processes", "states", "state-vector bytes", "trace+extract s",
+        "check s", "MB", "verdict")
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location(
+        "grid_flag", os.path.join(ROOT, "examples", "grid_flag.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def rows(producers: list[int]):
+    mod = _example()
+    opts = CheckOptions(jobs=1, timeout_s=1800, memory_mb=8192)
+    for n in producers:
+        for bug in (None, "off_by_one"):
+            t0 = time.perf_counter()
+            fn, args = mod.variant(bug, producers=n)
+            (tk,) = trace(fn, *args)
+            k = extract(tk)
+            front = time.perf_counter() - t0
+            r = verify_kernel(k, opts=opts)
+            s = r.stats
+            verdict = r.verdict.upper() + (f" ({r.violations[0].kind})" if r.violations else "")
+            yield (f"grid_flag{'_' + bug if bug else ''} (producers={n})", k.num_ctas,
+                   s.processes, f"{s.states:,}", s.state_vector or "", f"{front:.2f}",
+                   f"{s.seconds.get('check', 0):.2f}",
+                   f"{s.memory_mb:.0f}" if s.memory_mb else "", verdict)
+
+
+def main(argv: list[str]) -> int:
+    producers = [1, 3, 5, 7]
+    if argv[:1] == ["--producers"] and len(argv) == 2:
+        producers = [int(x) for x in argv[1].split(",")]
+    elif argv:
+        print(__doc__.strip())
+        return 0 if argv in (["-h"], ["--help"]) else 2
+    print(" | ".join(HEAD))
+    print(" | ".join("---" for _ in HEAD))
+    for row in rows(producers):
+        print(" | ".join(str(x) for x in row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
