@@ -13,12 +13,14 @@ Variants:
   fenced_add     fence.acq_rel.gpu, then a relaxed add (the release pattern of PTX 8.7; CUDA's
                  __threadfence(); atomicAdd()): also correct
   red_add        red.add.release.gpu (cute.arch.red, no old value): also correct
-  off_by_one     the consumer waits for PRODUCERS + 1 increments -> it spins forever (deadlock)
+  off_by_one     the consumer waits for PRODUCERS + 1 increments -> it spins forever (deadlock;
+                 it hangs on the H200)
   relaxed_add    the producers add with ``.relaxed``: their writes of the partials are not
                  ordered before the consumer's reads -> scope
   cta_scope      the producers add at ``.cta`` scope: no CTA but their own is ordered by it -> scope
   weak_load      the consumer spins on a plain load (no .acquire): nothing orders the partials
-                 before its reads -> scope
+                 before its reads, and nothing makes the load see a later value -> scope (on the
+                 H200 it spins forever)
 """
 from __future__ import annotations
 
