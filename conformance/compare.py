@@ -17,6 +17,8 @@ execution reaches (the model predicts nothing after a violation).  Per litmus:
   unmodelled   the same, where the model stops at an op it does not model (UNSUPPORTED)
   UNSOUND      the hardware showed an outcome the model says is impossible: a bug in the model
   not run      no hardware result for it (yet)
+  PTX only     it needs a GPU the suite does not have (sm_100a: tcgen05, TMEM): traced and
+               predicted on the CPU, its rules are the PTX ISA's as docs/semantics.md states them
   error        it failed on the device (a broken litmus)
 
 Outcomes the model allows that the hardware was not seen to produce are listed as conservative.
@@ -72,6 +74,8 @@ def judge(lit, pred, row: dict | None) -> Judgement:
     j = Judgement(lit.name, lit.rules, lit.expect, pred.verdict, pred.where,
                   sorted(_text(t) for t in model), sorted(pred.outcomes.violations), [], "not run")
     if row is None:
+        if lit.arch != "sm_90a":
+            j.status = "PTX only"
         return j
     hw = hardware_terminals(row)
     if hw is None:
@@ -153,12 +157,14 @@ def conformance_doc(js: list[Judgement], env: dict) -> str:
         "",
         f"{len(js)} litmus kernels; " + ", ".join(
             f"{sum(j.status == s for j in js)} {s}" for s in ("agrees", "undefined", "unmodelled", "UNSOUND",
-                                                              "error", "not run")) + ".",
+                                                              "error", "not run", "PTX only")) + ".",
         "",
         "Status: **agrees**: every outcome the H200 showed is one the model allows; "
         "**undefined**: the model reports a violation on some execution (undefined behaviour "
         "or a checker rule) and predicts nothing after it, the H200 column records what the "
-        "hardware did; **unmodelled**: the same where the model stops at an op it does not model (the verdict is UNSUPPORTED); **UNSOUND**: the H200 showed an outcome the model calls impossible. "
+        "hardware did; **unmodelled**: the same where the model stops at an op it does not model (the verdict is UNSUPPORTED); **UNSOUND**: the H200 showed an outcome the model calls impossible; **PTX only**: "
+        "the litmus needs an sm_100a GPU (none is available here): it is traced and its outcomes "
+        "predicted, and the rule is the PTX ISA's. "
         "Model outcomes are the terminals of every violation-free execution the reference "
         "interpreter explores (`completes` with the probe words, or `hangs`).",
         "",

@@ -177,7 +177,8 @@ def _environment() -> dict:
 def device(out: str, hang: float = 5.0, jobs: int = 6, only: list[str] | None = None) -> int:
     from conformance.suite import ALL
 
-    names = [c.__name__ for c in ALL if not only or c.__name__ in only]
+    arch = os.environ.get("CUTE_DSL_ARCH", "sm_90a")
+    names = [c.__name__ for c in ALL if (not only or c.__name__ in only) and c.arch == arch]
     doc = {"environment": _environment(), "hang_seconds": hang, "litmus": {}}
     here = os.path.abspath(__file__)
 

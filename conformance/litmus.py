@@ -51,6 +51,9 @@ class Litmus:
     probes: int = 0
     launches: int = 3
     zero_x: tuple[int, ...] = ()  # words of `x` set to 0 before each launch (a counter)
+    # the GPU it needs: litmus kernels for another architecture than the H200's are traced and
+    # predicted on the CPU only, their rules are the PTX ISA's (status "PTX only")
+    arch: str = "sm_90a"
 
     def __init__(self):
         self.probe_lines: dict[int, tuple[str, int]] = {}

@@ -57,13 +57,13 @@ def predict(lit, max_states: int = 200_000) -> Prediction:
     from warpspin.frontend import trace
 
     args = lit.args_cpu()
-    res = verify(lit, *args, target=lit.name, timeout_s=120)
+    res = verify(lit, *args, target=lit.name, timeout_s=120, arch=lit.arch)
     verdict = res.violations[0].kind if res.violations else res.verdict
     where = ""
     if res.violations:
         loc = res.violations[0].locations[0]
         where = f"{os.path.basename(loc.file)}:{loc.line}"
-    (tk,) = trace(lit, *args)
+    (tk,) = trace(lit, *args, arch=lit.arch)
     kernel = extract(tk)
     return Prediction(verdict, where, outcomes(kernel, _observer(lit), max_states))
 

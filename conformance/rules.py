@@ -104,6 +104,16 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),
+    "tcgen05.commit": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.commit (PTX only)",
+        "tcgen05.commit puts one arrive per executing thread in flight on its mbarrier; it lands "
+        "once the thread's earlier tcgen05 ops complete"),
+    "tmem.alloc-free": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.alloc (PTX only)",
+        "a CTA's allocated columns must be freed before its last threads exit: tmem-lifetime"),
+    "tmem.relinquish": ("tcgen05 and tensor memory (tmem-lifetime)",
+        "tcgen05.relinquish_alloc_permit (PTX only)",
+        "an alloc after the CTA relinquished its allocation permit: tmem-lifetime"),
+    "tmem.alloc-blocks": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.alloc (PTX only)",
+        "tcgen05.alloc blocks while the CTA's columns and the new ones exceed 512"),
     "gmem.flag-handoff": ("Global flags between CTAs (deadlock, scope)", "9.7.13.5, 9.7.9.8",
         "a spin loop on a global flag blocks until the adds of other CTAs make its condition "
         "true; one that never sees it: deadlock"),

@@ -39,6 +39,9 @@ def test_litmus_prediction_matches_hardware(name):
         assert not pred.outcomes.violations
         assert {t.end for t in pred.outcomes.terminals} == {"completes"}
     row = RESULTS["litmus"].get(name)
+    if lit.arch != "sm_90a":  # no such GPU here: the prediction above is all there is
+        assert row is None and compare.judge(lit, pred, row).status == "PTX only"
+        return
     assert row is not None, f"{name}: no hardware result in conformance/results.json (run conformance/device.py)"
     j = compare.judge(lit, pred, row)
     assert j.status in ("agrees", "undefined", "unmodelled"), f"{name}: {j.status}: H200 {j.hardware}, model {j.model} {j.violations}"

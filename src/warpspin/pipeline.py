@@ -189,10 +189,10 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         elif kind == "tensormap-race":
             notes, help_ = _tensormap_partners(rp, v, er.events)
     notes = _launch_notes(kernel, er.events) + tuple(notes)
+    locations = tuple(Location(l.file, l.line, roles.get(l, ""), l.frame or "") for l in locs)
     res.verdict = VIOLATION
     res.violations = [Violation(
-        kind=kind, message=message,
-        locations=tuple(Location(l.file, l.line, roles.get(l, ""), l.frame or "") for l in locs),
+        kind=kind, message=message, locations=_with_a_line(locations, notes, kernel),
         trace=tuple(trace),
         blocked=tuple(BlockedWait(process=b.role, role=kernel.processes[b.process].role, cta=b.cta,
                                   warps=b.warps, op=b.op, file=b.loc.file, line=b.loc.line,
@@ -368,6 +368,18 @@ def _launch_notes(kernel: Kernel, events) -> tuple[Note, ...]:
         out.append(Note(where + ", ".join(
             f"CTA {c} is block ({', '.join(map(str, b))})" for c, b in enumerate(blocks))))
     return tuple(out)
+
+
+def _with_a_line(locations: tuple, notes: tuple, kernel: Kernel) -> tuple:
+    """The violation's locations, the first one a source line: a step without one (the implicit
+    exit at the end of a warp's code) is reported at its first note that has one (for an exit
+    holding TMEM columns, the alloc), else at the kernel."""
+    if locations and locations[0].line:
+        return locations
+    first = next((n.location for n in notes if n.location is not None and n.location.line), None)
+    if first is None and kernel.loc.line:
+        first = Location(kernel.loc.file, kernel.loc.line)
+    return ((first,) + locations[1:]) if first is not None else locations
 
 
 def _location(loc) -> Location:
