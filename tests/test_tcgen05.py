@@ -12,7 +12,7 @@ from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import Kernel, Process, check
 from warpspin.syncir.interp import explore
 from warpspin.syncir.ir import (Elect, MBarRef, MBarrierDecl, MbarInit, MbarInitFence, MbarWait,
-                                BarSync, ClusterArrive, ClusterWait, Const, walk_stmts)
+                                BarSync, ClusterArrive, ClusterWait, Const, Loc, walk_stmts)
 from warpspin.syncir.ops import (Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish,
                                  Unsupported)
 from warpspin.syncir.protocols import UMMA_BUG_EXPECT, UMMA_BUGS, umma_acc
@@ -94,6 +94,21 @@ def test_tmem_is_per_cta_and_checked_at_the_last_exit():
     waits = Process("owner", owner.body + (MbarWait(MBarRef("b"), 0),))
     leak = Kernel("t", (waits, Process("freer", (BarSync(),), warps=(1, 2))), (MBarrierDecl("b"),))
     assert verify_kernel(leak).violations[0].kind == "tmem-lifetime"
+
+
+def test_an_exit_with_no_line_is_reported_at_the_alloc():
+    """The last threads to exit are a warp with no code (its exit has no source line): the
+    report's line is the alloc's, not <unknown>:0; with no alloc line either, the kernel's."""
+    alloc = TmemAlloc(Const(128), Loc("k.py", 7))
+    k = Kernel("t", (Process("owner", (alloc,)), Process("idle", (), warps=(1, 2))),
+               loc=Loc("k.py", 3))
+    v = verify_kernel(k).violations[0]
+    assert v.kind == "tmem-lifetime"
+    assert (v.locations[0].file, v.locations[0].line) == ("k.py", 7)
+    bare = Kernel("t", (Process("owner", (TmemAlloc(Const(128)),)),
+                        Process("idle", (), warps=(1, 2))), loc=Loc("k.py", 3))
+    v = verify_kernel(bare).violations[0]
+    assert (v.locations[0].file, v.locations[0].line) == ("k.py", 3)
 
 
 def test_multicast_commit_arrives_in_each_cta_of_the_mask():
