@@ -1,7 +1,6 @@
 """Litmus kernels for global flags between CTAs: one CTA adds to a word of global memory, the
 other spins on it with ld.acquire (a grid of two CTAs, each its own cluster: warpspin models
 every CTA of the grid)."""
-import cutlass
 import cutlass.cute as cute
 from cutlass import Int32
 

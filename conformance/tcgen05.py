@@ -1,7 +1,6 @@
 """Litmus kernels for tcgen05 and tensor memory (sm_100a). No Blackwell GPU is available: each is
 traced for sm_100a and its outcomes predicted on the CPU (status "PTX only"); the rules are the
 PTX ISA's, as docs/semantics.md "tcgen05 and tensor memory" states them."""
-import cutlass
 import cutlass.cute as cute
 from cutlass import Float32
 

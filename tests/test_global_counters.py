@@ -8,8 +8,8 @@ import os
 
 import pytest
 
+from backends import kinds_in_every_backend
 from warpspin.api import CheckOptions, verify_kernel
-from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import (AtomInc, BarSync, Const, CounterDecl, If, Kernel, Lanes, Param,
                              Process, Var, validate, walk_stmts)
 from warpspin.syncir.interp import explore, replay
@@ -20,16 +20,7 @@ from warpspin.syncir.trace import Take
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _kinds(k: Kernel):
-    """(interpreter's kind, SPIN's kind reduced, SPIN's kind plain); None: verified."""
-    o = explore(k)
-    assert o.complete
-    out = [o.violation.kind if o.violation else None]
-    for reduce in (True, False):
-        r = lower_and_check(k, reduce=reduce)[1]
-        assert r.complete or r.kind is not None
-        out.append(r.kind)
-    return out
+_kinds = kinds_in_every_backend
 
 
 def test_dynamic_scheduler_verifies_for_every_tile_count_grid_and_sharing():

@@ -9,10 +9,9 @@ import os
 
 import pytest
 
+from backends import kinds_in_every_backend
 from warpspin.api import CheckOptions, verify_kernel
-from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import BarSync, Const, Kernel, Lanes, Loc, Process, validate, walk_stmts
-from warpspin.syncir.interp import explore
 from warpspin.syncir.ir import FlagDecl, MBarRef, MBarrierDecl
 from warpspin.syncir.ops import GlobalAdd, GlobalWait, MbarArrive
 
@@ -41,16 +40,7 @@ def handoff(producers=2, *, sem="release", scope="gpu", total=None, wait_sem="ac
                   flags=(FlagDecl("count", label="count"),))
 
 
-def _kinds(k: Kernel):
-    """(interpreter's kind, SPIN's kind reduced, SPIN's kind plain); None: verified."""
-    o = explore(k)
-    assert o.complete
-    out = [o.violation.kind if o.violation else None]
-    for reduce in (True, False):
-        r = lower_and_check(k, reduce=reduce)[1]
-        assert r.complete or r.kind is not None
-        out.append(r.kind)
-    return out
+_kinds = kinds_in_every_backend
 
 
 CASES = {

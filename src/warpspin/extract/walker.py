@@ -2364,14 +2364,8 @@ class WarpWalker:
         by more threads, is not modelled."""
         loc = self.loc(op)
         kind = str(op.attrs.get("op", ""))
-        vid = pointer = op.operands[0] if op.operands else None
-        while vid is not None:  # through casts of the pointer
-            info = self.k.value_info.get(vid)
-            if info is None or info.is_block_arg or info.op is None \
-                    or info.op.name != "builtin.unrealized_conversion_cast":
-                break
-            vid = info.op.operands[0]
-        root = self.ctx.gmem_root(vid) if vid is not None else None
+        pointer = op.operands[0] if op.operands else None
+        root = self.argument_root(pointer)
         limit = self.expr(op.operands[1]) if len(op.operands) > 1 else None
         why = None
         if kind.rstrip(">").endswith(" add"):
@@ -2412,11 +2406,9 @@ class WarpWalker:
         out.append(AtomInc(dest, name, limit, loc))
         self.env[op.results[0]] = Var(dest)
 
-    def flag_root(self, op: Op, pointer: Optional[int]) -> tuple[Optional[int], Optional[str]]:
-        """(kernel argument, None) of the global flag `pointer` points at, or (None, why not)."""
-        if self.ctx.grid_why is not None:
-            return None, ("flags are modelled only when the model holds every CTA of the grid, "
-                          f"and here {self.ctx.grid_why}")
+    def argument_root(self, pointer: Optional[int]) -> Optional[int]:
+        """The kernel argument a global pointer (an LLVM pointer cast from a cute pointer) points
+        into, or None."""
         vid = pointer
         while vid is not None:  # through casts of the pointer
             info = self.k.value_info.get(vid)
@@ -2424,7 +2416,14 @@ class WarpWalker:
                     or info.op.name != "builtin.unrealized_conversion_cast":
                 break
             vid = info.op.operands[0]
-        root = self.ctx.gmem_root(vid) if vid is not None else None
+        return self.ctx.gmem_root(vid) if vid is not None else None
+
+    def flag_root(self, op: Op, pointer: Optional[int]) -> tuple[Optional[int], Optional[str]]:
+        """(kernel argument, None) of the global flag `pointer` points at, or (None, why not)."""
+        if self.ctx.grid_why is not None:
+            return None, ("flags are modelled only when the model holds every CTA of the grid, "
+                          f"and here {self.ctx.grid_why}")
+        root = self.argument_root(pointer)
         if root is None:
             return None, "its address is not a kernel argument"
         if root in self.ctx.written_gmem()[0]:
