@@ -185,7 +185,8 @@ def test_grid_model_holds_at_most_eight_ctas(producers):
     ("old_value_used", "its old value is used"),
     ("cluster", "the kernel runs in clusters of 2 CTAs"),
     ("plain_store", "also stores to or copies into"),
-    ("data_target", "the value it compares with is not a launch value"),
+    ("data_target", "the value it compares with is not one the model follows"),
+    ("per_lane_add", "the value added differs between the lanes that add"),
 ])
 def test_what_is_not_modelled_is_unsupported(mode, why):
     from fixtures.flag_kernels import flag_variant
@@ -194,3 +195,19 @@ def test_what_is_not_modelled_is_unsupported(mode, why):
     r = verify(fn, *args)
     assert r.verdict == "unsupported", str(r)
     assert any(why in reason for reason in r.reasons), r.reasons
+
+
+@dsl
+@pytest.mark.parametrize("short,kind", [(False, "verified"), (True, "deadlock")])
+def test_reusable_grid_barrier(short, kind):
+    """Three CTAs meet twice at a barrier over one counter; each round's target reads the loop
+    counter. The last round waiting for one arrival too many deadlocks at the loop."""
+    from fixtures.flag_kernels import grid_barrier
+    from warpspin.api import verify
+    fn, args = grid_barrier(short=short)
+    r = verify(fn, *args)
+    got = r.violations[0].kind if r.violations else r.verdict
+    assert got == kind, str(r)
+    if r.violations:
+        assert r.violations[0].replayed
+        assert "global flag count" in str(r)

@@ -2441,9 +2441,10 @@ class WarpWalker:
         delta = self.expr(delta_vid) if delta_vid is not None else None
         if why is None and result_used:
             why = "its old value is used (only adds whose result is unused are modelled)"
-        if why is None and (delta is None or opaque_reasons(delta)
-                            or expr_vars(delta) - set(self.ctx.params)):
-            why = "the value added is not a launch value"
+        if why is None and (delta is None or opaque_reasons(delta)):
+            why = "the value added is not one the model follows"
+        elif why is None and self._per_lane(delta):
+            why = "the value added differs between the lanes that add"
         sem = _memory_order(op, "memOrder", "relaxed")
         scope = _memory_scope(op, "memScope" if op.name == "nvvm.red" else "syncscope")
         if why is None and (sem not in ADD_SEMANTICS or scope not in MEMORY_SCOPES):
@@ -2457,6 +2458,11 @@ class WarpWalker:
         out.append(GlobalAdd(self.ctx.flag(root, pointer, loc), delta, sem, scope, loc))
         for r in op.results:
             self.env[r] = opaque(f"{op.name}@{op.loc.short()}")
+
+    def _per_lane(self, e: Expr) -> bool:
+        """`e` differs between the executing lanes (it reads the lane index and more than one
+        lane executes)."""
+        return LANE in expr_vars(e) and self.active.count != 1
 
     def red(self, op: Op, out: list) -> None:
         """``red.add`` (``cute.arch.red``): an add on a global flag; other reductions are not
@@ -2490,32 +2496,30 @@ class WarpWalker:
                 any(o.name not in ("scf.yield", "nvvm.nanosleep") for o in after.ops):
             return False
         load = loads[0]
-        marker = Var(f"_flag{load.uid}")
-        saved = dict(self.env)
-        pre: list[Stmt] = []
-        cterm = None
-        for o in before.ops:
-            if o.name == "scf.condition":
-                cterm = o
-                break
-            if o is load:
-                self.env[o.results[0]] = marker
-            else:
-                self.op(o, pre)
-        cond = self.val(cterm.operands[0]) if cterm is not None else None
-        self.env = saved
-        if pre or cterm is None or len(cterm.operands) != 1 or not isinstance(cond, BinOp) \
-                or cond.op not in NEGATED:
+        rest = [o for o in before.ops if o is not load and o.name not in PASS_THROUGH]
+        if [o.name for o in rest] != ["arith.cmpi", "scf.condition"]:
             return False
-        lhs, rhs, rel = cond.lhs, cond.rhs, cond.op
-        if rhs == marker:
-            lhs, rhs, rel = rhs, lhs, SWAPPED[rel]
-        if lhs != marker or marker.name in expr_vars(rhs):
+        cmp, cterm = rest
+        rel = CMP.get(cmp.attrs.get("predicate"))
+        if rel is None or list(cterm.operands) != list(cmp.results):
             return False
+        for o in before.ops:  # the casts of the pointer
+            if o.name in PASS_THROUGH:
+                self.op(o, [])
+        value = load.results[0]
+        if cmp.operands[1] == value:
+            lhs, rhs, rel = cmp.operands[1], cmp.operands[0], SWAPPED[rel]
+        else:
+            lhs, rhs = cmp.operands
+        if lhs != value or rhs == value:
+            return False
+        rhs = self.expr(rhs)
         loc = self.loc(op)
         root, why = self.flag_root(load, load.operands[0] if load.operands else None)
-        if why is None and (opaque_reasons(rhs) or expr_vars(rhs) - set(self.ctx.params)):
-            why = "the value it compares with is not a launch value"
+        if why is None and opaque_reasons(rhs):
+            why = "the value it compares with is not one the model follows"
+        elif why is None and self._per_lane(rhs):
+            why = "the value it compares with differs between the lanes that spin"
         sem = _memory_order(load, "order", "weak")
         scope = _memory_scope(load, "scope")
         if why is None and (sem not in WAIT_SEMANTICS or scope not in MEMORY_SCOPES):
