@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import fields
 
 from .ir import Kernel, MBarRef, walk_stmts
-from .ops import (BarArrive, BarSync, ClusterArrive, ClusterWait, MbarInit, MbarInitFence,
-                  MbarTestWait, MbarWait, SyncOp)
+from .ops import (BarArrive, BarSync, ClusterArrive, ClusterWait, GlobalAdd, GlobalWait,
+                  MbarInit, MbarInitFence, MbarTestWait, MbarWait, SyncOp)
 
 
 def lane_name(kernel: Kernel, process: int, instance: int) -> str:
@@ -18,7 +18,7 @@ def lane_name(kernel: Kernel, process: int, instance: int) -> str:
 
 
 def _relation(op: SyncOp) -> str:
-    if isinstance(op, (MbarWait, MbarTestWait, ClusterWait)):
+    if isinstance(op, (MbarWait, MbarTestWait, ClusterWait, GlobalWait)):
         return "waits"
     if isinstance(op, (MbarInit, MbarInitFence)):
         return "inits"
@@ -38,6 +38,8 @@ def _targets(kernel: Kernel, op: SyncOp) -> list[str]:
         out.append(f"named barrier {fmt_expr(op.barrier_id)}")
     if isinstance(op, (ClusterArrive, ClusterWait)):
         out.append("cluster barrier")
+    if isinstance(op, (GlobalAdd, GlobalWait)):
+        out.append(f"global flag {kernel.flag(op.flag).label or op.flag}")
     return out
 
 
