@@ -227,9 +227,16 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         return {"alloc": lambda: TmemAlloc(cols, loc), "dealloc": lambda: TmemDealloc(cols, loc),
                 "relinquish": lambda: TmemRelinquish(loc)}[which]()
     if kind == "flag":
-        # an add (release or relaxed, at each scope) by an elected lane or a whole warp, and an
-        # elected lane's spin loop until the flag reaches a value (acquire or relaxed)
-        if draw(st.sampled_from(["add", "add", "wait"])) == "add":
+        # an add (release or relaxed, at each scope) by an elected lane or a whole warp; an
+        # elected lane's add whose old value decides an arrive (acq_rel or release); an elected
+        # lane's spin loop until the flag reaches a value (acquire or relaxed)
+        which = draw(st.sampled_from(["add", "add", "ticket", "wait"]))
+        if which == "ticket":
+            op = GlobalAdd("f", Const(1), draw(st.sampled_from(["acq_rel", "acq_rel", "release"])),
+                           "gpu", loc, dest="t")
+            return Elect((op, If(Var("t").eq(draw(st.integers(0, 2))),
+                                 (MbarArrive(draw(bar_ref(sizes)), 1, loc),), (), loc)), loc)
+        if which == "add":
             op = GlobalAdd("f", Const(draw(st.sampled_from([1, 1, 2]))),
                            draw(st.sampled_from(["release", "release", "relaxed"])),
                            draw(st.sampled_from(["gpu", "gpu", "cluster", "cta"])), loc)

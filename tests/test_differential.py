@@ -458,10 +458,12 @@ def test_tcgen05_protocols_cover_every_tcgen05_op():
 def test_flag_protocols_cover_every_flag_op():
     def finer(s):
         if isinstance(s, GlobalAdd):
-            return "add(relaxed)" if s.sem == "relaxed" else f"add({s.scope})"
+            return "add(old value)" if s.dest else "add(relaxed)" if s.sem == "relaxed" \
+                else f"add({s.scope})"
         return "wait(relaxed)" if isinstance(s, GlobalWait) and s.sem == "relaxed" else None
     assert not _missing("flag", 200, ("GlobalAdd", "GlobalWait", "add(relaxed)", "add(cta)",
-                                      "add(cluster)", "wait(relaxed)", "two-clusters"), finer)
+                                      "add(cluster)", "add(old value)", "wait(relaxed)",
+                                      "two-clusters"), finer)
 
 
 def test_dsmem_protocols_cover_stores_and_every_scope():

@@ -182,7 +182,7 @@ def test_grid_model_holds_at_most_eight_ctas(producers):
 
 @dsl
 @pytest.mark.parametrize("mode,why", [
-    ("old_value_used", "its old value is used"),
+    ("old_value_per_lane", "its old value is used by 32 threads"),
     ("cluster", "the kernel runs in clusters of 2 CTAs"),
     ("plain_store", "also stores to or copies into"),
     ("data_target", "the value it compares with is not one the model follows"),
@@ -211,3 +211,27 @@ def test_reusable_grid_barrier(short, kind):
     if r.violations:
         assert r.violations[0].replayed
         assert "global flag count" in str(r)
+
+
+@dsl
+@pytest.mark.parametrize("sem,hang,kind", [
+    ("acq_rel", False, "verified"),
+    ("acq_rel", True, "arrival-mismatch"),
+    ("release", False, "scope"),
+    ("relaxed", False, "scope"),
+])
+def test_last_block_takes_a_ticket(sem, hang, kind):
+    """Split-K's last-CTA reduction: lane 0's ticket (the add's old value), shuffled to the
+    warp, decides which CTA reduces. With acq_rel it verifies; a 64-thread barrier only the last
+    CTA's one warp reaches hangs (arrival-mismatch: 32 of 64 arrive), and the report's
+    interleaving has the three adds; without acquire (or without release) the hand-off is not
+    ordered: scope."""
+    from fixtures.flag_kernels import last_block
+    from warpspin.api import verify
+    fn, args = last_block(sem=sem, hang=hang)
+    r = verify(fn, *args)
+    got = r.violations[0].kind if r.violations else r.verdict
+    assert got == kind, str(r)
+    if kind == "arrival-mismatch":
+        steps = [t.op for t in r.violations[0].trace]
+        assert sum("atom.add" in s for s in steps) == 3, steps

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..syncir.ops import CpAsync
+from ..syncir.validate import DEST_OPS
 from ..syncir.ir import (Assign, For, If, Lanes, MbarTestWait, SmemLoad, Stmt, Unsupported, While,
                          expr_vars, map_exprs, stmt_exprs, walk_stmts)
 from .values import LANE, OPAQUE_PREFIX
@@ -92,7 +93,7 @@ def _assigned(body) -> set[str]:
             out.add(s.var)
         elif isinstance(s, For):
             out.add(s.var)
-        elif isinstance(s, (MbarTestWait, SmemLoad)):
+        elif isinstance(s, DEST_OPS) and s.dest is not None:
             out.add(s.dest)
     return out
 

@@ -2439,8 +2439,10 @@ class WarpWalker:
         loc = self.loc(op)
         root, why = self.flag_root(op, pointer)
         delta = self.expr(delta_vid) if delta_vid is not None else None
-        if why is None and result_used:
-            why = "its old value is used (only adds whose result is unused are modelled)"
+        one = self.active.count == 1 and (self.active.exact or self.active.leader is not None)
+        if why is None and result_used and not one:
+            why = (f"its old value is used by {self.active.count} threads (each gets its own; "
+                   "one lane's is modelled)")
         if why is None and (delta is None or opaque_reasons(delta)):
             why = "the value added is not one the model follows"
         elif why is None and self._per_lane(delta):
@@ -2455,9 +2457,10 @@ class WarpWalker:
             return
         if sem in ("relaxed", "acquire") and self.fence_scope is not None:  # fence; add
             sem, scope = "release", _narrower(scope, self.fence_scope)
-        out.append(GlobalAdd(self.ctx.flag(root, pointer, loc), delta, sem, scope, loc))
+        dest = f"a{op.uid}" if result_used else None
+        out.append(GlobalAdd(self.ctx.flag(root, pointer, loc), delta, sem, scope, loc, dest))
         for r in op.results:
-            self.env[r] = opaque(f"{op.name}@{op.loc.short()}")
+            self.env[r] = Var(dest) if dest else opaque(f"{op.name}@{op.loc.short()}")
 
     def _per_lane(self, e: Expr) -> bool:
         """`e` differs between the executing lanes (it reads the lane index and more than one
@@ -2482,10 +2485,13 @@ class WarpWalker:
         scope = _memory_scope(op, "syncscope")
         if order in ("release", "acq_rel", "seq_cst"):
             self.fence_scope = scope
-        if order in ("acquire", "acq_rel", "seq_cst") and out and \
-                isinstance(out[-1], GlobalWait) and out[-1].sem != "acquire":
-            w = out[-1]
-            out[-1] = replace(w, sem="acquire", scope=_narrower(w.scope, scope))
+        if order in ("acquire", "acq_rel", "seq_cst") and out:  # spin loop / add; fence
+            last = out[-1]
+            if isinstance(last, GlobalWait) and last.sem != "acquire":
+                out[-1] = replace(last, sem="acquire", scope=_narrower(last.scope, scope))
+            elif isinstance(last, GlobalAdd) and last.dest and last.sem in ("relaxed", "release"):
+                out[-1] = replace(last, sem="acquire" if last.sem == "relaxed" else "acq_rel",
+                                  scope=_narrower(last.scope, scope))
 
     def flag_spin(self, op: Op, out: list) -> bool:
         """``while ld(flag) <cmp> target: pass`` (nothing carried, an empty body): a

@@ -2717,20 +2717,23 @@ class _FlagOp:
 @dataclass(frozen=True)
 class GlobalAdd(_FlagOp, SyncOp):
     """atom.add / red.add of `delta` to global flag `flag` by each executing thread, with memory
-    order `sem` at scope `scope` (the old value is not used)."""
+    order `sem` at scope `scope`; `dest`: the local that gets the old value (one thread only), or
+    None when it is not used."""
     flag: str
     delta: Expr
     sem: str = "release"
     scope: str = "gpu"
     loc: Loc = NOLOC
+    dest: str | None = None
     mnemonic: ClassVar[str] = "atom.add"
     ptx: ClassVar[str] = "9.7.13.5 (atom), 9.7.13.6 (red), 8.5 (scope), 8.7 (release patterns)"
-    summary: ClassVar[str] = ("val += threads * delta; not a release while another process waits "
-                              "on the flag: scope (the writes before it are not ordered before "
-                              "the waiter's reads); a scope that leaves out a CTA using the "
-                              "flag: scope")
-    # touches only its flag (grid scope: independent-ctas is refused by the footprint); no
-    # identity, no local
+    summary: ClassVar[str] = ("dest = val (one thread); val += threads * delta; not a release "
+                              "while another process reads the flag (a wait, an add with dest): "
+                              "scope (the writes before it are not ordered before that "
+                              "reader's reads); with dest, not an acquire while another process "
+                              "adds: scope; a scope that leaves out a CTA using the flag: scope")
+    # touches only its flag (grid scope: independent-ctas is refused by the footprint) and its
+    # own local; no identity
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -2739,7 +2742,11 @@ class GlobalAdd(_FlagOp, SyncOp):
 
     def __post_init__(self): _lift_fields(self, "delta")
 
-    def fmt(self): return f"atom.add.{self.sem}.{self.scope} {self.flag}, {_e(self.delta)}"
+    def own_locals(self, pc): return () if self.dest is None else (self.dest,)
+
+    def fmt(self):
+        head = "" if self.dest is None else f"{self.dest} = "
+        return f"{head}atom.add.{self.sem}.{self.scope} {self.flag}, {_e(self.delta)}"
 
     def _sem_problems(self):
         return [] if self.sem in ADD_SEMANTICS else [f"memory order {self.sem!r} (one of "
@@ -2752,16 +2759,38 @@ class GlobalAdd(_FlagOp, SyncOp):
         val = FlagField(self.flag)
         out = _flag_scope(c, self.flag, self.scope,
                           _flag_users(c.kernel, self.flag, (GlobalAdd, GlobalWait)), "adds to")
-        if self.sem not in RELEASES and _flag_ops_elsewhere(c, self.flag, GlobalWait):
-            out.append(Fail("scope", f"{{who}} adds to {_flag_label(c.kernel, self.flag)} with "
-                            f".{self.sem}, not a release: what it wrote before is not ordered "
-                            "before the reads of a thread that waits for the flag (atom.add."
-                            "release, or fence.acq_rel.gpu before the add)"))
+        label = _flag_label(c.kernel, self.flag)
+        if self.sem not in RELEASES and _flag_readers_elsewhere(c, self.flag):
+            out.append(Fail("scope", f"{{who}} adds to {label} with .{self.sem}, not a release: "
+                            "what it wrote before is not ordered before the reads of a thread "
+                            "that reads the flag (atom.add.release, or fence.acq_rel.gpu before "
+                            "the add)"))
+        if self.dest is not None and self.sem not in ("acquire", "acq_rel") and \
+                _flag_ops_elsewhere(c, self.flag, GlobalAdd):
+            out.append(Fail("scope", f"{{who}} reads {label}'s old value with .{self.sem}, not "
+                            "an acquire: the writes made before the other adds it counts may "
+                            "not be visible to its reads after it (atom.add.acq_rel, or "
+                            "fence.acq_rel.gpu after the add)"))
+        if self.dest is not None:
+            if c.threads != 1:
+                return Rule([Fail("unsupported", f"atom.add on {label} by {c.threads} threads "
+                                  "whose old value is used (each gets its own) is not modelled")])
+            out.append(Set(Local(self.dest), val))
         n = _times_t(c.threads, self.delta)
         return Rule([*out, Set(val, _plus(val, n)),
                      When(any_of(_gt(val, LIMITS.local_band), _lt(val, -LIMITS.local_band)),
                           [Fail("integer-range", f"{_flag_label(c.kernel, self.flag)} reaches "
                                 "{0}, outside the model's integer range", (val,))])])
+
+
+def _flag_readers_elsewhere(c, flag: str) -> bool:
+    """Whether a process other than the executing one reads global flag `flag`'s value: a spin
+    loop, or an add whose old value it uses."""
+    from .ir import walk_stmts
+    return any((isinstance(s, GlobalWait) or isinstance(s, GlobalAdd) and s.dest is not None)
+               and s.flag == flag
+               for i, p in enumerate(c.kernel.processes) if i != c.process
+               for s in walk_stmts(p.body))
 
 
 def _flag_ops_elsewhere(c, flag: str, kind: type) -> bool:

@@ -10,10 +10,10 @@ from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, Whi
                  expr_vars, stmt_exprs, walk_stmts)
 from .objects import LIMITS
 from .printer import fmt_expr
-from .ops import (OPS, AtomInc, StAsync, BarArrive, BarSync, ClusterArrive, ClusterWait, DsmemStore, Exit,
+from .ops import (OPS, AtomInc, GlobalAdd, StAsync, BarArrive, BarSync, ClusterArrive, ClusterWait, DsmemStore, Exit,
                   MbarTestWait, SmemLoad, SyncOp, Unsupported)
 
-DEST_OPS = (MbarTestWait, SmemLoad, AtomInc)  # ops that assign a local (`dest`)
+DEST_OPS = (MbarTestWait, SmemLoad, AtomInc, GlobalAdd)  # ops that may assign a local (`dest`)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def validate(k: Kernel) -> list[Problem]:
                 names.add(s.var)
             elif isinstance(s, For):
                 names.add(s.var)
-            elif isinstance(s, DEST_OPS):
+            elif isinstance(s, DEST_OPS) and s.dest is not None:
                 names.add(s.dest)
         probs += _body_problems(k, p, p.body, names, params, bars, where, lanes=None)
     return probs
