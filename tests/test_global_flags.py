@@ -235,3 +235,14 @@ def test_last_block_takes_a_ticket(sem, hang, kind):
     if kind == "arrival-mismatch":
         steps = [t.op for t in r.violations[0].trace]
         assert sum("atom.add" in s for s in steps) == 3, steps
+
+
+@dsl
+def test_a_fence_on_some_paths_does_not_make_the_add_a_release():
+    """fence.acq_rel inside `if cond:` before a relaxed add: on the path without it the add
+    releases nothing, so it is scope (whatever cond is)."""
+    from fixtures.flag_kernels import fence_in_branch
+    from warpspin.api import verify
+    fn, args = fence_in_branch()
+    r = verify(fn, *args, params={"cond": (0, 1)})
+    assert r.violations and r.violations[0].kind == "scope", str(r)

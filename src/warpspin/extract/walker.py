@@ -825,9 +825,14 @@ class WarpWalker:
             # st.shared::cluster (inline PTX, `st_cluster`) and st.async are followed
             out.append(Unsupported(f"{op.name}: a store into distributed shared memory the model "
                                    "does not follow", self.loc(op)))
+        fenced = self.fence_scope
         if h is not None:
             h(self, op, out)
             if GLOBAL_WRITE.search(op.name):
+                self.fence_scope = None
+            elif op.regions and self.fence_scope != fenced:
+                # a fence or a write in a branch or loop body that may not run: after it, no
+                # fence is known to precede what follows
                 self.fence_scope = None
         elif op.name in ARITH:
             self.arith(op, out)
