@@ -2374,7 +2374,7 @@ class WarpWalker:
         limit = self.expr(op.operands[1]) if len(op.operands) > 1 else None
         why = None
         if kind.rstrip(">").endswith(" add"):
-            self.flag_add(op, pointer, root, op.operands[1] if len(op.operands) > 1 else None,
+            self.flag_add(op, pointer, op.operands[1] if len(op.operands) > 1 else None,
                           out, bool(op.results) and self.ctx.used(op.results[0]))
             return
         if not kind.rstrip(">").endswith(" inc"):
@@ -2438,7 +2438,7 @@ class WarpWalker:
             return None, f"kernel argument {root} is also an atom.inc counter"
         return root, None
 
-    def flag_add(self, op: Op, pointer, root, delta_vid, out: list, result_used: bool) -> None:
+    def flag_add(self, op: Op, pointer, delta_vid, out: list, result_used: bool) -> None:
         """``atom.add`` / ``red.add`` on a global flag (syncir ``GlobalAdd``); a pending
         ``fence.acq_rel`` of the thread makes a relaxed add a release (PTX 8.7 release pattern)."""
         loc = self.loc(op)
@@ -2461,7 +2461,8 @@ class WarpWalker:
             self.set_unknown_results(op)
             return
         if sem in ("relaxed", "acquire") and self.fence_scope is not None:  # fence; add
-            sem, scope = "release", _narrower(scope, self.fence_scope)
+            sem = "release" if sem == "relaxed" else "acq_rel"
+            scope = _narrower(scope, self.fence_scope)
         dest = f"a{op.uid}" if result_used else None
         out.append(GlobalAdd(self.ctx.flag(root, pointer, loc), delta, sem, scope, loc, dest))
         for r in op.results:
@@ -2479,7 +2480,7 @@ class WarpWalker:
             out.append(Unsupported(f"{op.name}: reduction {op.attrs.get('op', '?')} (red.add on a "
                                    "flag is modelled)", self.loc(op)))
             return
-        self.flag_add(op, op.operands[0], None, op.operands[1], out, False)
+        self.flag_add(op, op.operands[0], op.operands[1], out, False)
 
     def llvm_fence(self, op: Op, out: list) -> None:
         """``fence`` with release (acq_rel, sc) at a scope: a relaxed add on a flag after it is a
