@@ -9,12 +9,12 @@ seconds, memory, verdict. Seconds are this machine's, one core; nothing here ass
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import time
 
 from warpspin.api import CheckOptions, verify_kernel
+from warpspin.demo import _module
 from warpspin.extract import extract
 from warpspin.frontend import trace
 
@@ -23,16 +23,8 @@ HEAD = ("kernel", "CTAs", "processes", "states", "state-vector bytes", "trace+ex
         "check s", "MB", "verdict")
 
 
-def _example():
-    spec = importlib.util.spec_from_file_location(
-        "grid_flag", os.path.join(ROOT, "examples", "grid_flag.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def rows(producers: list[int]):
-    mod = _example()
+    mod = _module(os.path.join(ROOT, "examples", "grid_flag.py"))
     opts = CheckOptions(jobs=1, timeout_s=1800, memory_mb=8192)
     for n in producers:
         for bug in (None, "off_by_one"):

@@ -126,12 +126,8 @@ def test_validate_rejects_unknown_flags_and_cluster_ops_across_clusters():
 # ----------------------------------------------------------------------------- from the DSL
 
 def _example():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "grid_flag_ex", os.path.join(ROOT, "examples", "grid_flag.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from warpspin.demo import _module
+    return _module(os.path.join(ROOT, "examples", "grid_flag.py"))
 
 
 @dsl
