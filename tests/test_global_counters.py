@@ -139,7 +139,6 @@ def test_example_counter_is_extracted():
 @dsl
 @pytest.mark.parametrize("mode,why", [
     ("every_lane", "atom.inc by 32 threads"),
-    ("add", "atomic"),
     ("lane_from_data", "nvvm.shfl.sync"),
     ("per_lane_word", "nvvm.shfl.sync"),
     ("reset", "also stores to or copies into"),
@@ -150,6 +149,19 @@ def test_other_atomics_and_shuffles_are_unsupported_with_their_line(mode, why):
     r = check_target_fn(*fetch_variant(mode))
     assert r.verdict == "unsupported", str(r)
     assert any(why in reason for reason in r.reasons), r.reasons
+
+
+@dsl
+def test_lane0_add_on_a_grid_of_one_is_a_ticket():
+    """atom.add by lane 0 (not atom.inc) on a one-CTA grid: every CTA of the grid is in the
+    model, so the add is a global flag whose old value (0) is lane 0's ticket; for n = 0 the
+    ticket is not below n, warp 0 skips the barrier and warp 1 waits alone."""
+    pytest.importorskip("cutlass")
+    from fixtures.fetch_kernels import fetch_variant
+    r = check_target_fn(*fetch_variant("add"))
+    v = r.violations[0]
+    assert v.kind == "deadlock" and v.replayed, str(r)
+    assert "n = 0" in str(r) and "atom.add" in str(r)
 
 
 def test_without_other_ctas_nobody_else_takes():
