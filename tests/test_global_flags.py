@@ -183,6 +183,9 @@ def test_grid_model_holds_at_most_eight_ctas(producers):
     ("plain_store", "also stores to or copies into"),
     ("data_target", "the value it compares with is not one the model follows"),
     ("per_lane_add", "the value added differs between the lanes that add"),
+    ("unsigned", "an unsigned comparison"),
+    ("cluster_barrier", "barrier.cluster.arrive: an op that reaches another CTA of its cluster"),
+    ("raw_store", "writes global memory it cannot place"),
 ])
 def test_what_is_not_modelled_is_unsupported(mode, why):
     from fixtures.flag_kernels import flag_variant

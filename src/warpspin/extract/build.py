@@ -9,12 +9,13 @@ from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
 from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
-                          FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, TmaStore, Unsupported,
+                          FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
+                          Unsupported,
                           WgmmaCommit, WgmmaRead, WgmmaWait, GlobalAdd, GlobalWait)
 from ..syncir.ir import (BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
-from ..syncir.validate import validate
+from ..syncir.validate import reaches_another_cta, validate
 from .cleanup import finish, stmt_exprs
 from .values import Folder, opaque
 from .walker import LANE_SUBSET, Context, WarpWalker, cluster_coord, to_loc
@@ -131,6 +132,18 @@ def _grid_constraints(used: set[str]) -> tuple:
                  if f"clusterid_{d}" in used and f"nclusterid_{d}" in used)
 
 
+def _without_cluster_ops(body: tuple) -> tuple:
+    """A grid model (CTAs of clusters of one) does not model ops that reach another CTA through
+    the cluster: each is Unsupported with its line."""
+    def one(st):
+        if isinstance(st, SyncOp) and not isinstance(st, Unsupported) and reaches_another_cta(st):
+            return (Unsupported(f"{st.mnemonic}: an op that reaches another CTA of its cluster, in "
+                                "a grid model (every CTA of the grid, each its own cluster)",
+                                st.loc),)
+        return (st,)
+    return rewrite_stmts(tuple(body), one)
+
+
 def _cta_blocks(k: TracedKernel, used: set[str], ctas: int = 0) -> tuple:
     """Each CTA's block index (x, y, z) over the launch params (``ctaid = clusterid * cluster +
     the CTA's coordinate in its cluster``), for reports; () when a dimension is not determined
@@ -163,6 +176,9 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
         w = WarpWalker(ctx, warp, lanes, cta, grid_block(k, cta) if grid else None)
         stmts, _ = w.block(k.body.blocks[0], [w.val(a.value) for a in k.args])
         walks.append((cta, warp, lanes, finish(stmts), w.labels))
+    if grid:
+        walks = [(cta, warp, lanes, _without_cluster_ops(body), labels)
+                 for cta, warp, lanes, body, labels in walks]
     staged = _staged_buffers(ctx, walks)
     walks = [(cta, warp, lanes, _without_idle_groups(_only_buffers(body, staged)), labels)
              for cta, warp, lanes, body, labels in walks]

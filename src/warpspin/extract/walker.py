@@ -174,7 +174,7 @@ MEMORY_READERS = {"cute.memref.load", "cute.memref.store", "cute.make_view", "cu
                 "nvvm.mapa", "cute_nvgpu.arch.make_warp_uniform", "nvvm.mbarrier.try_wait.parity",
                 "nvvm.mbarrier.wait.parity", "nvvm.mbarrier.test.wait",
                 "cute_nvgpu.atom.tma_partition", "cute.memref.alloca", "cute_nvgpu.atom.set_value",
-                "builtin.unrealized_conversion_cast"}
+                "builtin.unrealized_conversion_cast", "nvvm.load.ext"}
 MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
                         "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
                         "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
@@ -292,6 +292,7 @@ def _pointer_name(k: TracedKernel, vid: int) -> Optional[str]:
 
 # llvm.fence's `ordering` (LLVM's AtomicOrdering numbers)
 LLVM_ORDERINGS = {"2": "relaxed", "4": "acquire", "5": "release", "6": "acq_rel", "7": "seq_cst"}
+UNSIGNED_PREDICATES = (6, 7, 8, 9)  # arith.cmpi ult, ule, ugt, uge
 NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -638,9 +639,10 @@ class Context:
             label = _pointer_name(self.kernel, pointer) or f"kernel argument {root}"
             self.flags[name] = FlagDecl(name, loc, label)
             self.assumptions.add(
-                f"global flag {label} ({loc}): it holds 0 when the kernel starts and only this "
-                "kernel's atomics change it; every CTA of the grid is resident at once (a CTA "
-                "that spins on it while a CTA it waits for has no SM would wait forever)")
+                f"global flag {label} ({loc}): it holds 0 when the kernel starts, only this "
+                "kernel's atomics change it and no other kernel argument aliases it; every CTA "
+                "of the grid is resident at once (a CTA that spins on it while a CTA it waits "
+                "for has no SM would wait forever)")
         return name
 
     def launch_uniform(self, op: Op) -> bool:
@@ -2431,9 +2433,15 @@ class WarpWalker:
         root = self.argument_root(pointer)
         if root is None:
             return None, "its address is not a kernel argument"
-        if root in self.ctx.written_gmem()[0]:
+        written, unknown = self.ctx.written_gmem()
+        if root in written:
             return None, (f"the kernel also stores to or copies into kernel argument {root} "
                           "(only atomics may change a flag)")
+        # atomics on an argument are this flag's ops or Unsupported themselves
+        unknown = [w for w in unknown if not w.startswith(("nvvm.atomicrmw@", "nvvm.red@"))]
+        if unknown:
+            return None, (f"the kernel writes global memory it cannot place ({unknown[0]}), which "
+                          "may be the flag (only atomics may change a flag)")
         if f"sem{root}" in self.ctx.counters:
             return None, f"kernel argument {root} is also an atom.inc counter"
         return root, None
@@ -2444,8 +2452,7 @@ class WarpWalker:
         loc = self.loc(op)
         root, why = self.flag_root(op, pointer)
         delta = self.expr(delta_vid) if delta_vid is not None else None
-        one = self.active.count == 1 and (self.active.exact or self.active.leader is not None)
-        if why is None and result_used and not one:
+        if why is None and result_used and not self._one_lane():
             why = (f"its old value is used by {self.active.count} threads (each gets its own; "
                    "one lane's is modelled)")
         if why is None and (delta is None or opaque_reasons(delta)):
@@ -2468,10 +2475,14 @@ class WarpWalker:
         for r in op.results:
             self.env[r] = Var(dest) if dest else opaque(f"{op.name}@{op.loc.short()}")
 
+    def _one_lane(self) -> bool:
+        """One lane executes, and which one is known (a lane predicate, or elect.sync whose lane
+        the model takes): a per-lane value there is that lane's."""
+        return self.active.count == 1 and (self.active.exact or self.active.leader is not None)
+
     def _per_lane(self, e: Expr) -> bool:
-        """`e` differs between the executing lanes (it reads the lane index and more than one
-        lane executes)."""
-        return LANE in expr_vars(e) and self.active.count != 1
+        """`e` reads the lane index where no single known lane executes."""
+        return LANE in expr_vars(e) and not self._one_lane()
 
     def red(self, op: Op, out: list) -> None:
         """``red.add`` (``cute.arch.red``): an add on a global flag; other reductions are not
@@ -2512,9 +2523,11 @@ class WarpWalker:
         if [o.name for o in rest] != ["arith.cmpi", "scf.condition"]:
             return False
         cmp, cterm = rest
-        rel = CMP.get(cmp.attrs.get("predicate"))
+        predicate = cmp.attrs.get("predicate")
+        rel = CMP.get(predicate)
         if rel is None or list(cterm.operands) != list(cmp.results):
             return False
+        unsigned = predicate in UNSIGNED_PREDICATES
         for o in before.ops:  # the casts of the pointer
             if o.name in PASS_THROUGH:
                 self.op(o, [])
@@ -2528,6 +2541,8 @@ class WarpWalker:
         rhs = self.expr(rhs)
         loc = self.loc(op)
         root, why = self.flag_root(load, load.operands[0] if load.operands else None)
+        if why is None and unsigned:
+            why = "an unsigned comparison (the model compares signed values)"
         if why is None and opaque_reasons(rhs):
             why = "the value it compares with is not one the model follows"
         elif why is None and self._per_lane(rhs):

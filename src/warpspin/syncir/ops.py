@@ -2670,11 +2670,23 @@ RELEASES = ("release", "acq_rel")
 WAIT_UNTIL = {">=": _ge, ">": _gt, "<=": _le, "<": _lt, "==": _eq, "!=": _ne}
 
 
-def _flag_users(k, flag: str, kinds: tuple) -> set[int]:
-    """The CTAs with an op of one of `kinds` on global flag `flag`."""
+def _flag_ops(k, flag: str):
+    """(process index, CTA, op) for every op on global flag `flag`."""
     from .ir import walk_stmts
-    return {p.cta for p in k.processes for s in walk_stmts(p.body)
-            if isinstance(s, kinds) and s.flag == flag}
+    for i, p in enumerate(k.processes):
+        for s in walk_stmts(p.body):
+            if isinstance(s, (GlobalAdd, GlobalWait)) and s.flag == flag:
+                yield i, p.cta, s
+
+
+def _reads_flag(s) -> bool:
+    """A spin loop, or an add whose old value is used."""
+    return isinstance(s, GlobalWait) or s.dest is not None
+
+
+def _elsewhere(c, flag: str, want) -> bool:
+    """Whether a process other than the executing one has an op on `flag` that `want` accepts."""
+    return any(want(s) for i, _, s in _flag_ops(c.kernel, flag) if i != c.process)
 
 
 def _flag_scope(c, flag: str, scope: str, peers: set[int], what: str) -> list:
@@ -2758,15 +2770,15 @@ class GlobalAdd(_FlagOp, SyncOp):
     def rule(self, c):
         val = FlagField(self.flag)
         out = _flag_scope(c, self.flag, self.scope,
-                          _flag_users(c.kernel, self.flag, (GlobalAdd, GlobalWait)), "adds to")
+                          {cta for _, cta, _ in _flag_ops(c.kernel, self.flag)}, "adds to")
         label = _flag_label(c.kernel, self.flag)
-        if self.sem not in RELEASES and _flag_readers_elsewhere(c, self.flag):
+        if self.sem not in RELEASES and _elsewhere(c, self.flag, _reads_flag):
             out.append(Fail("scope", f"{{who}} adds to {label} with .{self.sem}, not a release: "
                             "what it wrote before is not ordered before the reads of a thread "
                             "that reads the flag (atom.add.release, or fence.acq_rel.gpu before "
                             "the add)"))
         if self.dest is not None and self.sem not in ("acquire", "acq_rel") and \
-                _flag_ops_elsewhere(c, self.flag, GlobalAdd):
+                _elsewhere(c, self.flag, _is_add):
             out.append(Fail("scope", f"{{who}} reads {label}'s old value with .{self.sem}, not "
                             "an acquire: the writes made before the other adds it counts may "
                             "not be visible to its reads after it (atom.add.acq_rel, or "
@@ -2783,22 +2795,8 @@ class GlobalAdd(_FlagOp, SyncOp):
                                 "{0}, outside the model's integer range", (val,))])])
 
 
-def _flag_readers_elsewhere(c, flag: str) -> bool:
-    """Whether a process other than the executing one reads global flag `flag`'s value: a spin
-    loop, or an add whose old value it uses."""
-    from .ir import walk_stmts
-    return any((isinstance(s, GlobalWait) or isinstance(s, GlobalAdd) and s.dest is not None)
-               and s.flag == flag
-               for i, p in enumerate(c.kernel.processes) if i != c.process
-               for s in walk_stmts(p.body))
-
-
-def _flag_ops_elsewhere(c, flag: str, kind: type) -> bool:
-    """Whether a process other than the executing one has an op of `kind` on global flag `flag`."""
-    from .ir import walk_stmts
-    return any(isinstance(s, kind) and s.flag == flag
-               for i, p in enumerate(c.kernel.processes) if i != c.process
-               for s in walk_stmts(p.body))
+def _is_add(s) -> bool:
+    return isinstance(s, GlobalAdd)
 
 
 @sync_op
@@ -2841,9 +2839,10 @@ class GlobalWait(_FlagOp, SyncOp):
     def rule(self, c):
         val = FlagField(self.flag)
         label = _flag_label(c.kernel, self.flag)
-        out = _flag_scope(c, self.flag, self.scope, _flag_users(c.kernel, self.flag, (GlobalAdd,)),
+        out = _flag_scope(c, self.flag, self.scope,
+                          {cta for _, cta, s in _flag_ops(c.kernel, self.flag) if _is_add(s)},
                           "waits on")
-        if self.sem != "acquire" and _flag_ops_elsewhere(c, self.flag, GlobalAdd):
+        if self.sem != "acquire" and _elsewhere(c, self.flag, _is_add):
             why = ("a plain (weak) load is not even ordered with the adds" if self.sem == "weak"
                    else "a relaxed load orders nothing")
             out.append(Fail("scope", f"{{who}} waits on {label} with a {self.sem} load: {why}; "

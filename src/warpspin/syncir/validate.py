@@ -112,6 +112,14 @@ def validate(k: Kernel) -> list[Problem]:
 CLUSTER_OPS = (ClusterArrive, ClusterWait, DsmemStore)
 
 
+def reaches_another_cta(s) -> bool:
+    """Whether op `s` reaches another CTA through the cluster: the cluster barrier, DSMEM, a
+    remote mbarrier, a multicast."""
+    return isinstance(s, CLUSTER_OPS) or getattr(s, "multicast", None) is not None or any(
+        isinstance(getattr(s, f.name), MBarRef) and getattr(s, f.name).cta is not None
+        for f in fields(s))
+
+
 def _several_clusters_problems(k: Kernel) -> list[Problem]:
     """A model of several clusters (cluster_ctas < num_ctas) has no op that reaches another CTA
     through the cluster: the cluster barrier, remote mbarriers, multicast and DSMEM are modelled
@@ -126,9 +134,7 @@ def _several_clusters_problems(k: Kernel) -> list[Problem]:
     probs = []
     for p in k.processes:
         for s in walk_stmts(p.body):
-            remote = any(isinstance(getattr(s, f.name), MBarRef) and getattr(s, f.name).cta
-                         is not None for f in fields(s))
-            if isinstance(s, CLUSTER_OPS) or remote or getattr(s, "multicast", None) is not None:
+            if isinstance(s, SyncOp) and reaches_another_cta(s):
                 probs.append(Problem(f"process {p.role}: {type(s).__name__} reaches another CTA "
                                      f"of its cluster, in a model of {k.num_ctas // n} clusters "
                                      "(modelled for one cluster only)", getattr(s, "loc", NOLOC)))
