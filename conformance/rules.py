@@ -114,6 +114,9 @@ RULES: dict[str, tuple[str, str, str]] = {
         "an alloc after the CTA relinquished its allocation permit: tmem-lifetime"),
     "tmem.alloc-blocks": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.alloc (PTX only)",
         "tcgen05.alloc blocks while the CTA's columns and the new ones exceed 512"),
+    "tmem.access": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.ld (PTX only)",
+        "a tcgen05.ld / st / cp / mma issued while its CTA holds no TMEM columns (before the "
+        "alloc, or after the dealloc): tmem-lifetime"),
     "gmem.flag-handoff": ("Global flags between CTAs (deadlock, scope)", "9.7.13.5, 9.7.9.8",
         "a spin loop on a global flag blocks until the adds of other CTAs make its condition "
         "true; one that never sees it: deadlock"),

@@ -3,6 +3,7 @@ traced for sm_100a and its outcomes predicted on the CPU (status "PTX only"); th
 PTX ISA's, as docs/semantics.md "tcgen05 and tensor memory" states them."""
 import cutlass.cute as cute
 from cutlass import Float32
+from cutlass.cute.nvgpu import tcgen05
 
 from .litmus import Litmus
 
@@ -23,6 +24,20 @@ class _Tmem(Litmus):
     @cute.jit
     def free(self, cols: int):
         cute.arch.dealloc_tmem(cute.arch.retrieve_tmem_ptr(Float32, 16, self.buf), cols)
+
+    @cute.jit
+    def load(self):
+        """Each of 4 warps reads its 32 lanes of 32 columns (tcgen05.ld.32x32b.x32), then waits
+        for the load (tcgen05.wait::ld)."""
+        tmem = cute.make_tensor(cute.arch.retrieve_tmem_ptr(Float32, 16, self.buf),
+                                cute.make_layout((128, 32), stride=(65536, 1)))
+        atom = cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x32), Float32)
+        t2r = tcgen05.make_tmem_copy(atom, tmem)
+        thr = t2r.get_slice(cute.arch.thread_idx()[0])
+        regs = cute.make_rmem_tensor(
+            thr.partition_D(cute.make_identity_tensor((128, 32))).shape, Float32)
+        cute.copy(t2r, thr.partition_S(tmem), regs)
+        cute.arch.fence_view_async_tmem_load()
 
 
 class TmemAllocThenFree(_Tmem):
@@ -84,6 +99,41 @@ class TmemAllocBlocksPast512(_Tmem):
             cute.arch.dealloc_tmem(cute.arch.retrieve_tmem_ptr(Float32, 16, self.buf + 1), 32)
 
 
+class TmemLoadThenFree(_Tmem):
+    """Warp 0 allocates 32 columns; after a CTA barrier the 4 warps read them (tcgen05.ld);
+    after a second barrier warp 0 frees them. warpspin: verified."""
+    rules = ("tmem.access",)
+    warps = 4
+
+    @cute.jit
+    def body(self):
+        if self.warp == 0:
+            cute.arch.alloc_tmem(32, self.buf)
+        cute.arch.sync_threads()
+        self.load()
+        cute.arch.sync_threads()
+        if self.warp == 0:
+            self.free(32)
+
+
+class TmemFreeRacesLoad(_Tmem):
+    """As TmemLoadThenFree without the second barrier: warp 0 frees the columns after its own
+    load, while warps 1..3 may not have issued theirs (an access to unallocated tensor memory).
+    warpspin: tmem-lifetime at a load."""
+    rules = ("tmem.access",)
+    expect = "tmem-lifetime"
+    warps = 4
+
+    @cute.jit
+    def body(self):
+        if self.warp == 0:
+            cute.arch.alloc_tmem(32, self.buf)
+        cute.arch.sync_threads()
+        self.load()
+        if self.warp == 0:
+            self.free(32)
+
+
 class Tcgen05CommitArrives(_Tmem):
     """One lane of warp 0 commits its (no) tcgen05 ops to bar(0) (count 1): the arrive lands once
     they complete, and warp 1's wait on phase 0 passes. warpspin: verified."""
@@ -118,4 +168,4 @@ class Tcgen05CommitByWholeWarp(_Tmem):
 
 
 LITMUS = [TmemAllocThenFree, TmemHeldAtExit, TmemAllocAfterRelinquish, TmemAllocBlocksPast512,
-          Tcgen05CommitArrives, Tcgen05CommitByWholeWarp]
+          TmemLoadThenFree, TmemFreeRacesLoad, Tcgen05CommitArrives, Tcgen05CommitByWholeWarp]

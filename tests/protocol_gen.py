@@ -24,7 +24,7 @@ from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, C
 from dataclasses import replace
 
 from warpspin.syncir.ir import BufferDecl, FlagDecl, TensormapDecl, rewrite_stmts
-from warpspin.syncir.ops import (GlobalAdd, GlobalWait, Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
+from warpspin.syncir.ops import (GlobalAdd, GlobalWait, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
                                  WgmmaCommit, WgmmaRead, WgmmaWait)
 
@@ -40,7 +40,7 @@ EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "e
                "csync", "carrive", "cwait", "mcast", "store", "load", "stasync", "tensormap")
 # drawn only where a test asks for it (protocols(extra="buffer")): staged buffers; cp.async
 # groups (extra="cpasync"); DSMEM stores and arrives of each scope (extra="dsmem", two CTAs);
-# tcgen05 commits (plain and multicast) and TMEM alloc / dealloc / relinquish (extra="tcgen05");
+# tcgen05 commits (plain and multicast), TMEM alloc / dealloc / relinquish and accesses (extra="tcgen05");
 # adds to and spin loops on a global flag, with two CTAs in one cluster or in two (extra="flag")
 CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
@@ -215,9 +215,13 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
     if kind == "tcgen05":
         # an elected lane's tcgen05.commit (its arrive lands later; multicast with two CTAs), a
         # whole warp's (32 arrives), TMEM allocation by a warp (blocks past 512 columns),
-        # frees and the relinquished permit
+        # frees, the relinquished permit and TMEM accesses (an ld by a warp, an MMA by a lane)
         which = draw(st.sampled_from(["commit", "commit", "commit_warp", "alloc", "alloc",
-                                      "dealloc", "relinquish"]))
+                                      "dealloc", "relinquish", "ld", "mma"]))
+        if which == "ld":
+            return TmemAccess("tcgen05.ld", loc)
+        if which == "mma":
+            return Elect((TmemAccess("tcgen05.mma", loc),), loc)
         if which == "commit":
             mask = draw(st.sampled_from([None, Const(3), Const(2)])) if num_ctas == 2 else None
             return Elect((Tcgen05Commit(draw(bar_ref(sizes)), loc, mask),), loc)

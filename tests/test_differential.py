@@ -450,7 +450,8 @@ def test_cp_async_protocols_cover_every_cp_async_op():
 
 def test_tcgen05_protocols_cover_every_tcgen05_op():
     assert not _missing("tcgen05", 200, (
-        "Tcgen05Commit", "TmemAlloc", "TmemDealloc", "TmemRelinquish", "multicast commit"),
+        "Tcgen05Commit", "TmemAlloc", "TmemDealloc", "TmemRelinquish", "TmemAccess",
+        "multicast commit"),
         lambda s: "multicast commit" if isinstance(s, Tcgen05Commit) and s.multicast is not None
         else None)
 

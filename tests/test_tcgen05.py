@@ -11,10 +11,10 @@ from warpspin.api import verify_kernel
 from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import Kernel, Process, check
 from warpspin.syncir.interp import explore
-from warpspin.syncir.ir import (Elect, MBarRef, MBarrierDecl, MbarInit, MbarInitFence, MbarWait,
+from warpspin.syncir.ir import (Elect, MBarRef, MbarArrive, MBarrierDecl, MbarInit, MbarInitFence, MbarWait,
                                 BarSync, ClusterArrive, ClusterWait, Const, Loc, walk_stmts)
-from warpspin.syncir.ops import (Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish,
-                                 Unsupported)
+from warpspin.syncir.ops import (Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc,
+                                 TmemRelinquish, Unsupported)
 from warpspin.syncir.protocols import UMMA_BUG_EXPECT, UMMA_BUGS, umma_acc
 
 
@@ -111,6 +111,65 @@ def test_an_exit_with_no_line_is_reported_at_the_alloc():
     assert (v.locations[0].file, v.locations[0].line) == ("k.py", 3)
 
 
+def _access_kernel(owner_body, reader_body):
+    owner = Process("owner", (Elect((MbarInit(MBarRef("b"), 1), MbarInitFence())), BarSync(),
+                              *owner_body))
+    return Kernel("t", (owner, Process("reader", (BarSync(), *reader_body), warps=(1, 2))),
+                  (MBarrierDecl("b"),))
+
+
+LD = TmemAccess("tcgen05.ld", Loc("k.py", 9))
+DONE = Elect((MbarArrive(MBarRef("b"), 1),))
+
+
+@pytest.mark.parametrize("case,owner,reader,expect", [
+    ("ordered", (TmemAlloc(Const(128)), BarSync(), MbarWait(MBarRef("b"), 0),
+                 TmemDealloc(Const(128))), (BarSync(), LD, DONE), "verified"),
+    ("free-not-waited", (TmemAlloc(Const(128)), BarSync(), TmemDealloc(Const(128))),
+     (BarSync(), LD), "tmem-lifetime"),
+    ("before-alloc", (TmemAlloc(Const(128)), TmemDealloc(Const(128))), (LD,), "tmem-lifetime"),
+    ("never-allocated", (), (LD,), "tmem-lifetime"),
+])
+def test_a_tmem_access_needs_columns_held_in_both_backends(case, owner, reader, expect):
+    k = _access_kernel(owner, reader)
+    check(k)
+    r = verify_kernel(k)
+    got = r.violations[0].kind if r.violations else r.verdict
+    ref = explore(k).violation
+    assert got == expect and (ref.kind if ref else "verified") == expect, (case, r)
+    if r.violations:
+        assert (r.violations[0].locations[0].file, r.violations[0].locations[0].line) == ("k.py", 9)
+        assert "tcgen05.ld" in r.violations[0].message and r.violations[0].replayed
+
+
+def test_the_access_check_says_what_it_misses_with_several_allocations():
+    """One allocation per CTA: holding any column is holding the accessed ones. Two allocations
+    (or one in a loop, or in several warps): the verdict states what is not checked."""
+    from warpspin.syncir.ops import tmem_access_checked
+    once = _access_kernel((TmemAlloc(Const(128)), BarSync(), MbarWait(MBarRef("b"), 0),
+                           TmemDealloc(Const(128))), (BarSync(), LD, DONE))
+    twice = _access_kernel((TmemAlloc(Const(128)), TmemAlloc(Const(32)), BarSync(),
+                            MbarWait(MBarRef("b"), 0), TmemDealloc(Const(128)),
+                            TmemDealloc(Const(32))), (BarSync(), LD, DONE))
+    assert tmem_access_checked(once, 0) and not tmem_access_checked(twice, 0)
+    assert not verify_kernel(once).config.get("assumptions")
+    r = verify_kernel(twice)
+    assert r.verdict == "verified"
+    assert any("TMEM accesses are checked only" in a for a in r.config["assumptions"])
+
+
+def test_tmem_copies_are_classified_by_their_address_spaces():
+    from warpspin.extract.walker import tmem_copy
+    tmem = '!cute.memref<f32, tmem, align<16>, "(128,32):(65536,1)">'
+    rmem = '!cute.memref<f32, rmem, align<32>, "(32):(1)">'
+    smem = '!cute.memref<f32, smem, align<16>, "(32):(1)">'
+    atom = "!cute.tiled_copy<...>"
+    assert tmem_copy([atom, tmem, rmem]) == "tcgen05.ld"
+    assert tmem_copy([atom, rmem, tmem]) == "tcgen05.st"
+    assert tmem_copy([atom, smem, tmem]) == "tcgen05.cp"
+    assert tmem_copy([atom, smem, rmem]) is None and tmem_copy([atom, tmem]) is None
+
+
 def test_multicast_commit_arrives_in_each_cta_of_the_mask():
     procs = []
     for cta in (0, 1):
@@ -144,7 +203,8 @@ def test_quack_sm100_gemm_extracts_with_nothing_unsupported():
     assert not [o for o in ops if o[0] == "Unsupported"], ops
     for want in (("TmemAlloc", "gemm_sm100.py", 1862), ("TmemRelinquish", "gemm_sm100.py", 2028),
                  ("TmemDealloc", "gemm_sm100.py", 2030), ("Tcgen05Commit", "gemm_sm100.py", 2317),
-                 ("Tcgen05Commit", "pipeline.py", 105)):
+                 ("Tcgen05Commit", "pipeline.py", 105), ("TmemAccess", "gemm_sm100.py", 2314),
+                 ("TmemAccess", "gemm_sm100.py", 2348)):
         assert want in ops, want
     assert any("races on sA" in a and "cute.gemm" in a for a in k.assumptions)
     commits = [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, Tcgen05Commit)]

@@ -10,8 +10,9 @@ from .api import CheckOptions, check_target
 
 
 def example_options(module, name: str, **kw) -> CheckOptions:
-    """How an example variant is checked: its launch values (the module's PARAMS) and whether
-    its load races are (its LOAD_RACES)."""
+    """How an example variant is checked: its launch values (the module's PARAMS), whether its
+    load races are (its LOAD_RACES) and the architecture it is traced for (its ARCH)."""
+    kw.setdefault("arch", getattr(module, "ARCH", "sm_90a"))
     return CheckOptions(params=getattr(module, "PARAMS", {}).get(name, {}),
                         load_races=name in getattr(module, "LOAD_RACES", ()), **kw)
 

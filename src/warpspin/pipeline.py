@@ -19,8 +19,9 @@ from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIE
                             BarrierState, BlockedWait, Location, Note, Result, Stats, TraceStep,
                             Violation)
 from .syncir import BOUND_KINDS, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
-from .syncir.ops import (CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, TmemAlloc, TmemDealloc,
-                         bw_fenced, bw_unfenced)
+from .syncir.ir import walk_stmts
+from .syncir.ops import (CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, TmemAccess, TmemAlloc, TmemDealloc,
+                         bw_fenced, bw_unfenced, tmem_access_checked)
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
 from .syncir.summary import kernel_summary
@@ -103,8 +104,9 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     res.config["search"] = er.search
     res.config["reductions"] = [r.split(":")[0] for r in model.reductions] or ["none (plain encoding)"]
     res.config["reductions_refused"] = [f"{d.reduction}: {d.why}" for d in model.refused]
-    if kernel.assumptions:
-        res.config["assumptions"] = list(kernel.assumptions)
+    assumed = [*kernel.assumptions, *_tmem_assumptions(kernel)]
+    if assumed:
+        res.config["assumptions"] = assumed
     if kernel.tensormaps:
         res.config["tensormaps"] = [t.label or t.name for t in kernel.tensormaps]
     if kernel.buffers:
@@ -204,6 +206,18 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
     )]
 
 
+def _tmem_assumptions(kernel: Kernel) -> list[str]:
+    """What the TMEM access check leaves out in a kernel where one CTA may hold several
+    allocations (ops.tmem_access_checked)."""
+    ctas = sorted({p.cta for p in kernel.processes for s in walk_stmts(p.body)
+                   if isinstance(s, TmemAccess)})
+    if all(tmem_access_checked(kernel, c) for c in ctas):
+        return []
+    return ["TMEM accesses are checked only against the CTA holding no columns at all: a CTA "
+            "allocates more than once (or in a loop, or in several warps), so an access to "
+            "columns one allocation freed while another is held is not"]
+
+
 def _tmem_notes(kernel: Kernel, op) -> tuple[tuple[Note, ...], tuple[str, ...]]:
     """Where the kernel allocates and frees tensor memory, and the usual fix."""
     notes = tuple(Note(f"{'allocated' if isinstance(s, TmemAlloc) else 'freed'} here "
@@ -213,6 +227,11 @@ def _tmem_notes(kernel: Kernel, op) -> tuple[tuple[Note, ...], tuple[str, ...]]:
         return notes, ("free every column with tcgen05.dealloc (TmemAllocator.free) before the "
                        "CTA exits, after the last tcgen05.ld of the accumulator (wait for the "
                        "epilogue warps on a barrier first)",)
+    if isinstance(op, TmemAccess):
+        return notes, ("free the columns only after every warp's last access: the epilogue "
+                       "warps arrive on a barrier after their last tcgen05.ld and "
+                       "tcgen05.wait::ld, and the allocating warp waits on it before "
+                       "tcgen05.dealloc",)
     if isinstance(op, TmemAlloc):
         return notes, ("allocate before tcgen05.relinquish_alloc_permit, which promises the SM "
                        "that this CTA allocates no more",)

@@ -43,6 +43,12 @@ def elem_bytes(type_str: str) -> Optional[int]:
     return ELEM_BYTES.get(m.group(2)) if m else None
 
 
+def memref_space(type_str: str) -> str:
+    """``!cute.memref<f32, tmem, ...>`` -> ``tmem`` (its address space; "" for other types)."""
+    m = re.match(r"!cute\.memref<[^,]+,\s*(\w+)", type_str)
+    return m.group(1) if m else ""
+
+
 def is_smem(type_str: str) -> bool:
     return ", smem" in type_str or "ptr<3>" in type_str
 

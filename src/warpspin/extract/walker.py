@@ -16,7 +16,7 @@ from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
 from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
                           TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
-                          TensormapWrite, Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish,
+                          TensormapWrite, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish,
                           ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd, GlobalWait)
 from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, FlagDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
@@ -52,7 +52,7 @@ IGNORED = {"nvvm.setmaxregister", "nvvm.bar.warp.sync",
            # griddepcontrol waits for the previous grid, outside this kernel (assumed to finish)
            "nvvm.griddepcontrol",
            # waits until the thread's own tcgen05.ld / tcgen05.st complete, which they always do;
-           # tensor memory data is not modelled (NOT_CHECKED says so)
+           # an access still in flight when its columns are freed is not followed (NOT_CHECKED)
            "nvvm.tcgen05.wait"}
 # Sync-relevant families the SyncIR cannot express yet: always an explicit Unsupported.
 UNSUPPORTED_PREFIXES = (
@@ -65,6 +65,17 @@ UNSUPPORTED_PREFIXES = (
 # drops those of bulk groups in a warp that loads through no rewritten tensormap)
 LANE_SUBSET = ("by a lane subset that may not include the lane that issues the warp's TMA copies "
                "(bulk groups and tensormap fences are per thread)")
+def tmem_copy(types: list[str]) -> Optional[str]:
+    """The tcgen05 op of a ``cute.copy`` from or into tensor memory (a ``memref<T, tmem, ...>``
+    operand): tcgen05.ld into registers, tcgen05.st from them, tcgen05.cp from shared memory."""
+    space = [ct.memref_space(t) for t in types[1:3]]
+    if len(space) < 2 or "tmem" not in space:
+        return None
+    if space[0] == "tmem":
+        return "tcgen05.ld"
+    return "tcgen05.cp" if space[0] == "smem" else "tcgen05.st"
+
+
 def tensormap_asm_form(text: str):
     """(kind, match) of inline PTX that is a bulk group (`bulk`), a tensormap fence (`release`,
     `acquire` of one descriptor), `tensormap.cp_fenceproxy` (`copy`) or one `tensormap.replace`
@@ -1648,9 +1659,14 @@ class WarpWalker:
             pass
         elif (spin_waits := tcgen05_mma_asm(text)) is not None:
             # its shared-memory operands were recorded as unfollowed uses (smem_uses_of)
+            # an MMA may come before, between and after the spin loops: its TMEM access is
+            # checked before the first and after the last (an allocation is held in between)
+            if spin_waits:
+                out.append(TmemAccess("tcgen05.mma", self.loc(op)))
             for bar, parity in spin_waits:
                 self.mbar_stmt_at(op, bar, out, lambda b, p=parity: MbarWait(
                     b, self.expr(op.operands[p]), self.loc(op)))
+            out.append(TmemAccess("tcgen05.mma", self.loc(op)))
         elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):
             out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
         self.set_unknown_results(op)
@@ -1915,6 +1931,8 @@ class WarpWalker:
             self.cp_async(op, out)
         elif kind == "tma_load_im2col":
             out.append(Unsupported(f"cute.copy with {kind} atom", self.loc(op)))
+        elif (what := tmem_copy(op.operand_types)) is not None:
+            out.append(TmemAccess(what, self.loc(op)))
         elif "tma_bar" in t or "mbar" in t:
             out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
         elif len(op.operands) > 2:  # a copy from / into a buffer stage reads / writes it
@@ -2070,6 +2088,7 @@ class WarpWalker:
         stage model does not follow: its reads stay unattributed, so its buffers are reported
         as not checked (build.py)."""
         if op.operand_types and "sm100" in op.operand_types[0]:
+            out.append(TmemAccess("tcgen05.mma", self.loc(op)))
             return
         reads = []
         for vid in op.operands[2:4]:

@@ -24,14 +24,17 @@ CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
            "arrive on that CTA's barrier at CTA scope or relaxed)",
            "tcgen05.commit arrives (landing after the tcgen05 ops they track, multicast in a "
            "cluster) and tmem-lifetime (TMEM alloc blocking past 512 columns, dealloc of more "
-           "than is held, alloc after relinquish_alloc_permit, columns held when a CTA exits)",
+           "than is held, alloc after relinquish_alloc_permit, columns held when a CTA exits, a "
+           "tcgen05.ld / st / cp / mma issued while its CTA holds no columns)",
            "deadlock and scope of global flags between CTAs (atom.add / red.add and spin loops "
            "on ld.acquire, in a model of every CTA of a small grid)")
 NOT_CHECKED = ("races on other shared-memory buffers (cp.async copies read by other threads, "
                "buffers whose every access the extractor cannot attribute to a stage), DSMEM "
                "data beyond the release scope of st.shared::cluster stores (the readers' acquire "
-               "scope, races on the stored bytes) and TMEM data (tcgen05.mma, tcgen05.ld/st and a "
-               "dealloc or an accumulator's reuse ordered against them; the 2-CTA allocation) "
+               "scope, races on the stored bytes) and TMEM data (an accumulator's reuse ordered "
+               "against its reads, a tcgen05 op still in flight when its columns are freed, "
+               "which columns an access touches when a CTA holds several allocations; the "
+               "2-CTA allocation) "
                "and which global data a flag hands over (every add to a flag another thread "
                "waits on must be a release, every wait an acquire) are not checked yet")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef,
-                 _lift_fields, expr_vars, lift)
+                 For, While, _lift_fields, expr_vars, lift, stmt_bodies)
 from .objects import LIMITS, TMEM_COLUMNS
 from .rules import (BufField, Call, ClusterField, CounterField, El, Fail, FlagField, Hook, Inflight, Live, Local, NamedField, Obs,
                     Rule, Self, Set, TmapField, TmemField, When, WordField, add, all_of, any_of, sub)
@@ -33,7 +33,7 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
-           "TmemRelinquish", "uses_tmem", "GlobalAdd", "GlobalWait",
+           "TmemRelinquish", "TmemAccess", "TMEM_ACCESSES", "tmem_access_checked", "uses_tmem", "GlobalAdd", "GlobalWait",
            "Exit",
            "Unsupported"]
 
@@ -2461,7 +2461,8 @@ class Tcgen05Commit(SyncOp):
 
 def uses_tmem(kernel) -> bool:
     """Whether the kernel allocates tensor memory (its CTAs then have an objects.TMEM)."""
-    return any(isinstance(s, (TmemAlloc, TmemDealloc, TmemRelinquish)) for s in kernel.ops())
+    return any(isinstance(s, (TmemAlloc, TmemDealloc, TmemRelinquish, TmemAccess))
+               for s in kernel.ops())
 
 
 def _tmem(c, f: str) -> TmemField:
@@ -2581,6 +2582,70 @@ class TmemRelinquish(SyncOp):
 
     def rule(self, c):
         return Rule([Set(_tmem(c, "rel"), 1)])
+
+
+TMEM_ACCESSES = ("tcgen05.mma", "tcgen05.ld", "tcgen05.st", "tcgen05.cp")
+
+
+@sync_op
+@dataclass(frozen=True)
+class TmemAccess(SyncOp):
+    """The issue of a tcgen05 op that reads or writes the CTA's tensor memory (`what`: one of
+    TMEM_ACCESSES). The check is that the CTA holds columns at the issue: an access before the
+    alloc or after the dealloc. Which columns, and an access still in flight when they are
+    freed, are not followed (tmem_access_checked says when holding any column is the same as
+    holding the accessed ones)."""
+    what: str
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "tmem.access"
+    ptx: ClassVar[str] = "9.7.16 (tcgen05 memory consistency; tcgen05.dealloc)"
+    summary: ClassVar[str] = ("the CTA holds no TMEM columns (before tcgen05.alloc or after "
+                              "tcgen05.dealloc): tmem-lifetime")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("tcgen05.ld")
+
+    def fmt(self): return f"tmem.access {self.what}"
+
+    def problems(self, k):
+        return [] if self.what in TMEM_ACCESSES else [f"unknown TMEM access {self.what!r}"]
+
+    def footprint(self, k):
+        return Footprint((_acc("tmem", "read", "cta"),))
+
+    def rule(self, c):
+        return Rule([When(_eq(_tmem(c, "cols"), 0), [Fail(
+            "tmem-lifetime", "{who} issues " + self.what + " while its CTA holds no tensor "
+            "memory (before tcgen05.alloc, or after tcgen05.dealloc freed it)")])])
+
+
+def tmem_access_checked(kernel, cta: int) -> bool:
+    """Whether a TMEM access of `cta` while it holds no columns is every access to freed or
+    unallocated columns: one alloc op, outside any loop, in a process of one instance, and every
+    dealloc frees as many columns (so the CTA holds either the one allocation or nothing)."""
+    allocs, deallocs = [], []
+    for p in kernel.processes:
+        if p.cta != cta:
+            continue
+        for s, loops in _with_loop_depth(p.body, 0):
+            if isinstance(s, TmemAlloc):
+                allocs.append((s, loops, p.instances))
+            elif isinstance(s, TmemDealloc):
+                deallocs.append(s)
+    if len(allocs) != 1:
+        return len(allocs) == 0
+    alloc, loops, instances = allocs[0]
+    return loops == 0 and instances == 1 and all(d.cols == alloc.cols for d in deallocs)
+
+
+def _with_loop_depth(body, depth: int):
+    for s in body:
+        yield s, depth
+        inner = depth + isinstance(s, (For, While))
+        for b in stmt_bodies(s):
+            yield from _with_loop_depth(b, inner)
 
 
 def tmem_freed_at_exit(c) -> list:

@@ -467,13 +467,15 @@ def cp_async_loop(warps: int = 2, max_tiles: int = 3, bug: str | None = None) ->
 
 UMMA_FILE = "umma_acc.py"
 UMMA_BUGS = ("no-dealloc", "double-dealloc", "alloc-after-relinquish", "over-alloc",
-             "commit-wrong-stage", "commit-by-warp", "no-acc-release-on-empty", "commit-no-init")
+             "commit-wrong-stage", "commit-by-warp", "no-acc-release-on-empty", "commit-no-init",
+             "dealloc-before-ld")
 # what each bug must be reported as, and at which line of umma_acc.py (None: the exit)
 UMMA_BUG_EXPECT = {
     "no-dealloc": ("tmem-lifetime", None), "double-dealloc": ("tmem-lifetime", 46),
     "alloc-after-relinquish": ("tmem-lifetime", 12), "over-alloc": ("deadlock", 12),
     "commit-wrong-stage": ("parity-aliasing", 36), "commit-by-warp": ("parity-aliasing", 36),
     "no-acc-release-on-empty": ("deadlock", None), "commit-no-init": ("uninitialized-barrier", None),
+    "dealloc-before-ld": ("tmem-lifetime", 37),
 }
 
 
@@ -481,12 +483,12 @@ def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | Non
     """The accumulator pipeline of a Blackwell GEMM (PipelineUmmaAsync) with its tensor memory:
     the MMA warp allocates `stages` accumulators of 128 TMEM columns, and per tile waits for the
     epilogue to free the stage (acc_empty), then an elected lane commits the tile's tcgen05.mma
-    to acc_full; `epi_warps` epilogue warps wait on acc_full, read the accumulator (tcgen05.ld,
-    not modelled) and release acc_empty (one arrival per warp). After the last tile the epilogue
+    to acc_full; `epi_warps` epilogue warps wait on acc_full, read the accumulator (tcgen05.ld)
+    and release acc_empty (one arrival per warp). After the last tile the epilogue
     warps arrive on `done` and the MMA warp waits on it and frees the columns. Tile t is empty
     (no k-tiles) when the launch parameter E = 1 and t = 0: the epilogue still releases it.
     `bug`: one of UMMA_BUGS."""
-    from .ops import Tcgen05Commit, TmemAlloc, TmemDealloc, TmemRelinquish
+    from .ops import Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish
     if bug is not None and bug not in UMMA_BUGS:
         raise ValueError(f"unknown umma bug {bug!r}; one of {UMMA_BUGS}")
     L = lambda n: Loc(UMMA_FILE, n)  # noqa: E731
@@ -511,10 +513,11 @@ def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | Non
         init, *alloc, *relinquish, BarSync(loc=L(16)),
         For("t", 0, tiles, (
             MbarWait(MBarRef("acc_empty", Var("s")), Var("ph"), L(30)),
+            Lanes(1, (TmemAccess("tcgen05.mma", L(32)),)),
             *commit,
             *advance("s", "ph", stages),
         ), loc=L(29)),
-        MbarWait(MBarRef("done"), 0, L(45)),
+        *(() if bug == "dealloc-before-ld" else (MbarWait(MBarRef("done"), 0, L(45)),)),
         TmemDealloc(cols, L(46)),
         *((TmemDealloc(cols, L(46)),) if bug == "double-dealloc" else ()),
     )
@@ -524,7 +527,8 @@ def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | Non
     skip_empty = bug == "no-acc-release-on-empty"
     epi_tile = (
         MbarWait(MBarRef("acc_full", Var("s")), Var("ph"), L(36)),
-        If(Var("t").eq(0) & Var("E").eq(1), (), (release,), loc=L(37)) if skip_empty else release,
+        TmemAccess("tcgen05.ld", L(37)),
+        If(Var("t").eq(0) & Var("E").eq(1), (), (release,), loc=L(38)) if skip_empty else release,
         *advance("s", "ph", stages),
     )
     epilogue = (
