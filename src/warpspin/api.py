@@ -186,6 +186,15 @@ def target_arch(arch: str):
         ctx.__exit__(None, None, None)
 
 
+def declared_arch(target: str) -> str | None:
+    """The ARCH a target's module declares (an example written for sm_100a), or None."""
+    try:
+        fn = load_target(target)
+    except ValueError:
+        return None
+    return getattr(sys.modules.get(getattr(fn, "__module__", ""), None), "ARCH", None)
+
+
 def check_target(target: str, opts: CheckOptions) -> list[Result]:
     try:
         fn = load_target(target)

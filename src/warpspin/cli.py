@@ -14,10 +14,11 @@ unsupported, 3 bad input.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
-from .api import CheckOptions, check_target
+from .api import CheckOptions, check_target, declared_arch
 from .engine.portfolio import default_jobs
 from .report.result import exit_status
 
@@ -46,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="verify kernels: deadlocks and synchronization errors")
     c.add_argument("targets", nargs="+", metavar="TARGET", help="path/to/file.py:FUNC")
-    c.add_argument("--arch", default="sm_90a", choices=["sm_90a", "sm_100a"])
+    c.add_argument("--arch", default=None, choices=["sm_90a", "sm_100a"],
+                   help="the architecture to trace for (default: the ARCH the target's module "
+                        "declares, else sm_90a)")
     c.add_argument("--param", action="append", type=parse_param, default=[],
                    metavar="NAME=V|NAME=LO..HI", help="value or range of a launch parameter")
     c.add_argument("--json", action="store_true", help="print one JSON object")
@@ -120,7 +123,7 @@ def _main(argv: list[str] | None) -> int:
         text, ok = report(checks())
         print(text, end="")
         return 0 if ok else 2
-    opts = CheckOptions(arch=args.arch, params=dict(args.param), timeout_s=args.timeout,
+    opts = CheckOptions(arch=args.arch or "sm_90a", params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),
                         load_races=args.load_races)
@@ -130,7 +133,8 @@ def _main(argv: list[str] | None) -> int:
         REPORTER.set(_show_progress)
     results = []
     for target in args.targets:
-        for r in check_target(target, opts):
+        arch = args.arch or declared_arch(target) or "sm_90a"
+        for r in check_target(target, dataclasses.replace(opts, arch=arch)):
             results.append(r)
             _clear_progress()
             if not args.json:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..syncir.ops import CpAsync
+from ..syncir.ops import CpAsync, TmemAccess
 from ..syncir.validate import DEST_OPS
 from ..syncir.ir import (Assign, For, If, Lanes, MbarTestWait, SmemLoad, Stmt, Unsupported, While,
                          expr_vars, map_exprs, stmt_exprs, walk_stmts)
@@ -158,9 +158,10 @@ def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, .
     out: list[Stmt] = []
     for s in body:
         why = _problem(s, bad)
-        if why is not None and isinstance(s, If) and _only_copies(s):
-            # a cp.async issued where the model cannot tell whether it runs is taken to run:
-            # a copy only sets its thread's pending bits, which only make later checks fail
+        if why is not None and isinstance(s, If) and _only_checks(s):
+            # a cp.async or TMEM access issued where the model cannot tell whether it runs is
+            # taken to run: a copy only sets its thread's pending bits, which only make later
+            # checks fail, and an access only checks
             out.extend(_rewrite(s.then + s.else_, bad))
             continue
         if why is not None:
@@ -182,10 +183,10 @@ def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, .
     return tuple(out)
 
 
-def _only_copies(s: If) -> bool:
-    """A branch whose every op is a cp.async."""
-    ops = [t for t in walk_stmts(s.then + s.else_) if not isinstance(t, (If, Lanes))]
-    return bool(ops) and all(isinstance(t, CpAsync) for t in ops)
+def _only_checks(s: If) -> bool:
+    """A branch whose every op is a cp.async or a TMEM access (in branches and loops)."""
+    ops = [t for t in walk_stmts(s.then + s.else_) if not isinstance(t, (If, Lanes, For))]
+    return bool(ops) and all(isinstance(t, (CpAsync, TmemAccess)) for t in ops)
 
 
 def _bodies(s: Stmt) -> tuple:

@@ -185,7 +185,9 @@ MEMORY_READERS = {"cute.memref.load", "cute.memref.store", "cute.make_view", "cu
                 "nvvm.mapa", "cute_nvgpu.arch.make_warp_uniform", "nvvm.mbarrier.try_wait.parity",
                 "nvvm.mbarrier.wait.parity", "nvvm.mbarrier.test.wait",
                 "cute_nvgpu.atom.tma_partition", "cute.memref.alloca", "cute_nvgpu.atom.set_value",
-                "builtin.unrealized_conversion_cast", "nvvm.load.ext"}
+                "builtin.unrealized_conversion_cast", "nvvm.load.ext",
+                # reads the address tcgen05.alloc wrote into shared memory
+                "cute_nvgpu.arch.sm100.retrieve_tmem_ptr"}
 MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
                         "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
                         "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
@@ -195,6 +197,8 @@ MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice"
                         "cute.tiled.mma.partition", "cute.mma.make_fragment")
 
 
+# ops that write (alloc) or read (retrieve) the 4-byte TMEM address at their shared-memory pointer
+TMEM_ADDRESS_WORD = {"cute_nvgpu.arch.sm100.alloc_tmem", "cute_nvgpu.arch.sm100.retrieve_tmem_ptr"}
 # ops that only make views of shared memory (a tensor, a partition, a pointer, a layout): they
 # neither read nor write it (WarpWalker.smem_uses_of)
 VIEW_ONLY = {"cute.make_view", "cute.get_iter", "cute_nvgpu.atom.tma_partition",
@@ -578,6 +582,26 @@ class Context:
             return self.gmem_root(op.operands[0], depth + 1)
         return None
 
+    def unplaced_writes(self) -> list[str]:
+        """The ops that may write global memory the extractor cannot attribute to a kernel
+        argument, but atomics: those on an argument are counters or flags, the others are
+        Unsupported themselves."""
+        return [w for w in self.written_gmem()[1]
+                if not w.startswith(("nvvm.atomicrmw@", "nvvm.red@"))]
+
+    def descriptor_argument(self, atom: int) -> Optional[int]:
+        """The kernel argument a TMA store's atom is (its descriptor, passed by value: the kernel
+        cannot change it, so it writes the tensor the host made it from), or None (a
+        descriptor read from memory, which the kernel may rewrite)."""
+        info = self.kernel.value_info.get(atom)
+        while info is not None and info.op is not None and \
+                info.op.name == "cute_nvgpu.atom.make_exec_tma" and info.op.operands:
+            info = self.kernel.value_info.get(info.op.operands[0])
+        if info is not None and info.is_block_arg and info.region == -1 and \
+                "non_exec_tiled_tma_" in info.type:
+            return info.index
+        return None
+
     def written_gmem(self) -> tuple[set[int], list[str]]:
         """(kernel arguments the kernel may write, ops that may write global memory we cannot
         attribute to an argument).  An allow-list: every op with an operand that may be global
@@ -594,7 +618,15 @@ class Context:
                         continue
                     dst = op.operands[0]
                 elif op.name == "cute.copy" and len(op.operands) > 2:
-                    if ct.atom_kind(op.operand_types[0]) in ("tma_store", "tma_reduce", "bulk_copy_s2g"):
+                    kind = ct.atom_kind(op.operand_types[0])
+                    if kind in ("tma_store", "tma_reduce"):
+                        desc = self.descriptor_argument(op.operands[0])
+                        if desc is None:
+                            unknown.append(where)
+                        else:
+                            args.add(desc)
+                        continue
+                    if kind == "bulk_copy_s2g":
                         unknown.append(where)
                         continue
                     if "gmem" not in (op.operand_types[2] if len(op.operand_types) > 2 else ""):
@@ -651,7 +683,8 @@ class Context:
             self.flags[name] = FlagDecl(name, loc, label)
             self.assumptions.add(
                 f"global flag {label} ({loc}): it holds 0 when the kernel starts, only this "
-                "kernel's atomics change it and no other kernel argument aliases it; every CTA "
+                "kernel's atomics change it and no other kernel argument (nor the tensor a TMA "
+                "descriptor argument was made from) aliases it; every CTA "
                 "of the grid is resident at once (a CTA that spins on it while a CTA it waits "
                 "for has no SM would wait forever)")
         return name
@@ -1339,16 +1372,22 @@ class WarpWalker:
 
     def smem_writes_of(self, op: Op) -> None:
         """Every op with a shared-memory operand that is not known to leave shared memory as it
-        is (a load, a view, an address computation) may write it; mbarrier ops write their 8
-        bytes. Word stores are recorded by `memref_store` itself."""
+        is (a load, a view, an address computation) may write it; mbarrier ops and
+        tcgen05.commit write their barrier's 8 bytes. Word stores are recorded by `memref_store` itself."""
         if _memory_reader(op.name) or op.name == "nvvm.store.async":  # its handler records it
             return
+        if op.name in TMEM_ADDRESS_WORD and len(op.operands) > 1:
+            v = self.val(op.operands[1])  # tcgen05.alloc writes the 4-byte address there
+            if isinstance(v, Ptr) and v.alloc is not None and not v.lin and v.cta is None:
+                self.ctx.smem_writes.append((v.alloc.uid, (v.const, v.const + 4), op.name))
+                return
         for vid, t in zip(op.operands, op.operand_types):
             v = self.val(vid)
             # an mbarrier op on a barrier of a known array (in this CTA, or in a peer through
             # mapa: every CTA lays its shared memory out alike) writes that barrier's 8 bytes
             arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
-                if op.name.startswith("nvvm.mbarrier.") and isinstance(v, Ptr) and v.alloc \
+                if op.name.startswith(("nvvm.mbarrier.", "nvvm.tcgen05.commit")) \
+                and isinstance(v, Ptr) and v.alloc \
                 and (ct.is_smem(t) or ct.is_cluster_smem(t)) else None
             if ct.is_cluster_smem(t) and arr is None:
                 # some CTA's shared memory, through an address not followed
@@ -1478,7 +1517,8 @@ class WarpWalker:
             return
         name = _subscripted_name(self.loc(op)) or f"arg{root}"
         self.ctx.assumptions.add("values read from global memory: nothing else writes the tensors "
-                                 "they come from while the kernel runs, and kernel arguments do "
+                                 "they come from while the kernel runs, and kernel arguments "
+                                 "(and the tensors TMA descriptor arguments were made from) do "
                                  "not alias")
         elems = {i: self.ctx.param(f"{name}_{i}", f"{name}[{i}]: element {i} of kernel argument "
                                    f"{root} (global memory, read at {op.loc.short()}; the kernel "
@@ -2065,8 +2105,10 @@ class WarpWalker:
                 # an mbarrier op touches its 8 bytes; any other op through a pointer, anything
                 # of the allocation
                 arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
-                    if op.name.startswith("nvvm.mbarrier.") else None
+                    if op.name.startswith(("nvvm.mbarrier.", "nvvm.tcgen05.commit")) else None
                 rng = (arr[1], arr[1] + arr[2]) if arr is not None else None
+                if op.name in TMEM_ADDRESS_WORD and not v.lin and v.cta is None:
+                    rng = (v.const, v.const + 4)
                 self.ctx.smem_uses.append((v.alloc.uid, rng, what))
 
     def make_fragment(self, op: Op, out) -> None:
@@ -2409,6 +2451,9 @@ class WarpWalker:
         elif root in self.ctx.written_gmem()[0]:
             why = (f"atom.inc on kernel argument {root}, which the kernel also stores to or "
                    "copies into (only atom.inc may change a counter)")
+        elif unknown := self.ctx.unplaced_writes():
+            why = (f"the kernel writes global memory it cannot place ({unknown[0]}), which may "
+                   "be the counter (only atom.inc may change a counter)")
         if why is not None:
             out.append(Unsupported(f"{op.name}: {why}", loc))
             self.set_unknown_results(op)
@@ -2421,7 +2466,8 @@ class WarpWalker:
                                                          others=self._other_clusters())
             self.ctx.assumptions.add(
                 f"global counter {label} (atom.inc at {op.loc.short()}): it holds 0 when the "
-                "kernel starts, only atom.inc changes it, and the CTAs of the grid outside the "
+                "kernel starts, only atom.inc changes it, no other kernel argument (nor the "
+                "tensor a TMA descriptor argument was made from) aliases it, and the CTAs of the grid outside the "
                 "model (any number of them) may take any of its values between two steps")
         elif decl.limit != limit:
             out.append(Unsupported(f"{op.name}: atom.inc on {decl.label} with two different "
@@ -2452,12 +2498,11 @@ class WarpWalker:
         root = self.argument_root(pointer)
         if root is None:
             return None, "its address is not a kernel argument"
-        written, unknown = self.ctx.written_gmem()
+        written = self.ctx.written_gmem()[0]
         if root in written:
             return None, (f"the kernel also stores to or copies into kernel argument {root} "
                           "(only atomics may change a flag)")
-        # atomics on an argument are this flag's ops or Unsupported themselves
-        unknown = [w for w in unknown if not w.startswith(("nvvm.atomicrmw@", "nvvm.red@"))]
+        unknown = self.ctx.unplaced_writes()
         if unknown:
             return None, (f"the kernel writes global memory it cannot place ({unknown[0]}), which "
                           "may be the flag (only atomics may change a flag)")
