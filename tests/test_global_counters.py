@@ -142,6 +142,7 @@ def test_example_counter_is_extracted():
     ("lane_from_data", "nvvm.shfl.sync"),
     ("per_lane_word", "nvvm.shfl.sync"),
     ("reset", "also stores to or copies into"),
+    ("raw_store", "writes global memory it cannot place"),
 ])
 def test_other_atomics_and_shuffles_are_unsupported_with_their_line(mode, why):
     pytest.importorskip("cutlass")

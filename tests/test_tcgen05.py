@@ -242,3 +242,20 @@ def test_inline_mma_ptx_is_read_only_in_its_exact_form():
     assert tcgen05_mma_asm(MMA_ASM.replace("mov.b32 tmem_acc, $3;", "st.shared.b32 [$3], 1;")) is None
     assert tcgen05_mma_asm(MMA_ASM.replace("cta_group::1", "cta_group::2")) is None
     assert tcgen05_mma_asm("{ mov.b32 a, $0; }") is None  # no MMA: not this form
+
+
+def test_a_branch_not_followed_with_only_tmem_accesses_is_taken_to_run():
+    """flash-attn-4's correction warps rescale O in tensor memory under a vote.sync of data: an
+    access only checks, so the extractor takes such a branch to run (both arms); a branch that
+    also synchronizes stays Unsupported."""
+    from warpspin.extract.cleanup import finish
+    from warpspin.extract.values import opaque
+    from warpspin.syncir.ir import If
+    vote = opaque("nvvm.vote.sync@f.py:3")
+    body = finish([If(vote.eq(0), (TmemAccess("tcgen05.ld", Loc("f.py", 5)),),
+                      (TmemAccess("tcgen05.st", Loc("f.py", 6)),), loc=Loc("f.py", 4))])
+    assert [s.what for s in body] == ["tcgen05.ld", "tcgen05.st"]
+    mixed = finish([If(vote.eq(0), (TmemAccess("tcgen05.ld", Loc("f.py", 5)),
+                                    MbarWait(MBarRef("b"), 0, Loc("f.py", 6))), (),
+                       loc=Loc("f.py", 4))])
+    assert isinstance(mixed[0], Unsupported) and "vote.sync" in mixed[0].what
