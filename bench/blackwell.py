@@ -1,7 +1,8 @@
 """Bench: the Blackwell (sm_100a) kernels: the accumulator pipeline of a GEMM with its tensor
-memory (examples/syncir_ring.py:umma_*, SyncIR) and, with --real, quack's SM100 GEMM and
-flash-attn-4's SM100 forward traced through the libraries' own compile (docs/coverage.md's
-configurations; minutes each).
+memory (examples/syncir_ring.py:umma_*, SyncIR), the DSL Blackwell GEMM of
+examples/blackwell_gemm.py (every variant, traced for sm_100a) and, with --real, quack's SM100
+GEMM and flash-attn-4's SM100 forward traced through the libraries' own compile
+(docs/coverage.md's configurations; minutes each). The last table is bench/blackwell.md.
 
     python bench/blackwell.py [--real]
 
@@ -32,6 +33,13 @@ def rows(real: bool):
     opts = CheckOptions(jobs=1, timeout_s=1800, memory_mb=8192)
     for bug in (None, *UMMA_BUG_EXPECT):
         yield _row(f"umma_acc{'_' + bug if bug else ''}", verify_kernel(umma_acc(bug=bug), opts=opts))
+    from warpspin.api import check_target
+    from warpspin.demo import _module, example_options
+    path = os.path.join(ROOT, "examples", "blackwell_gemm.py")
+    mod = _module(path)
+    for name in mod.VARIANTS:
+        opts_v = example_options(mod, name, jobs=1, timeout_s=1800, memory_mb=8192)
+        yield _row(f"blackwell_gemm:{name}", check_target(f"{path}:{name}", opts_v)[0])
     if real:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         from fixtures import catalog as C
