@@ -94,6 +94,11 @@ def test_dynamic_grid_needs_the_cluster_index_and_count():
     assert "--param clusterid_x" in str(ei.value) and "--param nclusterid_x" in str(ei.value)
     sk = extract(k, params={"clusterid_x": (0, 2), "nclusterid_x": 3})
     assert verdict(sk) == "ok"
+    # values no launch has (the cluster index is below the cluster count): the user's error,
+    # said as such (it was an ExtractorBug)
+    with pytest.raises(ExtractError) as ei:
+        extract(k, params={"clusterid_x": 3, "nclusterid_x": 3})
+    assert "satisfy the launch constraints" in str(ei.value) and "--param" in str(ei.value)
     # `bidx + 1 < nctaid`: CTA r of cluster c arrives iff 2c + r + 1 < 2 * nclusterid
     conds = {p.cta: next(s for s in walk_stmts(p.body) if hasattr(s, "cond")).cond
              for p in sk.processes}

@@ -15,7 +15,8 @@ from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAs
 from ..syncir.ir import (BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
-from ..syncir.validate import reaches_another_cta, validate
+from ..syncir.printer import fmt_expr
+from ..syncir.validate import reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
 from .values import Folder, opaque
 from .walker import LANE_SUBSET, Context, WarpWalker, cluster_coord, to_loc
@@ -225,6 +226,10 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                  words=words,
                  assumptions=tuple(sorted(ctx.assumptions)), counters=counters,
                  constraints=_grid_constraints(used), tensormaps=tensormaps, buffers=buffers)
+    if out.constraints and not some_launch(out):  # the user's --param values, not a bug
+        raise ExtractError("no values of the launch parameters satisfy the launch constraints ("
+                           + ", ".join(fmt_expr(c) for c in out.constraints)
+                           + "): give other --param values")
     problems = validate(out)
     if problems:
         raise ExtractorBug(out.name, problems)

@@ -64,7 +64,7 @@ def validate(k: Kernel) -> list[Problem]:
     for c in k.constraints:
         for v in expr_vars(c) - params:
             probs.append(Problem(f"a launch constraint reads {v!r}, not a launch parameter", k.loc))
-    if k.constraints and not _some_launch(k):  # else every check would be vacuously VERIFIED
+    if k.constraints and not some_launch(k):  # else every check would be vacuously VERIFIED
         probs.append(Problem("no values of the launch parameters satisfy the launch constraints "
                              f"({', '.join(fmt_expr(c) for c in k.constraints)}): give other "
                              "--param values", k.loc))
@@ -213,7 +213,7 @@ def unsupported_ops(k: Kernel) -> list[Unsupported]:
     return [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, Unsupported)]
 
 
-def _some_launch(k: Kernel) -> bool:
+def some_launch(k: Kernel) -> bool:
     """Whether some values of the parameters the constraints read satisfy all of them."""
     from itertools import product
 
