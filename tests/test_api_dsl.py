@@ -106,3 +106,16 @@ def test_target_runs_under_the_requested_arch(tmp_path, capsys, arch, status, mo
     assert ("VERIFIED" in out) == (status == 0)
     if status:
         assert "Only SM 9.x is supported" in out
+
+
+@pytest.mark.parametrize("declared,given,status", [
+    ("sm_100a", None, 3), ("sm_90a", None, 0), (None, None, 0), ("sm_100a", "sm_90a", 0)])
+def test_the_module_arch_is_the_default(tmp_path, capsys, declared, given, status, monkeypatch):
+    """Without --arch a target is traced for the ARCH its module declares (an sm_100a example);
+    --arch overrides it."""
+    monkeypatch.delenv("CUTE_DSL_ARCH", raising=False)
+    f = tmp_path / "declares_arch.py"
+    f.write_text(ARCH_IN_CONSTRUCTOR + (f"\nARCH = {declared!r}\n" if declared else ""))
+    argv = ["check", f"{f}:target"] + (["--arch", given] if given else [])
+    assert cli_main(argv) == status
+    assert ("Only SM 9.x is supported" in capsys.readouterr().out) == (status == 3)
