@@ -254,8 +254,19 @@ def test_a_branch_not_followed_with_only_tmem_accesses_is_taken_to_run():
     vote = opaque("nvvm.vote.sync@f.py:3")
     body = finish([If(vote.eq(0), (TmemAccess("tcgen05.ld", Loc("f.py", 5)),),
                       (TmemAccess("tcgen05.st", Loc("f.py", 6)),), loc=Loc("f.py", 4))])
-    assert [s.what for s in body] == ["tcgen05.ld", "tcgen05.st"]
+    assert [s.what for s in body] == ["tcgen05.ld"]  # both arms run, adjacent: one check
     mixed = finish([If(vote.eq(0), (TmemAccess("tcgen05.ld", Loc("f.py", 5)),
                                     MbarWait(MBarRef("b"), 0, Loc("f.py", 6))), (),
                        loc=Loc("f.py", 4))])
     assert isinstance(mixed[0], Unsupported) and "vote.sync" in mixed[0].what
+
+
+def test_adjacent_tmem_accesses_are_one_check():
+    """Two accesses with nothing between them check the same state (the first can run just
+    before the second): the extractor keeps the first; an access after another statement stays."""
+    from warpspin.extract.cleanup import finish
+    st = [TmemAccess("tcgen05.st", Loc("f.py", n)) for n in (5, 6, 7)]
+    wait = MbarWait(MBarRef("b"), 0, Loc("f.py", 8))
+    body = finish([*st, wait, TmemAccess("tcgen05.ld", Loc("f.py", 9))])
+    assert [(type(s).__name__, s.loc.line) for s in body] == [
+        ("TmemAccess", 5), ("MbarWait", 8), ("TmemAccess", 9)]

@@ -208,5 +208,21 @@ def mark_unsupported(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
     return _rewrite(body, bad)
 
 
+def merge_adjacent_checks(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """A TMEM access right after another one (no statement between them) goes: an access only
+    checks the CTA's TMEM state, so in any run where the second fails, the first, run just
+    before the second (only other processes' steps are between them), fails too."""
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, TmemAccess) and out and isinstance(out[-1], TmemAccess):
+            continue
+        if isinstance(s, If):
+            s = replace(s, then=merge_adjacent_checks(s.then), else_=merge_adjacent_checks(s.else_))
+        elif isinstance(s, (For, While, Lanes)):
+            s = replace(s, body=merge_adjacent_checks(s.body))
+        out.append(s)
+    return tuple(out)
+
+
 def finish(body: list[Stmt]) -> tuple[Stmt, ...]:
-    return simplify_body(mark_unsupported(simplify_body(tuple(body))))
+    return merge_adjacent_checks(simplify_body(mark_unsupported(simplify_body(tuple(body)))))
