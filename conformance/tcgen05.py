@@ -1,6 +1,7 @@
 """Litmus kernels for tcgen05 and tensor memory (sm_100a). No Blackwell GPU is available: each is
 traced for sm_100a and its outcomes predicted on the CPU (status "PTX only"); the rules are the
 PTX ISA's, as docs/semantics.md "tcgen05 and tensor memory" states them."""
+import cutlass
 import cutlass.cute as cute
 from cutlass import Float32
 from cutlass.cute.nvgpu import tcgen05
@@ -104,6 +105,7 @@ class TmemLoadThenFree(_Tmem):
     after a second barrier warp 0 frees them. warpspin: verified."""
     rules = ("tmem.access",)
     warps = 4
+    barrier_before_free = True
 
     @cute.jit
     def body(self):
@@ -111,27 +113,18 @@ class TmemLoadThenFree(_Tmem):
             cute.arch.alloc_tmem(32, self.buf)
         cute.arch.sync_threads()
         self.load()
-        cute.arch.sync_threads()
+        if cutlass.const_expr(self.barrier_before_free):
+            cute.arch.sync_threads()
         if self.warp == 0:
             self.free(32)
 
 
-class TmemFreeRacesLoad(_Tmem):
+class TmemFreeRacesLoad(TmemLoadThenFree):
     """As TmemLoadThenFree without the second barrier: warp 0 frees the columns after its own
     load, while warps 1..3 may not have issued theirs (an access to unallocated tensor memory).
     warpspin: tmem-lifetime at a load."""
-    rules = ("tmem.access",)
     expect = "tmem-lifetime"
-    warps = 4
-
-    @cute.jit
-    def body(self):
-        if self.warp == 0:
-            cute.arch.alloc_tmem(32, self.buf)
-        cute.arch.sync_threads()
-        self.load()
-        if self.warp == 0:
-            self.free(32)
+    barrier_before_free = False
 
 
 class Tcgen05CommitArrives(_Tmem):
