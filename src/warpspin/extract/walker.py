@@ -187,7 +187,9 @@ MEMORY_READERS = {"cute.memref.load", "cute.memref.store", "cute.make_view", "cu
                 "cute_nvgpu.atom.tma_partition", "cute.memref.alloca", "cute_nvgpu.atom.set_value",
                 "builtin.unrealized_conversion_cast", "nvvm.load.ext",
                 # reads the address tcgen05.alloc wrote into shared memory
-                "cute_nvgpu.arch.sm100.retrieve_tmem_ptr"}
+                "cute_nvgpu.arch.sm100.retrieve_tmem_ptr",
+                # an executable copy atom of a TMA descriptor: the copy that uses it writes
+                "cute_nvgpu.atom.make_exec_tma"}
 MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
                         "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
                         "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
@@ -617,6 +619,10 @@ class Context:
                     if "gmem" not in op.operand_types[0]:
                         continue
                     dst = op.operands[0]
+                elif op.name == "cute.memref.store_vec" and len(op.operands) > 1:
+                    if ct.memref_space(op.operand_types[1]) in ("rmem", "smem"):
+                        continue  # a vector into registers or shared memory
+                    dst = op.operands[1]
                 elif op.name == "cute.copy" and len(op.operands) > 2:
                     kind = ct.atom_kind(op.operand_types[0])
                     if kind in ("tma_store", "tma_reduce"):
