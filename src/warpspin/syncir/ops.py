@@ -185,7 +185,7 @@ def remote_alive(c, ref: MBarRef, el: El, what: str) -> list:
     if ref.cta is None:
         return []
     return [When(all_of(_ne(el.cta, c.cta), _eq(Live(el.cta), 0)),
-                 [Fail("cluster-lifetime", "{who} " + what + " {bar} in CTA {0}, whose threads "
+                 [Fail("cluster-lifetime", "{who} " + what + " {bar}, but the threads of CTA {0} "
                        "have all exited (its shared memory may belong to another CTA by now)",
                        (el.cta,), el)])]
 
@@ -931,7 +931,7 @@ def _multicast_issue(c, bar: MBarRef, mask: Expr, verb: str, verb_into: str,
     for t in range(n):
         el = El(bar.name, Const(t), bar.index)
         lifetime = [] if t == c.cta else [When(_eq(Live(Const(t)), 0), [
-            Fail("cluster-lifetime", "{who} " + verb_into + " {bar} in CTA {0}, whose threads "
+            Fail("cluster-lifetime", "{who} " + verb_into + " {bar}, but the threads of CTA {0} "
                  "have all exited (its shared memory may belong to another CTA by now)",
                  (Const(t),), el)])]
         body.append(When(_ne(_band(mask, Const(1 << t)), 0), [
