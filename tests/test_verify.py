@@ -51,6 +51,10 @@ def test_deadlock_report_names_blocked_waits():
     text = str(r)
     assert text.splitlines()[1].startswith("ring.py:21: error[deadlock]:")
     assert "blocked forever:" in text and "empty[0]" in text and "pending" in text
+    # each blocked warp is listed once: its "also blocks here" note is for SARIF and HTML only
+    v = r.violations[0]
+    assert any(n.message.endswith("also blocks here") for n in v.notes) or len(v.blocked) < 2
+    assert "also blocks here" not in text
     assert "interleaving" in text
 
 
