@@ -51,10 +51,13 @@ def test_deadlock_report_names_blocked_waits():
     text = str(r)
     assert text.splitlines()[1].startswith("ring.py:21: error[deadlock]:")
     assert "blocked forever:" in text and "empty[0]" in text and "pending" in text
-    # each blocked warp is listed once: its "also blocks here" note is for SARIF and HTML only
+    # each blocked warp is listed once, under "blocked forever" (no note repeats one)
     v = r.violations[0]
-    assert any(n.message.endswith("also blocks here") for n in v.notes) or len(v.blocked) < 2
+    assert len(v.blocked) == 3
+    assert not any(n.message.endswith("also blocks here") for n in v.notes)
     assert "also blocks here" not in text
+    for b in v.blocked:
+        assert text.count(f"    {b.process} (CTA") == 1
     assert "interleaving" in text
 
 

@@ -84,12 +84,7 @@ def render_text(r: Result, max_steps: int = 200) -> str:
                     facts.append(f"{b.pending_tx} tx bytes pending")
                 if facts:
                     out.append("      " + "; ".join(facts))
-        blocked_at = {(b.process, _short(b.file), b.line) for b in v.blocked}
         for n in v.notes:
-            loc = (_short(n.location.file), n.location.line) if n.location else None
-            if loc and n.message.endswith(" also blocks here") and \
-                    (n.message[:-len(" also blocks here")], *loc) in blocked_at:
-                continue  # listed under "blocked forever" (the note stays for SARIF and HTML)
             where = f" at {_short(n.location.file)}:{n.location.line}" if n.location else ""
             out.append(f"  = note: {n.message}{where}")
         for h in v.help:

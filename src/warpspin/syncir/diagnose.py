@@ -168,8 +168,8 @@ def diagnose_deadlock(r: Replay) -> Diagnosis:
         primary = blocked[0]
         why = f"{primary.role} blocks forever at {primary.op}" + (
             f" on {primary.barrier}" if primary.barrier else "")
-    notes = tuple(Note(f"{b.role} also blocks here", b.loc) for b in blocked if b is not primary)
-    return Diagnosis("deadlock", why, primary.loc, everyone, notes=notes, help=help_)
+    # every blocked instance is in `everyone` (each report lists them): no note repeats one
+    return Diagnosis("deadlock", why, primary.loc, everyone, help=help_)
 
 
 def _copy_notes(m: Machine, b: Blocked) -> tuple[Note, ...]:
