@@ -123,7 +123,7 @@ def _main(argv: list[str] | None) -> int:
         text, ok = report(checks())
         print(text, end="")
         return 0 if ok else 2
-    opts = CheckOptions(arch=args.arch or "sm_90a", params=dict(args.param), timeout_s=args.timeout,
+    opts = CheckOptions(params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),
                         load_races=args.load_races)

@@ -65,6 +65,8 @@ UNSUPPORTED_PREFIXES = (
 # drops those of bulk groups in a warp that loads through no rewritten tensormap)
 LANE_SUBSET = ("by a lane subset that may not include the lane that issues the warp's TMA copies "
                "(bulk groups and tensormap fences are per thread)")
+
+
 def tmem_copy(types: list[str]) -> Optional[str]:
     """The tcgen05 op of a ``cute.copy`` from or into tensor memory (a ``memref<T, tmem, ...>``
     operand): tcgen05.ld into registers, tcgen05.st from them, tcgen05.cp from shared memory."""
@@ -201,6 +203,15 @@ MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice"
 
 # ops that write (alloc) or read (retrieve) the 4-byte TMEM address at their shared-memory pointer
 TMEM_ADDRESS_WORD = {"cute_nvgpu.arch.sm100.alloc_tmem", "cute_nvgpu.arch.sm100.retrieve_tmem_ptr"}
+
+
+def _tmem_address_word(v) -> Optional[tuple[int, int]]:
+    """The byte range of the TMEM address word a pointer of this CTA at a static offset names."""
+    if isinstance(v, Ptr) and v.alloc is not None and not v.lin and v.cta is None:
+        return (v.const, v.const + 4)
+    return None
+
+
 # ops that only make views of shared memory (a tensor, a partition, a pointer, a layout): they
 # neither read nor write it (WarpWalker.smem_uses_of)
 VIEW_ONLY = {"cute.make_view", "cute.get_iter", "cute_nvgpu.atom.tma_partition",
@@ -584,12 +595,21 @@ class Context:
             return self.gmem_root(op.operands[0], depth + 1)
         return None
 
-    def unplaced_writes(self) -> list[str]:
-        """The ops that may write global memory the extractor cannot attribute to a kernel
-        argument, but atomics: those on an argument are counters or flags, the others are
-        Unsupported themselves."""
-        return [w for w in self.written_gmem()[1]
-                if not w.startswith(("nvvm.atomicrmw@", "nvvm.red@"))]
+    def other_writer(self, root: int, what: str, changes: str) -> Optional[str]:
+        """Why a word of kernel argument `root` that only the kernel's atomics may change (a
+        counter or a flag: `what`, changed only by `changes`) is not modelled: the kernel stores
+        to or copies into that argument, or writes global memory it cannot place (atomics
+        aside: on an argument they are counters or flags, the others are Unsupported
+        themselves); None when neither."""
+        written, unknown = self.written_gmem()
+        if root in written:
+            return (f"the kernel also stores to or copies into kernel argument {root} (only "
+                    f"{changes} may change a {what})")
+        unknown = [w for w in unknown if not w.startswith(("nvvm.atomicrmw@", "nvvm.red@"))]
+        if unknown:
+            return (f"the kernel writes global memory it cannot place ({unknown[0]}), which may "
+                    f"be the {what} (only {changes} may change a {what})")
+        return None
 
     def descriptor_argument(self, atom: int) -> Optional[int]:
         """The kernel argument a TMA store's atom is (its descriptor, passed by value: the kernel
@@ -1384,8 +1404,8 @@ class WarpWalker:
             return
         if op.name in TMEM_ADDRESS_WORD and len(op.operands) > 1:
             v = self.val(op.operands[1])  # tcgen05.alloc writes the 4-byte address there
-            if isinstance(v, Ptr) and v.alloc is not None and not v.lin and v.cta is None:
-                self.ctx.smem_writes.append((v.alloc.uid, (v.const, v.const + 4), op.name))
+            if (word := _tmem_address_word(v)) is not None:
+                self.ctx.smem_writes.append((v.alloc.uid, word, op.name))
                 return
         for vid, t in zip(op.operands, op.operand_types):
             v = self.val(vid)
@@ -2113,8 +2133,8 @@ class WarpWalker:
                 arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
                     if op.name.startswith(("nvvm.mbarrier.", "nvvm.tcgen05.commit")) else None
                 rng = (arr[1], arr[1] + arr[2]) if arr is not None else None
-                if op.name in TMEM_ADDRESS_WORD and not v.lin and v.cta is None:
-                    rng = (v.const, v.const + 4)
+                if op.name in TMEM_ADDRESS_WORD:
+                    rng = _tmem_address_word(v) or rng
                 self.ctx.smem_uses.append((v.alloc.uid, rng, what))
 
     def make_fragment(self, op: Op, out) -> None:
@@ -2454,12 +2474,8 @@ class WarpWalker:
             why = "atom.inc whose limit is not a launch value"
         elif self.active.count != 1 or not self.active.exact and self.active.leader is None:
             why = f"atom.inc by {self.active.count} threads (each gets its own value)"
-        elif root in self.ctx.written_gmem()[0]:
-            why = (f"atom.inc on kernel argument {root}, which the kernel also stores to or "
-                   "copies into (only atom.inc may change a counter)")
-        elif unknown := self.ctx.unplaced_writes():
-            why = (f"the kernel writes global memory it cannot place ({unknown[0]}), which may "
-                   "be the counter (only atom.inc may change a counter)")
+        else:
+            why = self.ctx.other_writer(root, "counter", "atom.inc")
         if why is not None:
             out.append(Unsupported(f"{op.name}: {why}", loc))
             self.set_unknown_results(op)
@@ -2504,14 +2520,9 @@ class WarpWalker:
         root = self.argument_root(pointer)
         if root is None:
             return None, "its address is not a kernel argument"
-        written = self.ctx.written_gmem()[0]
-        if root in written:
-            return None, (f"the kernel also stores to or copies into kernel argument {root} "
-                          "(only atomics may change a flag)")
-        unknown = self.ctx.unplaced_writes()
-        if unknown:
-            return None, (f"the kernel writes global memory it cannot place ({unknown[0]}), which "
-                          "may be the flag (only atomics may change a flag)")
+        why = self.ctx.other_writer(root, "flag", "atomics")
+        if why is not None:
+            return None, why
         if f"sem{root}" in self.ctx.counters:
             return None, f"kernel argument {root} is also an atom.inc counter"
         return root, None
