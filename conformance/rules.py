@@ -114,6 +114,11 @@ RULES: dict[str, tuple[str, str, str]] = {
         "an alloc after the CTA relinquished its allocation permit: tmem-lifetime"),
     "tmem.alloc-blocks": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.alloc (PTX only)",
         "tcgen05.alloc blocks while the CTA's columns and the new ones exceed 512"),
+    "tmem.pair": ("tcgen05 and tensor memory (tmem-lifetime)",
+        "tcgen05.alloc.cta_group::2 (PTX only)",
+        "a cta_group::2 alloc / dealloc / relinquish is issued by one warp in each CTA of the "
+        "pair: the first waits for its peer's (one that never comes: deadlock), the second "
+        "applies it to both CTAs (a different op or column count: arrival-mismatch)"),
     "tmem.access": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.ld (PTX only)",
         "a tcgen05.ld / st / cp / mma issued while its CTA holds no TMEM columns (before the "
         "alloc, or after the dealloc): tmem-lifetime"),

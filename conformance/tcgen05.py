@@ -162,3 +162,52 @@ class Tcgen05CommitByWholeWarp(_Tmem):
 
 LITMUS = [TmemAllocThenFree, TmemHeldAtExit, TmemAllocAfterRelinquish, TmemAllocBlocksPast512,
           TmemLoadThenFree, TmemFreeRacesLoad, Tcgen05CommitArrives, Tcgen05CommitByWholeWarp]
+
+
+class _TmemPair(_Tmem):
+    """A cluster of two CTAs: the cta_group::2 allocation ops, one warp (warp 0) of each CTA."""
+    cluster = 2
+
+    @cute.jit
+    def free_pair(self, cols: int):
+        cute.arch.dealloc_tmem(cute.arch.retrieve_tmem_ptr(Float32, 16, self.buf), cols,
+                               is_two_cta=True)
+
+
+class TmemPairAllocThenFree(_TmemPair):
+    """Warp 0 of each CTA of the pair allocates 128 columns with cta_group::2, relinquishes the
+    permit and frees them, all three collectively. warpspin: verified."""
+    rules = ("tmem.pair",)
+
+    @cute.jit
+    def body(self):
+        if self.warp == 0:
+            cute.arch.alloc_tmem(128, self.buf, is_two_cta=True)
+            cute.arch.relinquish_tmem_alloc_permit(is_two_cta=True)
+            self.free_pair(128)
+
+
+class TmemPairAllocOneSided(_TmemPair):
+    """Only CTA 0's warp 0 issues the cta_group::2 alloc; CTA 1 never does (PTX ISA: the pair's
+    two warps issue it collectively). warpspin: deadlock at the alloc."""
+    rules = ("tmem.pair",)
+    expect = "deadlock"
+
+    @cute.jit
+    def body(self):
+        if self.warp == 0 and self.rank == 0:
+            cute.arch.alloc_tmem(128, self.buf, is_two_cta=True)
+            self.free_pair(128)
+
+
+class TmemPairCountMismatch(_TmemPair):
+    """The two CTAs' warps issue the cta_group::2 alloc with 128 and 256 columns. warpspin:
+    arrival-mismatch at the second alloc."""
+    rules = ("tmem.pair",)
+    expect = "arrival-mismatch"
+
+    @cute.jit
+    def body(self):
+        if self.warp == 0:
+            cute.arch.alloc_tmem(128 * (self.rank + 1), self.buf, is_two_cta=True)
+            self.free_pair(128 * (self.rank + 1))

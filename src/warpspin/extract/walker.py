@@ -1329,6 +1329,29 @@ class WarpWalker:
             leaves.append(e)
         self.env[op.result] = Leaves(tuple(leaves))
 
+    def crd2idx(self, op: Op, out) -> None:
+        """``cute.crd2idx(coord, layout)`` on a static layout whose flat modes the coordinate
+        names one leaf each: the sum of leaf times stride (a ``_`` leaf, as in
+        ``slice_and_offset``, counts 0). Any other form is a value not followed."""
+        flat = ct.flat_layout(op.operand_types[1])
+        text = ct.int_tuple_value(op.operand_types[0]) or ""
+        leaves = re.findall(r"\?|_|-?\d+", text)
+        v = self.val(op.operands[0])
+        dynamic = list(v.dynamic if isinstance(v, SliceCoord) else
+                       v.items if isinstance(v, Leaves) else (v,) if isinstance(v, Expr) else ())
+        if isinstance(v, Leaves):  # its items are every leaf, static ones included
+            dynamic = [x for x, t in zip(v.items, leaves) if t == "?"] \
+                if len(v.items) == len(leaves) else []
+        if flat is None or len(flat[0]) != len(leaves) or leaves.count("?") != len(dynamic):
+            self.set_unknown_results(op)
+            return
+        dyn = iter(dynamic)
+        idx: Expr = Const(0)
+        for leaf, stride in zip(leaves, flat[1]):
+            c = next(dyn) if leaf == "?" else Const(0) if leaf == "_" else Const(int(leaf))
+            idx = self.f.binop("+", idx, self.f.binop("*", c, Const(stride)))
+        self.env[op.result] = idx
+
     def get_leaves(self, op: Op, out) -> None:
         v = self.val(op.operands[0])
         for i, (r, t) in enumerate(zip(op.results, op.result_types)):
@@ -2156,7 +2179,8 @@ class WarpWalker:
         stage model does not follow: its reads stay unattributed, so its buffers are reported
         as not checked (build.py)."""
         if op.operand_types and "sm100" in op.operand_types[0]:
-            out.append(TmemAccess("tcgen05.mma", self.loc(op)))
+            two = re.search(r"sm100\.mma\w*<[^>]*num_cta = 2", op.operand_types[0]) is not None
+            out.append(TmemAccess("tcgen05.mma", self.loc(op), pair=two))
             return
         reads = []
         for vid in op.operands[2:4]:
@@ -2173,27 +2197,30 @@ class WarpWalker:
         mask = self.expr(op.operands[1]) if len(op.operands) > 1 else None
         self.mbar_stmt(op, out, lambda b: Tcgen05Commit(b, self.loc(op), mask))
 
-    def tmem_group(self, op: Op, out) -> bool:
-        """TMEM allocation ops of cta_group::1 only (the DSL's form without attributes); any
-        other form is Unsupported."""
-        if op.attrs:
-            out.append(Unsupported(f"{op.name} with {sorted(op.attrs)} (only the one-CTA form is "
-                                   "modelled)", self.loc(op)))
-            self.set_unknown_results(op)
-            return False
-        return True
+    def tmem_group(self, op: Op, out) -> Optional[bool]:
+        """Whether a TMEM allocation op is the cta_group::2 form (``is_two_cta``) or the
+        cta_group::1 form (no attribute); None (and Unsupported) for any other attribute."""
+        if op.attrs in ({}, {"is_two_cta": True}):
+            return bool(op.attrs)
+        out.append(Unsupported(f"{op.name} with {sorted(op.attrs)} (only cta_group::1 and "
+                               "is_two_cta are modelled)", self.loc(op)))
+        self.set_unknown_results(op)
+        return None
 
     def tmem_alloc(self, op: Op, out) -> None:
-        if self.tmem_group(op, out):
-            out.append(TmemAlloc(self.expr(op.operands[0]), self.loc(op)))
+        pair = self.tmem_group(op, out)
+        if pair is not None:
+            out.append(TmemAlloc(self.expr(op.operands[0]), self.loc(op), pair))
 
     def tmem_dealloc(self, op: Op, out) -> None:
-        if self.tmem_group(op, out):
-            out.append(TmemDealloc(self.expr(op.operands[1]), self.loc(op)))
+        pair = self.tmem_group(op, out)
+        if pair is not None:
+            out.append(TmemDealloc(self.expr(op.operands[1]), self.loc(op), pair))
 
     def tmem_relinquish(self, op: Op, out) -> None:
-        if self.tmem_group(op, out):
-            out.append(TmemRelinquish(self.loc(op)))
+        pair = self.tmem_group(op, out)
+        if pair is not None:
+            out.append(TmemRelinquish(self.loc(op), pair))
 
     def tmem_ptr(self, op: Op, out) -> None:
         """retrieve_tmem_ptr reads the address tcgen05.alloc stored in shared memory: a value
@@ -2236,8 +2263,9 @@ class WarpWalker:
         if not isinstance(atom, Atom) or atom.get("tma_bar") is None:
             out.append(Unsupported("TMA load without a traced tma_bar", self.loc(op)))
             return
-        if "num_cta = 1" not in atom.type and not per_thread:
-            out.append(Unsupported("TMA load for a CTA pair (num_cta != 1)", self.loc(op)))
+        pair = "num_cta = 2" in atom.type and not per_thread
+        if "num_cta = 1" not in atom.type and not pair and not per_thread:
+            out.append(Unsupported("TMA load for a CTA group other than 1 or 2", self.loc(op)))
             return
         bits = ct.copy_bits(atom.type)
         reps = ct.rest_size(op.operand_types[2]) if len(op.operand_types) > 2 else 1
@@ -2252,7 +2280,33 @@ class WarpWalker:
             return
         nbytes = bits // 8 * reps
         mask: Optional[Expr] = None
-        if atom.get("mcast_mask") is not None:
+        if pair:
+            # .cta_group::2: the lowering clears the peer bit of the barrier's address, so the
+            # bytes complete on the barrier at the same offset in the pair's leader (even rank)
+            if ref.cta is not None or atom.get("mcast_mask") is not None:
+                out.append(Unsupported("TMA load for a CTA pair through a remote barrier or an "
+                                       "explicit multicast mask", self.loc(op)))
+                return
+            group = [self.rank]
+            if isinstance(op.attrs.get("multicast_layout"), str):
+                group = self.block_mcast(op.attrs["multicast_layout"],
+                                         pair_split="use_2cta" in op.attrs)
+                if group is None:
+                    out.append(Unsupported(f"TMA load for a CTA pair with multicast_layout "
+                                           f"{op.attrs['multicast_layout']}", self.loc(op)))
+                    return
+            leaders = sorted({r - r % 2 for r in group})
+            if len(leaders) != len(group):
+                out.append(Unsupported("TMA load for a CTA pair multicast into both CTAs of a "
+                                       "pair (two completions on one leader barrier)",
+                                       self.loc(op)))
+                return
+            nbytes //= len(group)
+            if len(group) > 1:
+                mask = Const(sum(1 << r for r in leaders))
+            elif leaders[0] != self.rank:
+                ref = MBarRef(ref.name, ref.index, Const(leaders[0]))
+        elif atom.get("mcast_mask") is not None:
             # the box is split among the CTAs of tma_partition's cta_layout (num_multicast)
             mask = self.expr_of(atom.get("mcast_mask"))
             nbytes //= self.ctx.tma_split.get(atom.src, 1)
@@ -2292,10 +2346,12 @@ class WarpWalker:
         name = self.claim(op, stage)
         return name
 
-    def block_mcast(self, attr: str) -> Optional[list[int]]:
+    def block_mcast(self, attr: str, pair_split: bool = False) -> Optional[list[int]]:
         """CTA ranks sharing this CTA's tile for ``cute.copy {multicast_layout = (cm,cn):(dm,dn)}``
         (the block-copy API; the compiler slices the box and builds the mask): direction (1,0)
-        ("M") shares among the CTAs of the same m, (0,1) ("N") among those of the same n."""
+        ("M") shares among the CTAs of the same m, (0,1) ("N") among those of the same n.
+        `pair_split` (``use_2cta``: the operand is split between the CTAs of a 2-CTA MMA pair,
+        ranks 2k and 2k+1 along m): only CTAs of the same position in their pair share it."""
         m = re.search(r'"\((\d+),(\d+)\):\((\d+),(\d+)\)"', attr)
         if not m:
             return None
@@ -2305,7 +2361,9 @@ class WarpWalker:
         me_m, me_n = self.rank % cm, self.rank // cm
         if (dm, dn) == (1, 0):
             return [me_m + n * cm for n in range(cn)]
-        return [m_ + me_n * cm for m_ in range(cm)]
+        if pair_split and cm % 2:
+            return None
+        return [m_ + me_n * cm for m_ in range(cm) if not pair_split or m_ % 2 == me_m % 2]
 
     def expr_of(self, value: Value) -> Expr:
         if isinstance(value, Expr):
@@ -2793,6 +2851,9 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute.make_coord": WarpWalker.make_coord,
     "nvvm.mapa": WarpWalker.mapa,
     "cute.get_hier_coord": WarpWalker.hier_coord,
+    # a flat layout's hierarchical coordinate is its flat one (flat_layout flattens both)
+    "cute.get_flat_coord": WarpWalker.hier_coord,
+    "cute.crd2idx": WarpWalker.crd2idx,
     "cute.get_leaves": WarpWalker.get_leaves,
     "cute.tuple_add": WarpWalker.tuple_arith,
     "cute.tuple_sub": WarpWalker.tuple_arith,

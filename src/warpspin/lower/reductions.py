@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from ..syncir.flat import Branch, FlatProcess, Goto, Let, Op, is_exit
 from ..syncir.ir import Kernel, walk_stmts
-from ..syncir.ops import (SmemWrite, TmaStore, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC, BarSyncResume,
+from ..syncir.ops import (SmemWrite, TmaStore, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC,
                           SyncOp, snap_var)
 
 LOCAL_SCOPES = ("thread", "warp", "cta")
@@ -126,7 +126,7 @@ def _shifted(ins, off: int):
     targets and the bar.sync snapshot names (named by pc) moved back by `off`."""
     if isinstance(ins, (Branch, Goto)):
         return replace(ins, target=ins.target - off)
-    if isinstance(ins, Op) and isinstance(ins.stmt, BarSyncResume):
+    if isinstance(ins, Op) and isinstance(getattr(ins.stmt, "snap", None), str):
         at = int(ins.stmt.snap[len(snap_var(0)) - 1:])
         return replace(ins, stmt=replace(ins.stmt, snap=snap_var(at - off)))
     return ins

@@ -9,7 +9,7 @@ from .flat import Op
 from .interp import Machine, ModelError, Replay, State, eval_expr
 from .ir import Const, Expr, Loc, MBarRef, WordRef
 from .ops import (BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, GlobalWait, MbarWait,
-                  StAsync, TmaLoad, TmemAlloc)
+                  StAsync, TmaLoad, TmemAlloc, TmemPairResume)
 from .printer import fmt_op
 from .trace import Complete, ParamChoice, Step, Take
 
@@ -85,9 +85,17 @@ def blocked_instances(m: Machine, s: State) -> list[Blocked]:
             out.append(Blocked(**common, op="barrier.cluster.wait", loc=st.loc,
                                barrier="the cluster barrier"))
         elif isinstance(st, TmemAlloc):
-            held = s[m.sl.tmem_field(inst.cta, "cols")]
-            out.append(Blocked(**common, op="tcgen05.alloc", loc=st.loc,
-                               barrier=f"tensor memory ({held} of 512 columns held by its CTA)"))
+            ctas = (inst.cta - inst.cta % 2, inst.cta - inst.cta % 2 + 1) if st.pair else \
+                (inst.cta,)
+            held = ", ".join(f"{s[m.sl.tmem_field(x, 'cols')]} of 512 columns held by CTA {x}"
+                             for x in ctas)
+            out.append(Blocked(**common, op=f"tcgen05.alloc{'.cta_group::2' if st.pair else ''}",
+                               loc=st.loc, barrier=f"tensor memory ({held})"))
+        elif isinstance(st, TmemPairResume):
+            peer = inst.cta ^ 1
+            out.append(Blocked(**common, op=f"{st.what}.cta_group::2", loc=st.loc,
+                               barrier=f"its CTA pair (it waits for a warp of CTA {peer} to "
+                                       f"issue {st.what}.cta_group::2 too)"))
         elif isinstance(st, GlobalWait):
             val = s[m.sl.flag[st.flag]]
             target = m.eval(st.target, s, inst.gid)
@@ -250,6 +258,8 @@ def describe_steps(m: Machine, events) -> list[str]:
             if isinstance(st, BarSyncResume):
                 text = f"(resumes after bar.sync {concrete_op(st, env).split(' ', 1)[1]}"
                 text = text.replace(" (resume)", "") + ")"
+            elif isinstance(st, TmemPairResume):
+                text = f"(resumes after {st.what}.cta_group::2: the peer CTA's warp issued it)"
             elif isinstance(st, Exit):
                 text = "exit"
             else:

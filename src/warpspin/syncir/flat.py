@@ -4,8 +4,8 @@ The interpreter and the Promela lowering both execute this flat form, so a progr
 index into `FlatProcess.code`) names the same step in both, and SPIN trails map back to SyncIR ops.
 
 Visible instructions (one model step each, shown in traces): `Op` (a sync op of ops.py, with
-the lanes that execute it; a `bar.sync` becomes its arrival and a `BarSyncResume`, an exit or
-the end of the body an `Exit`).
+the lanes that execute it; an op with a `resume` (`bar.sync`, a cta_group::2 TMEM op) becomes
+its issue and its resume, an exit or the end of the body an `Exit`).
 Local instructions (no effect outside the process, run eagerly): Let, Branch, Goto, Bound.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .ir import (Assign, BinOp, Const, Expr, For, If, Kernel, Lanes, Loc, NOLOC, Process, Stmt,
                  Var, While)
-from .ops import BarSync, BarSyncResume, Exit, SyncOp, snap_var
+from .ops import Exit, SyncOp, snap_var
 
 
 class FlattenError(ValueError):
@@ -149,11 +149,11 @@ def flatten_process(p: Process) -> FlatProcess:
             if lanes[0] is not None:
                 raise FlattenError(f"{s.loc}: exit inside a lane subset is not modelled")
             emit(Op(s))
-        elif isinstance(s, BarSync):
-            at = emit(Op(s, lanes[0]))
-            emit(Op(BarSyncResume(s.barrier_id, snap_var(at), s.loc), lanes[0]))
         elif isinstance(s, SyncOp):
-            emit(Op(s, lanes[0]))
+            at = emit(Op(s, lanes[0]))
+            resume = s.resume(snap_var(at))
+            if resume is not None:
+                emit(Op(resume, lanes[0]))
         else:
             raise FlattenError(f"{getattr(s, 'loc', NOLOC)}: not a SyncIR statement: {s!r}")
 

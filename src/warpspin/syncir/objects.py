@@ -168,6 +168,13 @@ TMEM = ObjectKind("tmem", "cta", (
               "adds, tcgen05.dealloc frees)"),
     FieldDecl("rel", 0, 1, 0, "1 once the CTA relinquished its allocation permit "
               "(tcgen05.relinquish_alloc_permit): a later alloc is undefined"),
+    # cta_group::2 ops, in the object of the pair's leader (the even rank)
+    FieldDecl("pa", 0, 1, 0, "1 while one warp of the pair waits in a cta_group::2 "
+              "alloc/dealloc/relinquish for its peer's"),
+    FieldDecl("pk", 0, 3, 0, "which op it waits in (1 alloc, 2 dealloc, 3 relinquish)"),
+    FieldDecl("pw", 0, 1, 0, "which CTA of the pair it is (rank mod 2)"),
+    FieldDecl("pn", 0, TMEM_COLUMNS, 0, "the columns it named"),
+    FieldDecl("pg", 0, 1, 0, "the pair's generation: flips when the second warp issues the op"),
 ), "the tensor memory allocation of a CTA (PTX tcgen05.alloc, tcgen05.dealloc, "
    "tcgen05.relinquish_alloc_permit: 128 lanes x 512 columns per SM), per CTA; only in "
    "kernels that allocate")

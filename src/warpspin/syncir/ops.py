@@ -33,7 +33,7 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
-           "TmemRelinquish", "TmemAccess", "TMEM_ACCESSES", "tmem_access_checked", "uses_tmem", "GlobalAdd", "GlobalWait",
+           "TmemRelinquish", "TmemPairResume", "TmemAccess", "TMEM_ACCESSES", "tmem_access_checked", "uses_tmem", "GlobalAdd", "GlobalWait",
            "Exit",
            "Unsupported"]
 
@@ -102,6 +102,11 @@ class SyncOp(Stmt):
     def own_locals(self, pc: int) -> tuple[str, ...]:
         """Locals of the executing instance this op writes (hidden ones included)."""
         return ()
+
+    def resume(self, snap: str) -> "SyncOp | None":
+        """An op whose wait is a second step (flattened after it, reading the snapshot local
+        `snap` this op wrote): that step's op; None for a one-step op."""
+        return None
 
     @classmethod
     def example(cls) -> "SyncOp":
@@ -766,6 +771,8 @@ class BarSync(SyncOp):
     def __post_init__(self): _lift_fields(self, "barrier_id", "threads")
 
     def own_locals(self, pc): return (snap_var(pc),)
+
+    def resume(self, snap): return BarSyncResume(self.barrier_id, snap, self.loc)
 
     def fmt(self):
         t = "" if self.threads is None else f", threads={_e(self.threads)}"
@@ -2493,7 +2500,7 @@ def _column_count(n: Expr, what: str) -> list:
 
 
 class _TmemColumns:
-    """What an op on `cols` TMEM columns of the executing CTA shares (once per executing warp)."""
+    """What an op on `cols` TMEM columns shares (once per executing warp)."""
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -2502,33 +2509,129 @@ class _TmemColumns:
 
     def __post_init__(self): _lift_fields(self, "cols")
 
-    def fmt(self): return f"{self.mnemonic} cols={_e(self.cols)}"
+    def fmt(self): return f"{self.mnemonic}{_pair_suffix(self)} cols={_e(self.cols)}"
+
+
+# ---- cta_group::2: one warp in each CTA of a pair (ranks 2k and 2k+1) issues the op; the
+# first to issue it waits for its peer's; the second applies it to both CTAs (docs/semantics.md)
+PAIR_KINDS = {"tcgen05.alloc": 1, "tcgen05.dealloc": 2, "tcgen05.relinquish_alloc_permit": 3}
+
+
+def _pair_suffix(op) -> str:
+    return ".cta_group::2" if getattr(op, "pair", False) else ""
+
+
+def _pair_leader(c) -> int:
+    return c.cta - c.cta % 2
+
+
+def _pair_problems(k) -> list[str]:
+    size = k.cluster_ctas or k.num_ctas
+    if size % 2:
+        return [f"a cta_group::2 op in a cluster of {size} CTAs (the pairs are CTAs 2k and "
+                "2k+1 of a cluster)"]
+    return []
+
+
+def _pair_rule(c, op, cols: Expr, effect) -> list:
+    """The collective issue of `op` by this CTA's warp: the first of the pair records what it
+    issued; the second checks that it issued the same, applies `effect(cta)` to both CTAs and
+    moves the pair's generation, which the first waits for (`TmemPairResume`)."""
+    lead = Const(_pair_leader(c))
+    pf = lambda f: TmemField(lead, f)  # noqa: E731
+    kind, side = PAIR_KINDS[op.mnemonic], c.cta % 2
+    both = [a for cta in (_pair_leader(c), _pair_leader(c) + 1) for a in effect(Const(cta))]
+    return [Set(Local(snap_var(c.pc)), pf("pg")),
+            When(_eq(pf("pa"), 0), [Set(pf("pa"), 1), Set(pf("pk"), kind), Set(pf("pw"), side),
+                                    Set(pf("pn"), cols)], [
+                When(_eq(pf("pw"), side), [Fail(
+                    "arrival-mismatch", "{who} issues " + op.mnemonic + ".cta_group::2 while "
+                    "another warp of its CTA waits in one: one warp of each CTA of the pair "
+                    "issues it")]),
+                When(any_of(_ne(pf("pk"), kind), _ne(pf("pn"), cols)), [Fail(
+                    "arrival-mismatch", "{who} issues " + op.mnemonic + ".cta_group::2 (cols "
+                    "{0}) while the peer CTA's warp waits in another cta_group::2 op or column "
+                    "count (op {1} of alloc=1/dealloc=2/relinquish=3, cols {2})",
+                    (cols, pf("pk"), pf("pn")))]),
+                *both, Set(pf("pa"), 0), Set(pf("pg"), _minus(Const(1), pf("pg")))])]
+
+
+def _alloc_effect(c, cols: Expr):
+    def effect(cta: Expr) -> list:
+        return [When(_ne(TmemField(cta, "rel"), 0), [Fail(
+                    "tmem-lifetime", "{who} allocates tensor memory after CTA {0} relinquished "
+                    "the allocation permit (tcgen05.relinquish_alloc_permit)", (cta,))]),
+                add(TmemField(cta, "cols"), cols)]
+    return effect
+
+
+def _dealloc_effect(c, cols: Expr):
+    def effect(cta: Expr) -> list:
+        held = TmemField(cta, "cols")
+        return [When(_gt(cols, held), [Fail(
+                    "tmem-lifetime", "{who} frees {0} TMEM columns, but CTA {2} holds only {1}",
+                    (cols, held, cta))]),
+                sub(held, cols)]
+    return effect
+
+
+def _pair_footprint(blocking: bool) -> Footprint:
+    return Footprint((_acc("tmem", "rw", "cluster"),), blocking=blocking)
+
+
+class _PairOp:
+    """What the three TMEM allocation ops share: `pair` (cta_group::2) makes the op collective
+    across the CTA pair, a second step (`TmemPairResume`) waiting for the peer's."""
+
+    def own_locals(self, pc): return (snap_var(pc),) if self.pair else ()
+
+    def resume(self, snap):
+        return TmemPairResume(self.mnemonic, snap, self.loc) if self.pair else None
+
+    def facts(self):
+        return self.proven - {INDEPENDENT_CTAS} if self.pair else self.proven
+
+    def problems(self, k):
+        return _pair_problems(k) if self.pair else []
 
 
 @sync_op
 @dataclass(frozen=True)
-class TmemAlloc(_TmemColumns, SyncOp):
-    """tcgen05.alloc.cta_group::1 of `cols` columns, once per executing warp: blocks while the
-    CTA's columns and these would exceed the 512 of the SM (in the model only this CTA's
-    allocations count: a CTA elsewhere on the SM that frees its columns is assumed to)."""
+class TmemAlloc(_PairOp, _TmemColumns, SyncOp):
+    """tcgen05.alloc of `cols` columns, once per executing warp: blocks while the CTA's columns
+    and these would exceed the 512 of the SM (in the model only this CTA's allocations count: a
+    CTA elsewhere on the SM that frees its columns is assumed to). `pair` (.cta_group::2): one
+    warp in each CTA of the pair issues it; both CTAs get the columns once both issued it."""
     cols: Expr
     loc: Loc = NOLOC
+    pair: bool = False
     mnemonic: ClassVar[str] = "tcgen05.alloc"
     ptx: ClassVar[str] = "9.7.16 (tcgen05.alloc)"
     summary: ClassVar[str] = ("once per warp: waits until cols + n <= 512, then cols += n (after "
                               "tcgen05.relinquish_alloc_permit: tmem-lifetime; n not a power of "
-                              "two in 32..512: invalid-operand)")
+                              "two in 32..512: invalid-operand); cta_group::2: the first warp of "
+                              "the pair waits for the peer's, the second (once n fits in both "
+                              "CTAs) allocates in both (a different op or count: "
+                              "arrival-mismatch)")
 
     def footprint(self, k):
+        if self.pair:
+            return _pair_footprint(True)
         return Footprint((_acc("tmem", "rw", "cta"),), blocking=True)
 
     def rule(self, c):
+        checks = [*_whole_warp(c, "tcgen05.alloc"), *_column_count(self.cols, "allocates")]
+        if self.pair:
+            lead = _pair_leader(c)
+            fits = all_of(*(_le(_plus(TmemField(Const(x), "cols"), self.cols), TMEM_COLUMNS)
+                            for x in (lead, lead + 1)))
+            bad = _bad_column_count(self.cols)
+            first = _eq(TmemField(Const(lead), "pa"), 0)
+            guard = any_of(first, fits) if bad is None else any_of(bad, first, fits)
+            return Rule([*checks, *_pair_rule(c, self, self.cols, _alloc_effect(c, self.cols))],
+                        guard=guard)
         cols = _tmem(c, "cols")
-        return Rule([*_whole_warp(c, "tcgen05.alloc"), *_column_count(self.cols, "allocates"),
-                     When(_ne(_tmem(c, "rel"), 0), [Fail(
-                         "tmem-lifetime", "{who} allocates tensor memory after its CTA "
-                         "relinquished the allocation permit (tcgen05.relinquish_alloc_permit)")]),
-                     add(cols, self.cols)],
+        return Rule([*checks, *_alloc_effect(c, self.cols)(Const(c.cta))],
                     guard=self._guard(cols))
 
     def _guard(self, cols) -> Expr:
@@ -2540,48 +2643,83 @@ class TmemAlloc(_TmemColumns, SyncOp):
 
 @sync_op
 @dataclass(frozen=True)
-class TmemDealloc(_TmemColumns, SyncOp):
-    """tcgen05.dealloc.cta_group::1 of `cols` columns, once per executing warp."""
+class TmemDealloc(_PairOp, _TmemColumns, SyncOp):
+    """tcgen05.dealloc of `cols` columns, once per executing warp; `pair` (.cta_group::2): one
+    warp in each CTA of the pair, freeing the columns in both once both issued it."""
     cols: Expr
     loc: Loc = NOLOC
+    pair: bool = False
     mnemonic: ClassVar[str] = "tcgen05.dealloc"
     ptx: ClassVar[str] = "9.7.16 (tcgen05.dealloc)"
     summary: ClassVar[str] = ("once per warp: cols -= n (more than the CTA holds: tmem-lifetime; "
-                              "n not a power of two in 32..512: invalid-operand)")
+                              "n not a power of two in 32..512: invalid-operand); cta_group::2: "
+                              "collective as tcgen05.alloc's, freeing in both CTAs")
 
     def footprint(self, k):
-        return Footprint((_acc("tmem", "rw", "cta"),))
+        return _pair_footprint(True) if self.pair else Footprint((_acc("tmem", "rw", "cta"),))
 
     def rule(self, c):
-        cols = _tmem(c, "cols")
-        return Rule([*_whole_warp(c, "tcgen05.dealloc"), *_column_count(self.cols, "frees"),
-                     When(_gt(self.cols, cols), [Fail(
-                         "tmem-lifetime", "{who} frees {0} TMEM columns, but its CTA holds only "
-                         "{1}", (self.cols, cols))]),
-                     sub(cols, self.cols)])
+        checks = [*_whole_warp(c, "tcgen05.dealloc"), *_column_count(self.cols, "frees")]
+        if self.pair:
+            return Rule([*checks, *_pair_rule(c, self, self.cols,
+                                              _dealloc_effect(c, self.cols))])
+        return Rule([*checks, *_dealloc_effect(c, self.cols)(Const(c.cta))])
 
 
 @sync_op
 @dataclass(frozen=True)
-class TmemRelinquish(SyncOp):
-    """tcgen05.relinquish_alloc_permit.cta_group::1: the CTA allocates no more."""
+class TmemRelinquish(_PairOp, SyncOp):
+    """tcgen05.relinquish_alloc_permit: the CTA allocates no more; `pair` (.cta_group::2): both
+    CTAs of the pair, once the warps of both issued it."""
     loc: Loc = NOLOC
+    pair: bool = False
     mnemonic: ClassVar[str] = "tcgen05.relinquish_alloc_permit"
     ptx: ClassVar[str] = "9.7.16 (tcgen05.relinquish_alloc_permit)"
-    summary: ClassVar[str] = "rel = 1 (a later tcgen05.alloc of the CTA: tmem-lifetime)"
+    summary: ClassVar[str] = ("rel = 1 (a later tcgen05.alloc of the CTA: tmem-lifetime); "
+                              "cta_group::2: collective as tcgen05.alloc's, in both CTAs")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
     def example(cls):
         return cls()
 
-    def fmt(self): return "tcgen05.relinquish_alloc_permit"
+    def fmt(self): return f"tcgen05.relinquish_alloc_permit{_pair_suffix(self)}"
 
     def footprint(self, k):
-        return Footprint((_acc("tmem", "write", "cta"),))
+        return _pair_footprint(True) if self.pair else Footprint((_acc("tmem", "write", "cta"),))
 
     def rule(self, c):
-        return Rule([Set(_tmem(c, "rel"), 1)])
+        effect = lambda cta: [Set(TmemField(cta, "rel"), 1)]  # noqa: E731
+        if self.pair:
+            return Rule(_pair_rule(c, self, Const(0), effect))
+        return Rule(effect(Const(c.cta)))
+
+
+@sync_op
+@dataclass(frozen=True)
+class TmemPairResume(SyncOp):
+    """The wait half of a cta_group::2 TMEM allocation op `what` at the previous pc (made by the
+    flattener): until the peer CTA's warp has issued it too."""
+    what: str
+    snap: str
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "tcgen05.pair.resume"
+    ptx: ClassVar[str] = "9.7.16 (tcgen05 issue granularity: .cta_group::2)"
+    summary: ClassVar[str] = ("blocks until the pair's generation differs from the one seen at "
+                              "the issue (the peer's warp issued the op too)")
+    proven: ClassVar[frozenset[str]] = ALL - {INDEPENDENT_CTAS}
+
+    @classmethod
+    def example(cls):
+        return cls("tcgen05.alloc", snap_var(0))
+
+    def fmt(self): return f"{self.what}.cta_group::2 (resume)"
+
+    def footprint(self, k):
+        return Footprint((_acc("tmem", "read", "cluster"),), blocking=True)
+
+    def rule(self, c):
+        return Rule([], guard=_ne(TmemField(Const(_pair_leader(c)), "pg"), Local(self.snap)))
 
 
 TMEM_ACCESSES = ("tcgen05.mma", "tcgen05.ld", "tcgen05.st", "tcgen05.cp")
@@ -2597,6 +2735,7 @@ class TmemAccess(SyncOp):
     holding the accessed ones)."""
     what: str
     loc: Loc = NOLOC
+    pair: bool = False  # a cta_group::2 MMA: it accesses the TMEM of both CTAs of the pair
     mnemonic: ClassVar[str] = "tmem.access"
     ptx: ClassVar[str] = "9.7.16 (tcgen05 memory consistency; tcgen05.dealloc)"
     summary: ClassVar[str] = ("the CTA holds no TMEM columns (before tcgen05.alloc or after "
@@ -2607,18 +2746,28 @@ class TmemAccess(SyncOp):
     def example(cls):
         return cls("tcgen05.ld")
 
-    def fmt(self): return f"tmem.access {self.what}"
+    def fmt(self): return f"tmem.access {self.what}{_pair_suffix(self)}"
+
+    def facts(self):
+        return self.proven - {INDEPENDENT_CTAS} if self.pair else self.proven
 
     def problems(self, k):
-        return [] if self.what in TMEM_ACCESSES else [f"unknown TMEM access {self.what!r}"]
+        out = [] if self.what in TMEM_ACCESSES else [f"unknown TMEM access {self.what!r}"]
+        return out + (_pair_problems(k) if self.pair else [])
 
     def footprint(self, k):
-        return Footprint((_acc("tmem", "read", "cta"),))
+        return Footprint((_acc("tmem", "read", "cluster" if self.pair else "cta"),))
 
     def rule(self, c):
-        return Rule([When(_eq(_tmem(c, "cols"), 0), [Fail(
-            "tmem-lifetime", "{who} issues " + self.what + " while its CTA holds no tensor "
-            "memory (before tcgen05.alloc, or after tcgen05.dealloc freed it)")])])
+        if not self.pair:
+            return Rule([When(_eq(_tmem(c, "cols"), 0), [Fail(
+                "tmem-lifetime", "{who} issues " + self.what + " while its CTA holds no tensor "
+                "memory (before tcgen05.alloc, or after tcgen05.dealloc freed it)")])])
+        lead = _pair_leader(c)
+        return Rule([When(_eq(TmemField(Const(x), "cols"), 0), [Fail(
+            "tmem-lifetime", "{who} issues " + self.what + ".cta_group::2 while CTA "
+            f"{x} of its pair holds no tensor memory (before tcgen05.alloc, or after "
+            "tcgen05.dealloc freed it)")]) for x in (lead, lead + 1)])
 
 
 def tmem_access_checked(kernel, cta: int) -> bool:
