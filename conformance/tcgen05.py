@@ -160,9 +160,6 @@ class Tcgen05CommitByWholeWarp(_Tmem):
             cute.arch.mbarrier_wait(self.bar(0), 0)
 
 
-LITMUS = [TmemAllocThenFree, TmemHeldAtExit, TmemAllocAfterRelinquish, TmemAllocBlocksPast512,
-          TmemLoadThenFree, TmemFreeRacesLoad, Tcgen05CommitArrives, Tcgen05CommitByWholeWarp]
-
 
 class _TmemPair(_Tmem):
     """A cluster of two CTAs: the cta_group::2 allocation ops, one warp (warp 0) of each CTA."""
@@ -211,3 +208,8 @@ class TmemPairCountMismatch(_TmemPair):
         if self.warp == 0:
             cute.arch.alloc_tmem(128 * (self.rank + 1), self.buf, is_two_cta=True)
             self.free_pair(128 * (self.rank + 1))
+
+
+LITMUS = [TmemAllocThenFree, TmemHeldAtExit, TmemAllocAfterRelinquish, TmemAllocBlocksPast512,
+          TmemLoadThenFree, TmemFreeRacesLoad, Tcgen05CommitArrives, Tcgen05CommitByWholeWarp,
+          TmemPairAllocThenFree, TmemPairAllocOneSided, TmemPairCountMismatch]
