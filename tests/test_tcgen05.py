@@ -186,6 +186,92 @@ def test_multicast_commit_arrives_in_each_cta_of_the_mask():
     assert explore(k).violation.kind == "deadlock"
 
 
+def _pair_kernel(b0, b1, ctas=2):
+    """CTAs 0 and 1 (a cta_group::2 pair): warp 0 of each runs its body, warp 1 idles."""
+    procs = []
+    for cta, body in enumerate((b0, b1) + ((),) * (ctas - 2)):
+        procs += [Process("mma", tuple(body), cta=cta), Process("idle", (), warps=(1, 2), cta=cta)]
+    return Kernel("t", tuple(procs), num_ctas=ctas)
+
+
+def _pair(cls, *a, line=None):
+    return cls(*a, Loc("k.py", line or 1), True)
+
+
+PAIR_CASES = [
+    # (case, CTA 0's warp, CTA 1's warp, expected kind, expected line)
+    ("collective", [_pair(TmemAlloc, Const(128), line=5), _pair(TmemRelinquish),
+                    _pair(TmemDealloc, Const(128))],
+     [_pair(TmemAlloc, Const(128), line=5), _pair(TmemRelinquish), _pair(TmemDealloc, Const(128))],
+     "verified", None),
+    ("peer-never-allocates", [_pair(TmemAlloc, Const(128), line=5), _pair(TmemDealloc, Const(128))],
+     [], "deadlock", 5),
+    # the pair alloc gave CTA 1 columns too: it exits holding them (before CTA 0's free can
+    # block for good)
+    ("peer-exits-holding", [_pair(TmemAlloc, Const(128)), _pair(TmemDealloc, Const(128))],
+     [_pair(TmemAlloc, Const(128))], "tmem-lifetime", None),
+    ("other-count", [_pair(TmemAlloc, Const(128), line=5)], [_pair(TmemAlloc, Const(256), line=6)],
+     "arrival-mismatch", None),
+    ("alloc-meets-dealloc", [_pair(TmemAlloc, Const(128), line=5)],
+     [_pair(TmemDealloc, Const(128), line=6)], "arrival-mismatch", None),
+    # a 2-CTA MMA needs both CTAs' columns: CTA 1 has freed its own (one-CTA dealloc)
+    ("mma-after-peer-free", [_pair(TmemAlloc, Const(128)), BarSync(),
+                             TmemAccess("tcgen05.mma", Loc("k.py", 9), True)],
+     [_pair(TmemAlloc, Const(128)), TmemDealloc(Const(128)), BarSync()], "tmem-lifetime", 9),
+]
+
+
+@pytest.mark.parametrize("case,b0,b1,expect,line", PAIR_CASES, ids=[c[0] for c in PAIR_CASES])
+def test_cta_pair_tmem_ops_are_collective_in_both_backends(case, b0, b1, expect, line):
+    """cta_group::2 alloc / dealloc / relinquish: one warp of each CTA of the pair issues it;
+    the first waits for the peer's, the second applies it to both CTAs (docs/semantics.md)."""
+    k = _pair_kernel(b0, b1)
+    check(k)
+    r = verify_kernel(k)
+    got = r.violations[0].kind if r.violations else r.verdict
+    ref = explore(k).violation
+    assert got == expect and (ref.kind if ref else "verified") == expect, (case, r)
+    if line is not None:
+        assert r.violations[0].locations[0].line == line, r
+    if r.violations:
+        assert r.violations[0].replayed
+    if case == "peer-never-allocates":
+        blocked = r.violations[0].blocked[0]
+        assert blocked.op == "tcgen05.alloc.cta_group::2" and "CTA 1" in blocked.barrier
+
+
+def test_a_cta_pair_op_outside_a_pair_is_invalid():
+    from warpspin.syncir import InvalidKernel
+    k = Kernel("t", (Process("mma", (_pair(TmemAlloc, Const(128)),)),), num_ctas=1)
+    with pytest.raises(InvalidKernel, match="cta_group::2"):
+        check(k)
+
+
+def test_quack_sm100_2cta_gemm_extracts_the_pair_model():
+    """quack's SM100 GEMM with a 256-row tile and a cluster of 2 (2-CTA MMA): both CTAs'
+    MMA warps allocate, relinquish and free collectively; the peer's TMA loads complete on the
+    leader's full barrier; only the leader issues the 2-CTA MMA and commits to both CTAs."""
+    pytest.importorskip("quack")
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from fixtures import catalog as C
+    from warpspin.extract import extract
+    from warpspin.syncir.ir import TmaLoad
+    e = C.entry("quack.gemm_sm100.2cta")
+    k = extract(C.traced("quack.gemm_sm100.2cta"), params=e.params)
+    check(k)
+    stmts = [(p.cta, s) for p in k.processes for s in walk_stmts(p.body)]
+    assert not [s for _, s in stmts if isinstance(s, Unsupported)]
+    for cls in (TmemAlloc, TmemRelinquish, TmemDealloc):
+        assert {c for c, s in stmts if isinstance(s, cls) and s.pair} == {0, 1}, cls
+    loads = [(c, s) for c, s in stmts if isinstance(s, TmaLoad)]
+    assert loads and all(s.bar.cta == (None if c == 0 else Const(0)) for c, s in loads)
+    mma = [s for _, s in stmts if isinstance(s, TmemAccess) and s.what == "tcgen05.mma"]
+    assert mma and all(s.pair for s in mma)
+    commits = [s for _, s in stmts if isinstance(s, Tcgen05Commit)]
+    assert commits and all(s.multicast == Const(3) for s in commits)
+
+
 def test_quack_sm100_gemm_extracts_with_nothing_unsupported():
     """quack's SM100 GEMM through the library's own compile: the TMEM allocator's alloc,
     relinquish and free, the MMA warp's commits to the A/B pipeline's empty barriers and the
