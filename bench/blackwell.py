@@ -1,6 +1,7 @@
 """Bench: the Blackwell (sm_100a) kernels: the accumulator pipeline of a GEMM with its tensor
-memory (examples/syncir_ring.py:umma_*, SyncIR), the DSL Blackwell GEMM of
-examples/blackwell_gemm.py (every variant, traced for sm_100a) and, with --real, quack's SM100
+memory (examples/syncir_ring.py:umma_*, SyncIR), the DSL Blackwell GEMMs of
+examples/blackwell_gemm.py and examples/blackwell_gemm_2cta.py (every variant, traced for
+sm_100a) and, with --real, quack's SM100
 GEMM and flash-attn-4's SM100 forward traced through the libraries' own compile
 (docs/coverage.md's configurations; minutes each). The last table is bench/blackwell.md.
 
@@ -35,11 +36,12 @@ def rows(real: bool):
         yield _row(f"umma_acc{'_' + bug if bug else ''}", verify_kernel(umma_acc(bug=bug), opts=opts))
     from warpspin.api import check_target
     from warpspin.demo import _module, example_options
-    path = os.path.join(ROOT, "examples", "blackwell_gemm.py")
-    mod = _module(path)
-    for name in mod.VARIANTS:
-        opts_v = example_options(mod, name, jobs=1, timeout_s=1800, memory_mb=8192)
-        yield _row(f"blackwell_gemm:{name}", check_target(f"{path}:{name}", opts_v)[0])
+    for example in ("blackwell_gemm", "blackwell_gemm_2cta"):
+        path = os.path.join(ROOT, "examples", f"{example}.py")
+        mod = _module(path)
+        for name in mod.VARIANTS:
+            opts_v = example_options(mod, name, jobs=1, timeout_s=1800, memory_mb=8192)
+            yield _row(f"{example}:{name}", check_target(f"{path}:{name}", opts_v)[0])
     if real:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         from fixtures import catalog as C

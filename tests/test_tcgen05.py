@@ -111,6 +111,17 @@ def test_an_exit_with_no_line_is_reported_at_the_alloc():
     assert (v.locations[0].file, v.locations[0].line) == ("k.py", 3)
 
 
+def _both_backends_say(k, expect: str, case: str):
+    """SPIN (verify_kernel) and the reference interpreter give `expect` (a kind, or
+    "verified") for the valid kernel `k`; the SPIN result."""
+    check(k)
+    r = verify_kernel(k)
+    got = r.violations[0].kind if r.violations else r.verdict
+    ref = explore(k).violation
+    assert got == expect and (ref.kind if ref else "verified") == expect, (case, r)
+    return r
+
+
 def _access_kernel(owner_body, reader_body):
     owner = Process("owner", (Elect((MbarInit(MBarRef("b"), 1), MbarInitFence())), BarSync(),
                               *owner_body))
@@ -131,12 +142,7 @@ DONE = Elect((MbarArrive(MBarRef("b"), 1),))
     ("never-allocated", (), (LD,), "tmem-lifetime"),
 ])
 def test_a_tmem_access_needs_columns_held_in_both_backends(case, owner, reader, expect):
-    k = _access_kernel(owner, reader)
-    check(k)
-    r = verify_kernel(k)
-    got = r.violations[0].kind if r.violations else r.verdict
-    ref = explore(k).violation
-    assert got == expect and (ref.kind if ref else "verified") == expect, (case, r)
+    r = _both_backends_say(_access_kernel(owner, reader), expect, case)
     if r.violations:
         assert (r.violations[0].locations[0].file, r.violations[0].locations[0].line) == ("k.py", 9)
         assert "tcgen05.ld" in r.violations[0].message and r.violations[0].replayed
@@ -225,12 +231,7 @@ PAIR_CASES = [
 def test_cta_pair_tmem_ops_are_collective_in_both_backends(case, b0, b1, expect, line):
     """cta_group::2 alloc / dealloc / relinquish: one warp of each CTA of the pair issues it;
     the first waits for the peer's, the second applies it to both CTAs (docs/semantics.md)."""
-    k = _pair_kernel(b0, b1)
-    check(k)
-    r = verify_kernel(k)
-    got = r.violations[0].kind if r.violations else r.verdict
-    ref = explore(k).violation
-    assert got == expect and (ref.kind if ref else "verified") == expect, (case, r)
+    r = _both_backends_say(_pair_kernel(b0, b1), expect, case)
     if line is not None:
         assert r.violations[0].locations[0].line == line, r
     if r.violations:

@@ -11,8 +11,12 @@ from .api import CheckOptions, check_target
 
 def example_options(module, name: str, **kw) -> CheckOptions:
     """How an example variant is checked: its launch values (the module's PARAMS), whether its
-    load races are (its LOAD_RACES) and the architecture it is traced for (its ARCH)."""
+    load races are (its LOAD_RACES), the architecture it is traced for (its ARCH) and, for a
+    variant whose search does not complete here, a shorter time limit (its TIMEOUT)."""
     kw.setdefault("arch", getattr(module, "ARCH", "sm_90a"))
+    limit = getattr(module, "TIMEOUT", {}).get(name)
+    if limit is not None:  # a variant whose search is known not to complete: stop it sooner
+        kw["timeout_s"] = min(kw.get("timeout_s", limit), limit)
     return CheckOptions(params=getattr(module, "PARAMS", {}).get(name, {}),
                         load_races=name in getattr(module, "LOAD_RACES", ()), **kw)
 

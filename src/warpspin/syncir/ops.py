@@ -2548,11 +2548,14 @@ def _pair_rule(c, op, cols: Expr, effect) -> list:
                     "arrival-mismatch", "{who} issues " + op.mnemonic + ".cta_group::2 while "
                     "another warp of its CTA waits in one: one warp of each CTA of the pair "
                     "issues it")]),
-                When(any_of(_ne(pf("pk"), kind), _ne(pf("pn"), cols)), [Fail(
-                    "arrival-mismatch", "{who} issues " + op.mnemonic + ".cta_group::2 (cols "
-                    "{0}) while the peer CTA's warp waits in another cta_group::2 op or column "
-                    "count (op {1} of alloc=1/dealloc=2/relinquish=3, cols {2})",
-                    (cols, pf("pk"), pf("pn")))]),
+                *(When(_eq(pf("pk"), k), [Fail(
+                    "arrival-mismatch", "{who} issues " + op.mnemonic + ".cta_group::2 while "
+                    "the warp of the peer CTA waits in " + other + ".cta_group::2: the pair's "
+                    "warps must issue the same op")])
+                  for other, k in PAIR_KINDS.items() if k != kind),
+                When(_ne(pf("pn"), cols), [Fail(
+                    "arrival-mismatch", "{who} issues " + op.mnemonic + ".cta_group::2 of {0} "
+                    "columns while the warp of the peer CTA issued it with {1}", (cols, pf("pn")))]),
                 *both, Set(pf("pa"), 0), Set(pf("pg"), _minus(Const(1), pf("pg")))])]
 
 
