@@ -48,10 +48,9 @@ def _small_cases():
     for case in _cases():
         path, variant, mod = case.values
         name = os.path.basename(path)
-        # the ring's two warpgroups are 8 consumer warps, the 2-CTA GEMM 12 warps of two
-        # coupled CTAs: too many for the plain encoding
+        # the ring's two warpgroups are 8 consumer warps: too many for the plain encoding
         if name in ("raw_mbarrier.py", "hopper_multicast.py", "kgrouped_tensormap.py",
-                    "epilogue_store.py", "blackwell_gemm_2cta.py") or \
+                    "epilogue_store.py") or \
                 (name == "syncir_ring.py" and variant not in ("ring_correct", "ring_any_k")
                  and not variant.startswith("umma_")) or \
                 (name == "hopper_pipeline.py" and variant in ("correct_one_consumer", "wrong_tx_bytes")):

@@ -11,12 +11,15 @@ from .api import CheckOptions, check_target
 
 def example_options(module, name: str, **kw) -> CheckOptions:
     """How an example variant is checked: its launch values (the module's PARAMS), whether its
-    load races are (its LOAD_RACES), the architecture it is traced for (its ARCH) and, for a
-    variant whose search does not complete here, a shorter time limit (its TIMEOUT)."""
+    load races are (its LOAD_RACES), the architecture it is traced for (its ARCH) and any other
+    option the module gives the variant (its OPTIONS: e.g. a shorter time limit for a search
+    that does not complete, or bug hunts beside the search for a state space too large for a
+    plain BFS to reach the bug)."""
     kw.setdefault("arch", getattr(module, "ARCH", "sm_90a"))
-    limit = getattr(module, "TIMEOUT", {}).get(name)
-    if limit is not None:  # a variant whose search is known not to complete: stop it sooner
-        kw["timeout_s"] = min(kw.get("timeout_s", limit), limit)
+    own = dict(getattr(module, "OPTIONS", {}).get(name, {}))
+    if "timeout_s" in own and "timeout_s" in kw:  # the shorter of the two limits
+        own["timeout_s"] = min(own["timeout_s"], kw["timeout_s"])
+    kw.update(own)
     return CheckOptions(params=getattr(module, "PARAMS", {}).get(name, {}),
                         load_races=name in getattr(module, "LOAD_RACES", ()), **kw)
 
