@@ -14,7 +14,7 @@ extractor puts it inside `Lanes(1)`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef,
@@ -26,7 +26,8 @@ from .rules import (BufField, Call, ClusterField, CounterField, El, Fail, FlagFi
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
            "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
            "BarSync", "BarSyncResume", "BarArrive", "ClusterArrive", "ClusterWait", "TmaLoad",
-           "SmemStore", "SmemLoad", "StAsync", "async_word_arrays", "AtomInc", "counter_take",
+           "SmemStore", "SmemLoad", "StAsync", "ClcTryCancel", "CLC_WORDS", "clc_failed",
+           "async_word_arrays", "AtomInc", "counter_take",
            "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
            "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
            "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "WgmmaRead",
@@ -1327,10 +1328,17 @@ class StAsync(_CompletesBytes, SyncOp):
         if c.threads != 1:  # validate refuses it; kept for SyncIR built by hand
             return Rule([Fail("copy-bound", f"st.async by {c.threads} threads is not modelled")])
         el, checks = resolve(c, self.bar)
+        return Rule([*checks, *remote_alive(c, self.bar, el, "stores into"),
+                     *self._store_words(c, el, self.values, "st.async")])
+
+    def _store_words(self, c, el: El, values: tuple, what: str) -> list:
+        """The copy towards `el` (a barrier element of CTA `el.cta`) writes `values` into the
+        words from `ref` of that CTA: race checks, the words pending until its completion, and
+        one copy in flight."""
         decl = c.kernel.word_array(self.ref.name)
-        name, n = decl.label or decl.name, len(self.values)
+        name, n = decl.label or decl.name, len(values)
         infl = Inflight(c.process, c.pc, el.cta, el.index)
-        body = [*checks, *remote_alive(c, self.bar, el, "stores into"), *vis_checks(el, tma=True)]
+        body = [*vis_checks(el, tma=True)]
         if not isinstance(self.ref.index, Const):
             body.append(When(any_of(_lt(self.ref.index, 0),
                                     _gt(self.ref.index, Const(decl.size - n))),
@@ -1342,21 +1350,21 @@ class StAsync(_CompletesBytes, SyncOp):
         for i in words:
             body.append(When(_gt(_plus(word(i, "at_ld"), word(i, "at_st")), 0),
                              [Fail("race", "{who} stores " + name + "[{0}] of CTA {1} with "
-                                   "st.async while another instance is about to load or store "
+                                   f"{what} while another instance is about to load or store "
                                    "it: no synchronization orders the two accesses",
                                    (i, el.cta))]))
             body.append(When(_ne(word(i, "pend"), 0),
                              [Fail("race", "{who} stores " + name + "[{0}] of CTA {1} with "
-                                   "st.async while an earlier st.async into it is in flight",
+                                   f"{what} while an earlier async write into it is in flight",
                                    (i, el.cta))]))
-        body += [_in_band(v, name) for v in self.values]
-        body.append(When(_gt(infl, 0), [Fail("copy-bound", "{who} issues a second st.async "
-                                             "into {bar} before the first one completed (one in "
+        body += [_in_band(v, name) for v in values]
+        body.append(When(_gt(infl, 0), [Fail("copy-bound", "{who} issues a second " + what +
+                                             " into {bar} before the first one completed (one in "
                                              "flight per op is modelled)", (), el)]))
         code = self._pend_code(c, el.cta, el.index)
-        for i, v in zip(words, self.values):
+        for i, v in zip(words, values):
             body += [Set(word(i, "val"), v), Set(word(i, "pend"), code)]
-        return Rule([*body, *_issue(infl, 1)])
+        return [*body, *_issue(infl, 1)]
 
     def complete(self, c, cta: int, index: int):
         code = self._pend_code(c, Const(cta), Const(index))
@@ -1365,6 +1373,110 @@ class StAsync(_CompletesBytes, SyncOp):
             pend = WordField(self.ref.name, Const(cta), Const(i), "pend")
             clear.append(When(_eq(pend, code), [Set(pend, Const(0))]))
         return _copy_completes(c, self.bar, self.bytes, cta, index, clear)
+
+
+CLC_WORDS = 4  # the 16-byte response of clusterlaunchcontrol.try_cancel
+
+
+def clc_failed(pool: str) -> str:
+    """The executing instance's hidden local: 1 once a try_cancel it issued on `pool` failed."""
+    return f"_clcf_{pool}"
+
+
+@sync_op
+@dataclass(frozen=True)
+class ClcTryCancel(StAsync):
+    """clusterlaunchcontrol.try_cancel by one thread: it asks to cancel a cluster of the grid
+    that has not started. The outcome is decided at the issue: a success while fewer than
+    `limit` of the pool `pool` (a global counter of the grants, declared like atom.inc's, with
+    no environment steps) were granted, else a failure; every run with any number of successes
+    up to the pool's size comes from some value of the size (a launch parameter range). The
+    response is written like an st.async of 16 bytes into the four words from `ref`: word 0 is
+    1 (cancelled) or 0, the other three the ctaid (not followed: the extractor reads only the
+    first word); with `multicast`, into the words and the barrier at the same offsets in every
+    CTA of the cluster. `values` only counts the words (`make` builds it). A try_cancel after
+    one of the same instance failed is `unsupported`: undefined if the CTA observed the failure
+    (PTX), and a success after a failure (a spurious one) is not modelled."""
+    pool: str = field(default="clc", kw_only=True)
+    multicast: bool = field(default=False, kw_only=True)
+    mnemonic: ClassVar[str] = "clc.try_cancel"
+    ptx: ClassVar[str] = "clusterlaunchcontrol.try_cancel, clusterlaunchcontrol.query_cancel"
+    summary: ClassVar[str] = ("by one thread: an earlier failure of its instance: unsupported; "
+                              "ok = granted < limit; granted += ok; then per target CTA as an "
+                              "st.async of ok into the 4 response words (16 bytes); each "
+                              "completes later: pend = 0, tx -= 16, then phase completion")
+
+    @classmethod
+    def make(cls, ref: WordRef, bar: MBarRef, pool: str = "clc", multicast: bool = False,
+             loc: Loc = NOLOC) -> "ClcTryCancel":
+        return cls(ref, (Const(0),) * CLC_WORDS, bar, loc, pool=pool, multicast=multicast)
+
+    @classmethod
+    def example(cls):
+        return cls.make(WordRef("resp", Const(0)), MBarRef("b", Const(0)), multicast=True)
+
+    @property
+    def bytes(self) -> Expr:
+        return Const(4 * CLC_WORDS)
+
+    def own_locals(self, pc): return (clc_failed(self.pool),)
+
+    def fmt(self):
+        mc = ", multicast" if self.multicast else ""
+        return f"clc.try_cancel {fmt_word(self.ref)} -> {fmt_bar(self.bar)}, pool={self.pool}{mc}"
+
+    def facts(self):
+        return self.proven - {INDEPENDENT_CTAS}  # the pool is the grid's
+
+    def problems(self, k):
+        out = super().problems(k)
+        if len(self.values) != CLC_WORDS:
+            out.append(f"clc.try_cancel writes {CLC_WORDS} words, not {len(self.values)}")
+        if self.multicast and self.bar.cta is not None:
+            out.append("a multicast try_cancel names its barrier in every CTA, not in one")
+        try:
+            k.counter(self.pool)
+        except KeyError:
+            out.append(f"clc.try_cancel names {self.pool!r}, not a declared pool (counter)")
+        return out
+
+    def footprint(self, k):
+        fp = super().footprint(k)
+        acc = fp.accesses + (_acc("global-counter", "rw", "grid"),)
+        if self.multicast:
+            acc += (_acc("live-threads", "read", "cluster"),)
+        return Footprint(acc, retired_by=fp.retired_by)
+
+    def targets(self, kernel) -> list[int]:
+        return list(range(kernel.num_ctas)) if self.multicast else super().targets(kernel)
+
+    def rule(self, c):
+        if c.threads != 1:
+            return Rule([Fail("unsupported", f"clusterlaunchcontrol.try_cancel by {c.threads} "
+                              "threads (each issues its own request) is not modelled")])
+        failed, granted = Local(clc_failed(self.pool)), CounterField(self.pool)
+        limit = c.kernel.counter(self.pool).limit
+        body = [When(_ne(failed, 0), [Fail(
+                    "unsupported", "{who} issues clusterlaunchcontrol.try_cancel after one it "
+                    "issued failed: undefined if its CTA observed the failure (PTX), and a "
+                    "success after a failure is not modelled")]),
+                Set(failed, Select(_lt(granted, limit), Const(0), Const(1))),
+                Set(granted, _plus(granted, _minus(Const(1), failed)))]
+        ok = (_minus(Const(1), failed),) * CLC_WORDS
+        if not self.multicast:
+            el, checks = resolve(c, self.bar)
+            return Rule([*checks, *remote_alive(c, self.bar, el, "stores into"), *body,
+                         *self._store_words(c, el, ok, "try_cancel")])
+        _, checks = resolve(c, self.bar)
+        for t in range(c.kernel.num_ctas):
+            el = El(self.bar.name, Const(t), self.bar.index)
+            if t != c.cta:
+                body.append(When(_eq(Live(Const(t)), 0), [Fail(
+                    "cluster-lifetime", "{who} multicasts a try_cancel response into {bar}, but "
+                    "the threads of CTA {0} have all exited (its shared memory may belong to "
+                    "another CTA by now)", (Const(t),), el)]))
+            body += self._store_words(c, el, ok, "try_cancel")
+        return Rule([*checks, *body])
 
 
 # ----------------------------------------------------------------------------- tensormaps

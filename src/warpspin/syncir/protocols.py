@@ -10,6 +10,7 @@ from .ir import (AtomInc, BarSync, CounterDecl, Elect, For, If, Kernel, Lanes, L
                  MBarrierDecl, MbarArrive, MbarArriveExpectTx, MbarInit, MbarInitFence, MbarWait,
                  Process, SmemLoad, SmemStore, TmaLoad, Var, While, WordRef, WordsDecl, Assign,
                  Param, Const)
+from .ops import ClcTryCancel
 
 RING_FILE = "ring.py"
 
@@ -212,6 +213,63 @@ def dynamic_scheduler(tiles: tuple[int, int] = (0, 5), grid: tuple[int, int] = (
                   params=(Param("T", *tiles), Param("G", *grid)),
                   words=(WordsDecl("tile", stages, label="tile"),),
                   counters=(CounterDecl("sem", T - 1, L(30), "tile_count_semaphore"),))
+
+
+
+CLC_FILE = "clc_scheduler.py"
+CLC_BUGS = ("no-expect-tx", "worker-one-tile", "retry-after-failure")
+# (kind in the interpreter's and SPIN's raw search, kind reported, line reported)
+CLC_BUG_EXPECT = {"no-expect-tx": ("deadlock", "tx-mismatch", 31),
+                  "worker-one-tile": ("deadlock", "arrival-mismatch", 11),
+                  "retry-after-failure": ("unsupported", None, 23)}
+
+
+def clc_scheduler(pool: tuple[int, int] = (0, 3), stages: int = 2, bug: str | None = None) -> Kernel:
+    """Work stealing with cluster launch control, the shape of quack's SM100 `PersistenceMode.CLC`:
+    the CTA starts on its own tile; per tile its scheduler warp asks to cancel a cluster of the
+    grid that has not started (`clusterlaunchcontrol.try_cancel`, multicast, its 16-byte
+    response completing on the `full` barrier of a `stages`-deep pipeline it armed with
+    expect-tx 16), and the scheduler and the worker warp read the response and go on while it
+    granted a cluster. `pool`: the clusters the grid may grant (a launch range). `bug`:
+    "no-expect-tx" (the scheduler does not arm `full`: its phase never completes),
+    "worker-one-tile" (the worker reads one response and leaves), "retry-after-failure" (the
+    scheduler asks once more after its loop, after a failed response)."""
+    if bug is not None and bug not in CLC_BUGS:
+        raise ValueError(f"unknown CLC-scheduler bug {bug!r}; one of {CLC_BUGS}")
+    L = lambda n: Loc(CLC_FILE, n)  # noqa: E731
+    full = lambda: MBarRef("full", Var("s"))  # noqa: E731
+    init = Elect((
+        For("i", 0, stages, (MbarInit(MBarRef("full", Var("i")), 1, L(10)),
+                             MbarInit(MBarRef("empty", Var("i")), 2, L(11)))),
+        MbarInitFence(L(12)),
+    ))
+    arm = () if bug == "no-expect-tx" else (MbarArriveExpectTx(full(), 16, L(22)),)
+
+    def query(line: int):
+        return (MbarWait(MBarRef("empty", Var("s")), Var("ph") ^ 1, L(line)),
+                Lanes(1, (*arm, ClcTryCancel.make(WordRef("resp", Var("s") * 4), full(),
+                                                  multicast=True, loc=L(line + 2)))))
+
+    def read(line: int):
+        return (MbarWait(full(), Var("ph"), L(line)),
+                SmemLoad("ok", WordRef("resp", Var("s") * 4), L(line + 1)),
+                Lanes(1, (MbarArrive(MBarRef("empty", Var("s")), 1, L(line + 2)),)),
+                *advance("s", "ph", stages))
+
+    retry = query(21) if bug == "retry-after-failure" else ()
+    scheduler = (init, BarSync(loc=L(13)), Assign("ok", 1, L(20)),
+                 While(Var("ok").ne(0), (*query(21), *read(31)), max_iters=8, loc=L(25)), *retry)
+    worker_loop = read(41) if bug == "worker-one-tile" else \
+        (Assign("ok", 1, L(40)), While(Var("ok").ne(0), read(41), max_iters=8, loc=L(40)))
+    worker = (BarSync(loc=L(13)), *worker_loop)
+    return Kernel("clc_scheduler" + (f"_{bug}" if bug else ""),
+                  (Process("scheduler", scheduler, warps=(0, 1), init=(("ph", 0),)),
+                   Process("worker", worker, warps=(1, 2), init=(("ph", 0),))),
+                  (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)),
+                  params=(Param("pool", *pool),),
+                  words=(WordsDecl("resp", 4 * stages, label="clc_response"),),
+                  counters=(CounterDecl("clc", Var("pool"), L(23), "the clusters the grid may "
+                                        "grant", others=Const(0)),))
 
 
 PREFIX_FILE = "prefix_ring.py"
