@@ -119,6 +119,10 @@ RULES: dict[str, tuple[str, str, str]] = {
         "a cta_group::2 alloc / dealloc / relinquish is issued by one warp in each CTA of the "
         "pair: the first waits for its peer's (one that never comes: deadlock), the second "
         "applies it to both CTAs (a different op or column count: arrival-mismatch)"),
+    "clc.try_cancel": ("Cluster launch control", "clusterlaunchcontrol.try_cancel (PTX only)",
+        "try_cancel writes its 16-byte response asynchronously and completes 16 bytes on its "
+        "mbarrier: a read of the response before that completion is a race, a barrier nobody "
+        "arms never completes"),
     "tmem.access": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.ld (PTX only)",
         "a tcgen05.ld / st / cp / mma issued while its CTA holds no TMEM columns (before the "
         "alloc, or after the dealloc): tmem-lifetime"),

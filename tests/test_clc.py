@@ -42,3 +42,31 @@ def test_the_pool_bounds_the_grants(pool, expect):
     """The worker that leaves after one tile hangs the scheduler only on its fourth query, which
     needs three grants: a pool of two clusters never gets there."""
     assert kinds_in_every_backend(clc_scheduler(pool, bug="worker-one-tile"))[0] == expect
+
+
+def test_quack_sm100_clc_gemm_extracts_the_response_words():
+    """quack's SM100 GEMM with `PersistenceMode.CLC` through the library's own compile: the
+    scheduler warp's multicast try_cancel writes the response words of its pipeline stage, every
+    consumer warp's `clc_response` loads the first word of the stage it waited for, and nothing
+    is unsupported (its search is a row of docs/coverage.md)."""
+    pytest.importorskip("quack")
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from fixtures import catalog as C
+    from warpspin.extract import extract
+    from warpspin.syncir import Unsupported, check, walk_stmts
+    from warpspin.syncir.ir import SmemLoad
+    from warpspin.syncir.ops import ClcTryCancel
+    e = C.entry("quack.gemm_sm100.clc")
+    k = extract(C.traced("quack.gemm_sm100.clc"), params=e.params)
+    check(k)
+    stmts = [(p.role, s) for p in k.processes for s in walk_stmts(p.body)]
+    assert not [s for _, s in stmts if isinstance(s, Unsupported)]
+    issues = [(r, s) for r, s in stmts if isinstance(s, ClcTryCancel)]
+    assert len(issues) == 1 and issues[0][1].multicast
+    assert issues[0][1].loc.line == 767 and issues[0][1].loc.file.endswith("tile_scheduler.py")
+    reads = [(r, s) for r, s in stmts if isinstance(s, SmemLoad) and s.loc.line == 715]
+    assert {r for r, _ in reads} >= {r for r, _ in issues}
+    assert all(s.ref.name == issues[0][1].ref.name for _, s in reads)
+    assert [c.name for c in k.counters] == ["clc"]
+    assert {p.name: (p.lo, p.hi) for p in k.params}["clc_pool"] == (0, 2)

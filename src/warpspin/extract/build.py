@@ -8,7 +8,7 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
+from ..syncir.ops import (ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
                           Unsupported,
                           WgmmaCommit, WgmmaRead, WgmmaWait, GlobalAdd, GlobalWait)
@@ -208,7 +208,8 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
         for s in walk_stmts(p.body):
             for e in stmt_exprs(s):
                 used |= expr_vars(e) & set(ctx.params)
-    counted = {s.counter for p in procs for s in walk_stmts(p.body) if isinstance(s, AtomInc)}
+    counted = {s.counter for p in procs for s in walk_stmts(p.body) if isinstance(s, AtomInc)} | \
+        {s.pool for p in procs for s in walk_stmts(p.body) if isinstance(s, ClcTryCancel)}
     counters = tuple(d for n, d in sorted(ctx.counters.items()) if n in counted)
     for d in counters:
         used |= expr_vars(d.limit) & set(ctx.params)
@@ -262,6 +263,9 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
         ctx.assumptions.add("shared words: a tensor derived from a shared-memory tensor (a "
                             "partition, tile or slice) stays inside that tensor's bytes")
 
+    responses = {s.ref.name for p in procs for s in walk_stmts(p.body)
+                 if isinstance(s, ClcTryCancel)}
+
     def fix(st):
         if not isinstance(st, (SmemStore, SmemLoad, StAsync)):
             return (st,)
@@ -269,9 +273,16 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
         if name in dropped:
             if isinstance(st, SmemLoad):
                 return (Assign(st.dest, opaque(f"{dropped[name]}"), st.loc),)
+            if isinstance(st, ClcTryCancel):  # its bytes still complete on the barriers
+                mask = Const((1 << ctx.kernel.cluster_size) - 1) if st.multicast else None
+                return (TmaLoad(st.bar, st.bytes, st.loc, multicast=mask),)
             if isinstance(st, StAsync):  # its bytes still complete on the barrier
                 return (TmaLoad(st.bar, st.bytes, st.loc),)
             return ()
+        if isinstance(st, SmemLoad) and name in responses and st.dest not in ctx.clc_loads:
+            return (Assign(st.dest, opaque(f"a word of a cluster launch control response (only "
+                                           f"is_canceled is followed)@{os.path.basename(st.loc.file)}:"
+                                           f"{st.loc.line}"), st.loc),)
         f = Folder()
         return (replace(st, ref=WordRef(name, f.binop("-", st.ref.index, Const(rebase[name])))),)
 

@@ -168,6 +168,15 @@ class Unknown:
     uniform: bool = False
 
 
+@dataclass(frozen=True)
+class ClcResponse(Unknown):
+    """A cluster launch control response loaded into registers (16 bytes): only
+    `clusterlaunchcontrol.query_cancel.is_canceled` reads it, as `word` != 0 (the first word, the
+    load's local); anything else sees a value not followed."""
+
+    word: Optional[Expr] = None
+
+
 class _Elect:
     def __repr__(self) -> str:
         return "ELECT"

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
-from ..syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
+from ..syncir.ops import (CLC_WORDS, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
                           TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
                           TensormapWrite, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish,
@@ -27,7 +27,7 @@ from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, FlagD
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
 from .partitions import thread_partition
-from .values import (ELECT, LANE, Alloc, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
+from .values import (ELECT, LANE, Alloc, ClcResponse, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
                      SliceCoord, Stage, Unknown, Value, View, lane_values, opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque, subst)
 
@@ -65,6 +65,14 @@ UNSUPPORTED_PREFIXES = (
 # drops those of bulk groups in a warp that loads through no rewritten tensormap)
 LANE_SUBSET = ("by a lane subset that may not include the lane that issues the warp's TMA copies "
                "(bulk groups and tensormap fences are per thread)")
+
+
+def _response_load(types: list[str]) -> bool:
+    """A cute.copy of one 16-byte element of shared memory into registers (how
+    ``cute.arch.clc_response`` loads a cluster launch control response)."""
+    return len(types) > 2 and ct.atom_kind(types[0]) == "universal_copy" and \
+        ct.is_smem(types[1]) and "i128" in types[1] and bool(re.search(r', "1:\d+">$', types[1])) \
+        and "rmem" in types[2]
 
 
 def tmem_copy(types: list[str]) -> Optional[str]:
@@ -467,6 +475,7 @@ class Context:
     smem_writes: list = field(default_factory=list)
     assumptions: set = field(default_factory=set)  # what a verdict on the kernel assumes
     counters: dict = field(default_factory=dict)  # global work counters (atom.inc): name -> decl
+    clc_loads: set = field(default_factory=set)  # locals of CLC response loads (their first word)
     flags: dict = field(default_factory=dict)  # global flags (atom.add, spin loops): name -> decl
     # why the grid is not modelled CTA by CTA (None when it is: a grid model, build.py)
     grid_why: Optional[str] = "the model is one cluster"
@@ -1423,8 +1432,11 @@ class WarpWalker:
         """Every op with a shared-memory operand that is not known to leave shared memory as it
         is (a load, a view, an address computation) may write it; mbarrier ops and
         tcgen05.commit write their barrier's 8 bytes. Word stores are recorded by `memref_store` itself."""
-        if _memory_reader(op.name) or op.name == "nvvm.store.async":  # its handler records it
+        if _memory_reader(op.name) or op.name in ("nvvm.store.async",  # its handler records it
+                                                  "nvvm.clusterlaunchcontrol.try.cancel"):
             return
+        if op.name == "cute.copy" and _response_load(op.operand_types):
+            return  # a 16-byte load into registers (clc_response_load)
         if op.name in TMEM_ADDRESS_WORD and len(op.operands) > 1:
             v = self.val(op.operands[1])  # tcgen05.alloc writes the 4-byte address there
             if (word := _tmem_address_word(v)) is not None:
@@ -1967,9 +1979,7 @@ class WarpWalker:
             return "values that are not 32-bit integers"
         if not all(isinstance(v, Expr) and not opaque_reasons(v) for v in vals):
             return "values the model does not follow"
-        if not isinstance(p, Ptr) or p.alloc is None or p.const % 4 or any(c % 4 for _, c in p.lin):
-            return "an address the model does not follow"
-        if any(not isinstance(x, Expr) or opaque_reasons(x) for x, _ in p.lin):
+        if not isinstance(p, Ptr) or p.alloc is None:
             return "an address the model does not follow"
         if p.cta != ref.cta:
             return "words in another CTA than its mbarrier's"
@@ -1978,9 +1988,19 @@ class WarpWalker:
         if not (self.active.count == 1 or
                 (lane and self.active.exact and self.active.count <= MAX_LANE_SPLIT)):
             return f"words by {self.active.count} lanes"
+        words = self.words_at(op, p, len(vals))
+        return words if isinstance(words, str) else (*words, vals)
+
+    def words_at(self, op: Op, p, n: int):
+        """(word array, index) of the `n` words from shared-memory pointer `p`, or why they are
+        not words the model follows."""
+        if not isinstance(p, Ptr) or p.alloc is None or p.const % 4 or any(c % 4 for _, c in p.lin):
+            return "an address the model does not follow"
+        if any(not isinstance(x, Expr) or opaque_reasons(x) for x, _ in p.lin):
+            return "an address the model does not follow"
         index = lin_expr(tuple((x, c // 4) for x, c in p.lin), p.const // 4, self.f)
         if isinstance(index, Const):
-            lo, hi = index.value, index.value + len(vals)
+            lo, hi = index.value, index.value + n
         else:  # its struct field, or its allocation (the model checks the index against it)
             field = next(((off, size) for _, size, off in p.alloc.fields
                           if off <= p.const < off + size), None) if p.alloc.fields else \
@@ -1988,7 +2008,84 @@ class WarpWalker:
             if field is None or field[1] <= 0 or field[0] % 4 or field[1] % 4:
                 return "an address outside the allocation's fields"
             lo, hi = field[0] // 4, (field[0] + field[1]) // 4
-        return self.ctx.word_array_at(p.alloc, lo, hi, self.loc(op)), index, vals
+        return self.ctx.word_array_at(p.alloc, lo, hi, self.loc(op)), index
+
+    def clc_try_cancel(self, op: Op, out) -> None:
+        """``clusterlaunchcontrol.try_cancel`` (``cute.arch.issue_clc_query``) by one thread:
+        syncir ``ClcTryCancel`` on the grid's pool of clusters not started (a launch range,
+        ``clc_pool``), its response the four words at its address; at an address the model does
+        not follow, a copy of 16 bytes whose response is not followed."""
+        loc = self.loc(op)
+        multicast = "multicast" in op.attrs and str(op.attrs["multicast"]).lower() != "false"
+        ref = self.bar_ref(op.operands[1], op) if len(op.operands) == 2 else "operands not understood"
+        why = ref if isinstance(ref, str) else None
+        if why is None and ref.cta is not None:
+            why = "a barrier in another CTA"
+        if why is None and not self._one_lane():
+            why = f"issued by {self.active.count} threads (each asks on its own)"
+        if why is not None:
+            out.append(Unsupported(f"clusterlaunchcontrol.try_cancel: {why}", loc))
+            return
+        words = self.words_at(op, self.val(op.operands[0]), CLC_WORDS)
+        if isinstance(words, str):
+            self.note_smem_write(op.operands[0], f"a try_cancel response at {words}@{op.loc.short()}")
+            mask = Const((1 << self.k.cluster_size) - 1) if multicast else None
+            out.append(TmaLoad(ref, Const(4 * CLC_WORDS), loc, multicast=mask))
+            return
+        if "clc" not in self.ctx.counters:
+            alone = self._other_clusters() == Const(0)  # a static grid of one cluster
+            pool = self.ctx.param("clc_pool", "clusters of the grid a try_cancel may still cancel "
+                                  "(grants in the whole launch)", loc,
+                                  default=(0, 0) if alone else (0, 2))
+            self.ctx.counters["clc"] = CounterDecl("clc", pool, loc, "the grid's clusters not "
+                                                   "yet started", others=Const(0))
+            self.ctx.assumptions.add(
+                f"cluster launch control (try_cancel at {op.loc.short()}): the grid grants at "
+                "most clc_pool clusters in all (--param clc_pool sets the range checked), a "
+                "response is a success or a failure in any order of the model's issues, and the "
+                "cancelled cluster's ctaid is not followed")
+        out.append(ClcTryCancel.make(WordRef(*words), ref, "clc", multicast, loc))
+
+    def clc_response_load(self, op: Op, out) -> bool:
+        """A 16-byte copy of shared words into registers (``cute.arch.clc_response``): the load
+        of the first word, which ``query_cancel.is_canceled`` reads (``ClcResponse``)."""
+        if not _response_load(op.operand_types):
+            return False
+        src, info = self.val(op.operands[1]), self.k.value_info.get(op.operands[1])
+        if isinstance(src, View):
+            p = src.ptr
+        elif info is not None and info.op is not None and info.op.name == "cute.make_view":
+            p = self.val(info.op.operands[0])  # a view at a dynamic offset (a pipeline stage)
+        else:
+            return False
+        words = self.words_at(op, p, CLC_WORDS)
+        if isinstance(words, str) or (LANE in expr_vars(words[1]) and self.whole_warp()):
+            return False
+        dest = f"t{op.uid}"
+        out.append(SmemLoad(dest, WordRef(*words), self.loc(op)))
+        self.ctx.clc_loads.add(dest)
+        self.env[op.operands[2]] = ClcResponse("a 16-byte shared-memory load", word=Var(dest))
+        return True
+
+    def clc_response_value(self, op: Op, out) -> None:
+        """``cute.memref.load_vec`` / ``vector.extract`` of a CLC response keep it."""
+        v = self.val(op.operands[0]) if op.operands else None
+        if isinstance(v, ClcResponse) and len(op.results) == 1:
+            self.env[op.results[0]] = v
+        else:
+            self.set_unknown_results(op)
+
+    def clc_query(self, op: Op, out) -> None:
+        """``clusterlaunchcontrol.query_cancel``: ``is_canceled`` of a followed response is its
+        first word != 0; the cancelled cluster's ctaid is not followed."""
+        v = self.val(op.operands[0]) if op.operands else None
+        kind = str(op.attrs.get("query_type", ""))
+        if isinstance(v, ClcResponse) and v.word is not None and kind.rstrip(">").endswith("is_canceled"):
+            self.env[op.results[0]] = self.f.binop("!=", v.word, Const(0))
+        else:
+            what = "the ctaid of the cancelled cluster" if "cta_id" in kind else "a response"
+            self.env[op.results[0]] = opaque(f"clusterlaunchcontrol.query_cancel of {what} "
+                                             f"(not followed)@{op.loc.short()}")
 
     # -- TMA -------------------------------------------------------------------------------
     def make_exec(self, op, out):
@@ -2010,6 +2107,8 @@ class WarpWalker:
         atom = self.val(op.operands[0])
         t = op.operand_types[0]
         kind = ct.atom_kind(t)
+        if kind == "universal_copy" and len(op.operands) > 2 and self.clc_response_load(op, out):
+            return
         if kind == "tma_load":
             self.tma_load(op, atom, out)
         elif kind == "bulk_copy_g2s":  # not elected: every executing thread issues it
@@ -2880,6 +2979,10 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute_nvgpu.atom.set_value": WarpWalker.set_value,
     "cute.copy": WarpWalker.copy,
     "nvvm.store.async": WarpWalker.store_async,
+    "nvvm.clusterlaunchcontrol.try.cancel": WarpWalker.clc_try_cancel,
+    "nvvm.clusterlaunchcontrol.query.cancel": WarpWalker.clc_query,
+    "cute.memref.load_vec": WarpWalker.clc_response_value,
+    "vector.extract": WarpWalker.clc_response_value,
     "nvvm.fence.proxy": WarpWalker.fence_proxy,
     "cute.mma.make_fragment": WarpWalker.make_fragment,
     "cute.gemm": WarpWalker.gemm,
