@@ -4,22 +4,10 @@ PTX ISA's (clusterlaunchcontrol.try_cancel, query_cancel), as docs/semantics.md 
 control" states them."""
 import cutlass.cute as cute
 
-from .litmus import Litmus
+from .tcgen05 import Sm100
 
 
-class _Clc(Litmus):
-    arch = "sm_100a"
-    warps = 2
-    nbars = 1
-
-    @cute.jit
-    def init(self):
-        if self.warp == 0:
-            with cute.arch.elect_one():
-                cute.arch.mbarrier_init(self.bar(0), 1)
-        cute.arch.mbarrier_init_fence()
-        cute.arch.sync_threads()
-
+class _Clc(Sm100):
     @cute.jit
     def query(self, expect_tx: bool):
         """Warp 0 arms bar 0 with 16 bytes (unless told not to) and asks to cancel a cluster."""

@@ -9,7 +9,8 @@ from cutlass.cute.nvgpu import tcgen05
 from .litmus import Litmus
 
 
-class _Tmem(Litmus):
+class Sm100(Litmus):
+    """Two warps on sm_100a; `init` publishes bar 0 (count 1) to both."""
     arch = "sm_100a"
     warps = 2
     nbars = 1
@@ -22,6 +23,8 @@ class _Tmem(Litmus):
         cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
 
+
+class _Tmem(Sm100):
     @cute.jit
     def free(self, cols: int):
         cute.arch.dealloc_tmem(cute.arch.retrieve_tmem_ptr(Float32, 16, self.buf), cols)

@@ -224,7 +224,7 @@ def _st_async_kernel(variant: str = "correct"):
 
 @pytest.mark.parametrize("variant, want, words", [
     ("correct", None, ""), ("no_wait", "race", "st.async"),
-    ("store_twice", "race", "earlier st.async"), ("flag_zero", "deadlock", "")])
+    ("store_twice", "race", "earlier async write"), ("flag_zero", "deadlock", "")])
 def test_st_async_words_in_both_backends(variant, want, words):
     k = _st_async_kernel(variant)
     assert validate(k) == []
