@@ -4,6 +4,7 @@ dealloc, the relinquished permit, what a CTA still holds at exit), in both backe
 accumulator pipeline of a Blackwell GEMM with each way to break it; quack's SM100 GEMM
 extracted with nothing unsupported."""
 import os
+import shutil
 
 import pytest
 
@@ -297,6 +298,23 @@ def test_quack_sm100_gemm_extracts_with_nothing_unsupported():
     commits = [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, Tcgen05Commit)]
     assert all(s.multicast is None for s in commits)
     check(k)
+
+
+@pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
+def test_quack_sm100_gemm_verified():
+    """quack's 1-CTA SM100 GEMM (the catalog's configuration) through the library's own compile:
+    the complete search, VERIFIED (5,737,809 states, about 4 minutes on one core; the limit is
+    far above that so that a slow machine does not turn it INCONCLUSIVE)."""
+    pytest.importorskip("quack")
+    import sys
+    sys.path.insert(0, os.path.dirname(__file__))
+    from fixtures import catalog as C
+    from warpspin.api import CheckOptions
+    from warpspin.extract import extract
+    e = C.entry("quack.gemm_sm100")
+    r = verify_kernel(extract(C.traced("quack.gemm_sm100"), params=e.params),
+                      opts=CheckOptions(timeout_s=1200, memory_mb=4096, jobs=1))
+    assert r.verdict == "verified", str(r)
 
 
 MMA_ASM = """{
