@@ -1,7 +1,7 @@
 """Bench: the Blackwell (sm_100a) kernels: the accumulator pipeline of a GEMM with its tensor
 memory (examples/syncir_ring.py:umma_*, SyncIR), the DSL Blackwell GEMMs of
 examples/blackwell_gemm.py and examples/blackwell_gemm_2cta.py (every variant, traced for
-sm_100a) and, with --real, quack's SM100
+sm_100a; the 2-CTA one's correct protocol also with one tile of one k-tile) and, with --real, quack's SM100
 GEMM and flash-attn-4's SM100 forward traced through the libraries' own compile
 (docs/coverage.md's configurations; minutes each). The last table is bench/blackwell.md.
 
@@ -42,6 +42,7 @@ def rows(real: bool):
         for name in mod.VARIANTS:
             opts_v = example_options(mod, name, jobs=1, timeout_s=1800, memory_mb=8192)
             yield _row(f"{example}:{name}", check_target(f"{path}:{name}", opts_v)[0])
+    yield _row("blackwell_gemm_2cta:correct, 1 tile of 1 k-tile", _two_cta_one_tile())
     if real:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         from fixtures import catalog as C
@@ -49,6 +50,18 @@ def rows(real: bool):
         for name in ("quack.gemm_sm100", "fa4.sm100"):
             k = extract(C.traced(name), params=C.entry(name).params)
             yield _row(name, verify_kernel(k, opts=opts, stats=Stats()))
+
+
+def _two_cta_one_tile():
+    """The 2-CTA example's correct protocol with TILES = K_TILES = 1 (its module's constants,
+    read when it traces): the configuration whose search completes on one core."""
+    from warpspin.api import target_arch, verify
+    from warpspin.demo import _module
+    mod = _module(os.path.join(ROOT, "examples", "blackwell_gemm_2cta.py"))
+    mod.TILES, mod.K_TILES = 1, 1
+    with target_arch(mod.ARCH):
+        fn, args = mod.correct()
+    return verify(fn, *args, arch=mod.ARCH, timeout_s=1800, memory_mb=8192)
 
 
 def main(argv: list[str]) -> int:

@@ -24,6 +24,7 @@ from .syncir.ops import (CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, TmemAccess
                          bw_fenced, bw_unfenced, tmem_access_checked)
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
+from .syncir.passes import without_noop_fences
 from .syncir.summary import kernel_summary
 from .syncir.trace import Complete, ParamChoice, Step, Take
 
@@ -77,6 +78,9 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
                                 for u in unsupported]
         return
 
+    elided = 0
+    if reduce:  # R13: the rest of the check (model, replay, report) sees the kernel without them
+        kernel, elided = without_noop_fences(kernel)
     t0 = time.perf_counter()
     try:
         model, er = lower_and_check(kernel, reduce=reduce, timeout_s=timeout_s, memory_mb=memory_mb,
@@ -102,7 +106,9 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         stats.found_by, stats.found_depth = er.found_by, er.found_depth
         stats.first_found_by, stats.first_found_s = er.first_found_by, er.first_found_s
     res.config["search"] = er.search
-    res.config["reductions"] = [r.split(":")[0] for r in model.reductions] or ["none (plain encoding)"]
+    res.config["reductions"] = ([r.split(":")[0] for r in model.reductions]
+                                + (["R13 no-op-fences"] if elided else [])) \
+        or ["none (plain encoding)"]
     res.config["reductions_refused"] = [f"{d.reduction}: {d.why}" for d in model.refused]
     assumed = [*kernel.assumptions, *_tmem_assumptions(kernel)]
     if assumed:

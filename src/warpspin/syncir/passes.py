@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .ir import For, Kernel, rewrite_stmts, walk_stmts
-from .ops import CpAsync, SmemOwn, SmemRead, TmaLoad, TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait
+from .ir import For, Kernel, Lanes, Stmt, While, rewrite_stmts, stmt_bodies, walk_stmts, with_bodies
+from .ops import (CpAsync, MbarInit, MbarInitFence, SmemOwn, SmemRead, TmaLoad, TmaStore,
+                  WgmmaCommit, WgmmaRead, WgmmaWait)
 
 LOAD_RACE_OPS = (WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait)
 
@@ -29,3 +30,47 @@ def without_load_races(k: Kernel) -> Kernel:
     stored = {s.buf for p in procs for s in walk_stmts(p.body)
               if isinstance(s, (TmaStore, CpAsync, SmemOwn))}
     return replace(k, processes=procs, buffers=tuple(b for b in k.buffers if b.name in stored))
+
+
+def _inits(body: tuple[Stmt, ...]) -> bool:
+    return any(isinstance(s, MbarInit) for s in walk_stmts(body))
+
+
+def without_noop_fences(k: Kernel) -> tuple[Kernel, int]:
+    """R13 (docs/semantics.md, "Reductions"): the kernel without the `fence.mbarrier_init`s that
+    change nothing, and how many went. A fence acts only on the barriers its own instance
+    initialized and has not fenced yet: one in a process with no `mbarrier.init` is a no-op, and
+    so is one that every path reaches through an earlier fence of the same instance with no init
+    of that instance since (a fence followed in its statement list by statements with no init,
+    entering an `if` or an elect block, or a loop with no init in its body). A step that never
+    blocks, never fails and changes only its own pc can go without changing which violations
+    and deadlocks are reachable."""
+    dropped = 0
+
+    def fences(body: tuple[Stmt, ...], fenced: bool) -> tuple[tuple[Stmt, ...], bool]:
+        """`body` without its no-op fences, and whether every path through it ends fenced."""
+        nonlocal dropped
+        out = []
+        for s in body:
+            if isinstance(s, MbarInitFence):
+                if fenced:
+                    dropped += 1
+                    continue
+                fenced = True
+            elif isinstance(s, (For, While)):  # the body may run again after its own inits
+                looped = fenced and not _inits(s.body)
+                s = with_bodies(s, (fences(s.body, looped)[0],))
+                fenced = looped
+            elif stmt_bodies(s):  # an if's branches; an elect block, which every instance runs
+                done = [fences(x, fenced) for x in stmt_bodies(s)]
+                s = with_bodies(s, tuple(x for x, _ in done))
+                fenced = all(f for _, f in done)
+                if isinstance(s, Lanes) and not s.body:
+                    continue
+            elif isinstance(s, MbarInit):
+                fenced = False
+            out.append(s)
+        return tuple(out), fenced
+
+    procs = tuple(replace(p, body=fences(p.body, not _inits(p.body))[0]) for p in k.processes)
+    return (replace(k, processes=procs) if dropped else k), dropped
