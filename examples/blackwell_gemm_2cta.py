@@ -40,6 +40,8 @@ Variants (each differs from ``correct`` by one line, selected at trace time):
                      but the search does not complete (11.7 M states in 600 s on one core,
                      19.3 M in 550 s on 16 cores): two CTAs of six warps each interleave
                      freely, and the model has no reduction across CTAs that interact yet.
+                     With TILES = K_TILES = 1 the search completes: VERIFIED, 15,651,796
+                     states in 601 s on one core (bench/blackwell.py sets the two constants).
                      Each bug below is found in about 25 s.
   peer_skips_alloc   the peer (rank 1) does not execute the pair's tcgen05.alloc.cta_group::2
                      and goes on to the pair's relinquish: the two warps issue different
