@@ -53,12 +53,10 @@ def test_quack_sm100_clc_gemm_extracts_the_response_words():
     import sys
     sys.path.insert(0, os.path.dirname(__file__))
     from fixtures import catalog as C
-    from warpspin.extract import extract
     from warpspin.syncir import Unsupported, check, walk_stmts
     from warpspin.syncir.ir import SmemLoad
     from warpspin.syncir.ops import ClcTryCancel
-    e = C.entry("quack.gemm_sm100.clc")
-    k = extract(C.traced("quack.gemm_sm100.clc"), params=e.params)
+    k = C.extracted("quack.gemm_sm100.clc")
     check(k)
     stmts = [(p.role, s) for p in k.processes for s in walk_stmts(p.body)]
     assert not [s for _, s in stmts if isinstance(s, Unsupported)]

@@ -257,10 +257,8 @@ def test_quack_sm100_2cta_gemm_extracts_the_pair_model():
     import sys
     sys.path.insert(0, os.path.dirname(__file__))
     from fixtures import catalog as C
-    from warpspin.extract import extract
     from warpspin.syncir.ir import TmaLoad
-    e = C.entry("quack.gemm_sm100.2cta")
-    k = extract(C.traced("quack.gemm_sm100.2cta"), params=e.params)
+    k = C.extracted("quack.gemm_sm100.2cta")
     check(k)
     stmts = [(p.cta, s) for p in k.processes for s in walk_stmts(p.body)]
     assert not [s for _, s in stmts if isinstance(s, Unsupported)]
@@ -283,9 +281,7 @@ def test_quack_sm100_gemm_extracts_with_nothing_unsupported():
     import sys
     sys.path.insert(0, os.path.dirname(__file__))
     from fixtures import catalog as C
-    from warpspin.extract import extract
-    e = C.entry("quack.gemm_sm100")
-    k = extract(C.traced("quack.gemm_sm100"), params=e.params)
+    k = C.extracted("quack.gemm_sm100")
     ops = [(type(s).__name__, os.path.basename(s.loc.file), s.loc.line)
            for p in k.processes for s in walk_stmts(p.body)]
     assert not [o for o in ops if o[0] == "Unsupported"], ops
@@ -310,9 +306,7 @@ def test_quack_sm100_gemm_verified():
     sys.path.insert(0, os.path.dirname(__file__))
     from fixtures import catalog as C
     from warpspin.api import CheckOptions
-    from warpspin.extract import extract
-    e = C.entry("quack.gemm_sm100")
-    r = verify_kernel(extract(C.traced("quack.gemm_sm100"), params=e.params),
+    r = verify_kernel(C.extracted("quack.gemm_sm100"),
                       opts=CheckOptions(timeout_s=1200, memory_mb=4096, jobs=1))
     assert r.verdict == "verified", str(r)
 
