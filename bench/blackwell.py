@@ -46,10 +46,8 @@ def rows(real: bool):
     if real:
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         from fixtures import catalog as C
-        from warpspin.extract import extract
         for name in ("quack.gemm_sm100", "fa4.sm100"):
-            k = extract(C.traced(name), params=C.entry(name).params)
-            yield _row(name, verify_kernel(k, opts=opts, stats=Stats()))
+            yield _row(name, verify_kernel(C.extracted(name), opts=opts, stats=Stats()))
 
 
 def _two_cta_one_tile():

@@ -28,8 +28,7 @@ def _kernel(name: str):
         return ring(stages=4, trips=64, consumers=16)
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
     from fixtures import catalog as C
-    from warpspin.extract import extract
-    return extract(C.traced(name), params=C.entry(name).params)
+    return C.extracted(name)
 
 
 def _stat(out: str, word: str) -> int:

@@ -48,7 +48,6 @@ def _on_path() -> None:
 def _kernels(names):
     """(name, SyncIR kernel) per model name: the bench rings or catalog entries, extracted."""
     _on_path()
-    from warpspin.extract import extract
     from warpspin.syncir.protocols import ring
     for name in names:
         if name.startswith("ring16"):
@@ -56,7 +55,7 @@ def _kernels(names):
                         bug="two-behind" if name.endswith("two_behind") else None)
         else:
             from fixtures import catalog as C
-            kern = extract(C.traced(name), params=C.entry(name).params)
+            kern = C.extracted(name)
         yield name, kern
         print(name, sum(p.instances for p in kern.processes), "processes", flush=True)
 

@@ -94,7 +94,7 @@ def test_causal_lpt_scheduler_needs_its_launch_values():
     assert "FastDivmodDivisor" in str(e.value)
     with pytest.raises(ExtractError, match="arg28=0..0: the divisor"):
         extract(fa4_fwd("sm90.causal"), params={**C.entry("fa4.sm90.causal").params, "arg28": 0})
-    sk = extract(fa4_fwd("sm90.causal"), params=C.entry("fa4.sm90.causal").params)
+    sk = C.extracted("fa4.sm90.causal")
     assert not unsupported_ops(sk)
     assert any("cute.ceil_div at block_info.py:42" in a for a in sk.assumptions)
     assert any("FastDivmod at tile_scheduler.py:662" in a for a in sk.assumptions)
@@ -104,6 +104,6 @@ def test_causal_lpt_scheduler_needs_its_launch_values():
 def test_causal_verified_for_every_tile():
     """flash-attn-4's SM90 causal forward with its LPT tile scheduler, every CTA of the grid of 4
     (m-blocks 3, 2, 1, 0 in LPT order: 2, 2, 1 and 1 KV blocks): VERIFIED (0.4 M states)."""
-    sk = extract(fa4_fwd("sm90.causal"), params=C.entry("fa4.sm90.causal").params)
+    sk = C.extracted("fa4.sm90.causal")
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096))
     assert r.verdict == "verified", str(r)
