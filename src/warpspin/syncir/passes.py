@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .ir import For, Kernel, Lanes, Stmt, While, rewrite_stmts, stmt_bodies, walk_stmts, with_bodies
+from .ir import (For, If, Kernel, Lanes, Stmt, While, rewrite_stmts, stmt_bodies, walk_stmts,
+                 with_bodies)
 from .ops import (CpAsync, MbarInit, MbarInitFence, SmemOwn, SmemRead, TmaLoad, TmaStore,
                   WgmmaCommit, WgmmaRead, WgmmaWait)
 
@@ -61,7 +62,7 @@ def without_noop_fences(k: Kernel) -> tuple[Kernel, int]:
                 looped = fenced and not _inits(s.body)
                 s = with_bodies(s, (fences(s.body, looped)[0],))
                 fenced = looped
-            elif stmt_bodies(s):  # an if's branches; an elect block, which every instance runs
+            elif isinstance(s, (If, Lanes)):  # both branches; a Lanes block every instance runs
                 done = [fences(x, fenced) for x in stmt_bodies(s)]
                 s = with_bodies(s, tuple(x for x, _ in done))
                 fenced = all(f for _, f in done)
