@@ -86,6 +86,13 @@ class SyncOp(Stmt):
     ptx: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     proven: ClassVar[frozenset[str]] = frozenset()
+    # the happens-before engine's rule for it (engine/hb; docs/semantics.md, "Happens-before"):
+    # "generic" (its places are checked for unordered conflicting accesses), or the barrier or
+    # async-copy role it plays; None: outside the class, a kernel with it is checked by SPIN
+    hb_rule: ClassVar[str | None] = None
+
+    def hb_family(self) -> str | None:
+        return self.hb_rule
 
     def fmt(self) -> str:
         return self.mnemonic
@@ -221,10 +228,16 @@ def vis_checks(el: El, tma: bool) -> list:
     return out
 
 
+# Hooks that open the body a barrier's completion runs (the mbarrier's is "phase"): the
+# happens-before engine charges what follows to the completion, not to the step that triggers it
+NAMED_COMPLETE, CLUSTER_COMPLETE, PAIR_COMPLETE, PHASE = ("named-complete", "cluster-complete",
+                                                          "pair-complete", "phase")
+
+
 def complete_phase(el: El) -> list:
     """Phase completion (PTX 9.7.13.15.1): no arrival and no transaction byte pending."""
     return [When(all_of(_eq(el.pend, 0), _eq(el.tx, 0)), [
-        Hook("phase", el),
+        Hook(PHASE, el),
         When(_ge(el.n, LIMITS.phase_bound),
              [Fail("phase-bound", "{bar} completed more than " f"{LIMITS.phase_bound} phases "
                    "(model bound)", (), el)]),
@@ -274,7 +287,8 @@ def complete_named(c, bid: Expr, publish_inits: bool = True) -> list:
     """A generation of named barrier `bid` completes (and publishes the CTA's fenced inits,
     unless the caller publishes them once for several barriers)."""
     nb = lambda f: NamedField(c.cta, bid, f)  # noqa: E731
-    return [When(_ge(nb("gen"), LIMITS.phase_bound),
+    return [Hook(NAMED_COMPLETE),
+            When(_ge(nb("gen"), LIMITS.phase_bound),
                  [Fail("phase-bound", f"named barrier {{0}} of CTA {c.cta} completed more than "
                        f"{LIMITS.phase_bound} generations (model bound)", (bid,))]),
             add(nb("gen"), 1), Set(nb("arr"), 0), Set(nb("exp"), 0),
@@ -289,6 +303,7 @@ def cluster_try_complete(c) -> Call:
     for t in range(1, c.kernel.num_ctas):
         live = _plus(live, Live(Const(t)))
     body = [When(all_of(_gt(arr, 0), _ge(arr, live)), [
+        Hook(CLUSTER_COMPLETE),
         When(_ge(gen, LIMITS.phase_bound),
              [Fail("phase-bound", f"the cluster barrier completed more than {LIMITS.phase_bound} "
                    "phases (model bound)")]),
@@ -380,6 +395,7 @@ class DsmemStore(SyncOp):
     cta: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "st.shared::cluster"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9 (st.shared::cluster), 8.5 (scopes)"
     summary: ClassVar[str] = ("a CTA outside the cluster: invalid-operand; a peer CTA: its bit "
                               "joins the instance's unreleased DSMEM stores")
@@ -427,6 +443,7 @@ class MbarInit(SyncOp):
     count: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.init"
+    hb_rule: ClassVar[str | None] = "mbar.init"
     ptx: ClassVar[str] = "9.7.13.15.9"
     summary: ClassVar[str] = ("vis = 1, exp = pend = count (1..2^20-1, else arrival-mismatch), "
                               "tx = 0, n = 0, by = the instance; on an initialized barrier: "
@@ -476,6 +493,7 @@ class MbarInitFence(SyncOp):
     visible once a CTA or cluster barrier completes after it."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.mbarrier_init"
+    hb_rule: ClassVar[str | None] = "mbar.fence"
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = "every element of the own CTA with vis = 1 and by = the instance: vis = 2"
     proven: ClassVar[frozenset[str]] = ALL
@@ -508,6 +526,7 @@ class MbarArrive(SyncOp):
     loc: Loc = NOLOC
     scope: str = "cta"   # the release's scope (.release.cta, the PTX default, or .cluster)
     mnemonic: ClassVar[str] = "mbarrier.arrive"
+    hb_rule: ClassVar[str | None] = "mbar.update"
     ptx: ClassVar[str] = "9.7.13.15.13"
     summary: ClassVar[str] = ("per thread: pend -= count (count 1..2^20-1; more than pend: "
                               "arrival-mismatch), then phase completion; use before init: "
@@ -546,6 +565,7 @@ class MbarArriveExpectTx(SyncOp):
     loc: Loc = NOLOC
     scope: str = "cta"
     mnemonic: ClassVar[str] = "mbarrier.arrive.expect_tx"
+    hb_rule: ClassVar[str | None] = "mbar.update"
     ptx: ClassVar[str] = "9.7.13.15.12, 9.7.13.15.13"
     summary: ClassVar[str] = ("per thread: tx += bytes (0..2^20-1; tx beyond ±(2^20-1): "
                               "tx-mismatch), then arrive(1)")
@@ -580,6 +600,7 @@ class MbarExpectTx(SyncOp):
     bytes: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.expect_tx"
+    hb_rule: ClassVar[str | None] = "mbar.update"
     ptx: ClassVar[str] = "9.7.13.15.11"
     summary: ClassVar[str] = "per thread: tx += bytes, then phase completion"
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_RELEASE}
@@ -649,6 +670,7 @@ class MbarWait(_ParityWait):
     parity: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.wait"
+    hb_rule: ClassVar[str | None] = "mbar.wait"
     ptx: ClassVar[str] = "9.7.13.15.16"
     summary: ClassVar[str] = ("blocks until (n & 1) != parity; a waiter two or more phases "
                               "behind: parity-aliasing; then obs = n")
@@ -678,6 +700,7 @@ class MbarTestWait(_ParityWait):
     parity: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.test_wait"
+    hb_rule: ClassVar[str | None] = "mbar.test"
     ptx: ClassVar[str] = "9.7.13.15.16"
     summary: ClassVar[str] = "dest = ((n & 1) != parity), never blocks; aliasing as for the wait"
     proven: ClassVar[frozenset[str]] = ALL
@@ -757,6 +780,7 @@ class BarSync(SyncOp):
     threads: Expr | None = None
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.sync"
+    hb_rule: ClassVar[str | None] = "named.arrive"
     ptx: ClassVar[str] = "9.7.13.1"
     summary: ClassVar[str] = ("arrive (whole warps only, else divergent-barrier; the first "
                               "arrival fixes the count, a different one is arrival-mismatch; "
@@ -795,6 +819,7 @@ class BarSyncResume(SyncOp):
     snap: str
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.sync.resume"
+    hb_rule: ClassVar[str | None] = "named.resume"
     ptx: ClassVar[str] = "9.7.13.1"
     summary: ClassVar[str] = "blocks until the barrier's gen differs from the one seen at arrival"
     proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
@@ -824,6 +849,7 @@ class BarArrive(SyncOp):
     threads: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.arrive"
+    hb_rule: ClassVar[str | None] = "named.arrive"
     ptx: ClassVar[str] = "9.7.13.1"
     summary: ClassVar[str] = "the arrival of bar.sync, without the wait"
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_RELEASE}
@@ -859,6 +885,7 @@ class ClusterArrive(SyncOp):
     relaxed: bool = False
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "barrier.cluster.arrive"
+    hb_rule: ClassVar[str | None] = "cluster.arrive"
     ptx: ClassVar[str] = "9.7.13.2"
     summary: ClassVar[str] = ("arriving twice without a wait: arrival-mismatch; arr += threads; "
                               "when every non-exited thread of the cluster has arrived: gen += 1 "
@@ -894,6 +921,7 @@ class ClusterWait(SyncOp):
     completes."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "barrier.cluster.wait"
+    hb_rule: ClassVar[str | None] = "cluster.wait"
     ptx: ClassVar[str] = "9.7.13.2"
     summary: ClassVar[str] = ("without a preceding arrive: arrival-mismatch; blocks until gen "
                               "moves past the one seen at arrival")
@@ -981,6 +1009,7 @@ class TmaLoad(_CompletesBytes, SyncOp):
     desc: str | None = None  # the tensormap it reads, when the kernel rewrites it
     dst: str | None = None  # the staged buffer it fills: the stage is the barrier's index
     mnemonic: ClassVar[str] = "tma.load"
+    hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.9.25, 9.7.9.12 (st.async)"
     summary: ClassVar[str] = ("per thread, per target CTA: one copy in flight (use before the "
                               "init is fenced: uninitialized-barrier; a mask outside the "
@@ -1177,6 +1206,7 @@ class SmemStore(SyncOp):
     value: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "st.shared"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9"
     summary: ClassVar[str] = ("val = value; another instance about to load or store the word: "
                               "race; a value beyond the integer band: integer-range")
@@ -1218,6 +1248,7 @@ class SmemLoad(SyncOp):
     ref: WordRef
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "ld.shared"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.8"
     summary: ClassVar[str] = "dest = val; another instance about to store the word: race"
     proven: ClassVar[frozenset[str]] = ALL | {LOAD_RUN_MOVER}
@@ -1262,6 +1293,7 @@ class StAsync(_CompletesBytes, SyncOp):
     bar: MBarRef
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "st.async"
+    hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.9.12"
     summary: ClassVar[str] = ("by one thread: val = values and pend = this copy, word by word "
                               "(a word pending, or about to be accessed by another instance: "
@@ -1526,6 +1558,7 @@ class TensormapWrite(SyncOp):
     release: bool = False
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tensormap.write"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.27 (tensormap.replace), 9.7.9.26.5.2, 9.7.13.4"
     summary: ClassVar[str] = ("unret > 0: tensormap-race (a TMA load may still read it); then "
                               "st = 1 (2 with .release), ver += 1, by = the instance, wt = its "
@@ -1564,6 +1597,7 @@ class TensormapRelease(SyncOp):
     tensormaps become visible to the tensormap proxy of threads that acquire them."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.tensormap.release"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = ("every tensormap the instance wrote last, with at most as many "
                               "threads, and left at st 1: st = 2")
@@ -1597,6 +1631,7 @@ class TensormapAcquire(SyncOp):
     desc: str
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.tensormap.acquire"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = "acquired = ver + 1 when st = 2 (released), else 0"
     proven: ClassVar[frozenset[str]] = ALL
@@ -1672,6 +1707,7 @@ class BulkCommit(_BulkGroups, SyncOp):
     loc: Loc = NOLOC
     stages: tuple[tuple[str, int], ...] = ()
     mnemonic: ClassVar[str] = "bulk.commit_group"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.26.5.1 (cp.async.bulk.commit_group)"
     summary: ClassVar[str] = ("per tensormap or buffer stage the process reads: the groups shift "
                               "by one (the oldest absorbs the next), the newest gets the open "
@@ -1722,6 +1758,7 @@ class BulkWaitRead(_BulkGroups, SyncOp):
     loc: Loc = NOLOC
     stages: tuple[tuple[str, int], ...] = ()
     mnemonic: ClassVar[str] = "bulk.wait_group.read"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.26.5.2 (cp.async.bulk.wait_group)"
     summary: ClassVar[str] = ("per tensormap or buffer stage the process reads: the reads of the "
                               "groups older than the n newest leave unret")
@@ -1915,6 +1952,7 @@ class SmemWrite(_OneStage, SyncOp):
     stage: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "smem.write"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9 (st.shared), 9.7.9.17 (stmatrix)"
     summary: ClassVar[str] = ("unret > 0 on the stage: race (a TMA store still reads it); a new "
                               "batch (pend += 1) unless the instance's earlier write of the stage "
@@ -1951,6 +1989,7 @@ class FenceProxyAsync(SyncOp):
     anywhere between the write and the TMA store in causality order)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.proxy.async"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = ("the instance's unfenced writes of every buffer stage become fenced "
                               "(after a raw release: unsupported); by the storing process: raw = "
@@ -2001,6 +2040,7 @@ class TmaStore(_OneStage, SyncOp):
     stage: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tma.store"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.25.5.2 (cp.async.bulk.tensor), 9.7.13.4"
     summary: ClassVar[str] = ("pend > 0 on the stage: race (a write not ordered before the "
                               "store); lost > 0: unsupported; raw > 0: proxy-race (handed over "
@@ -2078,6 +2118,7 @@ class WgmmaRead(SyncOp):
     reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.read"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (commit_group, wait_group)"
     summary: ClassVar[str] = ("per stage read: fly > 0: race (a TMA load into it is in flight); "
                               "then, unless the warp's open group already reads it, wrd += 1")
@@ -2123,6 +2164,7 @@ class SmemRead(SyncOp):
     reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "smem.read"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.8 (ld.shared), 9.7.9.16 (ldmatrix)"
     summary: ClassVar[str] = "per stage read: fly > 0: race (a TMA load into it is in flight)"
     proven: ClassVar[frozenset[str]] = ALL
@@ -2214,6 +2256,7 @@ class WgmmaCommit(_WgmmaGroups, SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.commit_group"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.commit_group)"
     summary: ClassVar[str] = ("per buffer the warp's wgmmas read: the group masks shift by one "
                               "(the oldest absorbs the next, a stage in both counted once), the "
@@ -2260,6 +2303,7 @@ class WgmmaWait(_WgmmaGroups, SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.wait_group"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.wait_group)"
     summary: ClassVar[str] = ("per buffer the warp's wgmmas read: each stage of the groups older "
                               "than the n newest leaves wrd")
@@ -2360,6 +2404,7 @@ class CpAsync(_OneStage, SyncOp):
     stage: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "cp.async"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.3 (cp.async)"
     summary: ClassVar[str] = "the stage joins the thread's open cp.async group (a bit mask)"
     # R6, R8, R11: it writes only its own locals; R10 mover: no guard, no object
@@ -2386,6 +2431,7 @@ class CpAsyncCommit(_CpGroups, SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "cp.async.commit_group"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.4 (cp.async.commit_group)"
     summary: ClassVar[str] = ("per buffer the thread copies into: the group masks shift by one (the "
                               "oldest absorbs the next), the newest gets the open copies")
@@ -2428,6 +2474,7 @@ class CpAsyncWait(_CpGroups, SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "cp.async.wait_group"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.5 (cp.async.wait_group)"
     summary: ClassVar[str] = ("per buffer the thread copies into: the masks of the groups older "
                               "than the n newest are cleared")
@@ -2459,6 +2506,7 @@ class SmemOwn(SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "smem.own"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.3 (cp.async), 9.7.9.8-9 (ld.shared, st.shared)"
     summary: ClassVar[str] = ("the stage in the thread's open cp.async group or one of its "
                               "committed groups: race (its own copy may still write the bytes)")
@@ -2513,6 +2561,7 @@ class Tcgen05Commit(SyncOp):
     loc: Loc = NOLOC
     multicast: Expr | None = None
     mnemonic: ClassVar[str] = "tcgen05.commit"
+    hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.16 (tcgen05.commit)"
     summary: ClassVar[str] = ("per thread, per target CTA: one arrive in flight (use before the "
                               "init is fenced: uninitialized-barrier; a mask outside the cluster: "
@@ -2656,6 +2705,7 @@ def _pair_rule(c, op, cols: Expr, effect) -> list:
     return [Set(Local(snap_var(c.pc)), pf("pg")),
             When(_eq(pf("pa"), 0), [Set(pf("pa"), 1), Set(pf("pk"), kind), Set(pf("pw"), side),
                                     Set(pf("pn"), cols)], [
+                Hook(PAIR_COMPLETE),
                 When(_eq(pf("pw"), side), [Fail(
                     "arrival-mismatch", "{who} issues " + op.mnemonic + ".cta_group::2 while "
                     "another warp of its CTA waits in one: one warp of each CTA of the pair "
@@ -2700,6 +2750,9 @@ class _PairOp:
 
     def own_locals(self, pc): return (snap_var(pc),) if self.pair else ()
 
+    def hb_family(self):
+        return "tmem.pair" if self.pair else self.hb_rule
+
     def resume(self, snap):
         return TmemPairResume(self.mnemonic, snap, self.loc) if self.pair else None
 
@@ -2721,6 +2774,7 @@ class TmemAlloc(_PairOp, _TmemColumns, SyncOp):
     loc: Loc = NOLOC
     pair: bool = False
     mnemonic: ClassVar[str] = "tcgen05.alloc"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16 (tcgen05.alloc)"
     summary: ClassVar[str] = ("once per warp: waits until cols + n <= 512, then cols += n (after "
                               "tcgen05.relinquish_alloc_permit: tmem-lifetime; n not a power of "
@@ -2765,6 +2819,7 @@ class TmemDealloc(_PairOp, _TmemColumns, SyncOp):
     loc: Loc = NOLOC
     pair: bool = False
     mnemonic: ClassVar[str] = "tcgen05.dealloc"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16 (tcgen05.dealloc)"
     summary: ClassVar[str] = ("once per warp: cols -= n (more than the CTA holds: tmem-lifetime; "
                               "n not a power of two in 32..512: invalid-operand); cta_group::2: "
@@ -2789,6 +2844,7 @@ class TmemRelinquish(_PairOp, SyncOp):
     loc: Loc = NOLOC
     pair: bool = False
     mnemonic: ClassVar[str] = "tcgen05.relinquish_alloc_permit"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16 (tcgen05.relinquish_alloc_permit)"
     summary: ClassVar[str] = ("rel = 1 (a later tcgen05.alloc of the CTA: tmem-lifetime); "
                               "cta_group::2: collective as tcgen05.alloc's, in both CTAs")
@@ -2819,6 +2875,7 @@ class TmemPairResume(SyncOp):
     snap: str
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tcgen05.pair.resume"
+    hb_rule: ClassVar[str | None] = "tmem.pair.resume"
     ptx: ClassVar[str] = "9.7.16 (tcgen05 issue granularity: .cta_group::2)"
     summary: ClassVar[str] = ("blocks until the pair's generation differs from the one seen at "
                               "the issue (the peer's warp issued the op too)")
@@ -2852,6 +2909,7 @@ class TmemAccess(SyncOp):
     loc: Loc = NOLOC
     pair: bool = False  # a cta_group::2 MMA: it accesses the TMEM of both CTAs of the pair
     mnemonic: ClassVar[str] = "tmem.access"
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16 (tcgen05 memory consistency; tcgen05.dealloc)"
     summary: ClassVar[str] = ("the CTA holds no TMEM columns (before tcgen05.alloc or after "
                               "tcgen05.dealloc): tmem-lifetime")
@@ -3189,6 +3247,7 @@ class Exit(SyncOp):
     """The executing threads exit (also implicit at the end of a process body)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "exit"
+    hb_rule: ClassVar[str | None] = "exit"
     ptx: ClassVar[str] = "9.7.19.2"
     summary: ClassVar[str] = ("live -= threads; a barrier for all threads of the CTA held up only "
                               "by the exited threads completes; an arrival on the cluster "

@@ -1,0 +1,129 @@
+"""The happens-before engine: decides a kernel from one execution per launch-value choice,
+when the kernel is in its class (docs/semantics.md, "Happens-before").
+
+For each choice of the launch values the engine runs the kernel once in the reference
+interpreter. A violation or a deadlock there is a real execution: it is the counterexample.
+Otherwise it builds the execution's happens-before relation and checks the conditions under
+which every execution is a reordering of this one, each operation landing in the same barrier
+generation and reading the same values. All hold: no execution violates a property this one
+does not, and the choice is verified. One fails: the engine runs the reordering it names; a
+violation there is the counterexample; none, and the kernel is outside the class (SPIN decides
+it). So is a kernel with an op that declares no happens-before rule (ops.py `hb_rule`), a test-
+wait whose result decides more than a wait, or global state that CTAs outside the model change.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ...syncir.interp import Machine
+from ...syncir.ir import Kernel, Loc
+from ...syncir.trace import Event as TraceEvent
+from .analysis import analyze
+from .conditions import failures
+from .execution import Execution, OutsideClass, Runner
+from .witness import run_witness
+
+MAX_RUNS = 4096  # launch-value choices checked one by one; more: outside the class
+
+
+@dataclass
+class HbResult:
+    """What the engine found. verdict: verified | violation | outside | inconclusive."""
+    verdict: str
+    kind: str | None = None
+    events: list[TraceEvent] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    locations: list[Loc] = field(default_factory=list)
+    found_by: str = ""          # "the first execution" or the reordering that found it
+    runs: int = 0               # executions run (one per launch-value choice, plus witnesses)
+    ops: int = 0                # events of the executions checked
+    edges: int = 0              # synchronization edges of their happens-before relations
+    seconds: float = 0.0
+
+
+def outside_ops(kernel: Kernel) -> list[tuple[str, Loc]]:
+    """The ops that declare no happens-before rule (the allow-list is ops.py `hb_rule`)."""
+    out, seen = [], set()
+    for op in kernel.ops():
+        if op.hb_family() is None and (op.mnemonic, op.loc) not in seen:
+            seen.add((op.mnemonic, op.loc))
+            out.append((op.mnemonic, op.loc))
+    return out
+
+
+def check(kernel: Kernel, timeout_s: float = 60.0) -> HbResult:
+    t0 = time.perf_counter()
+    res = HbResult("inconclusive")
+    try:
+        _check(kernel, res, t0 + timeout_s)
+    except OutsideClass as e:
+        res.verdict = "outside"
+        res.reasons = [e.why]
+        res.locations = [e.loc] if e.loc is not None else []
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _check(kernel: Kernel, res: HbResult, deadline: float) -> None:
+    ops = outside_ops(kernel)
+    if ops:
+        res.verdict = "outside"
+        res.reasons = [f"{what} has no happens-before rule" for what, _ in ops]
+        res.locations = [loc for _, loc in ops]
+        return
+    for c in kernel.counters:
+        if _takes(kernel, c):
+            raise OutsideClass(f"global counter {c.label or c.name}: CTAs outside the model take "
+                               "values from it between any two steps", c.loc)
+    runner = Runner(kernel)
+    starts = runner.starts()
+    if len(starts) > MAX_RUNS:
+        raise OutsideClass(f"{len(starts)} launch-value choices (more than {MAX_RUNS})")
+    for start, s in starts:
+        if time.perf_counter() > deadline:
+            res.verdict = "inconclusive"
+            res.reasons = [f"the time limit was reached after {res.runs} of {len(starts)} "
+                           "launch-value choices"]
+            return
+        ex = runner.run(start, s)
+        res.runs += 1
+        res.ops += len(ex.events)
+        if ex.end != "complete":
+            _counterexample(res, runner.m, ex, "the first execution")
+            return
+        an = analyze(runner, ex)
+        res.edges += an.edges
+        failed = failures(an)
+        if not failed:
+            continue
+        for f in failed:
+            w = run_witness(an, f)
+            res.runs += 1
+            if w is not None:
+                _counterexample(res, runner.m, w, f"a reordering: {f.message}")
+                return
+        f = failed[0]
+        raise OutsideClass(f"{f.message}; no reordering of it ran into a violation, so the "
+                           "kernel's synchronization may depend on the schedule",
+                           f.second.loc if f.second is not None else f.first.loc)
+    res.verdict = "verified"
+
+
+def _takes(kernel: Kernel, counter) -> bool:
+    """Whether CTAs outside the model may take values from the counter (an environment step)."""
+    from ...syncir.ir import Const
+    return counter.others != Const(0)
+
+
+def _counterexample(res: HbResult, m: Machine, ex: Execution, how: str) -> None:
+    from ...syncir.interp import failed_tests_at_end
+    res.verdict = "violation"
+    res.found_by = how
+    events = ex.trace()
+    if ex.end == "deadlock":
+        res.kind = "deadlock"
+        events = events + failed_tests_at_end(m.kernel, events)
+    else:
+        res.kind = ex.violation.kind
+    res.events = events

@@ -1,0 +1,163 @@
+"""One execution of a kernel in the reference interpreter, recorded for the happens-before
+engine: every event with its actor, its occurrence and the states around it.
+
+Actors are the instances (their global numbers) and the async in-flight slots (after them): the
+j-th completion of a slot is that slot's j-th event. A test-wait in R9's form (docs/semantics.md,
+R9) is taken only when it passes, as the reduced model takes it; a test-wait in any other form
+makes the execution depend on its result, and the kernel is outside the class.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...syncir.interp import Machine, ModelError, State, Violation
+from ...syncir.ir import Kernel, Loc
+from ...syncir.ops import FAILED_TEST_BLOCKS, MbarTestWait
+from ...syncir.trace import Complete, Event as TraceEvent, ParamChoice, Step
+
+
+class OutsideClass(Exception):
+    """The kernel is not in the class the happens-before engine decides; `loc` is the op."""
+
+    def __init__(self, why: str, loc: Loc | None = None):
+        super().__init__(why)
+        self.why, self.loc = why, loc
+
+
+@dataclass(frozen=True)
+class Event:
+    n: int                 # position in the execution
+    actor: int             # an instance's gid, or len(instances) + an async slot
+    occ: int               # events of the actor before this one
+    step: Step | Complete
+    pre: State
+    post: State
+    hooks: tuple = ()      # (hook name, mbarrier element) the step's rule ran
+
+
+@dataclass
+class Execution:
+    start: tuple[ParamChoice, ...]
+    events: list[Event] = field(default_factory=list)
+    end: str = "complete"              # complete | deadlock | violation
+    violation: Violation | None = None
+    final: State | None = None
+
+    def trace(self) -> list[TraceEvent]:
+        return [*self.start, *(e.step for e in self.events)]
+
+
+class _Hooks:
+    """Collects the hooks a step runs (interp.ReplayLog's interface)."""
+
+    def __init__(self):
+        self.seen: list[tuple[str, int]] = []
+
+    def hook(self, name: str, element: int, gid: int, loc: Loc):
+        self.seen.append((name, element))
+
+
+def r9_conditions(kernel: Kernel, machine: Machine) -> dict[tuple[int, int], object]:
+    """{(process, pc) of a test-wait: the condition over its locals under which its failure only
+    leads to the wait on the same phase} (R9's own analysis; {} where R9 is refused)."""
+    from ...lower import analysis, reductions as red
+    from ...lower.testwait import blocking_tests
+    if not any(isinstance(s, MbarTestWait) for s in kernel.ops()):
+        return {}
+    decision = red.kernel_wide(kernel, FAILED_TEST_BLOCKS)
+    if decision is None or not decision.applied:
+        return {}
+    lay, pr = machine.layout, {p.name: (p.lo, p.hi) for p in kernel.params}
+    out = {}
+    for pi, fp in enumerate(lay.flat):
+        rng = analysis.ranges(lay, pi, pr)
+        live = analysis.liveness(lay, pi)[0]
+        tests = blocking_tests(fp, live, analysis.checked_locals(rng),
+                               analysis.pc_states(lay, pi, pr)[0])
+        out.update({(pi, pc): cond for pc, cond in tests.items()})
+    return out
+
+
+class Runner:
+    """Executions of one kernel: the default schedule, or one that a witness directs."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.m = Machine(kernel)
+        self.n_inst = len(self.m.instances)
+        self.r9 = r9_conditions(kernel, self.m)
+        self._test_guard: dict[tuple[int, int], tuple] = {}
+
+    def actor_of(self, ev: Step | Complete) -> int:
+        if isinstance(ev, Step):
+            return self.m.gid[(ev.process, ev.instance)]
+        return self.n_inst + self.m.layout.async_slot[(ev.process, ev.pc, ev.cta, ev.index)]
+
+    def _test_allowed(self, s: State, gid: int, pc: int) -> bool:
+        """Whether the test-wait at `pc` may be taken now: R9's form only, when it passes."""
+        inst = self.m.instances[gid]
+        key = (inst.process, pc)
+        cond = self.r9.get(key)
+        op = self.m.flat[inst.process].code[pc].stmt
+        if cond is None or not self.m.eval(cond, s, gid):
+            raise OutsideClass(f"{op.mnemonic} whose result decides more than a wait on the same "
+                               "phase (not in R9's form): the path taken depends on the schedule",
+                               op.loc)
+        g = self._test_guard.get((gid, pc))
+        if g is None:
+            g = self._test_guard[(gid, pc)] = self.m._expr(
+                op.wait_guard(self.m.layout.ctx(inst.process, pc)), gid)
+        return bool(g(s))
+
+    def enabled(self, s: State) -> list[Step | Complete]:
+        m, out = self.m, []
+        for inst in m.instances:
+            gid = inst.gid
+            if m.ended(s, gid) or not m.is_enabled(s, gid):
+                continue
+            pc = m.pc(s, gid)
+            if isinstance(m.flat[inst.process].code[pc].stmt, MbarTestWait) \
+                    and not self._test_allowed(s, gid, pc):
+                continue
+            out.append(Step(inst.process, inst.index, pc))
+        for slot, key in enumerate(m.layout.async_keys):
+            if s[m.sl.infl + slot] > 0:
+                out.append(Complete(*key))
+        return out
+
+    def starts(self) -> list[tuple[tuple[ParamChoice, ...], State]]:
+        return self.m.initial_states()
+
+    def run(self, start: tuple[ParamChoice, ...], s: State, choose=None,
+            limit: int = 1_000_000) -> Execution:
+        """Execute from `s` until no step is enabled: `choose(enabled, occurrences)` picks the
+        next event (default: the first instance step, else the first completion)."""
+        m = self.m
+        ex = Execution(start)
+        occ: dict[int, int] = {}
+        while len(ex.events) < limit:
+            evs = self.enabled(s)
+            if not evs:
+                break
+            ev = choose(evs, occ) if choose else evs[0]
+            if ev is None:
+                break
+            actor = self.actor_of(ev)
+            hooks = _Hooks()
+            try:
+                t = m.step(s, ev, hooks)
+            except Violation as v:
+                ex.events.append(Event(len(ex.events), actor, occ.get(actor, 0), ev, s, s,
+                                       tuple(hooks.seen)))
+                ex.end, ex.violation, ex.final = "violation", v, s
+                return ex
+            except ModelError as e:
+                raise OutsideClass(f"the interpreter cannot execute {ev}: {e}") from e
+            ex.events.append(Event(len(ex.events), actor, occ.get(actor, 0), ev, s, t,
+                                   tuple(hooks.seen)))
+            occ[actor] = occ.get(actor, 0) + 1
+            s = t
+        ex.final = s
+        if any(not m.ended(s, i.gid) for i in m.instances):
+            ex.end = "deadlock"
+        return ex
