@@ -193,6 +193,20 @@ def _contributions(an: Analysis, ev: Event, node: Node, fam: str, op, gid: int,
     m, pre, post = an.machine, ev.pre, ev.post
     done: dict[str, Node] = {}
     hooks = {(h, e) for h, e in ev.hooks}
+    # async copies: issues add units to their slots, a completion finishes the oldest
+    infl = m.sl.infl
+    for slot in range(len(m.layout.async_keys)):
+        d = post[infl + slot] - pre[infl + slot]
+        if d > 0:
+            if fam != "async.issue":
+                raise OutsideClass(f"{node.name} issues async copies outside its rule family",
+                                   node.loc)
+            an.units[slot] += [Unit(node) for _ in range(d)]
+        elif d < 0:
+            if fam != "completion" or d != -1:
+                raise OutsideClass(f"{node.name} retires async copies unexpectedly", node.loc)
+            nxt = next(u for u in an.units[slot] if u.done is None)
+            nxt.done = node
     # mbarrier elements
     for el in range(len(m.layout.elements)):
         base = m.sl.mb + el * len(MB)
@@ -225,7 +239,7 @@ def _contributions(an: Analysis, ev: Event, node: Node, fam: str, op, gid: int,
         if n1 == n0 + 1:
             ph = an.phase("mb", el, n0)
             ph.done = done[PHASE] = completion(f"phase {n0} of {m.layout.element_name(el)}",
-                                               ev.n + 0.5, [c.node for c in ph.contributions],
+                                               ev.n + 0.5, _phase_members(an, ph),
                                                an.actors, node.loc)
         elif n1 != n0:
             raise OutsideClass(f"{node.name} completes several phases at once", node.loc)
@@ -258,7 +272,7 @@ def _contributions(an: Analysis, ev: Event, node: Node, fam: str, op, gid: int,
             raise OutsideClass(f"{node.name} changes the cluster barrier outside its rule family",
                                node.loc)
         if g1 == g0 + 1:
-            done[CLUSTER_COMPLETE] = _complete_cluster(an, g0, ev, node)
+            done[CLUSTER_COMPLETE] = _complete_cluster(an, g0, ev, node, fam)
     # TMEM pair ops: the leader's `pg` bit flips when the second of the pair issues
     if fam == "tmem.pair":
         lead = m.instances[gid].cta - m.instances[gid].cta % 2
@@ -277,21 +291,18 @@ def _contributions(an: Analysis, ev: Event, node: Node, fam: str, op, gid: int,
         if post[m.sl.live + cta] == 0:
             an.ends[cta] = completion(f"the end of CTA {cta}", ev.n + 0.75, an.exits[cta],
                                       an.actors, node.loc)
-    # async copies: issues add units to their slots, a completion finishes the oldest
-    infl = m.sl.infl
-    for slot in range(len(m.layout.async_keys)):
-        d = post[infl + slot] - pre[infl + slot]
-        if d > 0:
-            if fam != "async.issue":
-                raise OutsideClass(f"{node.name} issues async copies outside its rule family",
-                                   node.loc)
-            an.units[slot] += [Unit(node) for _ in range(d)]
-        elif d < 0:
-            if fam != "completion" or d != -1:
-                raise OutsideClass(f"{node.name} retires async copies unexpectedly", node.loc)
-            nxt = next(u for u in an.units[slot] if u.done is None)
-            nxt.done = node
     return done
+
+
+def _phase_members(an: Analysis, ph: Phase) -> list[Node]:
+    """A phase completes after its contributions, and after the issues of the copies that
+    deliver its bytes: all of them are in once it completes, whichever instance issued which
+    (the copies of a later phase are issued after it: conditions M1)."""
+    out = [c.node for c in ph.contributions]
+    for c in ph.contributions:
+        if c.node.own[0] >= an.runner.n_inst:
+            out += [u.issue for u in an.units[c.node.own[0] - an.runner.n_inst] if u.done is c.node]
+    return out
 
 
 def _want(m, op, pre, gid) -> int:
@@ -326,7 +337,7 @@ def _complete_named(an: Analysis, slot: int, g: int, ev: Event, node: Node, fam:
     return ph.done
 
 
-def _complete_cluster(an: Analysis, g: int, ev: Event, node: Node) -> Node:
+def _complete_cluster(an: Analysis, g: int, ev: Event, node: Node, fam: str) -> Node:
     """Generation g of the cluster barrier completes in `ev`: after its arrivals and the exits
     of the instances that did not arrive in it."""
     m = an.machine
@@ -334,6 +345,8 @@ def _complete_cluster(an: Analysis, g: int, ev: Event, node: Node) -> Node:
     members = [c.node for c in ph.contributions]
     arrived = {c.node.own[0] for c in ph.contributions}
     exited = {x.own[0]: x for xs in an.exits.values() for x in xs}
+    if fam == "exit":
+        exited[ev.actor] = node
     for inst in m.instances:
         if inst.gid not in arrived:
             x = exited.get(inst.gid)

@@ -201,7 +201,7 @@ def _lifetime(an: Analysis) -> list[Failure]:
         if not any(before(last, x) for x in an.exits.get(cta, [])):
             out.append(Failure("cta-lifetime", f"{last.name} may land after the threads of CTA "
                                f"{cta} have all exited", last, an.ends.get(cta),
-                               [an.exits.get(cta, [])], [u.issue for u in units]))
+                               [an.exits.get(cta, [])], [last]))
     for node, slot in an.issue_bound_reads:
         earlier = [u.done for u in an.units[slot] if u.done is not None and u.done.pos < node.pos]
         if earlier and not before(earlier[-1], node):
