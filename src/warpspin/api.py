@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from .report.result import ERROR, Location, Result, Stats
 from .pipeline import check_kernel
-from .syncir.passes import has_load_races, without_load_races
 from .syncir import Kernel, fmt_kernel
 
 
@@ -31,6 +30,9 @@ class CheckOptions:
     # also check races on stages TMA loads fill and wgmma or threads read (several times the
     # states of a GEMM mainloop: docs/semantics.md, "Staged buffers")
     load_races: bool = False
+    # which engine decides: "auto" (the happens-before engine, and SPIN for a kernel outside its
+    # class), "hb" or "spin" alone (pipeline.check_kernel)
+    engine: str = "auto"
 
 
 def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None = None,
@@ -39,15 +41,10 @@ def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None
     opts = opts or CheckOptions()
     stats = stats or Stats()
     t0 = time.perf_counter()
-    unchecked = not opts.load_races and has_load_races(kernel)
-    if unchecked:
-        kernel = without_load_races(kernel)
     r = check_kernel(kernel, target=target, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
                      emit_promela=opts.emit_promela, reduce=opts.reduce, stats=stats,
-                     jobs=opts.jobs)
+                     jobs=opts.jobs, engine=opts.engine, load_races=opts.load_races)
     r.syncir_text = fmt_kernel(kernel)
-    if unchecked:
-        r.config["load_races"] = "not checked (--load-races checks them)"
     stats.seconds["total"] = stats.seconds.get("trace", 0) + stats.seconds.get("extract", 0) + \
         (time.perf_counter() - t0)
     return r

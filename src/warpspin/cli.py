@@ -1,7 +1,7 @@
 """warpspin command line.
 
   warpspin check TARGET... [--arch sm_90a|sm_100a] [--param NAME=V|NAME=LO..HI]... [--json]
-                 [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
+                 [--engine auto|hb|spin] [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
                  [--html FILE] [--sarif FILE]
   warpspin explain [KIND]    what a violation kind means, an example and the usual fixes
   warpspin doctor            the versions of the DSL, SPIN and gcc; whether tracing works
@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--load-races", action="store_true",
                    help="also check races on stages TMA loads fill and wgmma or threads read "
                         "(costly: several times the states of a GEMM mainloop)")
+    c.add_argument("--engine", default="auto", choices=["auto", "hb", "spin"],
+                   help="hb: the happens-before engine (one execution per launch choice, "
+                        "exact for kernels that synchronize the same way in every schedule); "
+                        "spin: SPIN's exhaustive search; auto (default): hb, and SPIN for a "
+                        "kernel outside its class")
     c.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
                    help="cores to use: the exhaustive search and, beside it, randomized bug hunts "
                         "(default: the cores available)")
@@ -126,7 +131,7 @@ def _main(argv: list[str] | None) -> int:
     opts = CheckOptions(params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),
-                        load_races=args.load_races)
+                        load_races=args.load_races, engine=args.engine)
     from .pipeline import INTERRUPTED
     if not args.json and sys.stderr.isatty():
         from .engine.progress import REPORTER

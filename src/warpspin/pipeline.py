@@ -13,7 +13,8 @@ import os
 import time
 import traceback
 
-from .engine import EngineError, EngineTimeout, lower_and_check
+from .engine import EngineError, EngineResult, EngineTimeout, lower_and_check
+from .engine import hb
 from .lower import LowerError
 from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
                             BarrierState, BlockedWait, Location, Note, Result, Stats, TraceStep,
@@ -24,7 +25,7 @@ from .syncir.ops import (CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, TmemAccess
                          bw_fenced, bw_unfenced, tmem_access_checked)
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
-from .syncir.passes import without_noop_fences
+from .syncir.passes import has_load_races, without_load_races, without_noop_fences
 from .syncir.summary import kernel_summary
 from .syncir.trace import Complete, ParamChoice, Step, Take
 
@@ -39,9 +40,19 @@ _TRUNCATION = {
 }
 
 
+ENGINES = ("auto", "hb", "spin")
+
+
 def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
                  memory_mb: int = 4096, emit_promela: str | None = None,
-                 reduce: bool = True, stats: Stats | None = None, jobs: int = 1) -> Result:
+                 reduce: bool = True, stats: Stats | None = None, jobs: int = 1,
+                 engine: str = "auto", load_races: bool = False) -> Result:
+    """`engine`: "hb" (the happens-before engine alone: a kernel outside its class is
+    INCONCLUSIVE), "spin" (SPIN alone), "auto" (the happens-before engine, and SPIN for a kernel
+    outside its class). `load_races`: SPIN also checks the stages TMA loads fill (the
+    happens-before engine always does)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: one of {ENGINES}")
     stats = stats or Stats()
     stats.processes = sum(p.instances for p in kernel.processes)
     res = Result(target=target, kernel=kernel.name, stats=stats, config=_config(kernel))
@@ -50,7 +61,7 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     except Exception:  # a kernel too broken to summarize: validation says why below
         res.model = {}
     try:
-        _check(kernel, res, timeout_s, memory_mb, emit_promela, reduce, jobs)
+        _check(kernel, res, timeout_s, memory_mb, emit_promela, reduce, jobs, engine, load_races)
     except Exception as e:  # a bug of warpspin's: never a verdict on the kernel
         tb = traceback.extract_tb(e.__traceback__)[-1]
         res.verdict = ERROR
@@ -62,7 +73,8 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     return res
 
 
-def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, reduce, jobs) -> None:
+def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, reduce, jobs,
+           engine: str = "spin", load_races: bool = False) -> None:
     problems = validate(kernel)
     if problems:
         res.verdict = ERROR
@@ -81,7 +93,20 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     elided = 0
     if reduce:  # R13: the rest of the check (model, replay, report) sees the kernel without them
         kernel, elided = without_noop_fences(kernel)
+    assumed = [*kernel.assumptions, *_tmem_assumptions(kernel)]
+    if assumed:
+        res.config["assumptions"] = assumed
+    if kernel.tensormaps:
+        res.config["tensormaps"] = [t.label or t.name for t in kernel.tensormaps]
+    if kernel.buffers:
+        res.config["buffers"] = [b.label or b.name for b in kernel.buffers]
+    if engine != "spin" and _happens_before(kernel, res, timeout_s, engine):
+        return
+    if not load_races and has_load_races(kernel):
+        kernel = without_load_races(kernel)
+        res.config["load_races"] = "not checked (--load-races checks them)"
     t0 = time.perf_counter()
+    res.stats.engine = "spin"
     try:
         model, er = lower_and_check(kernel, reduce=reduce, timeout_s=timeout_s, memory_mb=memory_mb,
                                     jobs=jobs)
@@ -110,13 +135,6 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
                                 + (["R13 no-op-fences"] if elided else [])) \
         or ["none (plain encoding)"]
     res.config["reductions_refused"] = [f"{d.reduction}: {d.why}" for d in model.refused]
-    assumed = [*kernel.assumptions, *_tmem_assumptions(kernel)]
-    if assumed:
-        res.config["assumptions"] = assumed
-    if kernel.tensormaps:
-        res.config["tensormaps"] = [t.label or t.name for t in kernel.tensormaps]
-    if kernel.buffers:
-        res.config["buffers"] = [b.label or b.name for b in kernel.buffers]
     if er.refused:
         res.config["reductions_refused"].append(
             "wait-release-fusion: its monitored condition failed; searched unfused")
@@ -134,6 +152,38 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
             _decide_verified(res, er)
         return
     _violation(kernel, model, res, er)
+
+
+def _happens_before(kernel: Kernel, res: Result, timeout_s: float, engine: str) -> bool:
+    """Run the happens-before engine (engine/hb). True when it decided the result (with
+    engine "hb" also when it could not: the result is then INCONCLUSIVE); False sends the kernel
+    to SPIN, with why it is outside the class in the result."""
+    hr = hb.check(kernel, timeout_s)
+    st = res.stats
+    st.hb_runs, st.hb_ops, st.hb_edges = hr.runs, hr.ops, hr.edges
+    st.seconds["check"] = hr.seconds
+    if hr.verdict in ("verified", "violation"):
+        st.engine = "happens-before"
+        res.config["engine"] = "happens-before"
+        if hr.verdict == "verified":
+            _decide_verified(res, EngineResult(complete=True, kind=None, events=[],
+                                               truncated=()))
+        else:
+            st.found_by = st.first_found_by = f"happens-before engine ({hr.found_by})"
+            _violation(kernel, None, res, EngineResult(complete=True, kind=hr.kind,
+                                                        events=hr.events, truncated=()))
+        return True
+    why = [f"{r}" for r in hr.reasons]
+    locs = [Location(l.file, l.line, frame=l.frame or "") for l in hr.locations]
+    if engine == "hb":
+        res.verdict = INCONCLUSIVE
+        res.reasons = [f"outside the happens-before engine's class: {w}" if hr.verdict ==
+                       "outside" else w for w in why] or ["the happens-before engine decided nothing"]
+        res.reason_locations = locs
+        return True
+    loc = f" ({os.path.basename(locs[0].file)}:{locs[0].line})" if locs and locs[0].line else ""
+    res.config["hb_refused"] = (why[0] + loc) if why else hr.verdict
+    return False
 
 
 def _integer_reasons(res: Result, model) -> None:
@@ -154,10 +204,11 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
     rp = replay(kernel, er.events, expect_kind=_engine_kind(er.kind))
     if not rp.ok:
         res.verdict = INCONCLUSIVE
-        if model.integer_problems:  # the model's 32-bit arithmetic wrapped where SyncIR's did not
+        if model is not None and model.integer_problems:  # the model's 32-bit arithmetic wrapped where SyncIR's did not
             _integer_reasons(res, model)
             return
-        res.reasons = [f"SPIN reported {er.kind}, but its trail does not replay in the reference "
+        who = "SPIN" if model is not None else "the happens-before engine"
+        res.reasons = [f"{who} reported {er.kind}, but its trail does not replay in the reference "
                        f"interpreter ({rp.error}); not shown as a violation (internal disagreement)"]
         return
     v = rp.violation

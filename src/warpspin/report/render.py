@@ -4,7 +4,8 @@ from __future__ import annotations
 from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
-SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "load_races")
+SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "load_races",
+                "engine", "hb_refused")
 
 
 def _short(path: str) -> str:
@@ -29,11 +30,13 @@ def render_text(r: Result, max_steps: int = 200) -> str:
         if r.config.get("buffers"):
             races += f", no race on shared-memory buffer{'s' * (len(r.config['buffers']) > 1)} " + \
                 ", ".join(r.config["buffers"])
+        cost = (f"{s.hb_runs} execution{'s' * (s.hb_runs != 1)} and its happens-before "
+                f"relation" if s.engine == "happens-before" else f"{s.states:,} states")
         out.append(f"{head}VERIFIED: no deadlock{races} and no barrier-protocol error in any "
-                   f"interleaving ({s.states:,} states, {s.seconds.get('total', 0):.2f} s"
+                   f"interleaving ({cost}, {s.seconds.get('total', 0):.2f} s"
                    f"{'; ' + cfg if cfg else ''})")
         out.append(searched_line(s))
-        out += refused
+        out += refused + _engine_notes(r)
         out.append(f"  = note: {NOT_CHECKED}")
         if r.config.get("load_races"):
             out.append("  = note: races on the stages this kernel's TMA loads fill (wgmma and "
@@ -47,9 +50,9 @@ def render_text(r: Result, max_steps: int = 200) -> str:
             where = f"{_short(loc.file)}:{loc.line}: " if loc and loc.line else ""
             kind = {INCONCLUSIVE: "inconclusive", UNSUPPORTED: "unsupported", ERROR: "error"}[r.verdict]
             out.append(f"{where}{'error' if r.verdict != INCONCLUSIVE else 'warning'}[{kind}]: {why}")
-        if s.states:
+        if s.states or s.hb_runs:
             out.append(searched_line(s))
-        return "\n".join(out + refused)
+        return "\n".join(out + refused + _engine_notes(r))
     if r.verdict != VIOLATION:
         return f"{head}ERROR\nerror[internal]: no verdict was reached (verdict {r.verdict!r})"
     out.append(f"{head}VIOLATION")
@@ -105,8 +108,21 @@ def render_text(r: Result, max_steps: int = 200) -> str:
     return "\n".join(out)
 
 
+def _engine_notes(r: Result) -> list[str]:
+    why = r.config.get("hb_refused")
+    if not why:
+        return []
+    return [f"  = note: outside the happens-before engine's class ({why}): SPIN searched the "
+            "interleavings"]
+
+
 def searched_line(s) -> str:
-    """What the search cost: states, state-vector bytes, memory, seconds, cores and hunts."""
+    """What the check cost: the happens-before engine's executions, ops and edges; or SPIN's
+    states, state-vector bytes, memory, seconds, cores and hunts."""
+    if s.engine == "happens-before" or (s.hb_runs and not s.states):
+        return (f"  = decided by the happens-before engine: {s.hb_runs} execution"
+                f"{'s' * (s.hb_runs != 1)}, {s.hb_ops:,} ops, {s.hb_edges:,} synchronization "
+                f"edges ({s.seconds.get('check', 0):.2f} s)")
     size = f"{s.state_vector}-byte states, " if s.state_vector else ""
     mem = f"{s.memory_mb:,.0f} MB, " if s.memory_mb else ""
     cores = f" on {s.cores} cores" if s.cores > 1 else ""

@@ -120,6 +120,10 @@ class Stats:
     first_found_by: str = ""  # the search that found a counterexample first, and when
     first_found_s: float = 0.0
     found_depth: int = 0      # the depth it was first found at (before shortening)
+    engine: str = ""          # which engine decided: "happens-before" or "spin" ("" none ran)
+    hb_runs: int = 0          # happens-before engine: executions run (one per launch choice,
+    hb_ops: int = 0           # plus witnesses), their events, and the synchronization edges
+    hb_edges: int = 0         # of their happens-before relations
     seconds: dict[str, float] = field(default_factory=lambda: {
         "trace": 0.0, "extract": 0.0, "check": 0.0, "total": 0.0})
 
@@ -164,7 +168,10 @@ class Result:
                       "found_by": self.stats.found_by,
                       "first_found_by": self.stats.first_found_by,
                       "first_found_s": self.stats.first_found_s,
-                      "found_depth": self.stats.found_depth},
+                      "found_depth": self.stats.found_depth,
+                      "engine": self.stats.engine,
+                      "hb": {"runs": self.stats.hb_runs, "ops": self.stats.hb_ops,
+                             "edges": self.stats.hb_edges}},
         }
 
     def to_json(self, indent: int | None = 2) -> str:
