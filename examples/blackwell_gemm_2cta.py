@@ -36,13 +36,11 @@ It is traced for sm_100a on the CPU only (no run here: ``python examples/blackwe
 traces every variant).
 
 Variants (each differs from ``correct`` by one line, selected at trace time):
-  correct            the reference protocol. INCONCLUSIVE: no violation in the part searched,
-                     but the search does not complete (11.7 M states in 600 s on one core,
-                     19.3 M in 550 s on 16 cores): two CTAs of six warps each interleave
-                     freely, and the model has no reduction across CTAs that interact yet.
-                     With TILES = K_TILES = 1 the search completes: VERIFIED, 15,651,796
-                     states in 601 s on one core (bench/blackwell.py sets the two constants).
-                     Each bug below is found in about 25 s.
+  correct            the reference protocol. VERIFIED by the happens-before engine: one
+                     execution of 290 ops and its happens-before relation, about 1 s. SPIN
+                     alone (`--engine spin`) does not finish (11.7 M states in 600 s on one
+                     core, 19.3 M in 550 s on 16 cores); with TILES = K_TILES = 1 it does:
+                     VERIFIED, 15,651,796 states in 601 s (bench/blackwell.py).
   peer_skips_alloc   the peer (rank 1) does not execute the pair's tcgen05.alloc.cta_group::2
                      and goes on to the pair's relinquish: the two warps issue different
                      collective ops (the leader's alloc meets the peer's relinquish; on a GPU
@@ -50,9 +48,10 @@ Variants (each differs from ``correct`` by one line, selected at trace time):
                      -> arrival-mismatch
   expect_own_bytes   ab.full's tx count is one CTA's bytes instead of the pair's: the leader
                      arms each phase for 20480 bytes and 40960 complete on it, so a phase
-                     completes before the peer's half has landed or its count jumps past zero
-                     (16384-byte A halves and 4096-byte B halves) and stays stuck negative
-                     -> tx-mismatch
+                     completes before the peer's half has landed, the rest of its bytes count
+                     on the next phase, and the last ones are still in flight when the CTA's
+                     threads exit -> pending-at-exit (SPIN's bug hunts find the other face of
+                     it: a phase whose count is stuck, tx-mismatch)
   peer_frees_early   the peer's MMA warp arrives on the named barrier but does not wait on it
                      before the dealloc handshake: the leader's MMA warp arrives on the peer's
                      dealloc barrier once its own epilogue is done, the pair deallocates, and the
@@ -273,16 +272,14 @@ def peer_frees_early():
 
 VARIANTS = {"correct": correct, **{b: globals()[b] for b in BUGS}}
 # what `warpspin check --arch sm_100a` must say (make demo and tests/test_examples.py check it)
-EXPECT = {"correct": "inconclusive", "peer_skips_alloc": "arrival-mismatch",
-          "expect_own_bytes": "tx-mismatch", "peer_frees_early": "tmem-lifetime"}
-# the correct kernel's search does not complete (see `correct`): stop it after a minute; the
-# bugs lie deeper than one core's BFS reaches in minutes: the bug hunts beside it find them
-OPTIONS = {"correct": {"timeout_s": 60},
-           **{b: {"jobs": 2} for b in ("peer_skips_alloc", "expect_own_bytes",
-                                       "peer_frees_early")}}
+EXPECT = {"correct": "verified", "peer_skips_alloc": "arrival-mismatch",
+          "expect_own_bytes": "pending-at-exit", "peer_frees_early": "tmem-lifetime"}
+# the bugs lie deeper than one core's BFS reaches in minutes: when the happens-before engine
+# leaves one to SPIN, the bug hunts beside its search find it
+OPTIONS = {b: {"jobs": 2} for b in ("peer_skips_alloc", "expect_own_bytes", "peer_frees_early")}
 # the source line each violation must be reported at (tests/test_examples.py finds it by its text)
 EXPECT_AT = {"peer_skips_alloc": "# the leader alone",
-             "expect_own_bytes": "ab_pipe.producer_acquire(state)",
+             "expect_own_bytes": "# handshake, pair's dealloc",
              "peer_frees_early":
                  "cute.copy(t2r, tTR_tAcc[None, None, None, state.index], tTR_rAcc)"}
 

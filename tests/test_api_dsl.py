@@ -19,7 +19,7 @@ def test_verify_api_on_a_real_kernel():
     import raw_mbarrier
     fn, args = raw_mbarrier.correct()
     r = warpspin.verify(fn, *args)
-    assert r.verdict == "verified" and r.stats.states > 0
+    assert r.verdict == "verified" and (r.stats.states > 0 or r.stats.hb_ops > 0)
     assert r.stats.seconds["trace"] > 0 and r.stats.seconds["check"] > 0
     fn, args = raw_mbarrier.missing_arrive()
     bad = warpspin.verify(fn, *args)

@@ -131,14 +131,18 @@ def test_a_fill_never_runs_early():
     assert not any(r.startswith("R8") for r in lower(mainloop()).reductions)
 
 
-def test_load_races_are_checked_only_on_request():
-    """Without --load-races a kernel's fills and wgmma reads go before the check, and the
-    verdict says their races were not checked."""
+def test_load_races_are_checked_by_hb_and_by_spin_only_on_request():
+    """SPIN without --load-races: a kernel's fills and wgmma reads go before the search, and the
+    verdict says their races were not checked. The happens-before engine checks them always:
+    the same kernel is a race."""
     from warpspin.report.render import render_text as render
-    r = verify_kernel(mainloop(consumers=2, bug="release-before-wait"))
+    k = mainloop(consumers=2, bug="release-before-wait")
+    r = verify_kernel(k, opts=CheckOptions(engine="spin"))
     assert r.verdict == "verified" and r.config["load_races"].startswith("not checked")
-    assert "wgmma.read" not in r.syncir_text
     assert "--load-races" in render(r)
+    r = verify_kernel(k)
+    assert r.stats.engine == "happens-before" and "load_races" not in r.config, str(r)
+    assert r.verdict == "violation" and r.violations[0].kind == "race", str(r)
 
 
 def test_a_buffer_with_an_access_the_extractor_cannot_attribute_is_not_followed():

@@ -106,7 +106,7 @@ def spin_agrees(k, reduce: bool, max_states: int = 50_000, fuse: bool = False, s
     if m.integer_problems:
         # the model's 32-bit integers may wrap where SyncIR's do not: no agreement is expected,
         # and the pipeline must then never say VERIFIED nor show a trail that does not replay
-        res = verify_kernel(k, opts=CheckOptions(timeout_s=60, memory_mb=512, reduce=reduce))
+        res = verify_kernel(k, opts=CheckOptions(timeout_s=60, memory_mb=512, reduce=reduce, engine="spin"))
         assert res.verdict in ("inconclusive", "violation"), str(res)
         if res.verdict == "violation":
             assert res.violations[0].kind in kinds and res.violations[0].replayed

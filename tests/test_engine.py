@@ -57,7 +57,7 @@ def test_ring_bug_expectations(bug, reduce):
         from test_scale import reported_kind
         assert reported_kind(k)[0] == RING_BUG_EXPECT[bug][0]
         return
-    res = verify_kernel(k, opts=CheckOptions(reduce=reduce, timeout_s=120))
+    res = verify_kernel(k, opts=CheckOptions(reduce=reduce, timeout_s=120, engine="spin"))
     assert res.verdict == "violation", res.reasons
     assert res.violations[0].kind == RING_BUG_EXPECT[bug][0]
 

@@ -144,7 +144,7 @@ def test_verified_page_shows_roles_barriers_and_the_diagram(browser, verified, t
     assert edges.count() == len(want)
     shown = page.locator("svg.graph text.role").all_text_contents()
     assert sorted(shown) == sorted({r for r, _ in roles})
-    assert "searched" in page.locator("dl.kv").inner_text()
+    assert "decided by the happens-before engine" in page.locator("dl.kv").inner_text()
     assert errors == []
 
 

@@ -18,7 +18,7 @@ def test_ctrl_c_gives_inconclusive_with_what_was_searched(tmp_path, jobs):
     (tmp_path / "big.py").write_text(BIG)
     p = subprocess.Popen([sys.executable, "-c", "import sys; from warpspin.cli import main; "
                           "sys.exit(main(sys.argv[1:]))", "check", f"{tmp_path}/big.py:big",
-                          f"{tmp_path}/big.py:big", "--jobs", jobs, "--timeout", "600"],
+                          f"{tmp_path}/big.py:big", "--jobs", jobs, "--timeout", "600", "--engine", "spin"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     time.sleep(8)  # the search runs by then (the ring has millions of states)

@@ -105,12 +105,12 @@ def test_the_pipeline_lists_it_and_still_finds_an_unfenced_init():
         return Kernel("k", (Process("init", init, warps=(0, 1)),
                             Process("cons", cons, warps=(1, 3), instances=2)),
                       (MBarrierDecl("b"),))
-    bad = verify_kernel(make(False), opts=CheckOptions(timeout_s=60))
+    bad = verify_kernel(make(False), opts=CheckOptions(timeout_s=60, engine="spin"))
     assert bad.verdict == "violation" and bad.violations[0].kind == "uninitialized-barrier"
     assert bad.violations[0].replayed
     assert "R13 no-op-fences" in bad.config["reductions"]
-    good = verify_kernel(make(True), opts=CheckOptions(timeout_s=60))
+    good = verify_kernel(make(True), opts=CheckOptions(timeout_s=60, engine="spin"))
     assert good.verdict == "verified", str(good)
-    plain = verify_kernel(make(False), opts=CheckOptions(timeout_s=60, reduce=False))
+    plain = verify_kernel(make(False), opts=CheckOptions(timeout_s=60, reduce=False, engine="spin"))
     assert plain.violations[0].kind == "uninitialized-barrier"
     assert "R13 no-op-fences" not in plain.config["reductions"]

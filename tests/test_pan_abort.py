@@ -34,7 +34,7 @@ def test_vector_abort_is_no_counterexample(reduce):
 def test_vector_abort_is_inconclusive_with_its_limit(monkeypatch):
     monkeypatch.setattr(pipeline, "lower_and_check",
                         functools.partial(lower_and_check, vector_size=16, grow_vector=False))
-    r = pipeline.check_kernel(kernel(), timeout_s=60)
+    r = pipeline.check_kernel(kernel(), timeout_s=60, engine="spin")
     assert r.verdict == INCONCLUSIVE
     assert not r.violations
     assert any("state vector too large" in x for x in r.reasons), r.reasons
@@ -63,6 +63,6 @@ def test_time_limit_while_compiling_is_inconclusive_not_an_error():
     cross-entropy's pan.c took minutes of gcc) is a limit reached: INCONCLUSIVE, never ERROR."""
     from warpspin.pipeline import check_kernel
     from warpspin.syncir.protocols import ring
-    r = check_kernel(ring(stages=4, trips=16, consumers=8), timeout_s=0.05)
+    r = check_kernel(ring(stages=4, trips=16, consumers=8), timeout_s=0.05, engine="spin")
     assert r.verdict == "inconclusive", r
     assert "time limit" in r.reasons[0] and "nothing was searched" in r.reasons[0]

@@ -35,8 +35,8 @@ def test_same_proof_on_more_cores(jobs):
 @pytest.mark.parametrize("bug", ["two-behind", "arrivals-too-few", "tx-bytes"])
 def test_violation_same_as_one_core(bug):
     kernel = ring(stages=4, trips=16, consumers=8, bug=bug)
-    one = check_kernel(kernel, timeout_s=300)
-    two = check_kernel(kernel, timeout_s=300, jobs=2)
+    one = check_kernel(kernel, timeout_s=300, engine="spin")
+    two = check_kernel(kernel, timeout_s=300, jobs=2, engine="spin")
     assert one.verdict == two.verdict == "violation"
     assert two.violations[0].kind == one.violations[0].kind
     assert len(two.violations[0].trace) == len(one.violations[0].trace)
@@ -104,7 +104,7 @@ def test_parallel_bfs_out_of_shared_memory_is_not_complete():
 
 def test_pipeline_with_jobs_reports_the_cost():
     _, single = lower_and_check(ring(stages=2, trips=4, consumers=2), jobs=1)
-    res = check_kernel(ring(stages=2, trips=4, consumers=2), jobs=2)
+    res = check_kernel(ring(stages=2, trips=4, consumers=2), jobs=2, engine="spin")
     assert res.verdict == "verified" and res.stats.states == single.states
     text = str(res)
     assert "-byte states" in text and "MB" in text

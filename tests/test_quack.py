@@ -146,7 +146,7 @@ def test_two_consumer_warpgroups_verified():
     assert sorted(b.label for b in sk.buffers if not b.storers) == ["sA", "sB"]
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=300, memory_mb=4096))
     assert r.verdict == "verified", str(r)
-    assert r.config["buffers"] == ["sD"], r.config
+    assert "sD" in r.config["buffers"], r.config
 
 
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
@@ -178,7 +178,7 @@ def test_cluster_reduction_verified(name):
     (R8, into the peer CTA too): 40-79 k states, about 1 s (without R8 into the peer: 0.78-1.7 M;
     without R7 and R8: more than 24 M states)."""
     r = verify_kernel(C.extracted(name),
-                      opts=CheckOptions(timeout_s=600, memory_mb=4096))
+                      opts=CheckOptions(timeout_s=600, memory_mb=4096, engine="spin"))
     assert r.verdict == "verified", str(r)
     assert {"R7", "R8"} <= set(r.config["reductions"]), r.config["reductions"]
 

@@ -133,7 +133,7 @@ def copy_kernel(expect_bytes: int, extra=()) -> Kernel:
 
 def _check(kernel, reduce=True):
     from warpspin.api import CheckOptions, verify_kernel
-    return verify_kernel(kernel, opts=CheckOptions(reduce=reduce, timeout_s=120))
+    return verify_kernel(kernel, opts=CheckOptions(reduce=reduce, timeout_s=120, engine="spin"))
 
 
 def test_merged_completions_listed_and_verdicts_agree_with_plain():

@@ -167,7 +167,8 @@ def test_verified_gives_no_result_but_its_verdict():
     assert run["results"] == [] and run["tool"]["driver"]["rules"] == []
     (entry,) = run["properties"]["verdicts"]
     assert entry["verdict"] == "verified" and entry["target"] == r.target
-    assert entry["states"] == r.stats.states > 0
+    assert entry["engine"] == r.stats.engine == "happens-before"
+    assert entry["ops"] == r.stats.hb_ops > 0 and entry["states"] == r.stats.states
     assert run["invocations"][0] == {"executionSuccessful": True, "exitCode": 0,
                                      "exitCodeDescription": "all verified"}
 

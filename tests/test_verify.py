@@ -18,9 +18,14 @@ def kind_of(result):
 @pytest.mark.parametrize("warpgroups", [1, 2, 3])
 @pytest.mark.parametrize("trips", [0, 1, 5])
 def test_correct_ring_verifies(stages, warpgroups, trips):
-    r = verify_kernel(ring(stages, trips, consumers=warpgroups, consumer_threads=128))
-    assert r.verdict == "verified", str(r)
+    """Both engines: SPIN searches the states, the happens-before engine runs it once."""
+    k = ring(stages, trips, consumers=warpgroups, consumer_threads=128)
+    r = verify_kernel(k, opts=CheckOptions(engine="spin"))
+    assert r.verdict == "verified" and r.stats.engine == "spin", str(r)
     assert r.stats.states > 0
+    r = verify_kernel(k, opts=CheckOptions(engine="hb"))
+    assert r.verdict == "verified" and r.stats.engine == "happens-before", str(r)
+    assert r.stats.hb_runs == 1 and r.stats.hb_ops > 0 and r.stats.states == 0
 
 
 def test_ring_with_consumer_warps_verifies():
@@ -64,7 +69,7 @@ def test_deadlock_report_names_blocked_waits():
 @pytest.mark.parametrize("reduce", [False, True])
 def test_truncated_search_is_inconclusive_never_verified(reduce):
     kernel = ring(4, 16, consumers=4) if not reduce else ring(8, 64, consumers=16)
-    r = verify_kernel(kernel, opts=CheckOptions(memory_mb=8, reduce=reduce))
+    r = verify_kernel(kernel, opts=CheckOptions(memory_mb=8, reduce=reduce, engine="spin"))
     assert r.verdict == "inconclusive", str(r)
     assert any("memory" in why for why in r.reasons)
 

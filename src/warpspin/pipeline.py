@@ -100,7 +100,10 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         res.config["tensormaps"] = [t.label or t.name for t in kernel.tensormaps]
     if kernel.buffers:
         res.config["buffers"] = [b.label or b.name for b in kernel.buffers]
-    if engine != "spin" and _happens_before(kernel, res, timeout_s, engine):
+    if engine != "spin" and _happens_before(kernel, res, timeout_s, memory_mb, engine):
+        if emit_promela:  # the model SPIN would have searched, as asked
+            from .lower import lower
+            _emit(lower(kernel, reduce=reduce), kernel, emit_promela)
         return
     if not load_races and has_load_races(kernel):
         kernel = without_load_races(kernel)
@@ -154,7 +157,11 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     _violation(kernel, model, res, er)
 
 
-def _happens_before(kernel: Kernel, res: Result, timeout_s: float, engine: str) -> bool:
+SHORTEN_S = 30.0  # SPIN's BFS may spend this long shortening a happens-before counterexample
+
+
+def _happens_before(kernel: Kernel, res: Result, timeout_s: float, memory_mb: int,
+                    engine: str) -> bool:
     """Run the happens-before engine (engine/hb). True when it decided the result (with
     engine "hb" also when it could not: the result is then INCONCLUSIVE); False sends the kernel
     to SPIN, with why it is outside the class in the result."""
@@ -168,10 +175,28 @@ def _happens_before(kernel: Kernel, res: Result, timeout_s: float, engine: str) 
         if hr.verdict == "verified":
             _decide_verified(res, EngineResult(complete=True, kind=None, events=[],
                                                truncated=()))
-        else:
-            st.found_by = st.first_found_by = f"happens-before engine ({hr.found_by})"
-            _violation(kernel, None, res, EngineResult(complete=True, kind=hr.kind,
-                                                        events=hr.events, truncated=()))
+            return True
+        found = f"happens-before engine ({hr.found_by})"
+        st.found_by = st.first_found_by = found
+        st.first_found_s = hr.seconds
+        budget = min(SHORTEN_S, max(0.0, timeout_s - hr.seconds))
+        short = _shortest(kernel, budget, memory_mb) if budget >= 1 else None
+        if short is not None:
+            model, er = short
+            st.states, st.transitions, st.depth = er.states, er.transitions, er.depth
+            st.memory_mb, st.state_vector = er.memory_mb, er.state_vector
+            st.seconds["check"] = hr.seconds + er.seconds + er.compile_seconds
+            st.found_by, st.found_depth = "exhaustive BFS (SPIN)", len(hr.events)
+            _violation(kernel, model, res, er)
+            if res.verdict == VIOLATION:
+                return True
+            res.verdict, res.reasons, res.reason_locations = UNDECIDED, [], []
+        st.found_by = found
+        res.config["not_shortened"] = (f"SPIN's breadth-first search did not finish in "
+                                       f"{budget:.0f} s: the interleaving is the engine's, not "
+                                       "a shortest one")
+        _violation(kernel, None, res, EngineResult(complete=True, kind=hr.kind, events=hr.events,
+                                                    truncated=()))
         return True
     why = [f"{r}" for r in hr.reasons]
     locs = [Location(l.file, l.line, frame=l.frame or "") for l in hr.locations]
@@ -184,6 +209,17 @@ def _happens_before(kernel: Kernel, res: Result, timeout_s: float, engine: str) 
     loc = f" ({os.path.basename(locs[0].file)}:{locs[0].line})" if locs and locs[0].line else ""
     res.config["hb_refused"] = (why[0] + loc) if why else hr.verdict
     return False
+
+
+def _shortest(kernel: Kernel, budget: float, memory_mb: int):
+    """SPIN's shortest counterexample of `kernel` within `budget` seconds: (model, result), or
+    None when its search did not find one in time."""
+    try:
+        model, er = lower_and_check(kernel, reduce=True, timeout_s=budget, memory_mb=memory_mb,
+                                    jobs=1)
+    except (EngineTimeout, LowerError, EngineError):
+        return None
+    return (model, er) if er.kind is not None else None
 
 
 def _integer_reasons(res: Result, model) -> None:

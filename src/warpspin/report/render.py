@@ -5,7 +5,7 @@ from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VI
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
 SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "load_races",
-                "engine", "hb_refused")
+                "engine", "hb_refused", "not_shortened")
 
 
 def _short(path: str) -> str:
@@ -105,21 +105,24 @@ def render_text(r: Result, max_steps: int = 200) -> str:
     out.append(searched_line(s))
     if s.found_by:
         out.append(found_line(s))
-    return "\n".join(out)
+    return "\n".join(out + _engine_notes(r))
 
 
 def _engine_notes(r: Result) -> list[str]:
+    out = []
     why = r.config.get("hb_refused")
-    if not why:
-        return []
-    return [f"  = note: outside the happens-before engine's class ({why}): SPIN searched the "
-            "interleavings"]
+    if why:
+        out.append(f"  = note: outside the happens-before engine's class ({why}): SPIN searched "
+                   "the interleavings")
+    if r.config.get("not_shortened"):
+        out.append(f"  = note: {r.config['not_shortened']}")
+    return out
 
 
 def searched_line(s) -> str:
     """What the check cost: the happens-before engine's executions, ops and edges; or SPIN's
     states, state-vector bytes, memory, seconds, cores and hunts."""
-    if s.engine == "happens-before" or (s.hb_runs and not s.states):
+    if s.engine == "happens-before" and not s.states or (s.hb_runs and not s.states):
         return (f"  = decided by the happens-before engine: {s.hb_runs} execution"
                 f"{'s' * (s.hb_runs != 1)}, {s.hb_ops:,} ops, {s.hb_edges:,} synchronization "
                 f"edges ({s.seconds.get('check', 0):.2f} s)")
@@ -132,6 +135,9 @@ def searched_line(s) -> str:
 
 
 def found_line(s) -> str:
+    if s.engine == "happens-before" and s.first_found_by != s.found_by:
+        return (f"  = note: found by the {s.first_found_by} after {s.first_found_s:.2f} s "
+                f"({s.found_depth} steps); shortened by SPIN's exhaustive BFS")
     if s.first_found_by and s.first_found_by != s.found_by:
         return (f"  = note: found by the {s.first_found_by} after {s.first_found_s:.2f} s at "
                 f"depth {s.found_depth}; shortened by the {s.found_by}")

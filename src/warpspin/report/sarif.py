@@ -80,7 +80,8 @@ _EXIT = {0: "all verified", 1: "a violation", 2: "inconclusive or unsupported",
 
 def _verdict(r: Result) -> dict:
     return {"target": r.target, "kernel": r.kernel, "verdict": r.verdict,
-            "states": r.stats.states, "violations": len(r.violations),
+            "engine": r.stats.engine, "states": r.stats.states, "ops": r.stats.hb_ops,
+            "violations": len(r.violations),
             "seconds": round(r.stats.seconds.get("total", 0.0), 3)}
 
 

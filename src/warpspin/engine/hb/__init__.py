@@ -22,6 +22,7 @@ from ...syncir.trace import Event as TraceEvent
 from .analysis import analyze
 from .conditions import failures
 from .execution import Execution, OutsideClass, Runner
+from .peek import to_plain
 from .witness import run_witness
 
 MAX_RUNS = 4096  # launch-value choices checked one by one; more: outside the class
@@ -90,8 +91,11 @@ def _check(kernel: Kernel, res: HbResult, deadline: float) -> None:
         res.runs += 1
         res.ops += len(ex.events)
         if ex.end != "complete":
-            _counterexample(res, runner.m, ex, "the first execution")
-            return
+            if _counterexample(res, runner.m, ex, "the first execution"):
+                return
+            raise OutsideClass(f"the execution ends in {ex.end}, but not as an execution of the "
+                               "kernel with its peeking test-waits (the engine does not decide "
+                               "it)")
         an = analyze(runner, ex)
         res.edges += an.edges
         failed = failures(an)
@@ -100,8 +104,7 @@ def _check(kernel: Kernel, res: HbResult, deadline: float) -> None:
         for f in failed:
             w = run_witness(an, f)
             res.runs += 1
-            if w is not None:
-                _counterexample(res, runner.m, w, f"a reordering: {f.message}")
+            if w is not None and _counterexample(res, runner.m, w, f"a reordering: {f.message}"):
                 return
         f = failed[0]
         raise OutsideClass(f"{f.message}; no reordering of it ran into a violation, so the "
@@ -116,14 +119,21 @@ def _takes(kernel: Kernel, counter) -> bool:
     return counter.others != Const(0)
 
 
-def _counterexample(res: HbResult, m: Machine, ex: Execution, how: str) -> None:
-    from ...syncir.interp import failed_tests_at_end
-    res.verdict = "violation"
-    res.found_by = how
-    events = ex.trace()
-    if ex.end == "deadlock":
-        res.kind = "deadlock"
+def _counterexample(res: HbResult, m: Machine, ex: Execution, how: str) -> bool:
+    """Take `ex`'s end as the counterexample, as an execution of the kernel itself (a T(K)
+    execution with peeking test-waits is translated back: peek.to_plain). False when it does
+    not replay as one."""
+    from ...syncir.interp import failed_tests_at_end, replay
+    kind = "deadlock" if ex.end == "deadlock" else ex.violation.kind
+    events = [e.step for e in ex.events]
+    if ex.peeks:
+        events = to_plain(m, ex.initial, events, ex.peeks, ex.end)
+        if events is None:
+            return False
+    events = [*ex.start, *events]
+    if kind == "deadlock":
         events = events + failed_tests_at_end(m.kernel, events)
-    else:
-        res.kind = ex.violation.kind
-    res.events = events
+    if not replay(m.kernel, events, expect_kind=kind).ok:
+        return False
+    res.verdict, res.kind, res.events, res.found_by = "violation", kind, events, how
+    return True

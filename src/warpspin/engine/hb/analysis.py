@@ -73,6 +73,7 @@ class Analysis:
     units: dict[int, list[Unit]] = field(default_factory=lambda: defaultdict(list))
     issue_bound_reads: list[tuple[Node, int]] = field(default_factory=list)
     end_reads: dict[int, list] = field(default_factory=lambda: defaultdict(list))
+    word_marks: dict = field(default_factory=dict)  # st.async issue node -> words it marks
     places: dict[tuple, list[tuple[Node, str]]] = field(default_factory=lambda: defaultdict(list))
     edges: int = 0
 
@@ -369,7 +370,18 @@ def _accesses(an: Analysis, walker: Walker, ev: Event, node: Node, fam: str, op,
     own_cta = m.instances[gid].cta if gid >= 0 else None
     merged: dict[tuple[int, tuple], set] = defaultdict(set)
     accessor: dict[int, Node] = {}
-    for acc in walker.accesses(rule.body, rule.guard, gid, ev.pre):
+    accs = walker.accesses(rule.body, rule.guard, gid, ev.pre)
+    if fam == "async.issue":
+        an.word_marks[node] = {a.key for a in accs if a.key[0] == "w" and a.key[4] == "pend"
+                               and a.mode == "W"}
+    elif fam == "completion":
+        # an st.async's completion clears the words its own unit marked: no other word holds
+        # its mark (one unit of an op in flight at a time: conditions A3)
+        unit = next(u for u in an.units[ev.actor - an.runner.n_inst] if u.done is node)
+        marks = an.word_marks.get(unit.issue, set())
+        accs = [a for a in accs if not (a.key[0] == "w" and a.key[4] == "pend")
+                or a.key in marks]
+    for acc in accs:
         who = node if acc.zone == "step" else done.get(acc.zone)
         if who is None:
             continue  # a completion this event did not trigger: charged where it happens

@@ -36,7 +36,7 @@ class Failure:
 
 def failures(an: Analysis, limit: int = 8) -> list[Failure]:
     out: list[Failure] = []
-    for check in (_mbarriers, _generations, _visibility, _lifetime, _places, _bounds):
+    for check in (_mbarriers, _peeks, _generations, _visibility, _lifetime, _places, _bounds):
         out += check(an)
         if len(out) >= limit:
             break
@@ -114,6 +114,49 @@ def _mbarriers(an: Analysis) -> list[Failure]:
                                    f"{k - 1} of {name} completes, and pass on its parity: "
                                    f"nothing orders {a.name} before it", a, node,
                                    [[p] if p is not None else [], [node]], [a]))
+    return out
+
+
+def _peeks(an: Analysis) -> list[Failure]:
+    """A peeking test-wait (peek.py) stands for its wait moved to where it tested: the phase
+    the wait observes completes after the warp's event before the test ... its previous phase
+    before it, the barrier's init is published to the warp before it, and the warp touches the
+    barrier in neither place between (its observation of it is the wait's)."""
+    out = []
+    m = an.machine
+    by_own = {n.own: n for n in an.nodes}
+    for p in an.execution.peeks:
+        name = m.layout.element_name(p.element)
+        prev = by_own.get((p.gid, p.before)) if p.before else None
+        wait = by_own.get(p.wait) if p.wait else None
+        rec = next((w for w in an.waits if w[0] is wait), None) if wait else None
+        if rec is None:
+            out.append(Failure("peek", f"the test-wait on {name} at line {p.loc.line} decides no "
+                               "wait the engine ran", wait or prev or an.nodes[0], None))
+            continue
+        k = rec[3]
+        if k >= 1:
+            done = an.phases[("mb", p.element, k - 1)].done
+            a = _unordered(done.members, prev) if prev is not None else done.members[0]
+            if a is not None:
+                out.append(Failure("early-pass", f"the test-wait on {name} at line {p.loc.line} "
+                                   f"may pass on phase {k - 1}: nothing orders {a.name} before it",
+                                   a, wait))
+        init = an.inits.get(p.element)
+        if init is not None and init.own[0] != p.gid:
+            fence = an.fences.get(p.element)
+            cta = m.layout.elements[p.element][0]
+            if prev is None or fence is None or not any(
+                    before(fence, q) and before(q, prev) for q in an.publishes(cta)):
+                out.append(Failure("init-visibility", f"the test-wait on {name} at line "
+                                   f"{p.loc.line} may run before a barrier publishes its init",
+                                   fence or init, wait))
+        between = [w for w in an.waits if w[0].own[0] == p.gid and w[1] == "mb"
+                   and w[2] == p.element and p.before < w[0].own[1] < p.wait[1]]
+        if between:
+            out.append(Failure("peek", f"{between[0][0].name} waits on {name} between the "
+                               f"test-wait at line {p.loc.line} and the wait it decides",
+                               between[0][0], wait))
     return out
 
 

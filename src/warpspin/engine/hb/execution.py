@@ -14,6 +14,7 @@ from ...syncir.interp import Machine, ModelError, State, Violation
 from ...syncir.ir import Kernel, Loc
 from ...syncir.ops import FAILED_TEST_BLOCKS, MbarTestWait
 from ...syncir.trace import Complete, Event as TraceEvent, ParamChoice, Step
+from .peek import PeekError, Shadow, take_peek
 
 
 class OutsideClass(Exception):
@@ -42,6 +43,8 @@ class Execution:
     end: str = "complete"              # complete | deadlock | violation
     violation: Violation | None = None
     final: State | None = None
+    peeks: list = field(default_factory=list)   # peek.Peek: test-waits T(K) took as failed
+    initial: State | None = None
 
     def trace(self) -> list[TraceEvent]:
         return [*self.start, *(e.step for e in self.events)]
@@ -125,6 +128,36 @@ class Runner:
                 out.append(Complete(*key))
         return out
 
+    def _settle(self, s: State, gids, occ, shadows, ex: Execution) -> State:
+        """Every instance of `gids` resting at a test-wait not in R9's form takes it as T(K)
+        does (peek.py)."""
+        m, v = self.m, None
+        for gid in gids:
+            while not m.ended(s if v is None else tuple(v), gid):
+                cur = s if v is None else tuple(v)
+                pc = m.pc(cur, gid)
+                inst = m.instances[gid]
+                op = m.flat[inst.process].code[pc].stmt
+                if not isinstance(op, MbarTestWait):
+                    break
+                cond = self.r9.get((inst.process, pc))
+                if cond is not None and m.eval(cond, cur, gid):
+                    break
+                if gid in shadows:
+                    raise OutsideClass("a test-wait while the result of an earlier one is still "
+                                       "followed (one at a time is modelled)", op.loc)
+                v = list(cur)
+                try:
+                    peek, shadow = take_peek(m, v, gid, occ.get(gid, 0))
+                except PeekError as e:
+                    raise OutsideClass(e.why, e.loc) from None
+                ex.peeks.append(peek)
+                shadows[gid] = shadow
+            if gid in shadows and m.ended(s if v is None else tuple(v), gid):
+                raise OutsideClass("a peeking test-wait whose warp exits before the wait it "
+                                   "decides", shadows[gid].peek.loc)
+        return s if v is None else tuple(v)
+
     def starts(self) -> list[tuple[tuple[ParamChoice, ...], State]]:
         return self.m.initial_states()
 
@@ -133,8 +166,10 @@ class Runner:
         """Execute from `s` until no step is enabled: `choose(enabled, occurrences)` picks the
         next event (default: the first instance step, else the first completion)."""
         m = self.m
-        ex = Execution(start)
+        ex = Execution(start, initial=s)
         occ: dict[int, int] = {}
+        shadows: dict[int, Shadow] = {}
+        s = self._settle(s, range(self.n_inst), occ, shadows, ex)
         while len(ex.events) < limit:
             evs = self.enabled(s)
             if not evs:
@@ -153,9 +188,17 @@ class Runner:
                 return ex
             except ModelError as e:
                 raise OutsideClass(f"the interpreter cannot execute {ev}: {e}") from e
-            ex.events.append(Event(len(ex.events), actor, occ.get(actor, 0), ev, s, t,
-                                   tuple(hooks.seen)))
             occ[actor] = occ.get(actor, 0) + 1
+            if actor in shadows:
+                try:
+                    if shadows[actor].follow(s, t, ev, actor, occ[actor]):
+                        del shadows[actor]
+                except PeekError as e:
+                    raise OutsideClass(e.why, e.loc) from None
+            if actor < self.n_inst:
+                t = self._settle(t, (actor,), occ, shadows, ex)
+            ex.events.append(Event(len(ex.events), actor, occ[actor] - 1, ev, s, t,
+                                   tuple(hooks.seen)))
             s = t
         ex.final = s
         if any(not m.ended(s, i.gid) for i in m.instances):

@@ -25,6 +25,8 @@ def _identities(an: Analysis, targets: list[Node], held: list[Node]) -> set[tupl
 
 def run_witness(an: Analysis, f: Failure) -> Execution | None:
     runner, ex = an.runner, an.execution
+    if not f.stages and not f.held:
+        return None
     order = {n.own: n.pos for n in an.nodes}
     stages = [_identities(an, t, f.held) for t in f.stages if t]
     stages.append({h.own for h in f.held if h.is_event})

@@ -1,0 +1,202 @@
+"""Well-synchronized SyncIR protocols and their one-edit mutants, for the happens-before engine's
+differential tests (tests/test_hb.py).
+
+The random protocols of protocol_gen.py are mostly broken or schedule-dependent; the engine must
+also be tested where it decides: protocols that synchronize the same way in every schedule
+(rings of any depth and width, a consumer that peeks with a test-wait, a producer that expects
+its bytes before it arrives, a ping-pong over named barriers, a cluster whose producer
+multicasts into both CTAs, a TMA-store epilogue, a wgmma mainloop, a Blackwell accumulator
+pipeline, cp.async, rewritten tensormaps, CLC), drawn with random sizes; and every mutant one
+edit away from them: an op deleted, a count or byte count off by one step, a parity swapped, two
+neighbouring statements swapped (across a barrier among others).
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from hypothesis import strategies as st
+
+from warpspin.syncir import (Assign, BarArrive, BarSync, ClusterArrive, ClusterWait, Const,
+                             Elect, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
+                             MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
+                             MbarTestWait, MbarWait, Process, TmaLoad, Var)
+from warpspin.syncir import protocols as P
+from warpspin.syncir.ir import BinOp, stmt_bodies, with_bodies
+from warpspin.syncir.ops import (BulkWaitRead, CpAsyncWait, FenceProxyAsync, SyncOp,
+                                 Tcgen05Commit, WgmmaWait)
+
+FILE = "wellsync.py"
+
+
+def _l(n: int) -> Loc:
+    return Loc(FILE, n)
+
+
+def _advance(stage: str, phase: str, stages: int):
+    return P.advance(stage, phase, stages)
+
+
+def peek_ring(stages: int = 2, trips: int = 3, consumers: int = 1, expect_first: bool = False
+              ) -> Kernel:
+    """A ring whose consumer peeks: it tests the full barrier, releases the previous stage, then
+    waits only if the test failed (quack's consumer_try_wait / consumer_wait shape). With
+    `expect_first`, the producer expects the bytes with a standalone expect_tx before its arrive
+    (the expect is ordered before the phase's arrival)."""
+    full, empty = MBarRef("full", Var("s")), MBarRef("empty", Var("s"))
+    init = Elect((For("i", 0, stages, (MbarInit(MBarRef("full", Var("i")), 1, _l(1)),
+                                       MbarInit(MBarRef("empty", Var("i")), consumers, _l(2)))),
+                  MbarInitFence(_l(3))))
+    arm = ((MbarExpectTx(full, 64, _l(11)), MbarArrive(full, 1, _l(12))) if expect_first
+           else (MbarArriveExpectTx(full, 64, _l(12)),))
+    producer = (init, BarSync(loc=_l(4)), For("k", 0, trips, (
+        MbarWait(empty, Var("ph"), _l(10)),
+        Elect((*arm, TmaLoad(full, 64, _l(13)))),
+        *_advance("s", "ph", stages)), loc=_l(9)))
+    consumer = (BarSync(loc=_l(4)), For("k", 0, trips, (
+        MbarTestWait("ok", full, Var("ph"), _l(20)),
+        If(Var("k").gt(0), (Elect((MbarArrive(MBarRef("empty", Var("prev")), 1, _l(21)),)),)),
+        If(Var("ok").eq(0), (MbarWait(full, Var("ph"), _l(22)),)),
+        Assign("prev", Var("s")),
+        *_advance("s", "ph", stages)), loc=_l(19)),
+        If(Const(trips).gt(0), (Elect((MbarArrive(MBarRef("empty", Var("prev")), 1, _l(24)),)),)))
+    return Kernel(f"peek_ring_s{stages}_k{trips}_c{consumers}" + ("_expect" if expect_first else ""),
+                  (Process("producer", producer, warps=(0, 1), init=(("ph", 1),)),
+                   Process("consumer", consumer, warps=(1, 1 + consumers), instances=consumers,
+                           init=(("ph", 0), ("ok", 0), ("prev", 0)))),
+                  (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)))
+
+
+def named_pingpong(rounds: int = 3, warps: int = 2) -> Kernel:
+    """Two groups of warps take turns through named barriers 1 and 2 (a producer's bar.arrive
+    and the consumers' bar.sync, as the ordered sequence barriers of a pingpong GEMM do)."""
+    T = 32 * (warps + 1)
+    a = (BarSync(loc=_l(30)), For("r", 0, rounds, (
+        BarArrive(Const(1), Const(T), _l(31)),
+        BarSync(Const(2), Const(T), _l(32))), loc=_l(33)))
+    b = (BarSync(loc=_l(30)), For("r", 0, rounds, (
+        BarSync(Const(1), Const(T), _l(34)),
+        BarArrive(Const(2), Const(T), _l(35))), loc=_l(36)))
+    return Kernel(f"named_pingpong_r{rounds}_w{warps}",
+                  (Process("a", a, warps=(0, 1)),
+                   Process("b", b, warps=(1, 1 + warps), instances=warps)), ())
+
+
+def cluster_multicast(stages: int = 2, trips: int = 2) -> Kernel:
+    """Two CTAs: the producer of CTA 0 multicasts each tile into both CTAs' full[s] (each CTA's
+    own producer arms its barrier), the consumer of each CTA releases empty[s] of CTA 0 (a remote
+    arrive); the inits are published by the cluster barrier."""
+    procs = []
+    for cta in (0, 1):
+        full = MBarRef("full", Var("s"))
+        init = Elect((For("i", 0, stages, (MbarInit(MBarRef("full", Var("i")), 1, _l(40)),
+                                           MbarInit(MBarRef("empty", Var("i")), 2, _l(41)))),
+                      MbarInitFence(_l(42))))
+        sync = (ClusterArrive(False, _l(43)), ClusterWait(_l(44)))
+        load = (Elect((TmaLoad(full, 32, _l(47), multicast=Const(3)),)),) if cta == 0 else ()
+        producer = (init, *sync, For("k", 0, trips, (
+            *((MbarWait(MBarRef("empty", Var("s")), Var("ph"), _l(45)),) if cta == 0 else ()),
+            Elect((MbarArriveExpectTx(full, 64, _l(46)),)),
+            *load, *_advance("s", "ph", stages)), loc=_l(48)))
+        consumer = (*sync, For("k", 0, trips, (
+            MbarWait(full, Var("ph"), _l(50)),
+            Elect((MbarArrive(MBarRef("empty", Var("s"), cta=Const(0)), 1, _l(51), "cluster"),)),
+            *_advance("s", "ph", stages)), loc=_l(52)))
+        if cta == 1:  # no producer of its own: it arms with the whole tile on each phase
+            producer = (init, *sync, For("k", 0, trips, (
+                MbarWait(MBarRef("full", Var("s")), Var("pw"), _l(53)),
+                *_advance("s", "pw", stages)), loc=_l(54)))
+            producer = (init, *sync, For("k", 0, trips, (
+                Elect((MbarArriveExpectTx(full, 32, _l(46)),)),
+                MbarWait(full, Var("pw"), _l(53)),
+                *_advance("s", "pw", stages)), loc=_l(54)))
+        procs += [Process("producer", producer, cta=cta, warps=(0, 1),
+                          init=(("ph", 1), ("pw", 0))),
+                  Process("consumer", consumer, cta=cta, warps=(1, 2), init=(("ph", 0),))]
+    return Kernel(f"cluster_multicast_s{stages}_k{trips}", tuple(procs),
+                  (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)), num_ctas=2)
+
+
+@st.composite
+def well_synchronized(draw) -> Kernel:
+    kind = draw(st.sampled_from(("ring", "ring", "peek", "pingpong", "exchange", "cluster",
+                                 "epilogue", "mainloop", "umma", "cp_async", "kgrouped",
+                                 "prefix", "clc")))
+    n = lambda lo, hi: draw(st.integers(lo, hi))  # noqa: E731
+    if kind == "ring":
+        return P.ring(stages=n(1, 3), trips=n(0, 4), consumers=n(1, 3),
+                      consumer_threads=draw(st.sampled_from([32, 64])), ctas=n(1, 2))
+    if kind == "peek":
+        return peek_ring(stages=n(1, 3), trips=n(0, 4), consumers=n(1, 2),
+                         expect_first=draw(st.booleans()))
+    if kind == "pingpong":
+        return named_pingpong(rounds=n(1, 3), warps=n(1, 2))
+    if kind == "exchange":
+        return P.exchange(rounds=n(1, 4))
+    if kind == "cluster":
+        return cluster_multicast(stages=n(1, 2), trips=n(1, 3))
+    if kind == "epilogue":
+        return P.epilogue(warps=n(1, 2), subtiles=n(1, 3), stages=n(1, 2))
+    if kind == "mainloop":
+        return P.mainloop(stages=n(1, 2), ktiles=n(1, 3), consumers=n(1, 2))
+    if kind == "umma":
+        return P.umma_acc(tiles=n(1, 2), stages=n(1, 2), epi_warps=n(1, 2))
+    if kind == "cp_async":
+        return P.cp_async_loop(warps=n(1, 2), max_tiles=n(1, 2))
+    if kind == "kgrouped":
+        return P.kgrouped(groups=n(1, 2), ktiles=n(1, 2), stages=n(1, 2))
+    if kind == "prefix":
+        return P.prefix_ring(consumers=n(1, 2), stages=n(1, 2), trips=n(1, 2))
+    return P.clc_scheduler(pool=(0, n(0, 2)), stages=n(1, 2))
+
+
+# ----------------------------------------------------------------------------- mutants
+
+_DROPPABLE = (MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarWait, MbarTestWait, BarSync,
+              BarArrive, ClusterArrive, ClusterWait, MbarInitFence, FenceProxyAsync, BulkWaitRead,
+              WgmmaWait, CpAsyncWait, Tcgen05Commit, TmaLoad)
+
+
+def _edits(s) -> list:
+    """The one-edit variants of one statement (a list of replacement tuples)."""
+    out = []
+    if isinstance(s, _DROPPABLE):
+        out.append(())
+    if isinstance(s, SyncOp):
+        for f in fields(s):
+            v = getattr(s, f.name)
+            if f.name in ("count", "bytes", "threads") and isinstance(v, Const):
+                step = {"count": 1, "bytes": 16, "threads": 32}[f.name]
+                for d in (-step, step):
+                    if v.value + d > 0:
+                        out.append((replace(s, **{f.name: Const(v.value + d)}),))
+            if f.name == "n" and isinstance(v, int):
+                out += [(replace(s, n=v + d),) for d in (-1, 1) if 0 <= v + d < getattr(s, "depth", 9)]
+            if f.name == "parity":
+                out.append((replace(s, parity=BinOp("^", v, Const(1))),))
+    return out
+
+
+def _mutate_body(body: tuple) -> list[tuple]:
+    out = []
+    for i, s in enumerate(body):
+        for rep in _edits(s):
+            out.append(body[:i] + rep + body[i + 1:])
+        if i + 1 < len(body) and (isinstance(s, SyncOp) or isinstance(body[i + 1], SyncOp)):
+            out.append(body[:i] + (body[i + 1], s) + body[i + 2:])
+        inner = stmt_bodies(s)
+        for j, b in enumerate(inner):
+            for nb in _mutate_body(b):
+                bodies = tuple(nb if k == j else x for k, x in enumerate(inner))
+                out.append(body[:i] + (with_bodies(s, bodies),) + body[i + 1:])
+    return out
+
+
+def mutants(k: Kernel) -> list[Kernel]:
+    """Every kernel one edit away from `k` (per process body; identical instances share one)."""
+    out = []
+    for pi, p in enumerate(k.processes):
+        for body in _mutate_body(p.body):
+            procs = tuple(replace(q, body=body) if i == pi else q
+                          for i, q in enumerate(k.processes))
+            out.append(replace(k, name=f"{k.name}~{pi}.{len(out)}", processes=procs))
+    return out
