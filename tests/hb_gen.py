@@ -92,23 +92,22 @@ def cluster_multicast(stages: int = 2, trips: int = 2) -> Kernel:
                                            MbarInit(MBarRef("empty", Var("i")), 2, _l(41)))),
                       MbarInitFence(_l(42))))
         sync = (ClusterArrive(False, _l(43)), ClusterWait(_l(44)))
+        done = (ClusterArrive(False, _l(55)), ClusterWait(_l(56)))  # no CTA exits while the
+        #                                                    other may still arrive on its barriers
         load = (Elect((TmaLoad(full, 32, _l(47), multicast=Const(3)),)),) if cta == 0 else ()
         producer = (init, *sync, For("k", 0, trips, (
             *((MbarWait(MBarRef("empty", Var("s")), Var("ph"), _l(45)),) if cta == 0 else ()),
-            Elect((MbarArriveExpectTx(full, 64, _l(46)),)),
-            *load, *_advance("s", "ph", stages)), loc=_l(48)))
+            Elect((MbarArriveExpectTx(full, 32, _l(46)),)),
+            *load, *_advance("s", "ph", stages)), loc=_l(48)), *done)
         consumer = (*sync, For("k", 0, trips, (
             MbarWait(full, Var("ph"), _l(50)),
             Elect((MbarArrive(MBarRef("empty", Var("s"), cta=Const(0)), 1, _l(51), "cluster"),)),
-            *_advance("s", "ph", stages)), loc=_l(52)))
-        if cta == 1:  # no producer of its own: it arms with the whole tile on each phase
-            producer = (init, *sync, For("k", 0, trips, (
-                MbarWait(MBarRef("full", Var("s")), Var("pw"), _l(53)),
-                *_advance("s", "pw", stages)), loc=_l(54)))
+            *_advance("s", "ph", stages)), loc=_l(52)), *done)
+        if cta == 1:  # no copies of its own: it arms its barrier for the multicast's bytes
             producer = (init, *sync, For("k", 0, trips, (
                 Elect((MbarArriveExpectTx(full, 32, _l(46)),)),
                 MbarWait(full, Var("pw"), _l(53)),
-                *_advance("s", "pw", stages)), loc=_l(54)))
+                *_advance("s", "pw", stages)), loc=_l(54)), *done)
         procs += [Process("producer", producer, cta=cta, warps=(0, 1),
                           init=(("ph", 1), ("pw", 0))),
                   Process("consumer", consumer, cta=cta, warps=(1, 2), init=(("ph", 0),))]
@@ -145,7 +144,7 @@ def well_synchronized(draw) -> Kernel:
     if kind == "kgrouped":
         return P.kgrouped(groups=n(1, 2), ktiles=n(1, 2), stages=n(1, 2))
     if kind == "prefix":
-        return P.prefix_ring(consumers=n(1, 2), stages=n(1, 2), trips=n(1, 2))
+        return P.prefix_ring(consumers=n(2, 3), stages=n(1, 2), trips=n(1, 2))
     return P.clc_scheduler(pool=(0, n(0, 2)), stages=n(1, 2))
 
 

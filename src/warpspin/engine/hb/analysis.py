@@ -66,7 +66,7 @@ class Analysis:
     waits: list[tuple[Node, str, tuple, int]] = field(default_factory=list)  # node, kind, key, gen
     inits: dict[int, Node] = field(default_factory=dict)     # mbarrier element -> its init
     fences: dict[int, Node] = field(default_factory=dict)    # element -> fence that moved it to 2
-    vis_uses: list[tuple[Node, int]] = field(default_factory=list)
+    vis_uses: list[tuple[Node, int, bool]] = field(default_factory=list)  # node, element, a wait
     remote_reads: list[tuple[Node, int]] = field(default_factory=list)  # Live(t) of another CTA
     exits: dict[int, list[Node]] = field(default_factory=lambda: defaultdict(list))
     ends: dict[int, Node] = field(default_factory=dict)
@@ -391,7 +391,9 @@ def _accesses(an: Analysis, walker: Walker, ev: Event, node: Node, fam: str, op,
             continue
         if key[0] == "mb" and key[2] == "vis" and acc.mode == "R" and acc.zone == "step" \
                 and fam not in ("mbar.init", "mbar.fence", "exit"):
-            an.vis_uses.append((node, key[1]))
+            # a wait is enabled (to fail) as soon as it is reached with the init unpublished:
+            # its use is checked where it is reached, after its program-order predecessor
+            an.vis_uses.append((node, key[1], fam in ("mbar.wait", "mbar.test")))
         if key[0] == "live" and acc.zone == "step" and fam not in ("named.arrive",
                                                                     "cluster.arrive", "exit") \
                 and key[1] != own_cta:

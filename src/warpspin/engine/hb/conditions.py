@@ -203,15 +203,16 @@ def _visibility(an: Analysis) -> list[Failure]:
     out = []
     m = an.machine
     seen = set()
-    for node, el in an.vis_uses:
+    for node, el, wait in an.vis_uses:
         init = an.inits.get(el)
         if init is None or init.own[0] == node.own[0] or (node.own, el) in seen:
             continue
         seen.add((node.own, el))
         fence = an.fences.get(el)
         cta = m.layout.elements[el][0]
-        if fence is not None and any(before(fence, p) and before(p, node)
-                                     for p in an.publishes(cta)):
+        at = _pred(an, node) if wait else node  # where the wait is reached
+        if fence is not None and at is not None and any(before(fence, p) and before(p, at)
+                                                        for p in an.publishes(cta)):
             continue
         name = m.layout.element_name(el)
         out.append(Failure("init-visibility", f"{node.name} may use {name} before a barrier "
@@ -285,9 +286,13 @@ def _places(an: Analysis) -> list[Failure]:
                 keep.append((prev, pm))
             if race is not None:
                 a = race if race.is_event else _unordered(race.members, node) or race
+                # the witness brings both to their accesses, then takes the later one first (a
+                # race monitor sees the other poised at its access)
+                both = [p for p in (_pred(an, a), _pred(an, node) if node.is_event else None)
+                        if p is not None]
                 out.append(Failure("race", f"{race.name} and {node.name} both access "
                                    f"{_place_name(an, key)} (one writes it) and nothing orders "
-                                   "them", a, node, [_targets(node)], [a]))
+                                   "them", a, node, [both, _targets(node)], [a]))
                 break
             frontier = keep + [(node, mode)]
     return out

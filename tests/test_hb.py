@@ -1,0 +1,221 @@
+"""The happens-before engine (engine/hb) against the reference interpreter's exhaustive search.
+
+Wherever the engine decides (VERIFIED or a violation), the interpreter's search of every
+interleaving must agree: VERIFIED iff no violation is reachable, and a violation's kind is one it
+reaches. Refusing (outside the class) is always allowed; the counts are printed at the end of
+the module. Protocols: random ones of every construct (protocol_gen.py), generated
+well-synchronized ones and every one-edit mutant of them (hb_gen.py). Under `make test` a fixed
+derandomized set runs; `make fuzz` draws fresh ones (WARPSPIN_DIFF_EXAMPLES).
+
+Then: unit protocols whose failed condition the engine must turn into the right violation by
+reordering, and the conditions' refusals.
+"""
+import collections
+import contextlib
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from hb_gen import cluster_multicast, mutants, named_pingpong, peek_ring, well_synchronized
+from protocol_gen import protocols
+from warpspin.api import CheckOptions, verify_kernel
+from warpspin.engine import hb
+from warpspin.syncir import (BarSync, Const, Elect, Kernel, MBarRef, MBarrierDecl, MbarArrive,
+                             MbarExpectTx, MbarInit, MbarInitFence, MbarWait, Process, SmemLoad,
+                             SmemStore, TmaLoad, WordRef, WordsDecl, validate)
+from warpspin.syncir import protocols as P
+from warpspin.syncir.interp import replay, violation_kinds
+
+FUZZ = bool(os.environ.get("WARPSPIN_DIFF_FUZZ"))
+EXAMPLES = int(os.environ.get("WARPSPIN_DIFF_EXAMPLES", "1000" if FUZZ else "150"))
+ORACLE_STATES = 100_000 if FUZZ else 30_000
+STATS: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+
+
+def hb_settings(n: int):
+    return settings(max_examples=n, deadline=None, database=None, derandomize=not FUZZ,
+                    suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_counts(request):
+    yield
+    if not STATS:
+        return
+    tr = request.config.pluginmanager.get_plugin("terminalreporter")
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    lines = [f"happens-before engine vs interpreter ({'random' if FUZZ else 'derandomized'}):"]
+    for name, c in sorted(STATS.items()):
+        lines.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+        if tr is not None:
+            tr.write_line("")
+            for x in lines:
+                tr.write_line(x)
+
+
+def agrees(k: Kernel, stats: str) -> hb.HbResult | None:
+    """The engine's verdict on `k` matches the interpreter's exhaustive search (when it decides
+    and the search completes). Returns the engine's result."""
+    c = STATS[stats]
+    assert not validate(k), validate(k)
+    r = hb.check(k, timeout_s=60)
+    c[r.verdict] += 1
+    if r.verdict not in ("verified", "violation"):
+        assert r.verdict == "outside" and r.reasons, r
+        return r
+    kinds, complete = violation_kinds(k, ORACLE_STATES)
+    if not complete:
+        c["oracle too large"] += 1
+        return r
+    if r.verdict == "verified":
+        assert not kinds, f"{k.name}: the engine says VERIFIED, the interpreter reaches {kinds}"
+    else:
+        assert r.kind in kinds, f"{k.name}: the engine reports {r.kind}, the interpreter {kinds}"
+        rp = replay(k, r.events, expect_kind=r.kind)
+        assert rp.ok, f"{k.name}: the engine's counterexample does not replay: {rp.error}"
+    c["agreed"] += 1
+    return r
+
+
+@hb_settings(EXAMPLES)
+@given(protocols(extra=None) | protocols(extra="buffer") | protocols(extra="cpasync")
+       | protocols(extra="dsmem") | protocols(extra="tcgen05"))
+def test_random_protocols_agree_with_the_interpreter(k):
+    if not validate(k):
+        agrees(k, "random protocols")
+
+
+@hb_settings(max(10, EXAMPLES // 3))
+@given(well_synchronized(), st.randoms(use_true_random=False))
+def test_well_synchronized_protocols_and_their_mutants_agree(k, rnd):
+    """Each generated protocol is decided (its class is the engine's), VERIFIED; and a sample of
+    its one-edit mutants agrees with the interpreter."""
+    r = agrees(k, "well-synchronized")
+    assert r.verdict == "verified", f"{k.name}: {r.verdict} {r.kind} {r.reasons}"
+    ms = mutants(k)
+    rnd.shuffle(ms)
+    for m in ms[:8 if not FUZZ else 20]:
+        if not validate(m):
+            agrees(m, "one-edit mutants")
+
+
+RING_MUTANTS = [P.ring(stages=2, trips=3, consumers=2), peek_ring(2, 3, 1, expect_first=True),
+                named_pingpong(2, 1), cluster_multicast(2, 2), P.exchange(2)]
+
+
+@pytest.mark.parametrize("k", RING_MUTANTS, ids=[k.name for k in RING_MUTANTS])
+def test_every_mutant_of_a_small_protocol_agrees(k):
+    """Every one-edit mutant (an op dropped, a count off by one, a parity swapped, two
+    neighbours swapped) of five small protocols, not a sample."""
+    assert agrees(k, "all mutants").verdict == "verified"
+    for m in mutants(k):
+        if not validate(m):
+            agrees(m, "all mutants")
+
+
+# ----------------------------------------------------------------------------- by construction
+
+def _ring_bug(bug: str, consumers: int = 3) -> Kernel:
+    return P.ring(stages=2, trips=3, consumers=consumers, bug=bug)
+
+
+def test_a_lap_is_found_by_reordering():
+    """two-behind: one consumer release frees a stage, so the producer may refill it before the
+    slower consumer waited on it. The first execution is fine; the wait's no-lap condition
+    fails, and its reordering is the parity-aliasing."""
+    r = hb.check(_ring_bug("two-behind"))
+    assert r.verdict == "violation" and r.kind == "parity-aliasing", r
+    assert r.found_by.startswith("a reordering") and r.runs >= 2
+
+
+@pytest.mark.parametrize("bug", [b for b in P.RING_BUGS if b != "two-behind"])
+def test_ring_bugs_are_real_executions(bug):
+    r = hb.check(_ring_bug(bug))
+    assert r.verdict == "violation", r
+    kinds, complete = violation_kinds(_ring_bug(bug), ORACLE_STATES)
+    assert complete and r.kind in kinds
+
+
+def _expect_after_arrive(order_before: bool) -> Kernel:
+    """A producer that expects its bytes with a standalone expect_tx after its arrive (before it,
+    when `order_before`), and a copy whose bytes may land first."""
+    full = MBarRef("full")
+    arm = (MbarExpectTx(full, 64), MbarArrive(full, 1)) if order_before else \
+        (MbarArrive(full, 1), MbarExpectTx(full, 64))
+    prod = (Elect((MbarInit(full, 1), MbarInitFence())), BarSync(),
+            Elect((TmaLoad(full, 64), *arm)))
+    cons = (BarSync(), MbarWait(full, 0))
+    return Kernel("expect_after_arrive" if not order_before else "expect_before_arrive",
+                  (Process("p", prod, warps=(0, 1)), Process("c", cons, warps=(1, 2))),
+                  (MBarrierDecl("full"),))
+
+
+def test_a_standalone_expect_after_the_arrive_is_an_early_completion():
+    ok, bad = _expect_after_arrive(True), _expect_after_arrive(False)
+    assert hb.check(ok).verdict == "verified"
+    r = hb.check(bad)
+    kinds, complete = violation_kinds(bad, ORACLE_STATES)
+    assert complete and kinds
+    assert r.verdict in ("violation", "outside"), r
+    if r.verdict == "violation":
+        assert r.kind in kinds
+    else:
+        assert "complete before" in r.reasons[0], r.reasons
+
+
+def _handoff(load_first: bool) -> Kernel:
+    """A scheduler warp stores a tile index into a shared word and arrives on `full`; the
+    consumer waits on `full` and loads it (before waiting, when `load_first`: a race)."""
+    full = MBarRef("full")
+    sched = (Elect((MbarInit(full, 1), MbarInitFence())), BarSync(),
+             SmemStore(WordRef("w", Const(0)), Const(7)), Elect((MbarArrive(full, 1),)))
+    load = SmemLoad("t", WordRef("w", Const(0)))
+    cons = (BarSync(), *((load, MbarWait(full, 0)) if load_first else (MbarWait(full, 0), load)))
+    return Kernel("handoff" + ("_load_first" if load_first else ""),
+                  (Process("sched", sched, warps=(0, 1)),
+                   Process("cons", cons, warps=(1, 2), init=(("t", 0),))),
+                  (MBarrierDecl("full"),), words=(WordsDecl("w", 1),))
+
+
+def test_a_word_race_is_found_by_reordering_the_two_accesses():
+    assert hb.check(_handoff(False)).verdict == "verified"
+    k = _handoff(True)
+    r = hb.check(k)
+    assert r.verdict == "violation" and r.kind == "race", r
+    kinds, complete = violation_kinds(k, ORACLE_STATES)
+    assert complete and "race" in kinds
+    v = verify_kernel(k)
+    assert v.verdict == "violation" and v.violations[0].kind == "race" and v.violations[0].replayed
+
+
+def test_an_op_without_a_happens_before_rule_sends_the_kernel_to_spin():
+    k = P.dynamic_scheduler()
+    r = verify_kernel(k, opts=CheckOptions(timeout_s=120))
+    assert r.stats.engine == "spin" and "hb_refused" in r.config
+    assert "global counter" in r.config["hb_refused"] or "atom.inc" in r.config["hb_refused"]
+    assert "outside the happens-before engine's class" in str(r)
+    only = verify_kernel(k, opts=CheckOptions(engine="hb"))
+    assert only.verdict == "inconclusive" and "outside the happens-before" in only.reasons[0]
+
+
+def test_launch_value_ranges_are_one_run_each():
+    k = P.ring(stages=2, trips=0, consumers=2, trips_range=(0, 6))
+    r = hb.check(k)
+    assert r.verdict == "verified" and r.runs == 7
+    bad = P.ring(stages=2, trips=0, consumers=2, trips_range=(0, 6), bug="trip-mismatch")
+    r = hb.check(bad)
+    assert r.verdict == "violation" and r.kind == "deadlock"
+    assert r.events[0].name == "K"  # the launch value of the failing run leads the trace
+
+
+def test_the_report_names_the_engine_and_its_cost():
+    r = verify_kernel(P.ring(stages=2, trips=4, consumers=2))
+    text = str(r)
+    assert r.verdict == "verified" and r.stats.engine == "happens-before", text
+    assert "decided by the happens-before engine: 1 execution" in text
+    js = r.to_dict()["stats"]
+    assert js["engine"] == "happens-before" and js["hb"]["ops"] > 0 and js["hb"]["edges"] > 0
+    r = verify_kernel(P.ring(stages=2, trips=4, consumers=2), opts=CheckOptions(engine="spin"))
+    assert r.stats.engine == "spin" and r.stats.states > 0 and "searched" in str(r)
