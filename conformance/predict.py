@@ -14,6 +14,7 @@ class Prediction:
     verdict: str            # "verified", a violation kind, "unsupported", "inconclusive", "error"
     where: str              # file:line of the first violation ("" when none)
     outcomes: Outcomes
+    kernel: object = None   # the extracted SyncIR
 
 
 def _observer(lit):
@@ -65,7 +66,7 @@ def predict(lit, max_states: int = 200_000) -> Prediction:
         where = f"{os.path.basename(loc.file)}:{loc.line}"
     (tk,) = trace(lit, *args, arch=lit.arch)
     kernel = extract(tk)
-    return Prediction(verdict, where, outcomes(kernel, _observer(lit), max_states))
+    return Prediction(verdict, where, outcomes(kernel, _observer(lit), max_states), kernel)
 
 
 def terminal_text(t: Terminal) -> str:

@@ -47,6 +47,29 @@ def test_litmus_prediction_matches_hardware(name):
     assert j.status in ("agrees", "undefined", "unmodelled"), f"{name}: {j.status}: H200 {j.hardware}, model {j.model} {j.violations}"
 
 
+@pytest.mark.parametrize("name", [c.__name__ for c in ALL])
+def test_litmus_hb_verdict_matches_the_interpreter(name):
+    """The happens-before engine alone on each litmus kernel: where it decides, VERIFIED iff the
+    interpreter's every execution completes with no violation, and a violation's kind is one an
+    execution reaches (a deadlock: one hangs)."""
+    from warpspin.engine import hb
+    from warpspin.syncir.passes import without_noop_fences
+    lit, pred = _predicted(name)
+    if pred.kernel is None or pred.verdict in ("unsupported", "error"):
+        return
+    k, _ = without_noop_fences(pred.kernel)
+    r = hb.check(k, timeout_s=60)
+    o = pred.outcomes
+    if r.verdict == "verified":
+        assert not o.violations and {t.end for t in o.terminals} == {"completes"}, (name, o)
+    elif r.verdict == "violation":
+        reach = set(o.violations) | ({"deadlock"} if any(t.end == "hangs" for t in o.terminals)
+                                     else set())
+        assert r.kind in reach, (name, r.kind, reach)
+    else:
+        assert r.verdict == "outside" and r.reasons, r
+
+
 def test_every_rule_has_a_litmus_and_every_litmus_a_rule():
     covered = {r for c in ALL for r in c.rules}
     assert set(RULES) <= covered, f"rules without a litmus kernel: {sorted(set(RULES) - covered)}"

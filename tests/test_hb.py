@@ -28,7 +28,7 @@ from warpspin.syncir import protocols as P
 from warpspin.syncir.interp import replay, violation_kinds
 
 FUZZ = bool(os.environ.get("WARPSPIN_DIFF_FUZZ"))
-EXAMPLES = int(os.environ.get("WARPSPIN_DIFF_EXAMPLES", "1000" if FUZZ else "150"))
+EXAMPLES = int(os.environ.get("WARPSPIN_DIFF_EXAMPLES", "1000" if FUZZ else "100"))
 ORACLE_STATES = 100_000 if FUZZ else 30_000
 STATS: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
 
@@ -87,7 +87,7 @@ def test_random_protocols_agree_with_the_interpreter(k):
         agrees(k, "random protocols")
 
 
-@hb_settings(max(10, EXAMPLES // 3))
+@hb_settings(max(10, EXAMPLES // 4))
 @given(well_synchronized(), st.randoms(use_true_random=False))
 def test_well_synchronized_protocols_and_their_mutants_agree(k, rnd):
     """Each generated protocol is decided (its class is the engine's), VERIFIED; and a sample of
@@ -96,7 +96,7 @@ def test_well_synchronized_protocols_and_their_mutants_agree(k, rnd):
     assert r.verdict == "verified", f"{k.name}: {r.verdict} {r.kind} {r.reasons}"
     ms = mutants(k)
     rnd.shuffle(ms)
-    for m in ms[:8 if not FUZZ else 20]:
+    for m in ms[:6 if not FUZZ else 20]:
         if not validate(m):
             agrees(m, "one-edit mutants")
 

@@ -133,7 +133,7 @@ def _counterexample(res: HbResult, m: Machine, ex: Execution, how: str) -> bool:
     events = [*ex.start, *events]
     if kind == "deadlock":
         events = events + failed_tests_at_end(m.kernel, events)
-    if not replay(m.kernel, events, expect_kind=kind).ok:
-        return False
+    if ex.peeks and not replay(m.kernel, events, expect_kind=kind).ok:
+        return False  # (an execution of the kernel itself replays: the pipeline replays it)
     res.verdict, res.kind, res.events, res.found_by = "violation", kind, events, how
     return True

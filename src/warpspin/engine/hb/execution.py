@@ -112,7 +112,9 @@ class Runner:
                 op.wait_guard(self.m.layout.ctx(inst.process, pc)), gid)
         return bool(g(s))
 
-    def enabled(self, s: State) -> list[Step | Complete]:
+    def enabled(self, s: State, first: bool = False) -> list[Step | Complete]:
+        """The events enabled in `s` (with `first`: only the first of them, the default
+        schedule's pick)."""
         m, out = self.m, []
         for inst in m.instances:
             gid = inst.gid
@@ -123,9 +125,13 @@ class Runner:
                     and not self._test_allowed(s, gid, pc):
                 continue
             out.append(Step(inst.process, inst.index, pc))
+            if first:
+                return out
         for slot, key in enumerate(m.layout.async_keys):
             if s[m.sl.infl + slot] > 0:
                 out.append(Complete(*key))
+                if first:
+                    return out
         return out
 
     def _settle(self, s: State, gids, occ, shadows, ex: Execution) -> State:
@@ -171,7 +177,7 @@ class Runner:
         shadows: dict[int, Shadow] = {}
         s = self._settle(s, range(self.n_inst), occ, shadows, ex)
         while len(ex.events) < limit:
-            evs = self.enabled(s)
+            evs = self.enabled(s, first=choose is None)
             if not evs:
                 break
             ev = choose(evs, occ) if choose else evs[0]
