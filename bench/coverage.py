@@ -3,8 +3,11 @@ and checked end to end, one row each; the table of docs/coverage.md.
 
     python bench/coverage.py [--timeout 120] [--memory 4096] [NAME ...]
 
-Columns: kernel (catalog name), warps (instances), verdict, states, state-vector bytes, trace /
-extract / check seconds, memory, and why (the violation, the unsupported ops or the truncation).
+Columns: kernel (catalog name), warps (instances), engine (which decided: the happens-before
+engine, or SPIN for a kernel outside its class), verdict, states (SPIN) or ops (the
+happens-before engine's events), state-vector bytes, trace / extract / check seconds, memory, and
+why (the violation, the unsupported ops or the truncation). `--engine spin` checks with SPIN
+alone (the previous table's way).
 Seconds are this machine's; nothing here asserts on them.
 """
 from __future__ import annotations
@@ -22,8 +25,8 @@ from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.extract import extract  # noqa: E402
 from warpspin.report.result import Stats  # noqa: E402
 
-HEAD = ("kernel", "warps", "verdict", "states", "state-vector bytes", "trace s", "extract s",
-        "check s", "MB", "why")
+HEAD = ("kernel", "warps", "engine", "verdict", "states / ops", "state-vector bytes", "trace s",
+        "extract s", "check s", "MB", "why")
 
 
 def _why(r) -> str:
@@ -32,7 +35,8 @@ def _why(r) -> str:
         loc = v.locations[0] if v.locations else None
         return f"{v.kind} at {os.path.basename(loc.file)}:{loc.line}" if loc else v.kind
     if r.verdict == "verified":
-        return ""
+        refused = r.config.get("hb_refused")
+        return f"SPIN (outside the happens-before class: {refused[:100]})" if refused else ""
     seen, out = set(), []
     for reason, loc in zip(r.reasons, r.reason_locations + [None] * len(r.reasons)):
         where = f" ({os.path.basename(loc.file)}:{loc.line})" if loc and loc.line else ""
@@ -44,7 +48,7 @@ def _why(r) -> str:
     return "; ".join(out[:4]) + more
 
 
-def row(name: str, timeout: float, memory: int) -> tuple:
+def row(name: str, timeout: float, memory: int, engine: str = "auto") -> tuple:
     e = C.entry(name)
     t0 = time.perf_counter()
     tk = C.traced(name)
@@ -53,13 +57,15 @@ def row(name: str, timeout: float, memory: int) -> tuple:
         sk = extract(tk, params=e.params)
     except Exception as ex:  # noqa: BLE001 - a row, not a crash
         why = " ".join(f"{type(ex).__name__}: {ex}".split())  # one table cell: no newlines
-        return (name, "", "ERROR", "", "", f"{t1 - t0:.1f}", "", "", "", why[:160])
+        return (name, "", "", "ERROR", "", "", f"{t1 - t0:.1f}", "", "", "", why[:160])
     t2 = time.perf_counter()
     stats = Stats()
     stats.seconds.update(trace=t1 - t0, extract=t2 - t1)
-    r = verify_kernel(sk, opts=CheckOptions(timeout_s=timeout, memory_mb=memory), stats=stats)
+    r = verify_kernel(sk, opts=CheckOptions(timeout_s=timeout, memory_mb=memory, engine=engine),
+                      stats=stats)
     s = r.stats
-    return (name, s.processes, r.verdict.upper(), f"{s.states:,}" if s.states else "",
+    size = f"{s.states:,} states" if s.states else (f"{s.hb_ops:,} ops" if s.hb_ops else "")
+    return (name, s.processes, s.engine or "", r.verdict.upper(), size,
             s.state_vector or "", f"{t1 - t0:.1f}", f"{t2 - t1:.2f}",
             f"{s.seconds.get('check', 0):.1f}", f"{s.memory_mb:.0f}" if s.memory_mb else "", _why(r))
 
@@ -69,12 +75,13 @@ def main(argv=None) -> int:
     ap.add_argument("names", nargs="*")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--memory", type=int, default=4096)
+    ap.add_argument("--engine", default="auto", choices=["auto", "hb", "spin"])
     args = ap.parse_args(argv)
     names = args.names or [e.name for e in C.entries() if e.group in ("quack", "fa4")]
     print("| " + " | ".join(HEAD) + " |")
     print("|" + "---|" * len(HEAD), flush=True)
     for name in names:
-        print("| " + " | ".join(str(x) for x in row(name, args.timeout, args.memory)) + " |",
+        print("| " + " | ".join(str(x) for x in row(name, args.timeout, args.memory, args.engine)) + " |",
               flush=True)
     return 0
 
