@@ -23,6 +23,7 @@ import pytest
 from warpspin.syncir.flat import VISIBLE, flatten
 from hypothesis import HealthCheck, given, settings
 
+from diffstats import write_lines
 from protocol_gen import REQUIRED_CONSTRUCTS, constructs, prefix_protocols, protocols
 from warpspin.syncir.ops import GlobalAdd, GlobalWait
 from warpspin.api import CheckOptions, verify_kernel
@@ -63,7 +64,6 @@ def _report_counts(request):
     yield
     if not STATS:
         return
-    tr = request.config.pluginmanager.get_plugin("terminalreporter")
     mode = "random (fuzz)" if FUZZ else "derandomized"
     lines = [f"differential examples ({mode}):"]
     for name, c in sorted(STATS.items()):
@@ -71,14 +71,7 @@ def _report_counts(request):
                      f"{c['skipped']} too large for the interpreter")
     total = sum(c["checked"] for c in STATS.values())
     lines.append(f"  total: {sum(c['ran'] for c in STATS.values())} ran, {total} agreed")
-    capman = request.config.pluginmanager.getplugin("capturemanager")
-    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
-        if tr is not None:
-            tr.write_line("")
-            for x in lines:
-                tr.write_line(x)
-        else:
-            print("\n".join(lines))
+    write_lines(request, lines)
 
 
 def error_depth(events, kind) -> int:

@@ -11,12 +11,12 @@ Then: unit protocols whose failed condition the engine must turn into the right 
 reordering, and the conditions' refusals.
 """
 import collections
-import contextlib
 import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from diffstats import write_lines
 from hb_gen import cluster_multicast, mutants, named_pingpong, peek_ring, well_synchronized
 from protocol_gen import protocols
 from warpspin.api import CheckOptions, verify_kernel
@@ -43,16 +43,10 @@ def _report_counts(request):
     yield
     if not STATS:
         return
-    tr = request.config.pluginmanager.get_plugin("terminalreporter")
-    capman = request.config.pluginmanager.getplugin("capturemanager")
     lines = [f"happens-before engine vs interpreter ({'random' if FUZZ else 'derandomized'}):"]
     for name, c in sorted(STATS.items()):
         lines.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
-    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
-        if tr is not None:
-            tr.write_line("")
-            for x in lines:
-                tr.write_line(x)
+    write_lines(request, lines)
 
 
 def agrees(k: Kernel, stats: str) -> hb.HbResult | None:

@@ -39,13 +39,7 @@ DECIDED = {
     # pipelined pair): pending-at-exit, found by reordering that completion after the exits
     "fa4.sm100": "pending-at-exit", "fa4.sm100.causal": "pending-at-exit",
 }
-# INCONCLUSIVE with SPIN alone (docs/coverage.md): the engine decides them
-FLAGSHIP = ("quack.gemm_sm90.cluster2", "quack.gemm_sm90.cluster2_c",
-            "quack.gemm_sm90.tile128x192_cluster2", "quack.gemm_sm90.persistent_cluster2",
-            "quack.gemm_sm90.pingpong", "quack.gemm_sm90.pingpong_cluster2",
-            "quack.gemm_sm100.persistent", "quack.gemm_sm100.2cta", "quack.gemm_sm100.clc",
-            "quack.rmsnorm.cluster4", "quack.softmax.cluster4", "quack.cross_entropy.cluster8",
-            "fa4.sm90.default_tile", "fa4.sm100", "fa4.sm100.causal")
+FLAGSHIP = C.FLAGSHIP
 NAMES = [e.name for e in C.entries() if e.group in ("quack", "fa4")]
 
 

@@ -30,14 +30,15 @@ def _footprint_text(op) -> str:
 
 
 def ops_table() -> str:
-    rows = ["| op | PTX | example | footprint | rule | reductions proven |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| op | PTX | example | footprint | rule | reductions proven | happens-before rule |",
+            "|---|---|---|---|---|---|---|"]
     for mnemonic, cls in OPS.items():
         ex = cls.example()
         facts = sorted(f for f in ex.facts() if f in REDUCTIONS) + sorted(
             f.split(":")[1] for f in ex.facts() if ":" in f)
+        hb = ex.hb_family() or "none: SPIN decides"
         rows.append(f"| `{mnemonic}` | {cls.ptx or '-'} | `{ex.fmt()}` | {_footprint_text(ex)} | "
-                    f"{cls.summary} | {', '.join(facts) or 'none'} |")
+                    f"{cls.summary} | {', '.join(facts) or 'none'} | {hb} |")
     return "\n".join(rows)
 
 
