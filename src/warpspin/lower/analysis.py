@@ -346,12 +346,13 @@ def _code_consts(code) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def ranges(lay: Layout, pi: int, params: dict[str, tuple[int, int]]) -> dict[str, tuple]:
+def ranges(lay: Layout, pi: int, params: dict[str, tuple[int, int]],
+           states=None) -> dict[str, tuple]:
     """Interval of every local over every reachable pc. A local whose interval leaves the
     model's band is checked at run time (`integer-range`), so callers may intersect with
-    `BAND` (see `checked_locals`)."""
+    `BAND` (see `checked_locals`). `states`: pc_states' result, when the caller has it."""
     fp = lay.flat[pi]
-    state, start = pc_states(lay, pi, params)
+    state, start = states or pc_states(lay, pi, params)
     result = {n: None for n in fp.locals}
     for env in state:
         if env is not None:

@@ -2,9 +2,10 @@
 engine: every event with its actor, its occurrence and the states around it.
 
 Actors are the instances (their global numbers) and the async in-flight slots (after them): the
-j-th completion of a slot is that slot's j-th event. A test-wait in R9's form (docs/semantics.md,
-R9) is taken only when it passes, as the reduced model takes it; a test-wait in any other form
-makes the execution depend on its result, and the kernel is outside the class.
+j-th completion of a slot is that slot's j-th event. A test-wait is taken as T(K) takes it
+(peek.py): as failed, changing nothing but its result, with a shadow of the passed path that
+must rejoin the run after the wait it decides; a test-wait whose result decides more is outside
+the class.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ...syncir.interp import Machine, ModelError, State, Violation
 from ...syncir.ir import Kernel, Loc
-from ...syncir.ops import FAILED_TEST_BLOCKS, MbarTestWait
+from ...syncir.ops import MbarTestWait
 from ...syncir.trace import Complete, Event as TraceEvent, ParamChoice, Step
 from .peek import PeekError, Shadow, take_peek
 
@@ -60,27 +61,6 @@ class _Hooks:
         self.seen.append((name, element))
 
 
-def r9_conditions(kernel: Kernel, machine: Machine) -> dict[tuple[int, int], object]:
-    """{(process, pc) of a test-wait: the condition over its locals under which its failure only
-    leads to the wait on the same phase} (R9's own analysis; {} where R9 is refused)."""
-    from ...lower import analysis, reductions as red
-    from ...lower.testwait import blocking_tests
-    if not any(isinstance(s, MbarTestWait) for s in kernel.ops()):
-        return {}
-    decision = red.kernel_wide(kernel, FAILED_TEST_BLOCKS)
-    if decision is None or not decision.applied:
-        return {}
-    lay, pr = machine.layout, {p.name: (p.lo, p.hi) for p in kernel.params}
-    out = {}
-    for pi, fp in enumerate(lay.flat):
-        rng = analysis.ranges(lay, pi, pr)
-        live = analysis.liveness(lay, pi)[0]
-        tests = blocking_tests(fp, live, analysis.checked_locals(rng),
-                               analysis.pc_states(lay, pi, pr)[0])
-        out.update({(pi, pc): cond for pc, cond in tests.items()})
-    return out
-
-
 class Runner:
     """Executions of one kernel: the default schedule, or one that a witness directs."""
 
@@ -88,29 +68,11 @@ class Runner:
         self.kernel = kernel
         self.m = Machine(kernel)
         self.n_inst = len(self.m.instances)
-        self.r9 = r9_conditions(kernel, self.m)
-        self._test_guard: dict[tuple[int, int], tuple] = {}
 
     def actor_of(self, ev: Step | Complete) -> int:
         if isinstance(ev, Step):
             return self.m.gid[(ev.process, ev.instance)]
         return self.n_inst + self.m.layout.async_slot[(ev.process, ev.pc, ev.cta, ev.index)]
-
-    def _test_allowed(self, s: State, gid: int, pc: int) -> bool:
-        """Whether the test-wait at `pc` may be taken now: R9's form only, when it passes."""
-        inst = self.m.instances[gid]
-        key = (inst.process, pc)
-        cond = self.r9.get(key)
-        op = self.m.flat[inst.process].code[pc].stmt
-        if cond is None or not self.m.eval(cond, s, gid):
-            raise OutsideClass(f"{op.mnemonic} whose result decides more than a wait on the same "
-                               "phase (not in R9's form): the path taken depends on the schedule",
-                               op.loc)
-        g = self._test_guard.get((gid, pc))
-        if g is None:
-            g = self._test_guard[(gid, pc)] = self.m._expr(
-                op.wait_guard(self.m.layout.ctx(inst.process, pc)), gid)
-        return bool(g(s))
 
     def enabled(self, s: State, first: bool = False) -> list[Step | Complete]:
         """The events enabled in `s` (with `first`: only the first of them, the default
@@ -120,11 +82,7 @@ class Runner:
             gid = inst.gid
             if m.ended(s, gid) or not m.is_enabled(s, gid):
                 continue
-            pc = m.pc(s, gid)
-            if isinstance(m.flat[inst.process].code[pc].stmt, MbarTestWait) \
-                    and not self._test_allowed(s, gid, pc):
-                continue
-            out.append(Step(inst.process, inst.index, pc))
+            out.append(Step(inst.process, inst.index, m.pc(s, gid)))
             if first:
                 return out
         for slot, key in enumerate(m.layout.async_keys):
@@ -135,8 +93,8 @@ class Runner:
         return out
 
     def _settle(self, s: State, gids, occ, shadows, ex: Execution) -> State:
-        """Every instance of `gids` resting at a test-wait not in R9's form takes it as T(K)
-        does (peek.py)."""
+        """Every instance of `gids` resting at a test-wait takes it as T(K) does (peek.py): no
+        instance rests at one."""
         m, v = self.m, None
         for gid in gids:
             while not m.ended(s if v is None else tuple(v), gid):
@@ -145,9 +103,6 @@ class Runner:
                 inst = m.instances[gid]
                 op = m.flat[inst.process].code[pc].stmt
                 if not isinstance(op, MbarTestWait):
-                    break
-                cond = self.r9.get((inst.process, pc))
-                if cond is not None and m.eval(cond, cur, gid):
                     break
                 if gid in shadows:
                     raise OutsideClass("a test-wait while the result of an earlier one is still "

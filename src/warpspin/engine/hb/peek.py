@@ -1,6 +1,6 @@
 """Test-waits that peek: `ok = test_wait(b, p)`, other ops, then `if not ok: wait(b, p)`.
 
-A test-wait not in R9's form decides whether its warp waits later. The engine runs the kernel
+A test-wait decides whether its warp waits later. The engine runs the kernel
 without it (T(K): the test is taken as failed and changes nothing, so the later wait always
 runs) and follows, beside the execution, the warp as it would have run had the test passed. The
 two must execute the same ops, with the same effects, until the failed path's wait on the same
@@ -111,7 +111,7 @@ def live_locals(m: Machine, process: int) -> list:
 
 
 def take_peek(m: Machine, v: list, gid: int, before: int) -> tuple[Peek, Shadow]:
-    """The instance rests at a test-wait not in R9's form: T(K) takes it as failed, changing
+    """The instance rests at a test-wait: T(K) takes it as failed, changing
     nothing but its result (0); the shadow takes it as passed. `v` is updated in place."""
     inst = m.instances[gid]
     at = m.sl.base[gid]
