@@ -17,7 +17,7 @@ CLI = "import sys; from warpspin.cli import main; sys.exit(main(sys.argv[1:]))"
 def _run(tmp_path, *extra, tty: bool, jobs: int = 2):
     (tmp_path / "big.py").write_text(BIG)
     cmd = [sys.executable, "-c", CLI, "check", f"{tmp_path}/big.py:big", "--jobs", str(jobs),
-           "--timeout", "6", *extra]
+           "--timeout", "6", "--engine", "spin", *extra]
     if not tty:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         return r.stdout, r.stderr

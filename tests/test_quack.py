@@ -88,10 +88,15 @@ def test_persistent_verified():
     sk = extract(quack_sm90_gemm("persistent"), params=dict(PERSISTENT_RANGES, size_L558=(0, 2)))
     assert {p.name: (p.lo, p.hi) for p in sk.params if p.lo != p.hi} == \
         {"size_L558": (0, 2), K_TILES: (1, 2), "clusterid_z": (0, 1), "nclusterid_z": (1, 2)}
-    r = verify_kernel(sk, opts=CheckOptions(timeout_s=1200, memory_mb=12288))
+    r = verify_kernel(sk, opts=CheckOptions(timeout_s=1200, memory_mb=12288, engine="spin"))
     assert r.verdict == "verified", str(r)
     assert r.stats.states > 2_000_000
     assert any("FastDivmod" in a for a in r.config["assumptions"])
+    h = verify_kernel(sk)  # the default engine: one execution per launch choice, load races too
+    assert h.verdict == "verified" and h.stats.engine == "happens-before", str(h)
+    from warpspin.syncir.interp import Machine
+    assert h.stats.hb_runs == len(Machine(sk).initial_states())  # one per launch choice
+    assert any("FastDivmod" in a for a in h.config["assumptions"])
     assert "size_L558" in str(r.config) and "0..2" in str(r.config), r.config
 
 

@@ -131,7 +131,8 @@ def test_deadlock(deadlock):
                                  for _, text in related) for b in v.blocked)
     assert run["properties"]["verdicts"] == [{
         "target": deadlock.target, "kernel": deadlock.kernel, "verdict": "violation",
-        "states": deadlock.stats.states, "violations": 1,
+        "engine": deadlock.stats.engine, "states": deadlock.stats.states,
+        "ops": deadlock.stats.hb_ops, "violations": 1,
         "seconds": round(deadlock.stats.seconds["total"], 3)}]
     inv = run["invocations"][0]
     assert inv["executionSuccessful"] is True and inv["exitCode"] == 1
