@@ -165,6 +165,7 @@ def _happens_before(kernel: Kernel, res: Result, timeout_s: float, memory_mb: in
     """Run the happens-before engine (engine/hb). True when it decided the result (with
     engine "hb" also when it could not: the result is then INCONCLUSIVE); False sends the kernel
     to SPIN, with why it is outside the class in the result."""
+    t0 = time.perf_counter()
     hr = hb.check(kernel, timeout_s)
     st = res.stats
     st.hb_runs, st.hb_ops, st.hb_edges = hr.runs, hr.ops, hr.edges
@@ -192,6 +193,7 @@ def _happens_before(kernel: Kernel, res: Result, timeout_s: float, memory_mb: in
                 return True
             res.verdict, res.reasons, res.reason_locations = UNDECIDED, [], []
         st.found_by = found
+        st.seconds["check"] = time.perf_counter() - t0  # the engine and SPIN's try
         res.config["not_shortened"] = (
             f"SPIN's breadth-first search did not finish in {budget:.0f} s: the interleaving is "
             "the engine's, not a shortest one" if budget >= 1 else
