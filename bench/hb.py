@@ -42,8 +42,8 @@ def _hb_row(name: str, k) -> tuple:
     tracemalloc.stop()
     verdict = {"verified": "VERIFIED", "violation": f"VIOLATION ({r.kind})"}.get(
         r.verdict, f"{r.verdict} ({r.reasons[0][:60]})" if r.reasons else r.verdict)
-    return (name, "happens-before", sum(p.instances for p in k.processes), f"{r.ops:,} ops",
-            r.runs, f"{dt:.2f}", f"{peak:.0f}", verdict)
+    return (name, "happens-before", sum(p.instances for p in k.processes), f"{r.cost.ops:,} ops",
+            r.cost.runs, f"{dt:.2f}", f"{peak:.0f}", verdict)
 
 
 def _spin_row(name: str, k, timeout: float) -> tuple:

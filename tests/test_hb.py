@@ -21,6 +21,7 @@ from hb_gen import cluster_multicast, mutants, named_pingpong, peek_ring, well_s
 from protocol_gen import protocols
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import hb
+from warpspin.engine.contract import Outcome
 from warpspin.syncir import (BarSync, Const, Elect, Kernel, MBarRef, MBarrierDecl, MbarArrive,
                              MbarExpectTx, MbarInit, MbarInitFence, MbarWait, Process, SmemLoad,
                              SmemStore, TmaLoad, WordRef, WordsDecl, validate)
@@ -49,7 +50,7 @@ def _report_counts(request):
     write_lines(request, lines)
 
 
-def agrees(k: Kernel, stats: str) -> hb.HbResult | None:
+def agrees(k: Kernel, stats: str) -> Outcome | None:
     """The engine's verdict on `k` matches the interpreter's exhaustive search (when it decides
     and the search completes). Returns the engine's result."""
     c = STATS[stats]
@@ -121,7 +122,7 @@ def test_a_lap_is_found_by_reordering():
     fails, and its reordering is the parity-aliasing."""
     r = hb.check(_ring_bug("two-behind"))
     assert r.verdict == "violation" and r.kind == "parity-aliasing", r
-    assert r.found_by.startswith("a reordering") and r.runs >= 2
+    assert r.found_by.startswith("a reordering") and r.cost.runs >= 2
 
 
 @pytest.mark.parametrize("bug", [b for b in P.RING_BUGS if b != "two-behind"])
@@ -197,7 +198,7 @@ def test_an_op_without_a_happens_before_rule_sends_the_kernel_to_spin():
 def test_launch_value_ranges_are_one_run_each():
     k = P.ring(stages=2, trips=0, consumers=2, trips_range=(0, 6))
     r = hb.check(k)
-    assert r.verdict == "verified" and r.runs == 7
+    assert r.verdict == "verified" and r.cost.runs == 7
     bad = P.ring(stages=2, trips=0, consumers=2, trips_range=(0, 6), bug="trip-mismatch")
     r = hb.check(bad)
     assert r.verdict == "violation" and r.kind == "deadlock"
@@ -213,3 +214,20 @@ def test_the_report_names_the_engine_and_its_cost():
     assert js["engine"] == "happens-before" and js["hb"]["ops"] > 0 and js["hb"]["edges"] > 0
     r = verify_kernel(P.ring(stages=2, trips=4, consumers=2), opts=CheckOptions(engine="spin"))
     assert r.stats.engine == "spin" and r.stats.states > 0 and "searched" in str(r)
+
+
+@pytest.mark.parametrize("bug", [None, "two-behind", "missing-release", "tx-bytes"])
+def test_both_engines_answer_the_same_contract(bug):
+    """engine/contract.py: each engine takes a kernel and options and gives an Outcome; on a
+    kernel in the happens-before class they give the same verdict and kind."""
+    from warpspin.engine.contract import EngineOptions, Outcome
+    from warpspin.engine.hb import HappensBefore
+    from warpspin.engine.spin_engine import Spin
+    k = P.ring(stages=2, trips=3, consumers=2, bug=bug)
+    outs = [e.check(k, EngineOptions(timeout_s=120)) for e in (HappensBefore(), Spin())]
+    assert all(isinstance(o, Outcome) for o in outs)
+    assert [o.engine for o in outs] == ["happens-before", "spin"]
+    (h, s) = outs
+    assert (h.verdict, h.kind) == (s.verdict, s.kind), (h, s)
+    assert h.cost.runs >= 1 and h.cost.ops > 0 and s.cost.states > 0
+    assert (h.verdict == "violation") == (bug is not None) and (not h.events) == (bug is None)

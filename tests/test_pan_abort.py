@@ -15,6 +15,7 @@ import pytest
 
 from regressions.records_exit_hidden_step import kernel
 from warpspin import pipeline
+from warpspin.engine import spin_engine
 from warpspin.engine import check, lower_and_check
 from warpspin.lower import lower
 from warpspin.report.result import INCONCLUSIVE
@@ -32,7 +33,7 @@ def test_vector_abort_is_no_counterexample(reduce):
 
 
 def test_vector_abort_is_inconclusive_with_its_limit(monkeypatch):
-    monkeypatch.setattr(pipeline, "lower_and_check",
+    monkeypatch.setattr(spin_engine, "lower_and_check",
                         functools.partial(lower_and_check, vector_size=16, grow_vector=False))
     r = pipeline.check_kernel(kernel(), timeout_s=60, engine="spin")
     assert r.verdict == INCONCLUSIVE

@@ -10,12 +10,12 @@ ERROR (invalid input, or a bug of warpspin's, never a verdict on the kernel).
 from __future__ import annotations
 
 import os
-import time
 import traceback
 
-from .engine import EngineError, EngineResult, EngineTimeout, lower_and_check
-from .engine import hb
-from .lower import LowerError
+from .engine.contract import (FAILED, OUTSIDE, VERIFIED as ENGINE_VERIFIED, VIOLATION as
+                              ENGINE_VIOLATION, EngineOptions, Outcome)
+from .engine.hb import NAME as HB, HappensBefore
+from .engine.spin_engine import NAME as NAME_SPIN, TRUNCATION, Spin, integer_reasons
 from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
                             BarrierState, BlockedWait, Location, Note, Result, Stats, TraceStep,
                             Violation)
@@ -25,19 +25,11 @@ from .syncir.ops import (CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, TmemAccess
                          bw_fenced, bw_unfenced, tmem_access_checked)
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
-from .syncir.passes import has_load_races, without_load_races, without_noop_fences
+from .syncir.passes import without_noop_fences
 from .syncir.summary import kernel_summary
 from .syncir.trace import Complete, ParamChoice, Step, Take
 
-INTERRUPTED = "interrupted (Ctrl-C)"
-_TRUNCATION = {
-    "memory": "memory limit reached: raise --memory",
-    "timeout": "time limit reached: raise --timeout",
-    "interrupted": INTERRUPTED,
-    "depth": "search depth limit reached",
-    "vector": "state vector too large for the compiled verifier",
-    "aborted": "the verifier stopped without statistics",
-}
+INTERRUPTED = TRUNCATION["interrupted"]
 
 
 ENGINES = ("auto", "hb", "spin")
@@ -100,142 +92,106 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         res.config["tensormaps"] = [t.label or t.name for t in kernel.tensormaps]
     if kernel.buffers:
         res.config["buffers"] = [b.label or b.name for b in kernel.buffers]
-    if engine != "spin" and _happens_before(kernel, res, timeout_s, memory_mb, engine):
-        if emit_promela:  # the model SPIN would have searched, as asked
-            from .lower import lower
-            _emit(lower(kernel, reduce=reduce), kernel, emit_promela)
-        return
-    if not load_races and has_load_races(kernel):
-        kernel = without_load_races(kernel)
-        res.config["load_races"] = "not checked (--load-races checks them)"
-    t0 = time.perf_counter()
-    res.stats.engine = "spin"
-    try:
-        model, er = lower_and_check(kernel, reduce=reduce, timeout_s=timeout_s, memory_mb=memory_mb,
-                                    jobs=jobs)
-        _emit(model, kernel, emit_promela)
-    except EngineTimeout as e:
-        res.verdict = INCONCLUSIVE
-        res.reasons = [f"the time limit was reached before the search began ({e}): raise "
-                       "--timeout; nothing was searched"]
-        return
-    except (LowerError, EngineError) as e:
-        res.verdict = ERROR
-        res.reasons = [f"internal error: the kernel could not be model-checked: {e}"]
-        return
-    stats = res.stats
-    stats.seconds["check"] = time.perf_counter() - t0
-    stats.states, stats.transitions = er.states, er.transitions
-    stats.depth, stats.memory_mb = er.depth, er.memory_mb
-    stats.state_vector = er.state_vector
-    stats.seconds["compile"] = er.compile_seconds
-    stats.cores, stats.hunts = er.cores, er.hunts
-    if er.kind is not None:
-        stats.found_by, stats.found_depth = er.found_by, er.found_depth
-        stats.first_found_by, stats.first_found_s = er.first_found_by, er.first_found_s
-    res.config["search"] = er.search
-    res.config["reductions"] = ([r.split(":")[0] for r in model.reductions]
-                                + (["R13 no-op-fences"] if elided else [])) \
-        or ["none (plain encoding)"]
-    res.config["reductions_refused"] = [f"{d.reduction}: {d.why}" for d in model.refused]
-    if er.refused:
-        res.config["reductions_refused"].append(
-            "wait-release-fusion: its monitored condition failed; searched unfused")
+    options = EngineOptions(timeout_s=timeout_s, memory_mb=memory_mb, reduce=reduce, jobs=jobs,
+                            load_races=load_races)
+    out = _decide(kernel, res, options, engine)
+    if out.engine == HB and out.verdict == ENGINE_VIOLATION:
+        out = _shortened(kernel, out, res, options, by_spin=engine == "auto")
+    res.config.update(out.config)
+    if out.engine == NAME_SPIN and elided:
+        res.config["reductions"] = [*out.config["reductions"], "R13 no-op-fences"]
+    if out.engine == NAME_SPIN and "reductions" in res.config and not res.config["reductions"]:
+        res.config["reductions"] = ["none (plain encoding)"]
+    if emit_promela:  # the model SPIN searched, or would have
+        from .lower import lower
+        _emit(out.model or lower(kernel, reduce=reduce), kernel, emit_promela)
+    if out.engine == HB and out.verdict in (ENGINE_VERIFIED, ENGINE_VIOLATION):
+        res.config["engine"] = HB
+    if out.verdict == ENGINE_VERIFIED:
+        _decide_verified(res, out)
+    elif out.verdict == ENGINE_VIOLATION:  # SPIN's trail is of the kernel it lowered
+        _violation(out.model.kernel if out.model is not None else kernel, out.model, res, out)
+    else:
+        res.verdict = ERROR if out.verdict == FAILED else INCONCLUSIVE
+        res.reasons = list(out.reasons)
+        res.reason_locations = [_location(l) for l in out.locations]
 
-    if er.kind is None:
-        if not er.complete:
-            res.verdict = INCONCLUSIVE
-            res.reasons = [f"the search was truncated ({_TRUNCATION.get(why, why)}); no violation "
-                           "was found in the part searched" for why in er.truncated] \
-                or ["the search did not complete"]
-        elif model.integer_problems:
-            res.verdict = INCONCLUSIVE
-            _integer_reasons(res, model)
-        else:
-            _decide_verified(res, er)
-        return
-    _violation(kernel, model, res, er)
+
+def _decide(kernel: Kernel, res: Result, options: EngineOptions, engine: str) -> Outcome:
+    """Ask the engines `engine` names, in order, until one is not `outside` its class."""
+    chain = {"auto": (HappensBefore(), Spin()), "hb": (HappensBefore(),), "spin": (Spin(),)}[engine]
+    for eng in chain:
+        out = eng.check(kernel, options)
+        _account(res.stats, out)
+        if out.verdict != OUTSIDE:
+            return out
+        if eng is not chain[-1]:
+            loc = out.locations[0] if out.locations else None
+            at = f" ({os.path.basename(loc.file)}:{loc.line})" if loc is not None and loc.line else ""
+            res.config["hb_refused"] = (out.reasons[0] + at) if out.reasons else out.verdict
+    out.verdict = INCONCLUSIVE
+    out.reasons = [f"outside the {out.engine} engine's class: {w}" for w in out.reasons] \
+        or [f"the {out.engine} engine decided nothing"]
+    return out
+
+
+def _account(stats: Stats, out: Outcome) -> None:
+    """The report's cost of `out`, the engine that decided (a refusing engine leaves its runs)."""
+    c = out.cost
+    if out.engine == HB:
+        stats.hb_runs, stats.hb_ops, stats.hb_edges = c.runs, c.ops, c.edges
+    else:
+        stats.states, stats.transitions, stats.depth = c.states, c.transitions, c.depth
+        stats.memory_mb, stats.state_vector = c.memory_mb, c.state_vector
+        stats.seconds["compile"] = c.compile_seconds
+        stats.cores, stats.hunts = c.cores, c.hunts
+    stats.engine = out.engine
+    stats.seconds["check"] = c.seconds
+    if out.verdict == ENGINE_VIOLATION:
+        stats.found_by = out.found_by or f"{out.engine} engine"
+        stats.found_depth = out.found_depth
+        stats.first_found_by = out.first_found_by or stats.found_by
+        stats.first_found_s = out.first_found_s or c.seconds
 
 
 SHORTEN_S = 20.0  # SPIN's BFS may spend this long shortening a happens-before counterexample
 
 
-def _happens_before(kernel: Kernel, res: Result, timeout_s: float, memory_mb: int,
-                    engine: str) -> bool:
-    """Run the happens-before engine (engine/hb). True when it decided the result (with
-    engine "hb" also when it could not: the result is then INCONCLUSIVE); False sends the kernel
-    to SPIN, with why it is outside the class in the result."""
-    t0 = time.perf_counter()
-    hr = hb.check(kernel, timeout_s)
-    st = res.stats
-    st.hb_runs, st.hb_ops, st.hb_edges = hr.runs, hr.ops, hr.edges
-    st.seconds["check"] = hr.seconds
-    if hr.verdict in ("verified", "violation"):
-        st.engine = "happens-before"
-        res.config["engine"] = "happens-before"
-        if hr.verdict == "verified":
-            _decide_verified(res, EngineResult(complete=True, kind=None, events=[],
-                                               truncated=()))
-            return True
-        found = f"happens-before engine ({hr.found_by})"
-        st.found_by = st.first_found_by = found
-        st.first_found_s = hr.seconds
-        budget = min(SHORTEN_S, max(0.0, timeout_s - hr.seconds)) if engine == "auto" else 0
-        short = _shortest(kernel, budget, memory_mb) if budget >= 1 else None
-        if short is not None:
-            model, er = short
-            st.states, st.transitions, st.depth = er.states, er.transitions, er.depth
-            st.memory_mb, st.state_vector = er.memory_mb, er.state_vector
-            st.seconds["check"] = hr.seconds + er.seconds + er.compile_seconds
-            st.found_by, st.found_depth = "exhaustive BFS (SPIN)", len(hr.events)
-            _violation(kernel, model, res, er)
-            if res.verdict == VIOLATION:
-                return True
-            res.verdict, res.reasons, res.reason_locations = UNDECIDED, [], []
-        st.found_by = found
-        st.seconds["check"] = time.perf_counter() - t0  # the engine and SPIN's try
-        res.config["not_shortened"] = (
-            f"SPIN's breadth-first search did not finish in {budget:.0f} s: the interleaving is "
-            "the engine's, not a shortest one" if budget >= 1 else
-            "not shortened by SPIN (--engine hb): the interleaving is the engine's")
-        _violation(kernel, None, res, EngineResult(complete=True, kind=hr.kind, events=hr.events,
-                                                    truncated=()))
-        return True
-    why = [f"{r}" for r in hr.reasons]
-    locs = [Location(l.file, l.line, frame=l.frame or "") for l in hr.locations]
-    if engine == "hb":
-        res.verdict = INCONCLUSIVE
-        res.reasons = [f"outside the happens-before engine's class: {w}" if hr.verdict ==
-                       "outside" else w for w in why] or ["the happens-before engine decided nothing"]
-        res.reason_locations = locs
-        return True
-    loc = f" ({os.path.basename(locs[0].file)}:{locs[0].line})" if locs and locs[0].line else ""
-    res.config["hb_refused"] = (why[0] + loc) if why else hr.verdict
-    return False
+def _shortened(kernel: Kernel, found: Outcome, res: Result, options: EngineOptions,
+               by_spin: bool) -> Outcome:
+    """The happens-before engine's counterexample, shortened by SPIN's breadth-first search when
+    `by_spin` and that finishes within SHORTEN_S; else the engine's own, saying so."""
+    budget = min(SHORTEN_S, max(0.0, options.timeout_s - found.cost.seconds)) if by_spin else 0
+    how = f"happens-before engine ({found.found_by})"
+    res.stats.found_by = res.stats.first_found_by = how
+    if budget >= 1:
+        short = Spin().check(kernel, EngineOptions(timeout_s=budget, memory_mb=options.memory_mb,
+                                                   load_races=True))
+        if short.verdict == ENGINE_VIOLATION:
+            short.config = {}
+            short.found_by, short.found_depth = "exhaustive BFS (SPIN)", len(found.events)
+            short.first_found_by, short.first_found_s = how, found.cost.seconds
+            short.cost.seconds += found.cost.seconds
+            short.cost.runs, short.cost.ops, short.cost.edges = (
+                found.cost.runs, found.cost.ops, found.cost.edges)
+            _account(res.stats, short)
+            res.stats.engine = HB
+            res.stats.hb_runs, res.stats.hb_ops, res.stats.hb_edges = (
+                found.cost.runs, found.cost.ops, found.cost.edges)
+            short.engine = HB
+            return short
+    found.found_by = how
+    found.config["not_shortened"] = (
+        f"SPIN's breadth-first search did not finish in {budget:.0f} s: the interleaving is the "
+        "engine's, not a shortest one" if budget >= 1 else
+        "not shortened by SPIN (--engine hb): the interleaving is the engine's")
+    _account(res.stats, found)
+    return found
 
 
-def _shortest(kernel: Kernel, budget: float, memory_mb: int):
-    """SPIN's shortest counterexample of `kernel` within `budget` seconds: (model, result), or
-    None when its search did not find one in time."""
-    try:
-        model, er = lower_and_check(kernel, reduce=True, timeout_s=budget, memory_mb=memory_mb,
-                                    jobs=1)
-    except (EngineTimeout, LowerError, EngineError):
-        return None
-    return (model, er) if er.kind is not None else None
-
-
-def _integer_reasons(res: Result, model) -> None:
-    res.reasons = [f"integer range: `{what}` may not fit the model's 32-bit integers, so the "
-                   "search may have missed or invented behaviours; no violation was confirmed"
-                   for what, _ in model.integer_problems[:3]]
-    res.reason_locations = [Location(loc.file, loc.line, frame=loc.frame or "")
-                            for _, loc in model.integer_problems[:3]]
-
-
-def _decide_verified(res: Result, er) -> None:
+def _decide_verified(res: Result, out: Outcome) -> None:
     """The only place a verdict becomes VERIFIED."""
-    assert res.verdict == UNDECIDED and er.complete and er.kind is None and not er.truncated
+    assert res.verdict == UNDECIDED and out.verdict == ENGINE_VERIFIED and out.kind is None
     res.verdict = VERIFIED
 
 
@@ -244,7 +200,8 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
     if not rp.ok:
         res.verdict = INCONCLUSIVE
         if model is not None and model.integer_problems:  # the model's 32-bit arithmetic wrapped where SyncIR's did not
-            _integer_reasons(res, model)
+            res.reasons, locs = integer_reasons(model)
+            res.reason_locations = [_location(l) for l in locs]
             return
         who = "SPIN" if model is not None else "the happens-before engine"
         res.reasons = [f"{who} reported {er.kind}, but its trail does not replay in the reference "

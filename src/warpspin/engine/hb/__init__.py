@@ -14,11 +14,10 @@ wait whose result decides more than a wait, or global state that CTAs outside th
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 from ...syncir.interp import Machine
 from ...syncir.ir import Kernel, Loc
-from ...syncir.trace import Event as TraceEvent
+from ..contract import EngineOptions, Outcome
 from .analysis import analyze
 from .conditions import failures
 from .execution import Execution, OutsideClass, Runner
@@ -26,21 +25,6 @@ from .peek import to_plain
 from .witness import run_witness
 
 MAX_RUNS = 4096  # launch-value choices checked one by one; more: outside the class
-
-
-@dataclass
-class HbResult:
-    """What the engine found. verdict: verified | violation | outside | inconclusive."""
-    verdict: str
-    kind: str | None = None
-    events: list[TraceEvent] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-    locations: list[Loc] = field(default_factory=list)
-    found_by: str = ""          # "the first execution" or the reordering that found it
-    runs: int = 0               # executions run (one per launch-value choice, plus witnesses)
-    ops: int = 0                # events of the executions checked
-    edges: int = 0              # synchronization edges of their happens-before relations
-    seconds: float = 0.0
 
 
 def outside_ops(kernel: Kernel) -> list[tuple[str, Loc]]:
@@ -53,20 +37,31 @@ def outside_ops(kernel: Kernel) -> list[tuple[str, Loc]]:
     return out
 
 
-def check(kernel: Kernel, timeout_s: float = 60.0) -> HbResult:
+NAME = "happens-before"
+
+
+class HappensBefore:
+    """The engine, as the pipeline's contract (engine/contract.py) names it."""
+    name = NAME
+
+    def check(self, kernel: Kernel, options: EngineOptions) -> Outcome:
+        return check(kernel, options.timeout_s)
+
+
+def check(kernel: Kernel, timeout_s: float = 60.0) -> Outcome:
     t0 = time.perf_counter()
-    res = HbResult("inconclusive")
+    res = Outcome(NAME, "inconclusive")
     try:
         _check(kernel, res, t0 + timeout_s)
     except OutsideClass as e:
         res.verdict = "outside"
         res.reasons = [e.why]
         res.locations = [e.loc] if e.loc is not None else []
-    res.seconds = time.perf_counter() - t0
+    res.cost.seconds = time.perf_counter() - t0
     return res
 
 
-def _check(kernel: Kernel, res: HbResult, deadline: float) -> None:
+def _check(kernel: Kernel, res: Outcome, deadline: float) -> None:
     ops = outside_ops(kernel)
     if ops:
         res.verdict = "outside"
@@ -84,12 +79,12 @@ def _check(kernel: Kernel, res: HbResult, deadline: float) -> None:
     for start, s in starts:
         if time.perf_counter() > deadline:
             res.verdict = "inconclusive"
-            res.reasons = [f"the time limit was reached after {res.runs} of {len(starts)} "
+            res.reasons = [f"the time limit was reached after {res.cost.runs} of {len(starts)} "
                            "launch-value choices"]
             return
         ex = runner.run(start, s)
-        res.runs += 1
-        res.ops += len(ex.events)
+        res.cost.runs += 1
+        res.cost.ops += len(ex.events)
         if ex.end != "complete":
             if _counterexample(res, runner.m, ex, "the first execution"):
                 return
@@ -97,13 +92,13 @@ def _check(kernel: Kernel, res: HbResult, deadline: float) -> None:
                                "kernel with its peeking test-waits (the engine does not decide "
                                "it)")
         an = analyze(runner, ex)
-        res.edges += an.edges
+        res.cost.edges += an.edges
         failed = failures(an)
         if not failed:
             continue
         for f in failed:
             w = run_witness(an, f)
-            res.runs += 1
+            res.cost.runs += 1
             if w is not None and _counterexample(res, runner.m, w, f"a reordering: {f.message}"):
                 return
         f = failed[0]
@@ -119,7 +114,7 @@ def _takes(kernel: Kernel, counter) -> bool:
     return counter.others != Const(0)
 
 
-def _counterexample(res: HbResult, m: Machine, ex: Execution, how: str) -> bool:
+def _counterexample(res: Outcome, m: Machine, ex: Execution, how: str) -> bool:
     """Take `ex`'s end as the counterexample, as an execution of the kernel itself (a T(K)
     execution with peeking test-waits is translated back: peek.to_plain). False when it does
     not replay as one."""
