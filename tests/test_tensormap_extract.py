@@ -56,3 +56,16 @@ def test_pointers_not_followed_are_unsupported(mode, tag, why):
     unsup = unsupported_ops(sk)
     assert any(why in u.what and u.loc.line == line_of(K.__file__, tag) for u in unsup), unsup
     assert verify_kernel(sk).verdict == "unsupported"
+
+
+@pytest.mark.parametrize("acquire", [True, False])
+def test_a_store_through_a_rewritten_descriptor_is_unsupported_not_verified(acquire):
+    """The model orders rewrites of a descriptor only against TMA loads: a TMA store through it
+    (with or without the acquire it needs) is Unsupported at the store, never VERIFIED."""
+    fn, args = K.tensormap_store(acquire)
+    (k,) = trace(fn, *args)
+    sk = extract(k)
+    unsup = unsupported_ops(sk)
+    assert any("tma_store through the tensormap" in u.what and
+               u.loc.line == line_of(K.__file__, "# @store") for u in unsup), unsup
+    assert verify_kernel(sk).verdict == "unsupported"

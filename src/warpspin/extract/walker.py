@@ -2114,7 +2114,7 @@ class WarpWalker:
         elif kind == "bulk_copy_g2s":  # not elected: every executing thread issues it
             self.tma_load(op, atom, out, per_thread=True)
         elif kind in ("tma_store", "tma_reduce", "bulk_copy_s2g"):
-            self.tma_store(op, kind, out)
+            self.tma_store(op, kind, out, atom)
         elif kind == "simt_async_copy":
             self.cp_async(op, out)
         elif kind == "tma_load_im2col":
@@ -2346,10 +2346,22 @@ class WarpWalker:
         name = self.claim(op, stage)
         out.append(SmemWrite(name, stage.index, self.loc(op)))
 
-    def tma_store(self, op: Op, kind: str, out) -> None:
+    def tma_store(self, op: Op, kind: str, out, atom=None) -> None:
         """A TMA store (or bulk reduce / S2G copy) reads its shared-memory source until a
         wait_group.read of the issuing threads retires its bulk group. Executed by the active
-        lanes (PTX has no elect for it; one per executing thread)."""
+        lanes (PTX has no elect for it; one per executing thread). A store through a descriptor
+        in global memory is Unsupported: the model orders a kernel's rewrites of a descriptor
+        (release, acquire, the drain of the reads) only against TMA loads."""
+        if isinstance(atom, Atom) and atom.get("tma_descriptor_ptr") is not None:
+            desc = self.tensormap(op, atom.get("tma_descriptor_ptr"), out)
+            if desc is not None:
+                where = self.ctx.tensormaps[next(r for r, t in self.ctx.tensormaps.items()
+                                                 if t[0] == desc)][1]
+                out.append(Unsupported(
+                    f"{kind} through the {where}: a TMA store's descriptor read (the "
+                    "tensormap acquire it needs after a rewrite, the drain before the next "
+                    "rewrite) is not modelled; only TMA loads are", self.loc(op)))
+            return
         stage = self.staged(op.operands[1]) if len(op.operands) > 1 else None
         if stage is None:
             self.ctx.unstaged_stores.append((self.loc(op), f"{kind} whose source is not a stage "
