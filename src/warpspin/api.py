@@ -33,6 +33,9 @@ class CheckOptions:
     # which engine decides: "auto" (the happens-before engine, and SPIN for a kernel outside its
     # class), "hb" or "spin" alone (pipeline.check_kernel)
     engine: str = "auto"
+    # what VERIFIED must cover: ("deadlock", "race") by default; a property not checked on some
+    # object of the kernel then makes the verdict INCONCLUSIVE
+    properties: tuple[str, ...] = ("deadlock", "race")
 
 
 def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None = None,
@@ -43,7 +46,8 @@ def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None
     t0 = time.perf_counter()
     r = check_kernel(kernel, target=target, timeout_s=opts.timeout_s, memory_mb=opts.memory_mb,
                      emit_promela=opts.emit_promela, reduce=opts.reduce, stats=stats,
-                     jobs=opts.jobs, engine=opts.engine, load_races=opts.load_races)
+                     jobs=opts.jobs, engine=opts.engine, load_races=opts.load_races,
+                     properties=tuple(opts.properties))
     r.syncir_text = fmt_kernel(kernel)
     stats.seconds["total"] = stats.seconds.get("trace", 0) + stats.seconds.get("extract", 0) + \
         (time.perf_counter() - t0)

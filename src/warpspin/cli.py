@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "exact for kernels that synchronize the same way in every schedule); "
                         "spin: SPIN's exhaustive search; auto (default): hb, and SPIN for a "
                         "kernel outside its class")
+    c.add_argument("--properties", type=_properties, default=("deadlock", "race"),
+                   metavar="deadlock,race",
+                   help="what VERIFIED must cover (default: both); a property the model does not "
+                        "check on some object makes the verdict INCONCLUSIVE unless left out here")
     c.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
                    help="cores to use: the exhaustive search and, beside it, randomized bug hunts "
                         "(default: the cores available)")
@@ -93,6 +97,15 @@ def explain(kind: str | None) -> int:
         return 3
     print(text, end="")
     return 0
+
+
+def _properties(text: str) -> tuple[str, ...]:
+    from .syncir import PROPERTIES
+    got = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    if not got or set(got) - set(PROPERTIES):
+        raise argparse.ArgumentTypeError(f"{text!r}: a comma-separated list of "
+                                         f"{', '.join(PROPERTIES)}")
+    return got
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,7 +144,8 @@ def _main(argv: list[str] | None) -> int:
     opts = CheckOptions(params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),
-                        load_races=args.load_races, engine=args.engine)
+                        load_races=args.load_races, engine=args.engine,
+                        properties=args.properties)
     from .pipeline import INTERRUPTED
     if not args.json and sys.stderr.isatty():
         from .engine.progress import REPORTER

@@ -19,8 +19,8 @@ from .engine.spin_engine import NAME as NAME_SPIN, TRUNCATION, Spin, integer_rea
 from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION,
                             BarrierState, BlockedWait, Location, Note, Result, Stats, TraceStep,
                             Violation)
-from .syncir import BOUND_KINDS, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
-from .syncir.ir import walk_stmts
+from .syncir import BOUND_KINDS, PROPERTIES, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
+from .syncir.ir import Unchecked, walk_stmts
 from .syncir.ops import (CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, TmemAccess, TmemAlloc, TmemDealloc,
                          bw_fenced, bw_unfenced, tmem_access_checked)
 from .syncir.diagnose import describe_steps, diagnose_deadlock
@@ -38,13 +38,17 @@ ENGINES = ("auto", "hb", "spin")
 def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
                  memory_mb: int = 4096, emit_promela: str | None = None,
                  reduce: bool = True, stats: Stats | None = None, jobs: int = 1,
-                 engine: str = "auto", load_races: bool = False) -> Result:
+                 engine: str = "auto", load_races: bool = False,
+                 properties: tuple[str, ...] = PROPERTIES) -> Result:
     """`engine`: "hb" (the happens-before engine alone: a kernel outside its class is
     INCONCLUSIVE), "spin" (SPIN alone), "auto" (the happens-before engine, and SPIN for a kernel
     outside its class). `load_races`: SPIN also checks the stages TMA loads fill (the
-    happens-before engine always does)."""
+    happens-before engine always does). `properties`: what VERIFIED must cover (PROPERTIES: all
+    of them, the default); a violation of any property is reported whatever is asked."""
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r}: one of {ENGINES}")
+    if not properties or set(properties) - set(PROPERTIES):
+        raise ValueError(f"properties {properties!r}: some of {PROPERTIES}")
     stats = stats or Stats()
     stats.processes = sum(p.instances for p in kernel.processes)
     res = Result(target=target, kernel=kernel.name, stats=stats, config=_config(kernel))
@@ -53,7 +57,8 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
     except Exception:  # a kernel too broken to summarize: validation says why below
         res.model = {}
     try:
-        _check(kernel, res, timeout_s, memory_mb, emit_promela, reduce, jobs, engine, load_races)
+        _check(kernel, res, timeout_s, memory_mb, emit_promela, reduce, jobs, engine, load_races,
+               tuple(properties))
     except Exception as e:  # a bug of warpspin's: never a verdict on the kernel
         tb = traceback.extract_tb(e.__traceback__)[-1]
         res.verdict = ERROR
@@ -66,7 +71,8 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
 
 
 def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, reduce, jobs,
-           engine: str = "spin", load_races: bool = False) -> None:
+           engine: str = "spin", load_races: bool = False,
+           properties: tuple[str, ...] = PROPERTIES) -> None:
     problems = validate(kernel)
     if problems:
         res.verdict = ERROR
@@ -92,6 +98,11 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         res.config["tensormaps"] = [t.label or t.name for t in kernel.tensormaps]
     if kernel.buffers:
         res.config["buffers"] = [b.label or b.name for b in kernel.buffers]
+    if set(properties) != set(PROPERTIES):
+        res.config["properties"] = list(properties)
+    unchecked = [u for u in kernel.unchecked if u.property in properties]
+    if unchecked:
+        res.config["unchecked"] = [f"{u.property}s on {u.what} ({_detail(u)})" for u in unchecked]
     options = EngineOptions(timeout_s=timeout_s, memory_mb=memory_mb, reduce=reduce, jobs=jobs,
                             load_races=load_races)
     out = _decide(kernel, res, options, engine)
@@ -107,8 +118,11 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         _emit(out.model or lower(kernel, reduce=reduce), kernel, emit_promela)
     if out.engine == HB and out.verdict in (ENGINE_VERIFIED, ENGINE_VIOLATION):
         res.config["engine"] = HB
+    if out.config.get("load_races") and "race" in properties:
+        unchecked = [*unchecked, Unchecked("race", "the stages TMA loads fill", "SPIN searched "
+                                           "without those races; --load-races checks them")]
     if out.verdict == ENGINE_VERIFIED:
-        _decide_verified(res, out)
+        _decide_verified(res, out, unchecked, properties)
     elif out.verdict == ENGINE_VIOLATION:  # SPIN's trail is of the kernel it lowered
         _violation(out.model.kernel if out.model is not None else kernel, out.model, res, out)
     else:
@@ -189,10 +203,23 @@ def _shortened(kernel: Kernel, found: Outcome, res: Result, options: EngineOptio
     return found
 
 
-def _decide_verified(res: Result, out: Outcome) -> None:
-    """The only place a verdict becomes VERIFIED."""
+def _decide_verified(res: Result, out: Outcome, unchecked: list, properties: tuple) -> None:
+    """The only place a verdict becomes VERIFIED: the engine's check was complete and every
+    property asked for was checked on every object. A property left unchecked on an object makes
+    the verdict INCONCLUSIVE, the first line saying what was shown and what was not."""
     assert res.verdict == UNDECIDED and out.verdict == ENGINE_VERIFIED and out.kind is None
-    res.verdict = VERIFIED
+    if not unchecked:
+        res.verdict = VERIFIED
+        return
+    shown = "no deadlock in any interleaving; " if "deadlock" in properties else ""
+    res.verdict = INCONCLUSIVE
+    res.reasons = [f"{shown if i == 0 else ''}{u.property}s NOT CHECKED on {u.what} "
+                   f"({_detail(u)})" for i, u in enumerate(unchecked)]
+    res.reason_locations = [_location(u.loc) for u in unchecked if u.loc.line]
+
+
+def _detail(u: Unchecked) -> str:
+    return f"line {u.loc.line}: {u.why}" if u.loc.line else u.why
 
 
 def _violation(kernel: Kernel, model, res: Result, er) -> None:

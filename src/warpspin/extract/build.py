@@ -12,7 +12,7 @@ from ..syncir.ops import (ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsy
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
                           Unsupported,
                           WgmmaCommit, WgmmaRead, WgmmaWait, GlobalAdd, GlobalWait)
-from ..syncir.ir import (BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
+from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
 from ..syncir.printer import fmt_expr
@@ -226,6 +226,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                  loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used, ctas if grid else 0),
                  words=words,
                  assumptions=tuple(sorted(ctx.assumptions)), counters=counters,
+                 unchecked=tuple(dict.fromkeys(ctx.unchecked)),
                  constraints=_grid_constraints(used), tensormaps=tensormaps, buffers=buffers)
     if out.constraints and not some_launch(out):  # the user's --param values, not a bug
         raise ExtractError("no values of the launch parameters satisfy the launch constraints ("
@@ -350,10 +351,9 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
         if why is None:
             out[name] = [label, loc, count, bool(stores)]
         else:
-            ctx.assumptions.add(f"races on {label} (first accessed at {loc}) are not checked: "
-                                f"{why}")
+            ctx.unchecked.append(Unchecked("race", label, why, loc))
     for loc, why in ctx.unstaged_stores:
-        ctx.assumptions.add(f"races of the TMA store at {loc} are not checked: {why}")
+        ctx.unchecked.append(Unchecked("race", f"the TMA store's source", why, loc))
     return out
 
 
@@ -442,8 +442,7 @@ def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[Bu
                if len(lanes) > 1 else None)
         if why is not None:
             dropped.add(name)
-            ctx.assumptions.add(f"races on {label} (first accessed at {loc}) are not checked: "
-                                f"{why}")
+            ctx.unchecked.append(Unchecked("race", label, why, loc))
             continue
         # the id it waits on most often hands writes over; a write released on another is
         # unsupported (ops.buffer_releases)

@@ -18,7 +18,7 @@ from ..syncir.ops import (CLC_WORDS, ClcTryCancel, BulkCommit, BulkWaitRead, CpA
                           TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
                           TensormapWrite, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish,
                           ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd, GlobalWait)
-from ..syncir.ir import (AtomInc, StAsync, Assign, BarArrive, CounterDecl, FlagDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
+from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, BarArrive, CounterDecl, FlagDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
                          MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
                          MbarInitFence, MbarTestWait, MbarWait, SmemLoad, SmemStore, Stmt,
@@ -494,6 +494,7 @@ class Context:
     smem_uses: list = field(default_factory=list)
     staged_uses: dict = field(default_factory=dict)  # smem_uses index -> buffer name
     unstaged_stores: list = field(default_factory=list)  # (loc, why)
+    unchecked: list = field(default_factory=list)  # Unchecked: properties not followed
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
     alloc_fields: dict = field(default_factory=dict)  # allocation uid -> its struct fields
     alloc_names: dict = field(default_factory=dict)  # allocation uid -> `sX` of `sX = ...alloc...`
@@ -2150,10 +2151,9 @@ class WarpWalker:
         into anything else is not followed (the verdict says so)."""
         name = self.own_buffer(op, op.operands[2]) if len(op.operands) > 2 else None
         if name is None:
-            self.ctx.assumptions.add(
-                f"races of the cp.async at {self.loc(op)} are not checked: its destination is not "
-                "a thread's own part of a shared-memory tensor (a one-to-one tiled-copy partition "
-                "at the thread index)")
+            self.ctx.unchecked.append(Unchecked(
+                "race", "the cp.async's destination", "not a thread's own part of a shared-memory "
+                "tensor (a one-to-one tiled-copy partition at the thread index)", self.loc(op)))
             return
         out.append(CpAsync(name, Const(0), self.loc(op)))
 

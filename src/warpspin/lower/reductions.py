@@ -87,6 +87,7 @@ def independent_ctas(kernel: Kernel) -> tuple[Decision, Kernel | None, tuple]:
                 None, ()
     comp = Kernel(kernel.name, tuple(base), kernel.mbarriers, kernel.params, 1, kernel.loc,
                   words=kernel.words, assumptions=kernel.assumptions, counters=kernel.counters,
+                  unchecked=kernel.unchecked,
                   tensormaps=kernel.tensormaps, flags=kernel.flags,
                   buffers=tuple(replace(b, storers=tuple(per[0].index(i) for i in b.storers
                                                         if i in per[0]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
-SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "load_races",
+SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "load_races", "unchecked",
                 "engine", "hb_refused", "not_shortened")
 
 
@@ -24,6 +24,8 @@ def render_text(r: Result, max_steps: int = 200) -> str:
                     if k not in SHOWN_CONFIG)
     refused = [f"  = note: reduction not applied: {why}" for why in r.config.get("reductions_refused", ())]
     refused += [f"  = note: assumed: {a}" for a in r.config.get("assumptions", ())]
+    if r.verdict != INCONCLUSIVE:  # (an INCONCLUSIVE one says it in its reasons)
+        refused += [f"  = note: not checked: {u}" for u in r.config.get("unchecked", ())]
     head = f"{r.target or r.kernel}: "
     if r.verdict == VERIFIED:
         races = ", no tensormap race" if r.config.get("tensormaps") else ""

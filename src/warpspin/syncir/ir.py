@@ -244,6 +244,21 @@ class FlagDecl:
 
 
 @dataclass(frozen=True)
+class Unchecked:
+    """A default property the model does not check on one object of the kernel (`property`:
+    one of PROPERTIES): a VERIFIED of the kernel would not cover it, so the verdict is not
+    VERIFIED while the property is asked for (pipeline._decide_verified)."""
+    property: str
+    what: str       # the object, as the user wrote it ("sO", "the TMA store at x.py:58")
+    why: str        # why it is not followed
+    loc: Loc = NOLOC
+
+
+PROPERTIES = ("deadlock", "race")  # deadlock: every kind but the races; race: race, proxy-race,
+# tensormap-race and pending-at-exit of copies
+
+
+@dataclass(frozen=True)
 class Param:
     """A launch parameter (problem size, tile count): one value, or every value in lo..hi."""
     name: str
@@ -399,6 +414,7 @@ class Kernel:
     # CTAs per cluster: 0 when the model is one cluster (num_ctas); n < num_ctas when the model
     # is several clusters of a grid (CTA c is in cluster c // n)
     cluster_ctas: int = 0
+    unchecked: tuple[Unchecked, ...] = ()  # default properties not followed on an object
 
     def __post_init__(self):
         object.__setattr__(self, "cta_blocks", tuple(tuple(lift(x) for x in b)
@@ -413,6 +429,7 @@ class Kernel:
         object.__setattr__(self, "tensormaps", tuple(self.tensormaps))
         object.__setattr__(self, "buffers", tuple(self.buffers))
         object.__setattr__(self, "flags", tuple(self.flags))
+        object.__setattr__(self, "unchecked", tuple(self.unchecked))
 
     def same_cluster(self, a: int, b: int) -> bool:
         n = self.cluster_ctas or self.num_ctas
