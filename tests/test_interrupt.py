@@ -13,6 +13,25 @@ def big():
 """
 
 
+def _wait_for_pan(session: int, limit_s: float = 180) -> None:
+    """Until a pan process of the session runs (tracing and compiling take longer on a loaded
+    machine than any fixed sleep)."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{pid}/comm") as f:
+                    comm = f.read().strip()
+            except OSError:
+                continue
+            if int(fields[3]) == session and comm.startswith("pan"):  # field 5: session id
+                return
+        time.sleep(0.2)
+    raise AssertionError("no pan process started")
+
+
 @pytest.mark.parametrize("jobs", ("1", "2"))
 def test_ctrl_c_gives_inconclusive_with_what_was_searched(tmp_path, jobs):
     (tmp_path / "big.py").write_text(BIG)
@@ -21,7 +40,8 @@ def test_ctrl_c_gives_inconclusive_with_what_was_searched(tmp_path, jobs):
                           f"{tmp_path}/big.py:big", "--jobs", jobs, "--timeout", "600", "--engine", "spin"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
-    time.sleep(8)  # the search runs by then (the ring has millions of states)
+    _wait_for_pan(p.pid)  # Ctrl-C during the search (the ring has millions of states)
+    time.sleep(2)
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 2, out
