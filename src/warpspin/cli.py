@@ -1,7 +1,7 @@
 """warpspin command line.
 
   warpspin check TARGET... [--arch sm_90a|sm_100a] [--param NAME=V|NAME=LO..HI]... [--json]
-                 [--engine auto|hb|spin] [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
+                 [--engine auto|hb|spin] [--properties deadlock,race] [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
                  [--html FILE] [--sarif FILE]
   warpspin explain [KIND]    what a violation kind means, an example and the usual fixes
   warpspin doctor            the versions of the DSL, SPIN and gcc; whether tracing works

@@ -20,13 +20,14 @@ from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIE
                             BarrierState, BlockedWait, Location, Note, Result, Stats, TraceStep,
                             Violation)
 from .syncir import BOUND_KINDS, PROPERTIES, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
-from .syncir.ir import Unchecked, walk_stmts
+from .syncir.ir import Unchecked
 from .syncir.ops import (CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, TmemAccess, TmemAlloc, TmemDealloc,
-                         bw_fenced, bw_unfenced, tmem_access_checked)
+                         bw_fenced, bw_unfenced)
 from .syncir.diagnose import describe_steps, diagnose_deadlock
 from .syncir.interp import replay
 from .syncir.passes import without_noop_fences
 from .syncir.summary import kernel_summary
+from .syncir.unchecked import unchecked_objects
 from .syncir.trace import Complete, ParamChoice, Step, Take
 
 INTERRUPTED = TRUNCATION["interrupted"]
@@ -91,7 +92,7 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     elided = 0
     if reduce:  # R13: the rest of the check (model, replay, report) sees the kernel without them
         kernel, elided = without_noop_fences(kernel)
-    assumed = [*kernel.assumptions, *_tmem_assumptions(kernel)]
+    assumed = list(kernel.assumptions)
     if assumed:
         res.config["assumptions"] = assumed
     if kernel.tensormaps:
@@ -100,7 +101,7 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         res.config["buffers"] = [b.label or b.name for b in kernel.buffers]
     if set(properties) != set(PROPERTIES):
         res.config["properties"] = list(properties)
-    unchecked = [u for u in kernel.unchecked if u.property in properties]
+    unchecked = [u for u in unchecked_objects(kernel) if u.property in properties]
     if unchecked:
         res.config["unchecked"] = [f"{u.property}s on {u.what} ({_detail(u)})" for u in unchecked]
     options = EngineOptions(timeout_s=timeout_s, memory_mb=memory_mb, reduce=reduce, jobs=jobs,
@@ -284,18 +285,6 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
                       for b in blocked),
         notes=notes, help=tuple(help_),
     )]
-
-
-def _tmem_assumptions(kernel: Kernel) -> list[str]:
-    """What the TMEM access check leaves out in a kernel where one CTA may hold several
-    allocations (ops.tmem_access_checked)."""
-    ctas = sorted({p.cta for p in kernel.processes for s in walk_stmts(p.body)
-                   if isinstance(s, TmemAccess)})
-    if all(tmem_access_checked(kernel, c) for c in ctas):
-        return []
-    return ["TMEM accesses are checked only against the CTA holding no columns at all: a CTA "
-            "allocates more than once (or in a loop, or in several warps), so an access to "
-            "columns one allocation freed while another is held is not"]
 
 
 def _tmem_notes(kernel: Kernel, op) -> tuple[tuple[Note, ...], tuple[str, ...]]:

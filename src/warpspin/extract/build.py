@@ -353,7 +353,7 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
         else:
             ctx.unchecked.append(Unchecked("race", label, why, loc))
     for loc, why in ctx.unstaged_stores:
-        ctx.unchecked.append(Unchecked("race", f"the TMA store's source", why, loc))
+        ctx.unchecked.append(Unchecked("race", "the TMA store's source", why, loc))
     return out
 
 

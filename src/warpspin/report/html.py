@@ -11,7 +11,7 @@ import linecache
 import os
 
 from .render import SHOWN_CONFIG, _short, found_line, searched_line
-from .result import NOT_CHECKED, VERIFIED, VIOLATION, Result
+from .result import VERIFIED, VIOLATION, Result
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -172,8 +172,8 @@ def _facts(r: Result) -> str:
         rows.append(("reduction not applied", why))
     for a in r.config.get("assumptions", ()):
         rows.append(("assumed", a))
-    if r.verdict == VERIFIED:
-        rows.append(("not checked", NOT_CHECKED))
+    for u in r.config.get("unchecked", ()):
+        rows.append(("not checked", u))
     return "<dl class=\"kv\">" + "".join(f"<dt>{_E(k)}</dt><dd>{_E(v)}</dd>" for k, v in rows) + "</dl>"
 
 

@@ -1,7 +1,7 @@
 """Text rendering of a Result, shaped like a compiler diagnostic."""
 from __future__ import annotations
 
-from .result import (ERROR, INCONCLUSIVE, NOT_CHECKED, UNSUPPORTED, VERIFIED, VIOLATION, Result)
+from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
 SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "load_races", "unchecked",
@@ -39,7 +39,6 @@ def render_text(r: Result, max_steps: int = 200) -> str:
                    f"{'; ' + cfg if cfg else ''})")
         out.append(searched_line(s))
         out += refused + _engine_notes(r)
-        out.append(f"  = note: {NOT_CHECKED}")
         if r.config.get("load_races"):
             out.append("  = note: races on the stages this kernel's TMA loads fill (wgmma and "
                        "thread reads) are not checked: `--load-races` checks them")

@@ -28,15 +28,6 @@ CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
            "tcgen05.ld / st / cp / mma issued while its CTA holds no columns)",
            "deadlock and scope of global flags between CTAs (atom.add / red.add and spin loops "
            "on ld.acquire, in a model of every CTA of a small grid)")
-NOT_CHECKED = ("races on other shared-memory buffers (cp.async copies read by other threads, "
-               "buffers whose every access the extractor cannot attribute to a stage), DSMEM "
-               "data beyond the release scope of st.shared::cluster stores (the readers' acquire "
-               "scope, races on the stored bytes) and TMEM data (an accumulator's reuse ordered "
-               "against its reads, a tcgen05 op still in flight when its columns are freed, "
-               "which columns an access touches when a CTA holds several allocations; the "
-               "2-CTA allocation) "
-               "and which global data a flag hands over (every add to a flag another thread "
-               "waits on must be a release, every wait an acquire) are not checked yet")
 
 
 @dataclass(frozen=True)
@@ -159,7 +150,9 @@ class Result:
             "reason_locations": [asdict(l) for l in self.reason_locations],
             "config": dict(self.config),
             "model": dict(self.model),
-            "properties": {"checked": list(CHECKED), "not_checked": NOT_CHECKED},
+            "properties": {"asked": list(self.config.get("properties", ("deadlock", "race"))),
+                           "checked": list(CHECKED),
+                           "not_checked": list(self.config.get("unchecked", ()))},
             "stats": {"processes": self.stats.processes, "states": self.stats.states,
                       "transitions": self.stats.transitions, "depth": self.stats.depth,
                       "state_vector_bytes": self.stats.state_vector,

@@ -1,0 +1,40 @@
+"""What the model does not check on a kernel's objects: the properties a VERIFIED of it would
+not cover (pipeline._decide_verified turns each one asked for into INCONCLUSIVE)."""
+from __future__ import annotations
+
+from .ir import Kernel, Unchecked, walk_stmts
+from .ops import DsmemStore, TmemAccess, tmem_access_checked
+
+
+def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
+    """The extractor's (buffers and copies it does not follow) and the model's own: TMEM data,
+    DSMEM data, and the data a global flag hands over."""
+    out = list(kernel.unchecked)
+    tmem = _first(kernel, TmemAccess)
+    if tmem is not None:
+        out.append(Unchecked("race", "TMEM data", "the model checks that the CTA holds columns "
+                             "at each tcgen05 access, not which columns, an accumulator's reuse "
+                             "against its reads, nor an access in flight when its columns are "
+                             "freed", tmem.loc))
+        ctas = sorted({p.cta for p in kernel.processes for s in walk_stmts(p.body)
+                       if isinstance(s, TmemAccess)})
+        if not all(tmem_access_checked(kernel, c) for c in ctas):
+            out.append(Unchecked("race", "TMEM columns", "a CTA allocates more than once (or "
+                                 "in a loop, or in several warps): an access to columns one "
+                                 "allocation freed while another is held is not checked",
+                                 tmem.loc))
+    dsmem = _first(kernel, DsmemStore)
+    if dsmem is not None:
+        out.append(Unchecked("race", "the bytes stored into a peer CTA (DSMEM)", "the model "
+                             "checks the scope of the release after st.shared::cluster, not the "
+                             "readers' acquire nor races on the stored bytes", dsmem.loc))
+    for f in kernel.flags:
+        out.append(Unchecked("race", f"the global data flag {f.label or f.name} hands over",
+                             "the model checks the flag's protocol and the scope of its adds "
+                             "and waits, not the data they publish", f.loc))
+    return out
+
+
+def _first(kernel: Kernel, cls):
+    return next((s for p in kernel.processes for s in walk_stmts(p.body) if isinstance(s, cls)),
+                None)
