@@ -13,9 +13,9 @@ def big():
 """
 
 
-def _wait_for_pan(session: int, limit_s: float = 180) -> None:
-    """Until a pan process of the session runs (tracing and compiling take longer on a loaded
-    machine than any fixed sleep)."""
+def _wait_for_pan(parent: int, limit_s: float = 180) -> None:
+    """Until a pan process the CLI started runs (tracing and compiling take longer on a loaded
+    machine than any fixed sleep; pan runs in a session of its own)."""
     end = time.monotonic() + limit_s
     while time.monotonic() < end:
         for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -26,7 +26,7 @@ def _wait_for_pan(session: int, limit_s: float = 180) -> None:
                     comm = f.read().strip()
             except OSError:
                 continue
-            if int(fields[3]) == session and comm.startswith("pan"):  # field 5: session id
+            if int(fields[1]) == parent and comm.startswith("pan"):  # field 4: the parent
                 return
         time.sleep(0.2)
     raise AssertionError("no pan process started")
