@@ -251,7 +251,10 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
             ex_out, ex_timed_out = _stop(ex), "interrupted"
     finally:  # also on an exception: no pan outlives the check
         if hunt_build is not None and hunt_build.poll() is None:
-            hunt_build.kill()
+            try:
+                os.killpg(hunt_build.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             hunt_build.wait()
         for r in running:
             _stop(r)

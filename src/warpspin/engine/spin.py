@@ -246,14 +246,30 @@ def _to_cta(model, ev, cta: int):
 
 
 def _run(cmd, cwd, timeout, what) -> subprocess.CompletedProcess:
+    """Run `cmd` in a process group of its own: a time limit or Ctrl-C stops all of it (gcc's
+    cc1 and as too, not only the driver)."""
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
     try:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _kill_group(p)
         raise EngineTimeout(f"{what} did not finish within the {timeout:.0f} s left of the "
                             "time limit") from None
-    if r.returncode != 0:
-        raise EngineError(f"{what} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
-    return r
+    except BaseException:
+        _kill_group(p)
+        raise
+    if p.returncode != 0:
+        raise EngineError(f"{what} failed ({p.returncode}):\n{out}\n{err}")
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.communicate()
 
 
 def hash_bits(memory_mb: int) -> int:
@@ -340,9 +356,10 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
                   f"-DVECTORSZ={int(vector_size)}"]
     _run([CC, *ex_flags, "-o", "pan_x", "pan.c"], tmp, timeout_s, "gcc pan.c")
 
-    def build_hunt():
+    def build_hunt():  # its own process group: stopping it stops gcc's cc1 and as too
         return subprocess.Popen([CC, *hunt_flags, "-o", "pan_h", "pan.c"], cwd=tmp,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
     compile_s = time.monotonic() - start
     ex_args = [f"-w{hash_bits(ex_mb)}", f"-m{max_depth}", "-n"]
     deadline = start + max(1.0, timeout_s)
