@@ -34,9 +34,13 @@ def _why(r) -> str:
         v = r.violations[0]
         loc = v.locations[0] if v.locations else None
         return f"{v.kind} at {os.path.basename(loc.file)}:{loc.line}" if loc else v.kind
+    refused = r.config.get("hb_refused")
+    spin = f"SPIN (outside the happens-before class: {refused[:100]})" if refused else ""
     if r.verdict == "verified":
-        refused = r.config.get("hb_refused")
-        return f"SPIN (outside the happens-before class: {refused[:100]})" if refused else ""
+        return spin
+    if r.outcome == "not-checked":  # complete, no violation: name what was not checked
+        objects = [why.split(" NOT CHECKED on ", 1)[1].split(" (")[0] for why in r.reasons]
+        return "; ".join(filter(None, ["races not checked on " + ", ".join(objects), spin]))
     seen, out = set(), []
     for reason, loc in zip(r.reasons, r.reason_locations + [None] * len(r.reasons)):
         where = f" ({os.path.basename(loc.file)}:{loc.line})" if loc and loc.line else ""
@@ -65,7 +69,8 @@ def row(name: str, timeout: float, memory: int, engine: str = "auto") -> tuple:
                       stats=stats)
     s = r.stats
     size = f"{s.states:,} states" if s.states else (f"{s.hb_ops:,} ops" if s.hb_ops else "")
-    return (name, s.processes, s.engine or "", r.verdict.upper(), size,
+    verdict = "INCONCLUSIVE (not checked)" if r.outcome == "not-checked" else r.verdict.upper()
+    return (name, s.processes, s.engine or "", verdict, size,
             s.state_vector or "", f"{t1 - t0:.1f}", f"{t2 - t1:.2f}",
             f"{s.seconds.get('check', 0):.1f}", f"{s.memory_mb:.0f}" if s.memory_mb else "", _why(r))
 

@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
             opts = example_options(mod, name, timeout_s=300)
             for r in check_target(f"{path}:{name}", opts):
                 s = r.stats.seconds
-                verdict = r.violations[0].kind if r.violations else r.verdict
+                verdict = r.outcome
                 print(" | ".join(str(x) for x in (
                     os.path.basename(path), name, r.stats.processes, f"{r.stats.states:,}",
                     r.stats.state_vector, f"{s.get('trace', 0):.2f}", f"{s.get('extract', 0):.2f}",

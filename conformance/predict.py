@@ -11,7 +11,8 @@ from warpspin.syncir.interp import Machine, Outcomes, Terminal, outcomes
 
 @dataclass
 class Prediction:
-    verdict: str            # "verified", a violation kind, "unsupported", "inconclusive", "error"
+    verdict: str            # "verified", a violation kind, "not-checked" (complete, but a property
+    # was not followed on some object), "unsupported", "inconclusive", "error"
     where: str              # file:line of the first violation ("" when none)
     outcomes: Outcomes
     kernel: object = None   # the extracted SyncIR
@@ -59,7 +60,7 @@ def predict(lit, max_states: int = 200_000) -> Prediction:
 
     args = lit.args_cpu()
     res = verify(lit, *args, target=lit.name, timeout_s=120, arch=lit.arch)
-    verdict = res.violations[0].kind if res.violations else res.verdict
+    verdict = res.outcome
     where = ""
     if res.violations:
         loc = res.violations[0].locations[0]

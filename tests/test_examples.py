@@ -11,7 +11,6 @@ if not os.environ.get("WARPSPIN_REQUIRE_ALL"):  # make test (CI) installs the DS
 from warpspin.api import check_target  # noqa: E402
 from warpspin.demo import _module, example_options  # noqa: E402
 from sourcelines import line_of  # noqa: E402
-from verdicts import outcome  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,7 +32,7 @@ def test_example(path, variant, mod):
     results = check_target(f"{path}:{variant}", example_options(mod, variant, timeout_s=300))
     assert results
     for r in results:
-        assert outcome(r) == expect, str(r)
+        assert r.outcome == expect, str(r)
         where = getattr(mod, "EXPECT_AT", {}).get(variant)
         if where:
             loc = r.violations[0].locations[0]
@@ -64,5 +63,5 @@ def test_example_plain_and_reduced_agree(path, variant, mod):
     for reduce in (True, False):
         r = check_target(f"{path}:{variant}", example_options(mod, variant, timeout_s=300,
                                                               reduce=reduce))[0]
-        kinds.append(outcome(r))
+        kinds.append(r.outcome)
     assert kinds[0] == kinds[1] == mod.EXPECT[variant]

@@ -88,7 +88,9 @@ def test_persistent_verified():
     sk = extract(quack_sm90_gemm("persistent"), params=dict(PERSISTENT_RANGES, size_L558=(0, 2)))
     assert {p.name: (p.lo, p.hi) for p in sk.params if p.lo != p.hi} == \
         {"size_L558": (0, 2), K_TILES: (1, 2), "clusterid_z": (0, 1), "nclusterid_z": (1, 2)}
-    r = verify_kernel(sk, opts=CheckOptions(timeout_s=1200, memory_mb=12288, engine="spin"))
+    # SPIN without load races (its state count): deadlocks and the staged buffers it follows
+    r = verify_kernel(sk, opts=CheckOptions(timeout_s=1200, memory_mb=12288, engine="spin",
+                                            properties=("deadlock",)))
     assert r.verdict == "verified", str(r)
     assert r.stats.states > 2_000_000
     assert any("FastDivmod" in a for a in r.config["assumptions"])
@@ -168,7 +170,8 @@ def test_persistent_dynamic_verified():
     (decl,) = sk.counters
     assert decl.label == "tile_count_semaphore"
     assert decl.limit == Var("size_L558") - 1
-    r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096))
+    r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096,
+                                            properties=("deadlock",)))
     assert r.verdict == "verified", str(r)
     assert any("tile_count_semaphore" in a for a in r.config["assumptions"])
 
@@ -182,8 +185,8 @@ def test_cluster_reduction_verified(name):
     quack's autotuning space: VERIFIED on one core with merged completions (R7) and early issues
     (R8, into the peer CTA too): 40-79 k states, about 1 s (without R8 into the peer: 0.78-1.7 M;
     without R7 and R8: more than 24 M states)."""
-    r = verify_kernel(C.extracted(name),
-                      opts=CheckOptions(timeout_s=600, memory_mb=4096, engine="spin"))
+    r = verify_kernel(C.extracted(name), opts=CheckOptions(timeout_s=600, memory_mb=4096,
+                                                           engine="spin", properties=("deadlock",)))
     assert r.verdict == "verified", str(r)
     assert {"R7", "R8"} <= set(r.config["reductions"]), r.config["reductions"]
 

@@ -63,7 +63,7 @@ def main() -> int:
     for target, expected, opts in example_targets():
         t0 = time.perf_counter()
         for r in check_target(target, opts):
-            got = r.violations[0].kind if r.violations else r.verdict
+            got = r.outcome
             where = ""
             if r.violations and r.violations[0].locations:
                 loc = r.violations[0].locations[0]

@@ -69,7 +69,7 @@ class Checker:
             json.dump({"targets": [r.to_dict() for r in results]}, f, indent=2)
         from .report.html import write_html
         write_html(results, os.path.join(self.dir, stem + ".html"))
-        got = [r.violations[0].kind if r.violations else r.verdict for r in results]
+        got = [r.outcome for r in results]
         if not results or any(g != expect for g in got):
             pytest.fail(f"warpspin: {what}: expected {expect}, got {', '.join(got) or 'nothing'}"
                         f"\n\n" + "\n".join(str(r) for r in results), pytrace=False)

@@ -132,6 +132,18 @@ class Result:
     syncir_text: str = field(default="", repr=False)    # the checked SyncIR, printed
     model: dict = field(default_factory=dict, repr=False)  # syncir.summary.kernel_summary
 
+    @property
+    def outcome(self) -> str:
+        """What the check found, in one word: the first violation's kind; "not-checked" for an
+        INCONCLUSIVE whose every reason is a property not checked on an object (the check itself
+        completed); else the verdict."""
+        if self.violations:
+            return self.violations[0].kind
+        if self.verdict == INCONCLUSIVE and self.reasons and \
+                all(" NOT CHECKED on " in why for why in self.reasons):
+            return "not-checked"
+        return self.verdict
+
     def to_dict(self) -> dict:
         return {
             "target": self.target,
