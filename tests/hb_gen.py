@@ -20,6 +20,7 @@ from warpspin.syncir import (Assign, BarArrive, BarSync, ClusterArrive, ClusterW
                              Elect, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
                              MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
                              MbarTestWait, MbarWait, Process, TmaLoad, Var)
+from protocol_gen import valid
 from warpspin.syncir import protocols as P
 from warpspin.syncir.ir import BinOp, stmt_bodies, with_bodies
 from warpspin.syncir.ops import (BulkWaitRead, CpAsyncWait, FenceProxyAsync, SyncOp,
@@ -117,6 +118,10 @@ def cluster_multicast(stages: int = 2, trips: int = 2) -> Kernel:
 
 @st.composite
 def well_synchronized(draw) -> Kernel:
+    return valid(_well_synchronized(draw), "well_synchronized")
+
+
+def _well_synchronized(draw) -> Kernel:
     kind = draw(st.sampled_from(("ring", "ring", "peek", "pingpong", "exchange", "cluster",
                                  "epilogue", "mainloop", "umma", "cp_async", "kgrouped",
                                  "prefix", "clc")))

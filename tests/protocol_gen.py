@@ -14,7 +14,9 @@ executing CTA's own barriers (remote refs are used by arrives only).
 """
 from __future__ import annotations
 
-from hypothesis import strategies as st
+import collections
+
+from hypothesis import assume, strategies as st
 
 from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Elect,
                              Exit, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
@@ -22,6 +24,8 @@ from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, C
                              MbarTestWait, MbarWait, Param, Process, SmemLoad, SmemStore, StAsync, TmaLoad,
                              Var, While, WordRef, WordsDecl, walk_stmts)
 from dataclasses import replace
+
+from warpspin.syncir.validate import validate
 
 from warpspin.syncir.ir import BufferDecl, FlagDecl, TensormapDecl, rewrite_stmts
 from warpspin.syncir.ops import (GlobalAdd, GlobalWait, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
@@ -354,10 +358,11 @@ def protocols(draw, extra: str | None = None) -> Kernel:
         buffers = (BufferDecl("sb", 2, storers, 1),)
     if "cpasync" in extras:
         buffers += (BufferDecl("sc", 2),)
-    return Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]), MBarrierDecl("b", 1)),
-                  params=tuple(params), num_ctas=num_ctas, words=words, tensormaps=maps,
-                  buffers=buffers, flags=(FlagDecl("f"),) if "flag" in extras else (),
-                  cluster_ctas=1 if clusters else 0)
+    return valid(Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]),
+                                                 MBarrierDecl("b", 1)),
+                        params=tuple(params), num_ctas=num_ctas, words=words, tensormaps=maps,
+                        buffers=buffers, flags=(FlagDecl("f"),) if "flag" in extras else (),
+                        cluster_ctas=1 if clusters else 0), "protocols")
 
 
 # constructs the generator must be able to produce (tests/test_differential.py checks each)
@@ -406,17 +411,35 @@ REQUIRED_CONSTRUCTS = ("ClusterArrive(relaxed)", "ClusterArrive", "ClusterWait",
 
 
 @st.composite
-def prefix_protocols(draw) -> Kernel:
+def prefix_protocols(draw, extra: str | None = None) -> Kernel:
     """A random protocol whose initializing process p0 (its barrier inits, and their fence when
     drawn, elected) is followed, in every CTA, by a process that runs exactly p0's code after
     those inits: R12's shape (prefix symmetry, docs/semantics.md)."""
-    k = draw(protocols())
+    k = draw(protocols(extra=extra))
+    return valid(with_prefix_copies(k, lambda: draw(st.integers(1, 2))))
+
+
+def with_prefix_copies(k: Kernel, copies) -> Kernel:
+    """`k` with, after each initializing process p0, a process of `copies()` instances running
+    p0's code after its inits; every declaration of `k` kept."""
     procs = []
     for p in k.processes:
         procs.append(p)
         if p.role == "p0" and p.body and isinstance(p.body[0], Lanes):
-            n = draw(st.integers(1, 2))
+            n = copies()
             procs.append(Process("p0x", p.body[1:], cta=p.cta, warps=(40, 40 + n),
                                  threads=p.threads, instances=n, init=p.init))
-    return Kernel(k.name, tuple(procs), k.mbarriers, params=k.params, num_ctas=k.num_ctas,
-                  words=k.words)
+    return replace(k, processes=tuple(procs))
+
+
+DRAWN: collections.Counter = collections.Counter()     # kernels each generator built
+REJECTED: collections.Counter = collections.Counter()  # ... and rejected as invalid SyncIR
+
+
+def valid(k: Kernel, generator: str = "prefix_protocols") -> Kernel:
+    """`k` if validate() accepts it; else the draw is rejected (counted in REJECTED)."""
+    DRAWN[generator] += 1
+    if validate(k):
+        REJECTED[generator] += 1
+        assume(False)
+    return k

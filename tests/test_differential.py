@@ -15,6 +15,7 @@ import collections
 import contextlib
 import importlib.util
 import os
+import dataclasses
 import pathlib
 import shutil
 
@@ -24,7 +25,8 @@ from warpspin.syncir.flat import VISIBLE, flatten
 from hypothesis import HealthCheck, given, settings
 
 from diffstats import write_lines
-from protocol_gen import REQUIRED_CONSTRUCTS, constructs, prefix_protocols, protocols
+from protocol_gen import (DRAWN, REJECTED, REQUIRED_CONSTRUCTS, constructs, prefix_protocols, protocols,
+                          with_prefix_copies)
 from warpspin.syncir.ops import GlobalAdd, GlobalWait
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import REDUCTION_UNSOUND, check, lower_and_check
@@ -71,6 +73,9 @@ def _report_counts(request):
                      f"{c['skipped']} too large for the interpreter")
     total = sum(c["checked"] for c in STATS.values())
     lines.append(f"  total: {sum(c['ran'] for c in STATS.values())} ran, {total} agreed")
+    for gen, n in sorted(DRAWN.items()):
+        lines.append(f"  generator {gen}: {REJECTED[gen]} of {n} draws rejected as invalid "
+                     f"SyncIR ({REJECTED[gen] / n:.1%})")
     write_lines(request, lines)
 
 
@@ -90,6 +95,7 @@ def spin_agrees(k, reduce: bool, max_states: int = 50_000, fuse: bool = False, s
     interpreter's shortest (a fused block is one step of the model but two events).
     `stats`: the STATS entry counting this example."""
     c = STATS[stats] if stats else collections.Counter()
+    assert validate(k) == [], validate(k)  # the backends take valid SyncIR only
     c["ran"] += 1
     kinds, complete = interp.violation_kinds(k, max_states=max_states)
     if not complete:
@@ -203,6 +209,35 @@ def test_prefix_symmetry_matches_interpreter(k):
     """R12: the initializing process joins the records of the process that runs its code after
     the inits; SPIN on that model against the interpreter on the kernel as written."""
     spin_agrees(k, reduce=True, fuse=True, stats="prefix symmetry vs interpreter")
+
+
+@diff_settings(3)
+@given(prefix_protocols(extra="tensormap"))
+def test_prefix_symmetry_with_a_tensormap_matches_interpreter(k):
+    """The case `make fuzz` found: R12 on a protocol with a tensormap (its rewrites, release,
+    acquire and loads through it), in CI's derandomized profile too."""
+    assert k.tensormaps
+    spin_agrees(k, reduce=True, fuse=True, stats="prefix symmetry (tensormap) vs interpreter")
+
+
+def test_prefix_copies_keep_every_declaration():
+    """Regression (`make fuzz` on f10baf9): the prefix-symmetry generator rebuilt its kernel
+    without the tensormaps, so a TmaLoad named an undeclared one; validate() rejects that kernel,
+    and the interpreter and the lowering raised KeyError on it. The copy keeps every
+    declaration, and the generators reject a draw validate() refuses."""
+    import warpspin.syncir.ir as ir_mod
+    import warpspin.syncir.ops as ops_mod
+    from warpspin.syncir.ir import TensormapDecl
+    names = {n: getattr(m, n) for m in (ir_mod, ops_mod) for n in dir(m) if not n.startswith("_")}
+    text = (pathlib.Path(__file__).parent / "data" / "fuzz_undeclared_tensormap.txt").read_text()
+    broken = eval(text, names)  # the falsifying kernel as Hypothesis printed it
+    assert any("not a declared tensormap" in p.message for p in validate(broken))
+    base = dataclasses.replace(broken, tensormaps=(TensormapDecl("t"),), processes=tuple(
+        p for p in broken.processes if p.role != "p0x"))
+    k = with_prefix_copies(base, lambda: 1)
+    assert validate(k) == [] and k.tensormaps == base.tensormaps
+    assert [p.role for p in k.processes].count("p0x") == 1
+    assert spin_agrees(k, reduce=True, fuse=True) is not None
 
 
 @pytest.mark.parametrize("fence_in_prefix", [False, True])
