@@ -43,7 +43,14 @@ def test_ctrl_c_gives_inconclusive_with_what_was_searched(tmp_path, jobs):
     _wait_for_pan(p.pid)  # Ctrl-C during the search (the ring has millions of states)
     time.sleep(2)
     p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=60)
+    try:
+        out, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # say where it stands before failing
+        tree = subprocess.run(["ps", "-eo", "pid,ppid,pgid,stat,etime,args"], capture_output=True,
+                              text=True).stdout
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        pytest.fail(f"still running 60 s after Ctrl-C; its output:\n{out}\nprocesses:\n{tree}")
     assert p.returncode == 2, out
     assert "Traceback" not in out
     assert "INCONCLUSIVE" in out and "interrupted (Ctrl-C)" in out, out
