@@ -13,6 +13,12 @@ def big():
 """
 
 
+def _default_sigint() -> None:
+    """Ctrl-C as at a terminal: a shell starts background jobs with SIGINT ignored, and Python
+    keeps an ignored SIGINT ignored (no KeyboardInterrupt), so a test run from one would see none."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for_pan(parent: int, limit_s: float = 180) -> None:
     """Until a pan process the CLI started runs (tracing and compiling take longer on a loaded
     machine than any fixed sleep; pan runs in a session of its own)."""
@@ -39,7 +45,7 @@ def test_ctrl_c_gives_inconclusive_with_what_was_searched(tmp_path, jobs):
                           "sys.exit(main(sys.argv[1:]))", "check", f"{tmp_path}/big.py:big",
                           f"{tmp_path}/big.py:big", "--jobs", jobs, "--timeout", "600", "--engine", "spin"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=_default_sigint)
     _wait_for_pan(p.pid)  # Ctrl-C during the search (the ring has millions of states)
     time.sleep(2)
     p.send_signal(signal.SIGINT)
