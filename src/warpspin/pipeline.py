@@ -101,9 +101,6 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         res.config["buffers"] = [b.label or b.name for b in kernel.buffers]
     if set(properties) != set(PROPERTIES):
         res.config["properties"] = list(properties)
-    unchecked = [u for u in unchecked_objects(kernel) if u.property in properties]
-    if unchecked:
-        res.config["unchecked"] = [f"{u.property}s on {u.what} ({_detail(u)})" for u in unchecked]
     options = EngineOptions(timeout_s=timeout_s, memory_mb=memory_mb, reduce=reduce, jobs=jobs,
                             load_races=load_races)
     out = _decide(kernel, res, options, engine)
@@ -119,9 +116,12 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         _emit(out.model or lower(kernel, reduce=reduce), kernel, emit_promela)
     if out.engine == HB and out.verdict in (ENGINE_VERIFIED, ENGINE_VIOLATION):
         res.config["engine"] = HB
+    unchecked = [u for u in unchecked_objects(kernel) if u.property in properties]
     if out.config.get("load_races") and "race" in properties:
-        unchecked = [*unchecked, Unchecked("race", "the stages TMA loads fill", "SPIN searched "
-                                           "without those races; --load-races checks them")]
+        unchecked.append(Unchecked("race", "the stages TMA loads fill", "SPIN searched without "
+                                   "those races; --load-races checks them"))
+    if unchecked:  # (JSON properties.not_checked, the notes)
+        res.config["unchecked"] = [f"{u.property}s on {u.what} ({_detail(u)})" for u in unchecked]
     if out.verdict == ENGINE_VERIFIED:
         _decide_verified(res, out, unchecked, properties)
     elif out.verdict == ENGINE_VIOLATION:  # SPIN's trail is of the kernel it lowered
@@ -187,8 +187,6 @@ def _shortened(kernel: Kernel, found: Outcome, res: Result, options: EngineOptio
             short.found_by, short.found_depth = "exhaustive BFS (SPIN)", len(found.events)
             short.first_found_by, short.first_found_s = how, found.cost.seconds
             short.cost.seconds += found.cost.seconds
-            short.cost.runs, short.cost.ops, short.cost.edges = (
-                found.cost.runs, found.cost.ops, found.cost.edges)
             _account(res.stats, short)
             res.stats.engine = HB
             res.stats.hb_runs, res.stats.hb_ops, res.stats.hb_edges = (

@@ -62,10 +62,6 @@ class Outcome:
     config: dict[str, Any] = field(default_factory=dict)  # how it was decided, for the report
     model: Any = None           # SPIN: the LoweredModel it searched
 
-    @property
-    def complete(self) -> bool:
-        return self.verdict == VERIFIED
-
 
 class Engine(Protocol):
     name: str

@@ -251,16 +251,22 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
             ex_out, ex_timed_out = _stop(ex), "interrupted"
     finally:  # also on an exception: no pan outlives the check
         if hunt_build is not None and hunt_build.poll() is None:
-            try:
-                os.killpg(hunt_build.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            hunt_build.wait()
+            kill_group(hunt_build)
         for r in running:
             _stop(r)
         if ex.proc.poll() is None:
             ex_out, ex_timed_out = _stop(ex), "timeout"
     return ex_out, ex_timed_out, time.monotonic() - started, best, first, seed
+
+
+def kill_group(p: subprocess.Popen) -> None:
+    """Stop `p`, started in a process group of its own, with every process of the group (gcc's
+    cc1 and as, not only the driver), and reap it."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.communicate()
 
 
 def hunt_to_depth(tmp: str, hunt_bin: str, n: int, depth: int, until: float,

@@ -21,7 +21,7 @@ from ..lower.promela import LoweredModel, lower
 from ..lower.trail import fix_param, parse_trail
 from .progress import REPORTER, last_progress
 from .portfolio import (COUNTEREXAMPLE as _COUNTEREXAMPLE, HUNT_MB, PAN_ERROR, hunt_to_depth,
-                        run_portfolio, split_jobs)
+                        kill_group, run_portfolio, split_jobs)
 from ..syncir.interp import failed_tests_at_end
 from ..syncir.trace import Complete, Event, ParamChoice, Step, Take
 
@@ -253,23 +253,16 @@ def _run(cmd, cwd, timeout, what) -> subprocess.CompletedProcess:
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(p)
+        kill_group(p)
         raise EngineTimeout(f"{what} did not finish within the {timeout:.0f} s left of the "
                             "time limit") from None
     except BaseException:
-        _kill_group(p)
+        kill_group(p)
         raise
     if p.returncode != 0:
         raise EngineError(f"{what} failed ({p.returncode}):\n{out}\n{err}")
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
-
-def _kill_group(p: subprocess.Popen) -> None:
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.communicate()
 
 
 def hash_bits(memory_mb: int) -> int:

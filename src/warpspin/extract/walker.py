@@ -2355,8 +2355,7 @@ class WarpWalker:
         if isinstance(atom, Atom) and atom.get("tma_descriptor_ptr") is not None:
             desc = self.tensormap(op, atom.get("tma_descriptor_ptr"), out)
             if desc is not None:
-                where = self.ctx.tensormaps[next(r for r, t in self.ctx.tensormaps.items()
-                                                 if t[0] == desc)][1]
+                where = next(t[1] for t in self.ctx.tensormaps.values() if t[0] == desc)
                 out.append(Unsupported(
                     f"{kind} through the {where}: a TMA store's descriptor read (the "
                     "tensormap acquire it needs after a rewrite, the drain before the next "
