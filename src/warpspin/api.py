@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from .report.result import ERROR, Location, Result, Stats
 from .pipeline import check_kernel
+from .syncir.ir import UNBOUNDED
 from .syncir import Kernel, fmt_kernel
 
 
@@ -85,7 +86,7 @@ def _norm_params(params: dict) -> dict[str, tuple[int, int]]:
             out[k] = (v.start, v.stop - 1)
         else:
             lo, hi = v
-            out[k] = (int(lo), int(hi))
+            out[k] = (int(lo), UNBOUNDED if hi is None or hi == UNBOUNDED else int(hi))
     return out
 
 

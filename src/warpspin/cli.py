@@ -1,6 +1,6 @@
 """warpspin command line.
 
-  warpspin check TARGET... [--arch sm_90a|sm_100a] [--param NAME=V|NAME=LO..HI]... [--json]
+  warpspin check TARGET... [--arch sm_90a|sm_100a] [--param NAME=V|NAME=LO..HI|NAME=LO..]... [--json]
                  [--engine auto|hb|spin] [--properties deadlock,race] [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
                  [--html FILE] [--sarif FILE]
   warpspin explain [KIND]    what a violation kind means, an example and the usual fixes
@@ -19,18 +19,20 @@ import json
 import sys
 
 from .api import CheckOptions, check_target, declared_arch
+from .syncir.ir import UNBOUNDED
 from .engine.portfolio import default_jobs
 from .report.result import exit_status
 
 
 def parse_param(text: str) -> tuple[str, tuple[int, int]]:
     if "=" not in text:
-        raise argparse.ArgumentTypeError(f"--param {text!r}: expected NAME=V or NAME=LO..HI")
+        raise argparse.ArgumentTypeError(f"--param {text!r}: expected NAME=V, NAME=LO..HI or "
+                                         "NAME=LO..")
     name, value = text.split("=", 1)
     try:
         if ".." in value:
             lo, hi = value.split("..", 1)
-            rng = (int(lo), int(hi))
+            rng = (int(lo), UNBOUNDED if not hi.strip() else int(hi))
         else:
             rng = (int(value), int(value))
     except ValueError:
@@ -51,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the architecture to trace for (default: the ARCH the target's module "
                         "declares, else sm_90a)")
     c.add_argument("--param", action="append", type=parse_param, default=[],
-                   metavar="NAME=V|NAME=LO..HI", help="value or range of a launch parameter")
+                   metavar="NAME=V|NAME=LO..HI|NAME=LO..",
+                   help="value or range of a launch parameter (LO..: every value from LO up, "
+                        "decided by the happens-before engine's cutoff)")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page: the "
                    "interleaving as swimlanes, or the roles and barriers of a verified kernel")

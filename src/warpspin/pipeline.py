@@ -533,7 +533,7 @@ def _trace_steps(machine, events, texts: list[str], states=()) -> list[TraceStep
 def _config(kernel: Kernel) -> dict:
     cfg = {}
     for p in kernel.params:
-        cfg[p.name] = p.lo if p.lo == p.hi else f"{p.lo}..{p.hi}"
+        cfg[p.name] = p.lo if p.lo == p.hi else f"{p.lo}.." if p.unbounded else f"{p.lo}..{p.hi}"
     if kernel.num_ctas > 1:
         cfg["ctas"] = kernel.num_ctas
     if kernel.constraints:

@@ -7,7 +7,8 @@ import time
 from ..lower import LowerError
 from ..syncir.ir import Kernel
 from ..syncir.passes import has_load_races, without_load_races
-from .contract import FAILED, INCONCLUSIVE, VERIFIED, VIOLATION, Cost, EngineOptions, Outcome
+from .contract import (FAILED, INCONCLUSIVE, OUTSIDE, VERIFIED, VIOLATION, Cost, EngineOptions,
+                       Outcome)
 from .spin import EngineError, EngineTimeout, lower_and_check
 
 NAME = "spin"
@@ -28,6 +29,13 @@ class Spin:
     def check(self, kernel: Kernel, options: EngineOptions) -> Outcome:
         t0 = time.perf_counter()
         out = Outcome(NAME, INCONCLUSIVE)
+        free = [p for p in kernel.params if p.unbounded]
+        if free:
+            out.verdict = OUTSIDE
+            out.reasons = [f"{free[0].name}={free[0].lo}.. has no upper bound: SPIN searches "
+                           "finite ranges (the happens-before engine's cutoff decides such a "
+                           "range: --engine auto or hb)"]
+            return out
         if not options.load_races and has_load_races(kernel):
             kernel = without_load_races(kernel)
             out.config["load_races"] = "not checked (--load-races checks them)"

@@ -1258,6 +1258,10 @@ def lower(kernel: Kernel, reduce: bool = True, fuse: bool | None = None) -> Lowe
     When its condition fails in a reachable state the model reports kind `reduction-unsound`
     (engine.check's `EngineResult.kind`); the caller must then check `lower(kernel, reduce,
     fuse=False)` instead (engine.spin.lower_and_check does both)."""
+    free = [p.name for p in kernel.params if p.unbounded]
+    if free:
+        raise LowerError(f"parameter {free[0]} has no upper bound: a Promela model takes finite "
+                         "ranges only")
     if fuse is None:
         fuse = reduce
     checked, cta_procs, reductions, refused = None, (), [], []

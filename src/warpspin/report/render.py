@@ -5,7 +5,7 @@ from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, Resu
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
 SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "load_races", "unchecked",
-                "engine", "hb_refused", "not_shortened")
+                "engine", "hb_refused", "not_shortened", "cutoff")
 
 
 def _short(path: str) -> str:
@@ -111,6 +111,8 @@ def render_text(r: Result, max_steps: int = 200) -> str:
 
 def _engine_notes(r: Result) -> list[str]:
     out = []
+    if r.config.get("cutoff"):
+        out.append(f"  = note: every value of {r.config['cutoff']}")
     why = r.config.get("hb_refused")
     if why:
         out.append(f"  = note: outside the happens-before engine's class ({why}): SPIN searched "

@@ -244,8 +244,7 @@ def concrete_op(stmt, env, kernel=None) -> str:
 def describe_steps(m: Machine, events) -> list[str]:
     """One line per non-parameter event, with operand values as they were at that step."""
     out = []
-    starts = [s for c, s in m.initial_states() if all(e in events for e in c)]
-    s = starts[0] if starts else None
+    s = m.start_for({e.name: e.value for e in events if isinstance(e, ParamChoice)})
     for ev in events:
         if isinstance(ev, ParamChoice):
             continue

@@ -152,8 +152,11 @@ _FMT = _Fmt()
 class Machine:
     """The transition system of one kernel."""
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, lift_bounds: bool = False):
+        """`lift_bounds`: without the model's phase-count and integer-band limits (they keep
+        SPIN's state finite; the cutoff's families of executions run past them)."""
         self.kernel = kernel
+        self.lift_bounds = lift_bounds
         self.layout = Layout(kernel)
         self.flat = self.layout.flat
         self.instances = self.layout.instances
@@ -328,6 +331,9 @@ class Machine:
                 v[at(v)] = val(v)
             return run
         if isinstance(s, When):
+            if self.lift_bounds and len(s.then) == 1 and isinstance(s.then[0], Fail) \
+                    and s.then[0].kind == "phase-bound" and not s.else_:
+                return lambda v, log: None
             c = self._expr(s.cond, gid)
             t, f = self._body(s.then, gid, loc), self._body(s.else_, gid, loc)
             return lambda v, log: t(v, log) if c(v) else f(v, log)
@@ -427,29 +433,47 @@ class Machine:
 
     def initial_states(self) -> list[tuple[tuple[ParamChoice, ...], State]]:
         out = []
-        k, sl, lay = self.kernel, self.sl, self.layout
-        for values in itertools.product(*[p.values for p in k.params]):
-            env = dict(zip(self.param_names, values))
-            if not all(eval_expr(c, env) for c in k.constraints):
-                continue  # not a launch: the check covers only what the constraints allow
-            choices = tuple(ParamChoice(n, v) for n, v in zip(self.param_names, values))
-            v = [0] * sl.size
-            v[:len(values)] = values
-            for inst in self.instances:
-                for n, x in self.flat[inst.process].process.init:
-                    v[sl.local[inst.gid][n]] = x
-            for n in range(len(lay.elements)):
-                for f in MBARRIER.fields:
-                    v[sl.mb_field(n, f.name)] = f.init
-            for c in range(k.num_ctas):
-                v[sl.live + c] = lay.cta_threads[c]
-                for t in k.tensormaps:
-                    for f in TENSORMAP.fields:
-                        v[sl.tm_field(t.name, c, f.name)] = f.init
-            for inst in self.instances:
-                self.run_local(v, inst.gid)
-            out.append((choices, tuple(v)))
+        for values in itertools.product(*[p.values for p in self.kernel.params]):
+            s = self.initial_state(values)
+            if s is not None:
+                choices = tuple(ParamChoice(n, v) for n, v in zip(self.param_names, values))
+                out.append((choices, s))
         return out
+
+    def start_for(self, choices: dict[str, int]) -> State | None:
+        """The state at launch with the parameter values a trace chose (None: they name no
+        launch of the kernel)."""
+        values = []
+        for p in self.kernel.params:
+            v = choices.get(p.name)
+            if v is None or not p.lo <= v <= p.hi:
+                return None
+            values.append(v)
+        return self.initial_state(values)
+
+    def initial_state(self, values) -> State | None:
+        """The state at launch with these parameter values (None: the constraints exclude them,
+        not a launch the check covers)."""
+        k, sl, lay = self.kernel, self.sl, self.layout
+        env = dict(zip(self.param_names, values))
+        if not all(eval_expr(c, env) for c in k.constraints):
+            return None
+        v = [0] * sl.size
+        v[:len(values)] = values
+        for inst in self.instances:
+            for n, x in self.flat[inst.process].process.init:
+                v[sl.local[inst.gid][n]] = x
+        for n in range(len(lay.elements)):
+            for f in MBARRIER.fields:
+                v[sl.mb_field(n, f.name)] = f.init
+        for c in range(k.num_ctas):
+            v[sl.live + c] = lay.cta_threads[c]
+            for t in k.tensormaps:
+                for f in TENSORMAP.fields:
+                    v[sl.tm_field(t.name, c, f.name)] = f.init
+        for inst in self.instances:
+            self.run_local(v, inst.gid)
+        return tuple(v)
 
     def at(self, s: State, gid: int):
         return self.flat[self.instances[gid].process].code[self.pc(s, gid)]
@@ -562,7 +586,7 @@ class Machine:
             ins = code[pc]
             if isinstance(ins, Let):
                 x = self._expr(ins.value, gid)(v)
-                if abs(x) > LIMITS.local_band:
+                if not self.lift_bounds and abs(x) > LIMITS.local_band:
                     raise Violation("integer-range", f"{self.layout.instance_name(gid)}: "
                                     f"{ins.var} = {x} leaves the model's integer band "
                                     f"±{LIMITS.local_band}", ins.loc, inst.process, inst.index, pc)
@@ -786,13 +810,12 @@ def replay(kernel: Kernel, events: list[Event], expect_kind: str | None = None) 
     log = ReplayLog()
     choices = {e.name: e.value for e in events if isinstance(e, ParamChoice)}
     try:
-        starts = [s for c, s in m.initial_states() if all(choices.get(p.name) == p.value for p in c)]
+        s = m.start_for(choices)
     except Violation as v:  # a local loop ran past its bound before any step
         ok = expect_kind in (None, v.kind)
         return Replay(ok, v, None, log, m, 0, "" if ok else f"start hits {v.kind}")
-    if len(starts) != 1:
+    if s is None:
         return Replay(False, None, None, log, m, 0, f"parameter choices {choices} do not fix a start")
-    s = starts[0]
     steps = [e for e in events if not isinstance(e, ParamChoice)]
     states = [s]
     for n, ev in enumerate(steps):

@@ -260,18 +260,28 @@ PROPERTIES = ("deadlock", "race")  # deadlock: every kind but the races; race: r
 
 @dataclass(frozen=True)
 class Param:
-    """A launch parameter (problem size, tile count): one value, or every value in lo..hi."""
+    """A launch parameter (problem size, tile count): one value, every value in lo..hi, or
+    every value from lo up (hi = UNBOUNDED: only the happens-before engine's cutoff decides it)."""
     name: str
     lo: int
-    hi: int | None = None
+    hi: int | float | None = None
 
     def __post_init__(self):
         if self.hi is None:
             object.__setattr__(self, "hi", self.lo)
 
     @property
+    def unbounded(self) -> bool:
+        return self.hi == UNBOUNDED
+
+    @property
     def values(self) -> range:
+        if self.unbounded:
+            raise ValueError(f"parameter {self.name} has no upper bound: its values are not a range")
         return range(self.lo, self.hi + 1)
+
+
+UNBOUNDED = float("inf")
 
 
 # ----------------------------------------------------------------------------- statements

@@ -87,7 +87,8 @@ def fmt_kernel(k: Kernel) -> str:
     if n != k.num_ctas:
         lines[0] += f", {k.num_ctas // n} clusters"
     for prm in k.params:
-        rng = str(prm.lo) if prm.lo == prm.hi else f"{prm.lo}..{prm.hi}"
+        rng = str(prm.lo) if prm.lo == prm.hi else f"{prm.lo}.." if prm.unbounded \
+            else f"{prm.lo}..{prm.hi}"
         lines.append(f"  param {prm.name} = {rng}")
     for c in k.constraints:
         lines.append(f"  assume {fmt_expr(c)}")

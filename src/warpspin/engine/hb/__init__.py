@@ -18,6 +18,7 @@ import time
 from ...syncir.interp import Machine
 from ...syncir.ir import Kernel, Loc
 from ..contract import EngineOptions, Outcome
+from . import cutoff
 from .analysis import analyze
 from .conditions import failures
 from .execution import Execution, OutsideClass, Runner
@@ -72,6 +73,27 @@ def _check(kernel: Kernel, res: Outcome, deadline: float) -> None:
         if _takes(kernel, c):
             raise OutsideClass(f"global counter {c.label or c.name}: CTAs outside the model take "
                                "values from it between any two steps", c.loc)
+    free = [p for p in kernel.params if p.unbounded]
+    if not free:
+        if _runs(kernel, res, deadline):
+            res.verdict = "verified"
+        return
+
+    def closed(k: Kernel) -> bool:
+        return _runs(k, res, deadline)
+
+    covered = cutoff.decide(kernel, closed, lambda: time.perf_counter() > deadline)
+    if covered is None:
+        if res.verdict not in ("violation", "inconclusive"):
+            res.verdict, res.reasons = "inconclusive", ["the time limit was reached"]
+        return
+    res.config["cutoff"] = cutoff.argument(free[0].name, free[0].lo, covered)
+    res.verdict = "verified"
+
+
+def _runs(kernel: Kernel, res: Outcome, deadline: float) -> bool:
+    """Check every launch-value choice of `kernel` (all parameters bounded): True when each is
+    verified; else `res` holds the violation, or the verdict inconclusive at the time limit."""
     runner = Runner(kernel)
     starts = runner.starts()
     if len(starts) > MAX_RUNS:
@@ -79,15 +101,14 @@ def _check(kernel: Kernel, res: Outcome, deadline: float) -> None:
     for start, s in starts:
         if time.perf_counter() > deadline:
             res.verdict = "inconclusive"
-            res.reasons = [f"the time limit was reached after {res.cost.runs} of {len(starts)} "
-                           "launch-value choices"]
-            return
+            res.reasons = [f"the time limit was reached after {res.cost.runs} executions"]
+            return False
         ex = runner.run(start, s)
         res.cost.runs += 1
         res.cost.ops += len(ex.events)
         if ex.end != "complete":
             if _counterexample(res, runner.m, ex, "the first execution"):
-                return
+                return False
             raise OutsideClass(f"the execution ends in {ex.end}, but not as an execution of the "
                                "kernel with its peeking test-waits (the engine does not decide "
                                "it)")
@@ -100,12 +121,12 @@ def _check(kernel: Kernel, res: Outcome, deadline: float) -> None:
             w = run_witness(an, f)
             res.cost.runs += 1
             if w is not None and _counterexample(res, runner.m, w, f"a reordering: {f.message}"):
-                return
+                return False
         f = failed[0]
         raise OutsideClass(f"{f.message}; no reordering of it ran into a violation, so the "
                            "kernel's synchronization may depend on the schedule",
                            f.second.loc if f.second is not None else f.first.loc)
-    res.verdict = "verified"
+    return True
 
 
 def _takes(kernel: Kernel, counter) -> bool:

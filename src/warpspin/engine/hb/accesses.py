@@ -71,6 +71,7 @@ class Walker:
     def __init__(self, machine):
         self.m = machine
         self._fns: dict = {}
+        self._places: dict = {}  # id(expr) -> (expr, the places it reads)
 
     def _eval(self, e, gid: int, s) -> int:
         f = self._fns.get((id(e), gid))
@@ -130,7 +131,10 @@ class Walker:
         return out
 
     def _reads(self, e, gid, s, mode, zone, out):
-        for p in expr_places(e):
+        cached = self._places.get(id(e))
+        if cached is None or cached[0] is not e:
+            cached = self._places[id(e)] = (e, tuple(expr_places(e)))
+        for p in cached[1]:
             k = self.key(p, gid, s)
             if k is not None and not (k[0] == "w" and k[-1] in ("at_ld", "at_st")):
                 out.append(Access(k, mode, zone))

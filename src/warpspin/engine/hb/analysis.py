@@ -111,6 +111,7 @@ def analyze(runner: Runner, ex: Execution) -> Analysis:
     an = Analysis(runner, ex, actors)
     walker = Walker(m)
     last: dict[int, list[int]] = {}
+    last_node: dict[int, Node] = {}
     pair_gen: dict[int, int] = defaultdict(int)   # pair leader CTA -> completed generations
     for ev in ex.events:
         fam, op = family(runner, ev)
@@ -122,9 +123,10 @@ def analyze(runner: Runner, ex: Execution) -> Analysis:
             vc = join(vc, extra.vc)
             an.edges += 1
         loc = op.loc if op is not None else m.flat[ev.step.process].code[ev.step.pc].stmt.loc
+        preds = tuple(x for x in (last_node.get(ev.actor), extra) if x is not None)
         node = Node(_event_name(runner, ev, op), ev.n, vc, own=(ev.actor, ev.occ + 1), loc=loc,
-                    event=ev)
-        last[ev.actor] = vc
+                    event=ev, preds=preds)
+        last[ev.actor], last_node[ev.actor] = vc, node
         an.nodes.append(node)
         if waited is not None:
             an.waits.append((node, *waited))

@@ -35,6 +35,7 @@ class Event:
     pre: State
     post: State
     hooks: tuple = ()      # (hook name, mbarrier element) the step's rule ran
+    quiet: bool = True     # after it, no test-wait's passed path is being followed
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Execution:
     final: State | None = None
     peeks: list = field(default_factory=list)   # peek.Peek: test-waits T(K) took as failed
     initial: State | None = None
+    shadows: dict = field(default_factory=dict)  # at the end: gid -> peek.Shadow still followed
 
     def trace(self) -> list[TraceEvent]:
         return [*self.start, *(e.step for e in self.events)]
@@ -64,10 +66,11 @@ class _Hooks:
 class Runner:
     """Executions of one kernel: the default schedule, or one that a witness directs."""
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, lift_bounds: bool = False):
         self.kernel = kernel
-        self.m = Machine(kernel)
+        self.m = Machine(kernel, lift_bounds)
         self.n_inst = len(self.m.instances)
+        self.current: Step | Complete | None = None   # the event being executed
 
     def actor_of(self, ev: Step | Complete) -> int:
         if isinstance(ev, Step):
@@ -123,13 +126,15 @@ class Runner:
         return self.m.initial_states()
 
     def run(self, start: tuple[ParamChoice, ...], s: State, choose=None,
-            limit: int = 1_000_000) -> Execution:
+            limit: int = 1_000_000, shadows: dict | None = None) -> Execution:
         """Execute from `s` until no step is enabled: `choose(enabled, occurrences)` picks the
-        next event (default: the first instance step, else the first completion)."""
+        next event (default: the first instance step, else the first completion). `shadows`:
+        the passed paths of test-waits already taken (a run resumed mid-way: cutoff.py)."""
         m = self.m
         ex = Execution(start, initial=s)
         occ: dict[int, int] = {}
-        shadows: dict[int, Shadow] = {}
+        shadows = dict(shadows or {})
+        ex.shadows = shadows
         s = self._settle(s, range(self.n_inst), occ, shadows, ex)
         while len(ex.events) < limit:
             evs = self.enabled(s, first=choose is None)
@@ -139,6 +144,7 @@ class Runner:
             if ev is None:
                 break
             actor = self.actor_of(ev)
+            self.current = ev
             hooks = _Hooks()
             try:
                 t = m.step(s, ev, hooks)
@@ -159,7 +165,7 @@ class Runner:
             if actor < self.n_inst:
                 t = self._settle(t, (actor,), occ, shadows, ex)
             ex.events.append(Event(len(ex.events), actor, occ[actor] - 1, ev, s, t,
-                                   tuple(hooks.seen)))
+                                   tuple(hooks.seen), not shadows))
             s = t
         ex.final = s
         if any(not m.ended(s, i.gid) for i in m.instances):

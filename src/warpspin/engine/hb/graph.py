@@ -28,6 +28,12 @@ class Node:
     loc: Loc | None = None
     event: object = None                 # the execution's Event, for an event node
     members: list = field(default_factory=list)  # a completion: its contributor nodes
+    preds: tuple = ()                    # an event: its actor's previous event, what it waited for
+
+    @property
+    def parents(self) -> tuple:
+        """The nodes whose clocks this one's joins."""
+        return self.preds if self.own is not None else tuple(self.members)
 
     @property
     def is_event(self) -> bool:
