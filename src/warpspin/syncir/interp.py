@@ -131,6 +131,12 @@ _BINOPS = {
 }
 
 
+def _ix(x) -> int:
+    """An offset into the state vector as a plain int: an int subclass standing for several
+    values (the cutoff's affine integers) must convert itself, or refuse."""
+    return x if type(x) is int else x.__index__()
+
+
 def _div(op):
     def f(a, b):
         if b <= 0:
@@ -214,7 +220,7 @@ class Machine:
         if isinstance(e, WordField) and e.field in ("at_ld", "at_st"):
             return self._word_monitor(e, gid)
         idx = self._place(e, gid)
-        return lambda v: v[idx(v)]
+        return lambda v: v[_ix(idx(v))]
 
     def _word_monitor(self, p: WordField, gid: int):
         """How many instances other than `gid` have a load (`at_ld`) or store (`at_st`) of word
@@ -328,7 +334,7 @@ class Machine:
             at, val = self._place(s.place, gid), self._expr(s.value, gid)
 
             def run(v, log):
-                v[at(v)] = val(v)
+                v[_ix(at(v))] = val(v)
             return run
         if isinstance(s, When):
             if self.lift_bounds and len(s.then) == 1 and isinstance(s.then[0], Fail) \

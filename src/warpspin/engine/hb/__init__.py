@@ -79,10 +79,8 @@ def _check(kernel: Kernel, res: Outcome, deadline: float) -> None:
             res.verdict = "verified"
         return
 
-    def closed(k: Kernel) -> bool:
-        return _runs(k, res, deadline)
-
-    covered = cutoff.decide(kernel, closed, lambda: time.perf_counter() > deadline)
+    covered = cutoff.decide(kernel, lambda runner, ex, an: _decide_run(runner, ex, res, an),
+                            lambda: time.perf_counter() > deadline)
     if covered is None:
         if res.verdict not in ("violation", "inconclusive"):
             res.verdict, res.reasons = "inconclusive", ["the time limit was reached"]
@@ -103,30 +101,36 @@ def _runs(kernel: Kernel, res: Outcome, deadline: float) -> bool:
             res.verdict = "inconclusive"
             res.reasons = [f"the time limit was reached after {res.cost.runs} executions"]
             return False
-        ex = runner.run(start, s)
-        res.cost.runs += 1
-        res.cost.ops += len(ex.events)
-        if ex.end != "complete":
-            if _counterexample(res, runner.m, ex, "the first execution"):
-                return False
-            raise OutsideClass(f"the execution ends in {ex.end}, but not as an execution of the "
-                               "kernel with its peeking test-waits (the engine does not decide "
-                               "it)")
-        an = analyze(runner, ex)
-        res.cost.edges += an.edges
-        failed = failures(an)
-        if not failed:
-            continue
-        for f in failed:
-            w = run_witness(an, f)
-            res.cost.runs += 1
-            if w is not None and _counterexample(res, runner.m, w, f"a reordering: {f.message}"):
-                return False
-        f = failed[0]
-        raise OutsideClass(f"{f.message}; no reordering of it ran into a violation, so the "
-                           "kernel's synchronization may depend on the schedule",
-                           f.second.loc if f.second is not None else f.first.loc)
+        if not _decide_run(runner, runner.run(start, s), res):
+            return False
     return True
+
+
+def _decide_run(runner: Runner, ex, res: Outcome, an=None) -> bool:
+    """Decide one launch-value choice from its default execution `ex` (and its analysis `an`,
+    when already built): True when verified; False when `res` now holds its violation."""
+    res.cost.runs += 1
+    res.cost.ops += len(ex.events)
+    if ex.end != "complete":
+        if _counterexample(res, runner.m, ex, "the first execution"):
+            return False
+        raise OutsideClass(f"the execution ends in {ex.end}, but not as an execution of the "
+                           "kernel with its peeking test-waits (the engine does not decide "
+                           "it)")
+    an = an or analyze(runner, ex)
+    res.cost.edges += an.edges
+    failed = failures(an)
+    if not failed:
+        return True
+    for f in failed:
+        w = run_witness(an, f)
+        res.cost.runs += 1
+        if w is not None and _counterexample(res, runner.m, w, f"a reordering: {f.message}"):
+            return False
+    f = failed[0]
+    raise OutsideClass(f"{f.message}; no reordering of it ran into a violation, so the "
+                       "kernel's synchronization may depend on the schedule",
+                       f.second.loc if f.second is not None else f.first.loc)
 
 
 def _takes(kernel: Kernel, counter) -> bool:

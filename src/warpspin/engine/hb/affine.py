@@ -57,16 +57,32 @@ def coefs(x) -> tuple[int, int]:
     return (x.a, x.b) if isinstance(x, Aff) else (0, 0)
 
 
-def _sign(value: int, a: int, b: int) -> int:
-    """-1, 0 or 1 when the form has that sign at every point of the region; else Varies."""
+def _holds(value: int, a: int, b: int, op: str) -> bool:
+    """Whether `form op 0` holds, when it holds at every point of the region or at none; else
+    Varies. (The form's least and largest values lie at the vertex or go to infinity along a
+    ray.)"""
     s = _slopes(a, b)
-    if value > 0 and all(x >= 0 for x in s):
-        return 1
-    if value < 0 and all(x <= 0 for x in s):
-        return -1
-    if value == 0 and all(x == 0 for x in s):
-        return 0
-    raise Varies(f"a value {value} {a:+}*j {b:+}*m changes sign over the family")
+    up, down = all(x >= 0 for x in s), all(x <= 0 for x in s)
+    lo = value if up else None          # the least value, when bounded below
+    hi = value if down else None        # the largest, when bounded above
+    test = {"<": lambda x: x < 0, "<=": lambda x: x <= 0, ">": lambda x: x > 0,
+            ">=": lambda x: x >= 0, "==": lambda x: x == 0}[op]
+    if op in ("<", "<="):
+        if hi is not None and test(hi):
+            return True
+        if lo is not None and not test(lo):
+            return False
+    elif op in (">", ">="):
+        if lo is not None and test(lo):
+            return True
+        if hi is not None and not test(hi):
+            return False
+    else:
+        if up and down:
+            return value == 0
+        if (lo is not None and lo > 0) or (hi is not None and hi < 0):
+            return False
+    raise Varies(f"a comparison of {value} {a:+}*j {b:+}*m with 0 that differs over the family")
 
 
 def _split(x):
@@ -135,21 +151,21 @@ class Aff(int):
     __rfloordiv__ = __rmod__ = __rlshift__ = __rrshift__ = __rpow__ = __invert__ = _opaque
 
     def __abs__(self):
-        return self if _sign(int.__int__(self), self.a, self.b) >= 0 else -self
+        return self if self >= 0 else -self
 
     # ---- decisions: the same at every point, or Varies
-    def _cmp(self, o) -> int:
+    def _cmp(self, o, op: str) -> bool:
         v, a, b = _split(o)
-        return _sign(int.__int__(self) - v, self.a - a, self.b - b)
+        return _holds(int.__int__(self) - v, self.a - a, self.b - b, op)
 
-    def __lt__(self, o): return self._cmp(o) < 0
-    def __le__(self, o): return self._cmp(o) <= 0
-    def __gt__(self, o): return self._cmp(o) > 0
-    def __ge__(self, o): return self._cmp(o) >= 0
-    def __eq__(self, o): return isinstance(o, int) and self._cmp(o) == 0
+    def __lt__(self, o): return self._cmp(o, "<")
+    def __le__(self, o): return self._cmp(o, "<=")
+    def __gt__(self, o): return self._cmp(o, ">")
+    def __ge__(self, o): return self._cmp(o, ">=")
+    def __eq__(self, o): return isinstance(o, int) and self._cmp(o, "==")
     def __ne__(self, o): return not self.__eq__(o)
     def __hash__(self): return int.__hash__(self)
-    def __bool__(self): return self._cmp(0) != 0
+    def __bool__(self): return not self._cmp(0, "==")
 
     def __index__(self):
         raise Varies("an index that changes over the family")

@@ -112,9 +112,10 @@ class Family:
     def __init__(self, kernel: Kernel, name: str):
         self.kernel, self.name = kernel, name
         self.lo = next(p.lo for p in kernel.params if p.name == name)
-        self.runner = Runner(with_value(kernel, name, self.lo))
-        self.abstract = Runner(with_value(kernel, name, self.lo), lift_bounds=True)
+        self.runner = Runner(kernel)
+        self.abstract = Runner(kernel, lift_bounds=True)
         self.runs: dict[int, Execution] = {}
+        self.analyses: dict[int, object] = {}
         self.refusals: list[str] = []
 
     def values(self, k) -> list:
@@ -132,6 +133,11 @@ class Family:
             self.runs[k] = self.runner.run(self.start(k), s)
         return self.runs[k]
 
+    def analysis(self, k: int):
+        if k not in self.analyses:
+            self.analyses[k] = analyze(self.runner, self.run(k))
+        return self.analyses[k]
+
     # ---------------------------------------------------------------- Lemma C1: the pump
     def pump(self, base: int, p: int) -> Pump | None:
         r0, r1 = self.run(base), self.run(base + p)
@@ -144,7 +150,14 @@ class Family:
         lcp = next((i for i, (a, b) in enumerate(zip(e0, e1)) if a != b), len(e0))
         lcs = next((i for i, (a, b) in enumerate(zip(reversed(e0), reversed(e1))) if a != b),
                    len(e0))
-        for t1 in range(max(0, len(e0) - lcs), min(lcp, len(e0)) + 1)[:3]:
+        cuts = range(max(0, len(e0) - lcs), min(lcp, len(e0)) + 1)
+        if not cuts:
+            return None
+        r2 = self.run(base + 2 * p)  # a necessary condition, before the replays
+        if r2.end != "complete" or len(r2.events) != len(e1) + length:
+            return None
+        e2 = _events(r2)
+        for t1 in [t for t in cuts if e2[t:t + 2 * length] == e1[t:t + length] * 2][:3]:
             why = self._prove(base, p, t1, length, e0, e1)
             if why is None:
                 return Pump(base, p, t1, length)
@@ -173,6 +186,8 @@ class Family:
             if not shape == shape1 == shape2:
                 return "the tests followed at the cut differ"
             delta = [val(b) - val(a) for a, b in zip(before, after)]
+            if any(delta[m.sl.base[g]] for g in range(len(m.instances))):
+                return "an instance is elsewhere after the repeated part than before it"
             if any(val(x) + coefs(x)[1] != val(y) for x, y in zip(at_t1, before)):
                 return "the replay of the first part does not give the next value's state"
             with region(COPY):
@@ -223,7 +238,7 @@ class Family:
         if _events(ex) != want:
             raise OutsideClass(f"{self.name}={k}: the execution is not the pumped one (Lemma C1 "
                                "failed to predict it)")
-        an = analyze(self.runner, ex)
+        an = self.analysis(k)
 
         def zone(node) -> int:  # -1 pre, 0..copies-1 a copy, copies: rest
             t = int(node.pos)
@@ -254,6 +269,20 @@ class Family:
             return [[min(v, q) for v, q in zip(x.vc, pre_count)]
                     for x in an.nodes[t1 + c * n:t1 + (c + 1) * n]]
 
+        def pre_parents(c: int) -> list:
+            return [{id(z) for z in x.parents if zone(z) < 0}
+                    for x in an.nodes[t1 + c * n:t1 + (c + 1) * n]]
+
+        for c in range(reach + 1, copies):  # past the reach, an edge from pre is the same edge
+            if pre_parents(c) != pre_parents(c - 1):
+                raise OutsideClass(f"{self.name}={k}: an operation of the repeated part follows "
+                                   "an operation before it that its copies do not follow")
+        # an edge reaches back one copy, or, from an async copy's issue to its completion, as
+        # many as its slot holds in flight at a cut (FIFO): the execution must show that reach
+        held = max((ex.events[t1].pre[self.runner.m.sl.infl + i]
+                    for i in range(len(self.runner.m.layout.async_keys))), default=0)
+        if copies < held + 2:
+            return None
         views = [known(c) for c in range(copies)]
         saturated = next((c for c in range(copies - reach) if all(
             views[c] == views[c + i] for i in range(1, reach + 1))), None)
@@ -263,10 +292,10 @@ class Family:
 
 
 def decide(kernel: Kernel, closed, expired) -> list[Covered] | None:
-    """Decide `kernel`, whose one unbounded parameter is checked by the cutoff. `closed(k)` runs
-    the engine on the kernel with the value fixed (False: it found a violation or ran out of
-    time; stop). Returns what was covered, or None when `closed` stopped; OutsideClass when no
-    pump is found."""
+    """Decide `kernel`, whose one unbounded parameter is checked by the cutoff.
+    `closed(runner, execution, analysis)` decides one value from its default execution (False:
+    it found a violation; stop). Returns what was covered, or None when `closed` stopped or
+    `expired()`; OutsideClass when no pump is found."""
     free = [p for p in kernel.params if p.unbounded]
     if len(free) != 1:
         raise OutsideClass("more than one parameter without an upper bound (the cutoff takes "
@@ -282,7 +311,8 @@ def decide(kernel: Kernel, closed, expired) -> list[Covered] | None:
     def check(k: int) -> bool:
         if k not in checked:
             checked.add(k)
-            return closed(with_value(kernel, name, k))
+            ex = fam.run(k)
+            return closed(fam.runner, ex, fam.analysis(k) if ex.end == "complete" else None)
         return True
 
     for base in range(fam.lo, fam.lo + MAX_BASE + 1):

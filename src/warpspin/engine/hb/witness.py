@@ -42,8 +42,7 @@ def run_witness(an: Analysis, f: Failure) -> Execution | None:
             state["stage"] += 1
         return enabled[0]
 
-    start = dict((tuple(c), s) for c, s in runner.starts())
-    s0 = start.get(tuple(ex.start))
+    s0 = runner.m.start_for({c.name: c.value for c in ex.start})
     if s0 is None:
         return None
     try:

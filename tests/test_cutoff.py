@@ -1,0 +1,152 @@
+"""Trip counts as ranges (`--param K=LO..`): the happens-before engine's cutoff
+(engine/hb/cutoff.py, docs/semantics.md "The cutoff"), its affine integers, and SPIN's refusal of
+an unbounded range. Differential: wherever the cutoff decides a ring for every K, SPIN's
+exhaustive search over K = 1..N agrees, and the kind the cutoff reports is one the interpreter's
+exhaustive search reaches there."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from warpspin.cli import parse_param
+from warpspin.engine.hb import cutoff
+from warpspin.engine.hb.affine import Region, Varies, aff, coefs, region, val
+from warpspin.pipeline import check_kernel
+from warpspin.report.render import render_text
+from warpspin.syncir.interp import _ix, violation_kinds
+from warpspin.syncir.ir import UNBOUNDED, Const, For, Var
+from warpspin.syncir.ops import BarSync
+from warpspin.syncir.printer import fmt_kernel
+from warpspin.syncir.protocols import ring
+
+COPY = Region((0, 1), ((0, 1), (1, 1)))
+FAMILY = Region((0, 0), ((0, 1),))
+
+
+def unbounded_ring(**kw):
+    return ring(trips_range=(1, UNBOUNDED), **kw)
+
+
+# ---- affine integers -----------------------------------------------------------------------
+def test_affine_arithmetic_stays_exact():
+    with region(COPY):
+        x = aff(10, 4, 8)                       # 10 + 4j + 8(m-1)
+        assert coefs(x + 3) == (4, 8) and val(x + 3) == 13
+        assert coefs(2 * x - x) == (4, 8)
+        assert (x - x) == 0 and not isinstance(x - x, type(x))
+        assert x % 4 == 2 and x // 2 == aff(5, 2, 4)
+        assert x & 3 == 2
+
+
+def test_affine_decisions_must_hold_over_the_whole_family():
+    with region(COPY):
+        grows = aff(3, 1, 1)
+        assert grows > 0 and grows >= 3 and not grows < 0
+        with pytest.raises(Varies):
+            bool(grows < 10)                    # true at the vertex, false further out
+        with pytest.raises(Varies):
+            _ix(grows)                          # an offset that moves (CPython's own indexing
+            # reads an int subclass's value without asking it: the interpreter converts first)
+        with pytest.raises(Varies):
+            int(grows)
+        with pytest.raises(Varies):
+            grows % 3                           # not periodic with the pump
+        with pytest.raises(Varies):
+            grows * grows
+    with region(FAMILY):
+        k_minus_1 = aff(8, 0, 8) - 1            # K - 1, K = 8 + 8m
+        assert k_minus_1 > 6 and k_minus_1 != 0
+        assert (k_minus_1 - aff(5, 0, 8)) == 2  # (K - 1) - k, k = 5 + 8m: a constant distance
+
+
+# ---- the engine on rings ---------------------------------------------------------------------
+def test_a_correct_ring_is_verified_for_every_trip_count():
+    r = check_kernel(unbounded_ring(stages=4, consumers=2), engine="auto")
+    assert r.verdict == "verified", r.reasons
+    arg = r.config["cutoff"]
+    assert arg.startswith("K=1.. (no upper bound)") and "period 8" in arg
+    text = render_text(r)
+    assert "every value of K=1.." in text and "K=1.." in text.splitlines()[0]
+    assert '"cutoff"' in r.to_json()
+
+
+@pytest.mark.parametrize("bug, kind, at", [
+    ("no-flip", "arrival-mismatch", 5),          # shows only once the ring wraps: K > stages
+    ("wrap-one-late", "invalid-operand", 5),
+    ("consumer-no-flip", "deadlock", 5),
+    ("trip-mismatch", "deadlock", 1),
+])
+def test_a_bug_at_some_trip_count_is_found_with_that_count(bug, kind, at):
+    r = check_kernel(unbounded_ring(stages=4, consumers=2, bug=bug), engine="auto")
+    assert r.verdict == "violation" and r.violations[0].kind == kind
+    assert f"K = {at}" in render_text(r)
+
+
+def triangular():
+    """The consumer's inner loop runs k times in trip k (a causal mask's shape): no part of the
+    execution repeats as K grows, so no cutoff exists."""
+    k = unbounded_ring(stages=2, consumers=1)
+    prod, cons = k.processes
+    loop = cons.body[-1]
+    inner = For("j", 0, Var("k"), (BarSync(Const(1), Const(32)),))
+    cons = replace(cons, body=cons.body[:-1] + (replace(loop, body=loop.body + (inner,)),))
+    return replace(k, processes=(prod, cons))
+
+
+def test_a_kernel_with_no_period_is_not_verified_and_says_why():
+    r = check_kernel(triangular(), engine="auto")
+    assert r.verdict == "inconclusive"
+    why = r.config["hb_refused"]
+    assert "found no period" in why and "K" in why
+
+
+def test_spin_refuses_an_unbounded_range():
+    r = check_kernel(unbounded_ring(stages=2), engine="spin")
+    assert r.verdict == "inconclusive"
+    assert "no upper bound" in r.reasons[0] and "--engine auto or hb" in r.reasons[0]
+
+
+def test_the_range_is_parsed_and_printed():
+    assert parse_param("K=2..") == ("K", (2, UNBOUNDED))
+    assert parse_param("K=2..5") == ("K", (2, 5))
+    assert "param K = 1.." in fmt_kernel(unbounded_ring(stages=2))
+
+
+def test_the_pump_is_the_execution_of_every_value():
+    """Lemma C1 on the ring: E(B + p*m) is pre . seg^m . rest, checked far past the values the
+    cutoff ran."""
+    fam = cutoff.Family(unbounded_ring(stages=3, consumers=2), "K")
+    pump = next(found for b in range(1, 20) for q in cutoff.periods(fam.kernel)
+                if (found := fam.pump(b, q)) is not None)
+    e0 = cutoff._events(fam.run(pump.base))
+    e1 = cutoff._events(fam.run(pump.base + pump.period))
+    for m in (5, 9):
+        want = e0[:pump.t1] + e1[pump.t1:pump.t1 + pump.length] * m + e0[pump.t1:]
+        assert cutoff._events(fam.run(pump.base + m * pump.period)) == want
+
+
+# ---- differential against SPIN ---------------------------------------------------------------
+RINGS = [(s, c, bug) for s in (2, 3) for c in (1, 2)
+         for bug in (None, "no-flip", "wrap-one-late", "consumer-no-flip", "trip-mismatch",
+                     "missing-release", "tx-bytes")]
+
+
+def test_the_cutoff_agrees_with_spin_on_every_ring():
+    decided = {"verified": 0, "violation": 0}
+    for stages, consumers, bug in RINGS:
+        cut = check_kernel(unbounded_ring(stages=stages, consumers=consumers, bug=bug),
+                           engine="hb")
+        if cut.verdict not in decided:
+            continue
+        decided[cut.verdict] += 1
+        top = 2 * stages + 3
+        bounded = ring(stages=stages, consumers=consumers, bug=bug, trips_range=(1, top))
+        spin = check_kernel(bounded, engine="spin")
+        where = (stages, consumers, bug)
+        assert spin.verdict == cut.verdict, where
+        if cut.verdict == "violation":  # a kind the exhaustive search reaches on the range
+            kinds, complete = violation_kinds(bounded)  # (deadlocks unclassified)
+            v = cut.violations[0]
+            assert complete and (v.kind in kinds or v.blocked and "deadlock" in kinds), where
+    assert decided["verified"] >= 4 and decided["violation"] >= 16, decided
