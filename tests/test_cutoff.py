@@ -150,3 +150,18 @@ def test_the_cutoff_agrees_with_spin_on_every_ring():
             v = cut.violations[0]
             assert complete and (v.kind in kinds or v.blocked and "deadlock" in kinds), where
     assert decided["verified"] >= 4 and decided["violation"] >= 16, decided
+
+
+# ---- end to end from the Python source ---------------------------------------------------------
+@pytest.mark.dsl
+def test_the_cli_verifies_a_dynamic_k_tile_count_for_every_value(capsys, monkeypatch):
+    pytest.importorskip("cutlass")
+    import os
+    from warpspin.cli import main
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    target = "examples/hopper_pipeline.py:correct_dynamic_k"
+    assert main(["check", target, "--param", "size_L89=0.."]) == 0
+    out = capsys.readouterr().out
+    assert "VERIFIED" in out and "every value of size_L89=0.. (no upper bound)" in out
+    assert main(["check", target, "--param", "size_L89=0..", "--engine", "spin"]) == 2
+    assert "no upper bound" in capsys.readouterr().out

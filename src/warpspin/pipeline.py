@@ -107,7 +107,7 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     if out.engine == HB and out.verdict == ENGINE_VIOLATION:
         out = _shortened(kernel, out, res, options, by_spin=engine == "auto")
     res.config.update(out.config)
-    if out.engine == NAME_SPIN and elided:
+    if out.engine == NAME_SPIN and elided and "reductions" in out.config:
         res.config["reductions"] = [*out.config["reductions"], "R13 no-op-fences"]
     if out.engine == NAME_SPIN and "reductions" in res.config and not res.config["reductions"]:
         res.config["reductions"] = ["none (plain encoding)"]

@@ -44,7 +44,7 @@ class Pump:
 @dataclass(frozen=True)
 class Covered:
     """What the cutoff checked for one residue: K = base + period*i, i = 0..copies
-    (= saturated + reach + 1)."""
+    (= max(2, saturated + reach + 1))."""
     pump: Pump
     copies: int
     saturated: int   # s: the first copy whose events follow every event of pre
@@ -341,10 +341,11 @@ def decide(kernel: Kernel, closed, expired) -> list[Covered] | None:
                                            "needs what they know of the part before them to "
                                            "stop changing)")
                     copies = min(MAX_COPIES, copies + 2 if sw is None else sw[0] + sw[1] + 2)
-                for i in range(s + w + 2):
+                top = max(2, s + w + 1)
+                for i in range(top + 1):
                     if expired() or not check(pump.base + i * p):
                         return None
-                covered.append(Covered(pump, s + w + 1, s, w))
+                covered.append(Covered(pump, top, s, w))
             return covered
     why = fam.refusals[0] if fam.refusals else "no base value's executions repeat a part"
     raise OutsideClass(f"{name} has no upper bound and the cutoff found no period (bases "
