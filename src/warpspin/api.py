@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -106,7 +107,7 @@ def _error(target: str, message: str, file: str = "", line: int = 0, kernel: str
 
 def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
     from .frontend import TraceError, trace
-    from .extract import ExtractError, extract
+    from .extract import ExtractError
 
     stats = Stats()
     t0 = time.perf_counter()
@@ -124,7 +125,7 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
         kstats = Stats(seconds=dict(stats.seconds))
         t1 = time.perf_counter()
         try:
-            kernel = extract(tk, params=opts.params)
+            kernel = _extract(tk, opts.params)
         except ExtractError as e:
             results.append(_error(target, str(e), kernel=tk.name))
             continue
@@ -134,6 +135,25 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
         kstats.seconds["extract"] = time.perf_counter() - t1
         results.append(verify_kernel(kernel, target=target, opts=opts, stats=kstats))
     return results
+
+
+def _extract(tk, params: dict):
+    """SyncIR of a traced kernel. One launch value the synchronization needs and nobody gave
+    (a trip count) is left open, every value from its lowest up, for the happens-before
+    engine's cutoff; the verdict says so. Several: the extractor's error names them."""
+    from .extract import extract
+    from .extract.build import MissingParams
+    try:
+        return extract(tk, params=params)
+    except MissingParams as e:
+        if len(e.missing) != 1:
+            raise
+        (name, low), = e.missing.items()
+        low = 1 if low is None else max(1, low)
+        kernel = extract(tk, params={**params, name: (low, UNBOUNDED)})
+        note = (f"{name} was not given: every value from {low} up is checked "
+                f"(--param {name}=V fixes one)")
+        return dataclasses.replace(kernel, assumptions=(*kernel.assumptions, note))
 
 
 def load_target(target: str):

@@ -28,6 +28,15 @@ class ExtractError(Exception):
     """The kernel cannot be turned into SyncIR as asked (e.g. a parameter needs a value)."""
 
 
+class MissingParams(ExtractError):
+    """Launch values the synchronization depends on with no value given: `missing` maps each
+    name to the lowest value it may take (a divisor's bound, else None)."""
+
+    def __init__(self, text: str, missing: dict[str, int | None]):
+        super().__init__(text)
+        self.missing = missing
+
+
 class ExtractorBug(Exception):
     """The extractor produced SyncIR that does not validate: a bug in warpspin, never a property
     of the kernel (what the extractor cannot express becomes ``Unsupported``)."""
@@ -108,12 +117,13 @@ def _role(labels: list[str], first: int, last: int) -> str:
 
 
 def _params(ctx: Context, used: set[str], given: Mapping[str, ParamValue]) -> tuple[Param, ...]:
-    out, missing = [], []
+    out, missing, lows = [], [], {}
     for name in sorted(used):
         info = ctx.params[name]
         v = given.get(name, info.default)
         if v is None:
             missing.append(f"  --param {name}=N   ({info.what}, {info.loc})")
+            lows[name] = info.at_least
             continue
         lo, hi = (v, v) if isinstance(v, int) else v
         if info.at_least is not None and lo < info.at_least:
@@ -121,8 +131,8 @@ def _params(ctx: Context, used: set[str], given: Mapping[str, ParamValue]) -> tu
                                f"must be at least {info.at_least} ({info.loc})")
         out.append(Param(name, lo, hi))
     if missing:
-        raise ExtractError("the synchronization depends on launch values with no concrete value; "
-                           "give them:\n" + "\n".join(missing))
+        raise MissingParams("the synchronization depends on launch values with no concrete "
+                            "value; give them:\n" + "\n".join(missing), lows)
     return tuple(out)
 
 

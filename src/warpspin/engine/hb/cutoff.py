@@ -312,7 +312,9 @@ def decide(kernel: Kernel, closed, expired) -> list[Covered] | None:
         if k not in checked:
             checked.add(k)
             ex = fam.run(k)
-            return closed(fam.runner, ex, fam.analysis(k) if ex.end == "complete" else None)
+            ok = closed(fam.runner, ex, fam.analysis(k) if ex.end == "complete" else None)
+            fam.analyses.pop(k, None)  # (a relation is large; the probes build their own)
+            return ok
         return True
 
     for base in range(fam.lo, fam.lo + MAX_BASE + 1):
