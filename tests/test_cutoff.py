@@ -5,9 +5,12 @@ exhaustive search over K = 1..N agrees, and the kind the cutoff reports is one t
 exhaustive search reaches there."""
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from warpspin.cli import parse_param
 from warpspin.engine.hb import cutoff
@@ -165,3 +168,99 @@ def test_the_cli_verifies_a_dynamic_k_tile_count_for_every_value(capsys, monkeyp
     assert "VERIFIED" in out and "every value of size_L89=0.. (no upper bound)" in out
     assert main(["check", target, "--param", "size_L89=0..", "--engine", "spin"]) == 2
     assert "no upper bound" in capsys.readouterr().out
+
+
+# ---- differential on generated protocols and their mutants -------------------------------------
+def open_trips(k, top=None):
+    """`k` with its main trip count (the most common constant loop bound of 2 or more) made the
+    launch parameter K: K=1.. (or 1..top). None when it has none."""
+    from collections import Counter
+    from warpspin.syncir.ir import Param, rewrite_stmts
+    stops = Counter(s.stop.value for p in k.processes for s in _walk(p.body)
+                    if isinstance(s, For) and isinstance(s.stop, Const) and s.stop.value >= 2)
+    if not stops or any(p.name == "K" for p in k.params):
+        return None
+    c = stops.most_common(1)[0][0]
+
+    def sub(s):
+        if isinstance(s, For) and s.stop == Const(c):
+            return (replace(s, stop=Var("K")),)
+        return (s,)
+    procs = tuple(replace(p, body=rewrite_stmts(p.body, sub)) for p in k.processes)
+    return replace(k, name=f"{k.name}[K]", processes=procs,
+                   params=(*k.params, Param("K", 1, UNBOUNDED if top is None else top)))
+
+
+def _walk(body):
+    from warpspin.syncir.ir import stmt_bodies
+    for s in body:
+        yield s
+        for b in stmt_bodies(s):
+            yield from _walk(b)
+
+
+def cutoff_agrees(k, counts) -> None:
+    """The cutoff's verdict on `k` with K=1.. against the interpreter's exhaustive search over
+    K=1..6: VERIFIED only where no violation is reachable there; a violation only where one is,
+    its counterexample replaying."""
+    from warpspin.engine import hb
+    from warpspin.syncir import validate
+    from warpspin.syncir.interp import replay
+    opened = open_trips(k)
+    if opened is None or validate(opened):
+        counts["no trip count"] += 1
+        return
+    r = hb.check(opened, timeout_s=60)
+    counts[r.verdict] += 1
+    if r.verdict not in ("verified", "violation"):
+        assert r.verdict == "outside" and r.reasons, r
+        return
+    if r.verdict == "violation":
+        rp = replay(opened, r.events, expect_kind=r.kind)
+        assert rp.ok, f"{opened.name}: the counterexample does not replay: {rp.error}"
+    kinds, complete = violation_kinds(open_trips(k, top=6), 60_000)
+    if not complete:
+        counts["oracle too large"] += 1
+        return
+    if r.verdict == "verified":
+        assert not kinds, f"{opened.name}: VERIFIED for every K, the interpreter reaches {kinds}"
+    else:
+        assert kinds, f"{opened.name}: {r.kind} for some K, the interpreter reaches none on 1..6"
+    counts["agreed"] += 1
+
+
+def test_generated_protocols_and_their_mutants_agree_with_the_interpreter():
+    """The well-synchronized protocols of tests/hb_gen.py with their trip count opened, and every
+    one-edit mutant of the small ones."""
+    from collections import Counter
+    from hb_gen import cluster_multicast, mutants, named_pingpong, peek_ring
+    from warpspin.syncir import validate
+    counts: Counter = Counter()
+    bases = [ring(stages=2, trips=3, consumers=2), peek_ring(2, 3, 1, expect_first=True),
+             peek_ring(3, 4, 2), named_pingpong(2, 1), cluster_multicast(2, 2)]
+    for k in bases:
+        cutoff_agrees(k, counts)
+        for m in mutants(k):
+            if not validate(m):
+                cutoff_agrees(m, counts)
+    assert counts["agreed"] >= 60 and counts["verified"] >= 5 and counts["violation"] >= 20, counts
+
+
+FUZZ = bool(os.environ.get("WARPSPIN_DIFF_FUZZ"))
+
+
+@settings(max_examples=int(os.environ.get("WARPSPIN_DIFF_EXAMPLES", "200")) // 10 if FUZZ else 12,
+          deadline=None, database=None, derandomize=not FUZZ,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_drawn_protocols_with_an_open_trip_count_agree(data):
+    """Drawn well-synchronized protocols (tests/hb_gen.py) and a sample of their mutants."""
+    from collections import Counter
+    from hb_gen import mutants, well_synchronized
+    from warpspin.syncir import validate
+    k = data.draw(well_synchronized())
+    counts: Counter = Counter()
+    cutoff_agrees(k, counts)
+    ms = [m for m in mutants(k) if not validate(m)]
+    for m in data.draw(st.permutations(ms))[:4]:
+        cutoff_agrees(m, counts)
