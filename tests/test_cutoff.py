@@ -264,3 +264,28 @@ def test_drawn_protocols_with_an_open_trip_count_agree(data):
     ms = [m for m in mutants(k) if not validate(m)]
     for m in data.draw(st.permutations(ms))[:4]:
         cutoff_agrees(m, counts)
+
+
+def with_choice(bug_at: int | None):
+    """A ring whose consumer does an extra named-barrier round when E == 1 (E in 0..1, K=1..);
+    with `bug_at`, the consumer's release is skipped at that E (a deadlock for that choice)."""
+    from warpspin.syncir.ir import If, Param
+    k = unbounded_ring(stages=2, consumers=1)
+    prod, cons = k.processes
+    loop = cons.body[-1]
+    body = tuple(s for s in loop.body)
+    if bug_at is not None:  # the release (the Lanes around the arrive) only when E != bug_at
+        body = tuple(If(Var("E").eq(bug_at), (), (s,)) if type(s).__name__ == "Lanes" else s
+                     for s in body)
+    extra = If(Var("E").eq(1), (BarSync(Const(1), Const(32)),))
+    cons = replace(cons, body=cons.body[:-1] + (replace(loop, body=(*body, extra)),))
+    return replace(k, processes=(prod, cons), params=(*k.params, Param("E", 0, 1)))
+
+
+def test_an_unbounded_range_beside_a_bounded_one_is_decided_for_each_choice():
+    r = check_kernel(with_choice(None), engine="auto")
+    assert r.verdict == "verified", r.reasons
+    assert "with E=0: K=1.." in r.config["cutoff"] and "with E=1: K=1.." in r.config["cutoff"]
+    r = check_kernel(with_choice(1), engine="auto")
+    assert r.verdict == "violation" and r.violations[0].kind == "deadlock"
+    assert "E = 1" in render_text(r)

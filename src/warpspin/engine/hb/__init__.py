@@ -79,13 +79,16 @@ def _check(kernel: Kernel, res: Outcome, deadline: float) -> None:
             res.verdict = "verified"
         return
 
-    covered = cutoff.decide(kernel, lambda runner, ex, an: _decide_run(runner, ex, res, an),
-                            lambda: time.perf_counter() > deadline)
-    if covered is None:
+    if len(free) > 1:
+        raise OutsideClass("more than one parameter without an upper bound (the cutoff takes "
+                           "one at a time)")
+    each = cutoff.decide_each(kernel, lambda runner, ex, an: _decide_run(runner, ex, res, an),
+                              lambda: time.perf_counter() > deadline)
+    if each is None:
         if res.verdict not in ("violation", "inconclusive"):
             res.verdict, res.reasons = "inconclusive", ["the time limit was reached"]
         return
-    res.config["cutoff"] = cutoff.argument(free[0].name, free[0].lo, covered)
+    res.config["cutoff"] = cutoff.argument_each(free[0].name, free[0].lo, each)
     res.verdict = "verified"
 
 

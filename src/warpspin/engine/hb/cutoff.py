@@ -157,7 +157,10 @@ class Family:
         if r2.end != "complete" or len(r2.events) != len(e1) + length:
             return None
         e2 = _events(r2)
-        for t1 in [t for t in cuts if e2[t:t + 2 * length] == e1[t:t + length] * 2][:3]:
+        fits = [t for t in cuts if e2[t:t + 2 * length] == e1[t:t + length] * 2]
+        # the latest cuts first: every local is written by then (the earliest may still hold a
+        # value from launch that the first copy overwrites)
+        for t1 in list(dict.fromkeys(fits[::-1][:3] + fits[:2])):
             why = self._prove(base, p, t1, length, e0, e1)
             if why is None:
                 return Pump(base, p, t1, length)
@@ -302,8 +305,8 @@ def decide(kernel: Kernel, closed, expired) -> list[Covered] | None:
                            "one at a time)")
     ranged = [p.name for p in kernel.params if not p.unbounded and p.lo != p.hi]
     if ranged:
-        raise OutsideClass(f"the cutoff takes one range at a time: give {', '.join(ranged)} one "
-                           "value each")
+        raise OutsideClass(f"{', '.join(ranged)}: the cutoff decides a kernel whose other "
+                           "parameters have one value each (decide_each fixes them)")
     name = free[0].name
     fam = Family(kernel, name)
     checked: set[int] = set()
@@ -352,6 +355,47 @@ def decide(kernel: Kernel, closed, expired) -> list[Covered] | None:
     why = fam.refusals[0] if fam.refusals else "no base value's executions repeat a part"
     raise OutsideClass(f"{name} has no upper bound and the cutoff found no period (bases "
                        f"{fam.lo}..{fam.lo + MAX_BASE}, periods up to {MAX_PERIOD}): {why}")
+
+
+MAX_CHOICES = 64   # choices of the bounded parameters beside the unbounded one
+
+
+def decide_each(kernel: Kernel, closed, expired) -> list[tuple[dict, list[Covered]]] | None:
+    """`decide` for each choice of the values of the other parameters' ranges (those the
+    constraints exclude whatever the unbounded value: none of them is a launch)."""
+    import itertools
+
+    from ...syncir.interp import eval_expr
+    from ...syncir.ir import expr_vars
+    free = [p for p in kernel.params if p.unbounded]
+    ranged = [p for p in kernel.params if not p.unbounded and p.lo != p.hi]
+    choices = list(itertools.product(*[p.values for p in ranged]))
+    if len(choices) > MAX_CHOICES:
+        raise OutsideClass(f"{len(choices)} choices of {', '.join(p.name for p in ranged)} beside "
+                           f"the unbounded {free[0].name if free else ''} (more than {MAX_CHOICES})")
+    out = []
+    for values in choices:
+        fixed = kernel
+        for p, v in zip(ranged, values):
+            fixed = with_value(fixed, p.name, v)
+        env = {p.name: p.lo for p in fixed.params}
+        if not all(eval_expr(c, env) for c in fixed.constraints):
+            if free and any(free[0].name in expr_vars(c) for c in fixed.constraints):
+                raise OutsideClass(f"the launch constraints depend on {free[0].name}: the "
+                                   "family has gaps the cutoff does not cover")
+            continue  # not a launch for any value
+        covered = decide(fixed, closed, expired)
+        if covered is None:
+            return None
+        out.append(({p.name: v for p, v in zip(ranged, values)}, covered))
+    return out
+
+
+def argument_each(name: str, lo: int, each: list[tuple[dict, list[Covered]]]) -> str:
+    if len(each) == 1:
+        return argument(name, lo, each[0][1])
+    return "; ".join(f"with {', '.join(f'{k}={v}' for k, v in choice.items())}: "
+                     f"{argument(name, lo, covered)}" for choice, covered in each)
 
 
 def argument(name: str, lo: int, covered: list[Covered]) -> str:
