@@ -18,8 +18,9 @@ import copy
 import math
 from dataclasses import dataclass, replace
 
-from ...syncir.ir import Kernel, Loc, Param
-from ...syncir.trace import Complete, ParamChoice, Step
+from ...syncir.interp import ModelError, Violation
+from ...syncir.ir import Kernel, Param
+from ...syncir.trace import ParamChoice
 from .affine import Aff, Region, Varies, aff, coefs, region, val
 from .analysis import analyze
 from .execution import Execution, OutsideClass, Runner
@@ -214,6 +215,8 @@ class Family:
             return f"{e} ({self._where(run)})"
         except OutsideClass as e:
             return e.why
+        except (Violation, ModelError) as e:  # (the concrete runs completed: a replay differs)
+            return f"the replay of the family stopped: {e}"
         return None
 
     def _index(self) -> int:

@@ -133,7 +133,7 @@ class Runner:
         m = self.m
         ex = Execution(start, initial=s)
         occ: dict[int, int] = {}
-        shadows = dict(shadows or {})
+        shadows: dict[int, Shadow] = dict(shadows or {})
         ex.shadows = shadows
         s = self._settle(s, range(self.n_inst), occ, shadows, ex)
         while len(ex.events) < limit:
