@@ -72,6 +72,9 @@ def test_a_correct_ring_is_verified_for_every_trip_count():
     text = render_text(r)
     assert "every value of K=1.." in text and "K=1.." in text.splitlines()[0]
     assert '"cutoff"' in r.to_json()
+    from warpspin.report.html import render_html
+    page = render_html([r])
+    assert "every value of" in page and "K=1.. (no upper bound)" in page
 
 
 @pytest.mark.parametrize("bug, kind, at", [

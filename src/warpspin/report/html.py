@@ -170,6 +170,8 @@ def _facts(r: Result) -> str:
         rows.append(("found by", found_line(s).strip(" =").removeprefix("note: ")))
     for why in r.config.get("reductions_refused", ()):
         rows.append(("reduction not applied", why))
+    if r.config.get("cutoff"):
+        rows.append(("every value of", r.config["cutoff"]))
     for a in r.config.get("assumptions", ()):
         rows.append(("assumed", a))
     for u in r.config.get("unchecked", ()):
