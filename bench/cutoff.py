@@ -64,7 +64,7 @@ def row(name: str, param: str, k) -> tuple:
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     arg = r.config.get("cutoff", "")
-    checked = re.search(r"the values (\S+) were", arg)
+    checked = re.search(r"(?:the values |(\d+ values in ))(\S+) were", arg)
     pump = re.search(r"from \S+=(\d+) on.*\(period (\d+)\)", arg)
     verdict = {"verified": "VERIFIED", "violation": f"VIOLATION ({r.kind})"}.get(
         r.verdict, f"{r.verdict} ({r.reasons[0][:70]})" if r.reasons else r.verdict)
@@ -72,7 +72,8 @@ def row(name: str, param: str, k) -> tuple:
         at = next((e.value for e in r.events if getattr(e, "name", None) == param), "?")
         verdict += f" at {param}={at}"
     return (name, param, "1..", "happens-before", sum(p.instances for p in k.processes),
-            f"{r.cost.ops:,}", r.cost.runs, checked.group(1) if checked else "",
+            f"{r.cost.ops:,}", r.cost.runs,
+            (checked.group(1) or "") + checked.group(2) if checked else "",
             f"base {pump.group(1)}, period {pump.group(2)}" if pump else "", f"{dt:.1f}",
             f"{peak:.0f}", verdict)
 

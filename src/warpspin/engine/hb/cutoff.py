@@ -8,18 +8,20 @@ finitely many values (docs/semantics.md, "The cutoff").
    every decision of the three replays is the same over the family and a copy ends where the
    next begins, E(B + p*m) = pre . seg^m . rest for every m >= 0 (Lemma C1).
 2. The conditions. The happens-before conditions on E(B + p*m) are decided by those on E(B + p*i)
-   for i = 0..M, where M follows from how far back the edges of a copy reach (w) and the first
-   copy s whose events follow every event of pre (Lemma C2); those executions are checked.
+   for i = 0..max(2, s+w+1), where w is how far back the edges of a copy reach and s the first
+   copy from which w+1 consecutive copies know the same of pre (Lemma C2); those executions are
+   checked.
 3. Each residue B..B+p-1 gets its own pump; the values below B are checked one by one.
 """
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from dataclasses import dataclass, replace
 
-from ...syncir.interp import ModelError, Violation
-from ...syncir.ir import Kernel, Param
+from ...syncir.interp import ModelError, Violation, eval_expr
+from ...syncir.ir import Kernel, Param, expr_vars
 from ...syncir.trace import ParamChoice
 from .affine import Aff, Region, Varies, aff, coefs, region, val
 from .analysis import analyze
@@ -48,8 +50,15 @@ class Covered:
     (= max(2, saturated + reach + 1))."""
     pump: Pump
     copies: int
-    saturated: int   # s: the first copy whose events follow every event of pre
+    saturated: int   # s: the first of w+1 consecutive copies that know the same of pre
     reach: int       # w: how many copies back an edge reaches
+
+
+@dataclass(frozen=True)
+class Decided:
+    """Every residue's pump and the values checked one by one."""
+    covered: list[Covered]
+    checked: tuple[int, ...]
 
 
 def with_value(kernel: Kernel, name: str, value: int) -> Kernel:
@@ -60,8 +69,7 @@ def with_value(kernel: Kernel, name: str, value: int) -> Kernel:
 def periods(kernel: Kernel) -> list[int]:
     """Candidate periods: the stage counts of the kernel's barrier arrays and buffers, doubled
     for parities, and their least common multiples."""
-    sizes = {m.size for m in kernel.mbarriers} | {b.stages for b in kernel.buffers
-                                                 if getattr(b, "stages", None)}
+    sizes = {m.size for m in kernel.mbarriers} | {b.stages for b in kernel.buffers}
     base = {1, 2} | {s for s in sizes if s} | {2 * s for s in sizes if s}
     out = set(base)
     for a in base:
@@ -72,10 +80,6 @@ def periods(kernel: Kernel) -> list[int]:
 
 def _events(ex: Execution) -> list:
     return [e.step for e in ex.events]
-
-
-def _state_at(ex: Execution, t: int):
-    return ex.events[t].pre if t < len(ex.events) else ex.final
 
 
 def _flat(s, shadows: dict) -> tuple[tuple, list]:
@@ -125,7 +129,7 @@ class Family:
     def start(self, k: int) -> tuple:
         return tuple(ParamChoice(p.name, v) for p, v in zip(self.kernel.params, self.values(k)))
 
-    def run(self, k: int) -> Execution | None:
+    def run(self, k: int) -> Execution:
         if k not in self.runs:
             s = self.runner.m.initial_state(self.values(k))
             if s is None:
@@ -233,9 +237,9 @@ class Family:
     def window(self, pump: Pump, copies: int) -> tuple[int, int] | None:
         """(s, w) measured on E(base + period*copies): w, how many copies back an edge reaches;
         s, the first copy from which w+1 consecutive copies know the same of pre (what each of
-        their events has happened-after). None: no such s among these copies. OutsideClass
-        when a condition of the execution grows with the number of copies (then no finite set
-        of values decides it)."""
+        their events has happened-after). None: this execution has too few copies to show
+        them. OutsideClass when it is not the pumped one, or an edge from pre into a copy past
+        the reach is not the same edge in every copy."""
         k = pump.base + pump.period * copies
         ex = self.run(k)
         r0, r1 = self.run(pump.base), self.run(pump.base + pump.period)
@@ -297,15 +301,15 @@ class Family:
         return saturated, reach
 
 
-def decide(kernel: Kernel, closed, expired) -> list[Covered] | None:
+def decide(kernel: Kernel, closed, expired) -> Decided | None:
     """Decide `kernel`, whose one unbounded parameter is checked by the cutoff.
     `closed(runner, execution, analysis)` decides one value from its default execution (False:
     it found a violation; stop). Returns what was covered, or None when `closed` stopped or
     `expired()`; OutsideClass when no pump is found."""
     free = [p for p in kernel.params if p.unbounded]
     if len(free) != 1:
-        raise OutsideClass("more than one parameter without an upper bound (the cutoff takes "
-                           "one at a time)")
+        raise OutsideClass(f"{len(free)} parameters without an upper bound (the cutoff takes "
+                           "exactly one)")
     ranged = [p.name for p in kernel.params if not p.unbounded and p.lo != p.hi]
     if ranged:
         raise OutsideClass(f"{', '.join(ranged)}: the cutoff decides a kernel whose other "
@@ -354,7 +358,7 @@ def decide(kernel: Kernel, closed, expired) -> list[Covered] | None:
                     if expired() or not check(pump.base + i * p):
                         return None
                 covered.append(Covered(pump, top, s, w))
-            return covered
+            return Decided(covered, tuple(sorted(checked)))
     why = fam.refusals[0] if fam.refusals else "no base value's executions repeat a part"
     raise OutsideClass(f"{name} has no upper bound and the cutoff found no period (bases "
                        f"{fam.lo}..{fam.lo + MAX_BASE}, periods up to {MAX_PERIOD}): {why}")
@@ -363,13 +367,9 @@ def decide(kernel: Kernel, closed, expired) -> list[Covered] | None:
 MAX_CHOICES = 64   # choices of the bounded parameters beside the unbounded one
 
 
-def decide_each(kernel: Kernel, closed, expired) -> list[tuple[dict, list[Covered]]] | None:
+def decide_each(kernel: Kernel, closed, expired) -> list[tuple[dict, Decided]] | None:
     """`decide` for each choice of the values of the other parameters' ranges (those the
     constraints exclude whatever the unbounded value: none of them is a launch)."""
-    import itertools
-
-    from ...syncir.interp import eval_expr
-    from ...syncir.ir import expr_vars
     free = [p for p in kernel.params if p.unbounded]
     ranged = [p for p in kernel.params if not p.unbounded and p.lo != p.hi]
     choices = list(itertools.product(*[p.values for p in ranged]))
@@ -387,29 +387,33 @@ def decide_each(kernel: Kernel, closed, expired) -> list[tuple[dict, list[Covere
                 raise OutsideClass(f"the launch constraints depend on {free[0].name}: the "
                                    "family has gaps the cutoff does not cover")
             continue  # not a launch for any value
-        covered = decide(fixed, closed, expired)
-        if covered is None:
+        decided = decide(fixed, closed, expired)
+        if decided is None:
             return None
-        out.append(({p.name: v for p, v in zip(ranged, values)}, covered))
+        out.append(({p.name: v for p, v in zip(ranged, values)}, decided))
     return out
 
 
-def argument_each(name: str, lo: int, each: list[tuple[dict, list[Covered]]]) -> str:
+def argument_each(name: str, lo: int, each: list[tuple[dict, Decided]]) -> str:
     if len(each) == 1:
         return argument(name, lo, each[0][1])
     return "; ".join(f"with {', '.join(f'{k}={v}' for k, v in choice.items())}: "
-                     f"{argument(name, lo, covered)}" for choice, covered in each)
+                     f"{argument(name, lo, decided)}" for choice, decided in each)
 
 
-def argument(name: str, lo: int, covered: list[Covered]) -> str:
+def argument(name: str, lo: int, decided: Decided) -> str:
     """The verdict's statement of what was checked and why it covers every value."""
+    covered, checked = decided.covered, decided.checked
     p = covered[0].pump.period
     base = min(c.pump.base for c in covered)
-    top = max(c.pump.base + p * c.copies for c in covered)
-    return (f"{name}={lo}.. (no upper bound): the values {lo}..{top} were checked one by one; "
+    span = f"{checked[0]}..{checked[-1]}"
+    values = (f"the values {span}" if len(checked) == checked[-1] - checked[0] + 1
+              else f"{len(checked)} values in {span}")
+    sizes = sorted({c.pump.length for c in covered})
+    part = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+    return (f"{name}={lo}.. (no upper bound): {values} were checked one by one; "
             f"from {name}={base} on, the execution of {name}+{p} is that of {name} with one more "
-            f"copy of a part of {covered[0].pump.length}-"
-            f"{max(c.pump.length for c in covered)} operations (period {p}), and the conditions "
+            f"copy of a part of {part} operations (period {p}), and the conditions "
             "on any number of copies are those on the values checked (docs/semantics.md, "
             "\"The cutoff\"), in the model without its limits on counts (completed phases, copies "
             "in flight, the integer band), which size SPIN's state vector only")

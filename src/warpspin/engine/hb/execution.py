@@ -35,7 +35,6 @@ class Event:
     pre: State
     post: State
     hooks: tuple = ()      # (hook name, mbarrier element) the step's rule ran
-    quiet: bool = True     # after it, no test-wait's passed path is being followed
 
 
 @dataclass
@@ -165,7 +164,7 @@ class Runner:
             if actor < self.n_inst:
                 t = self._settle(t, (actor,), occ, shadows, ex)
             ex.events.append(Event(len(ex.events), actor, occ[actor] - 1, ev, s, t,
-                                   tuple(hooks.seen), not shadows))
+                                   tuple(hooks.seen)))
             s = t
         ex.final = s
         if any(not m.ended(s, i.gid) for i in m.instances):
