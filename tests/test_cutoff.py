@@ -292,3 +292,21 @@ def test_an_unbounded_range_beside_a_bounded_one_is_decided_for_each_choice():
     r = check_kernel(with_choice(1), engine="auto")
     assert r.verdict == "violation" and r.violations[0].kind == "deadlock"
     assert "E = 1" in render_text(r)
+
+
+def test_launch_constraints_on_an_unbounded_parameter_are_no_traceback():
+    """The extractor's "is there any launch" check cannot enumerate K=1..; the cutoff refuses a
+    family the constraints cut (here K must be even), naming why."""
+    from warpspin.syncir import validate
+    from warpspin.syncir.ir import BinOp
+    from warpspin.syncir.validate import some_launch
+    k = replace(unbounded_ring(stages=2), constraints=(BinOp("==", BinOp("%", Var("K"), Const(2)),
+                                                              Const(0)),))
+    assert some_launch(k) and not validate(k)
+    r = check_kernel(k, engine="auto")       # K=1 is no launch
+    assert r.verdict == "inconclusive"
+    assert "launch constraints depend on K" in r.config["hb_refused"]
+    from warpspin.syncir.ir import Param
+    k = replace(k, params=(Param("K", 2, UNBOUNDED),))
+    r = check_kernel(k, engine="auto")       # K=2 is, K=3 is not
+    assert r.verdict == "inconclusive" and "constraints exclude it" in r.config["hb_refused"]

@@ -219,10 +219,12 @@ def some_launch(k: Kernel) -> bool:
 
     from .interp import eval_expr
     names = sorted(set().union(*(expr_vars(c) for c in k.constraints)))
-    ranges = {p.name: p.values for p in k.params}
-    if any(n not in ranges for n in names):
+    params = {p.name: p for p in k.params}
+    if any(n not in params for n in names):
         return True  # reported above as a constraint that reads no parameter
-    for values in product(*(ranges[n] for n in names)):
+    if any(params[n].unbounded for n in names):
+        return True  # not enumerable: the cutoff refuses a family the constraints cut
+    for values in product(*(params[n].values for n in names)):
         env = dict(zip(names, values))
         if all(eval_expr(c, env) for c in k.constraints):
             return True
