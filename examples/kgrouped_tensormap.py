@@ -162,7 +162,7 @@ def no_acquire():
 
 VARIANTS = {"correct": correct, "no_drain": no_drain, "no_acquire": no_acquire}
 # what `warpspin check` must say (tests/test_examples_v2.py checks it)
-EXPECT = {"correct": "not-checked", "no_drain": "tensormap-race", "no_acquire": "tensormap-race"}
+EXPECT = {"correct": "verified", "no_drain": "tensormap-race", "no_acquire": "tensormap-race"}
 EXPECT_AT = {"no_drain": "cpasync.update_tma_descriptor(atom, group, desc)",
              "no_acquire": "cute.copy(atom, tAgA[None, k], tAsA[None, state.index],"}
 

@@ -33,7 +33,8 @@ def test_descriptor_per_cta_is_followed_and_verifies():
     assert [t.name for t in sk.tensormaps] == ["tmap0"]
     assert {s.desc for s in _ops(sk, TmaLoad)} == {"tmap0"}
     assert _ops(sk, TensormapWrite) and _ops(sk, TensormapRelease) and _ops(sk, TensormapAcquire)
-    assert any("depends on the block index" in a for a in sk.assumptions)
+    # the slot of CTA b is row b of `ws` (128 bytes): proven apart from every other CTA's
+    assert not any("depends on the block index" in a for a in sk.assumptions), sk.assumptions
     r = verify_kernel(sk)
     assert r.verdict == "verified", r.verdict
 
@@ -46,7 +47,7 @@ def test_load_without_acquire_is_a_tensormap_race_at_the_load():
 
 @pytest.mark.parametrize("mode,tag,why", [
     ("shared_slot", "# @copy-tensormap", "does not depend on the block index"),
-    ("two_slots", "# @second-slot", "a second tensormap pointer"),
+    ("overlapping_slot", "# @overlapping-slot", "a second tensormap pointer whose address"),
     ("loop_slot", "# @loop-slot", "not one fixed global address"),
     ("lane_drain", "# @lane-drain", "by a lane subset that may not include"),
     ("plain_store", "# @plain-store", "a write into the memory a TMA descriptor pointer"),
@@ -69,3 +70,28 @@ def test_a_store_through_a_rewritten_descriptor_is_unsupported_not_verified(acqu
     assert any("tma_store through the tensormap" in u.what and
                u.loc.line == line_of(K.__file__, "# @store") for u in unsup), unsup
     assert verify_kernel(sk).verdict == "unsupported"
+
+
+def test_two_slots_are_two_descriptors_and_one_pointer_computed_twice_is_one():
+    sk = _extract("two_slots")  # rows b and b + 2 of `ws`: 256 bytes apart
+    assert [t.name for t in sk.tensormaps] == ["tmap0", "tmap1"]
+    assert {s.desc for s in _ops(sk, TensormapWrite)} == {"tmap0", "tmap1"}
+    # row b + 2 is another CTA's row b when the grid is larger: not shown apart, assumed
+    assert any("depends on the block index" in a for a in sk.assumptions)
+    assert verify_kernel(sk).verdict == "verified"
+    sk = _extract("same_slot_twice")
+    assert [t.name for t in sk.tensormaps] == ["tmap0"]
+    assert verify_kernel(sk).verdict == "verified"
+
+
+def test_descriptor_addresses_are_compared_by_their_constant_difference():
+    from warpspin.extract.descriptors import Address, one_slot_per_cta, same_descriptor
+    from warpspin.syncir.ir import Var
+    row = frozenset({(Var("clusterid_x"), 256)})
+    a, b = Address(3, row, 0), Address(3, row, 128)
+    assert same_descriptor(a, a) is True and same_descriptor(a, b) is False
+    assert same_descriptor(a, Address(3, row, 64)) is None  # overlapping
+    assert same_descriptor(a, Address(3, frozenset({(Var("clusterid_x"), 128)}), 0)) is None
+    assert same_descriptor(a, Address(4, row, 0)) is False  # other tensors: the host's contract
+    assert one_slot_per_cta([a, b]) and not one_slot_per_cta([a, Address(3, row, 192)])
+    assert not one_slot_per_cta([a, Address(4, row, 128)])

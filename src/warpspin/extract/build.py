@@ -18,6 +18,7 @@ from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc,
 from ..syncir.printer import fmt_expr
 from ..syncir.validate import reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
+from .descriptors import one_slot_per_cta
 from .values import Folder, opaque
 from .walker import LANE_SUBSET, Context, WarpWalker, cluster_coord, to_loc
 
@@ -212,7 +213,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
 
     words, procs = _words(ctx, procs)
     buffers, procs = _buffers(ctx, procs, staged)
-    tensormaps, procs = _bulk_groups(ctx, procs, buffers)
+    tensormaps, procs = _bulk_groups(k, ctx, procs, buffers)
     used: set[str] = set()
     for p in procs:
         for s in walk_stmts(p.body):
@@ -517,13 +518,21 @@ def _with_threads(body, threads: int):
             yield from _with_threads(st.body, threads)
 
 
-def _bulk_groups(ctx: Context, procs: list[Process], buffers: tuple[BufferDecl, ...]
+def _bulk_groups(k, ctx: Context, procs: list[Process], buffers: tuple[BufferDecl, ...]
                  ) -> tuple[tuple[TensormapDecl, ...], list[Process]]:
     """The tensormaps the kernel rewrites, and every bulk commit and wait_group.read told which
     of them its process loads through, which buffer stages it stores, and how many groups to
     tell apart (the largest wait + 1). A commit or wait of a process that does neither retires
     nothing the model follows: it goes."""
-    decls = tuple(TensormapDecl(name, loc, label) for name, label, loc in ctx.tensormaps.values())
+    decls = tuple(TensormapDecl(name, loc, label) for name, label, loc, _ in
+                  dict.fromkeys(ctx.tensormaps.values()))
+    if tuple(k.grid_dim or ()) != (1, 1, 1) and not (k.cluster_size == 1 and one_slot_per_cta(
+            [a for *_, a in ctx.tensormaps.values()])):
+        for _, _, loc, _ in dict.fromkeys(ctx.tensormaps.values()):
+            ctx.assumptions.add(
+                f"tensormaps: the descriptor pointer at {loc.file.rsplit('/', 1)[-1]}:{loc.line} "
+                "depends on the block index, and no two CTAs of the grid rewrite or load through "
+                "the same descriptor (one slot per CTA, as TensorMapManager lays them out)")
     depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
                      if isinstance(s, BulkWaitRead)), default=0)
     outs = []

@@ -26,6 +26,7 @@ from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, BarArrive, Counter
                          walk_stmts)
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
+from .descriptors import TENSORMAP_CASTS, address, same_descriptor
 from .partitions import thread_partition
 from .values import (ELECT, LANE, Alloc, ClcResponse, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
                      SliceCoord, Stage, Unknown, Value, View, lane_values, opaque_reasons,
@@ -107,12 +108,28 @@ def tensormap_asm_form(text: str):
     return None
 
 
+def _asm_only_global_tensormap(text: str) -> bool:
+    """Inline PTX that is a bulk group, a tensormap fence or one `tensormap.replace` of a
+    descriptor in global memory (with register moves): it reads and writes no shared memory."""
+    form = tensormap_asm_form(text)
+    if form is None or form[0] == "copy":
+        return False
+    return form[0] != "replace" or (form[1].group(1) == "global" and not re.search(
+        r"\bst\.|\bld\.|\bcp\.|stmatrix|ldmatrix|\batom|\bred\.", text))
+
+
+def _asm_may_write_shared(text: str) -> bool:
+    """Whether inline PTX may write shared memory (the copy of a descriptor out of shared memory
+    reads it and writes global memory)."""
+    if _asm_only_global_tensormap(text) or (tensormap_asm_form(text) or ("",))[0] == "copy":
+        return False
+    return bool(re.search(r"\bst\.|\bcp\.|stmatrix|\batom|\bred\.|tensormap", text))
+
+
 # ops that may write global memory; one whose global operand shares a kernel argument with a
 # descriptor pointer and that is not a tensormap op the extractor reads is Unsupported
 GLOBAL_WRITE = re.compile(r"store|copy|atomic|\bred\b|inline_asm|inline_ptx|memset|memcpy")
 TENSORMAP_OPS = {"cute_nvgpu.copy_tma_desc", "cute_nvgpu.update_tma_desc"}
-TENSORMAP_CASTS = {"cute.ptrtoint", "cute.inttoptr", "cute.assume", "llvm.ptrtoint",
-                   "llvm.inttoptr", "builtin.unrealized_conversion_cast", "cute.recast_iter"}
 ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(?:\.v(\d))?\.([bsuf])(\d+)\s+"
                       r"\[\{?\$r?(\d+)\}?\]\s*,\s*(\{[^}]*\}|[^,\s]+)\s*,\s*\[\{?\$r?(\d+)\}?\]")
 def _one_st_async(text: str) -> bool:
@@ -483,7 +500,7 @@ class Context:
     # bytes of the tensor it was derived from
     relaxed_arrives: list = field(default_factory=list)  # (warp, what)
     derived_view_writes: bool = False
-    # tensormaps rewritten in global memory: root pointer value -> (name, label, loc)
+    # tensormaps rewritten in global memory: root pointer value -> (name, label, loc, address)
     tensormaps: dict = field(default_factory=dict)
     # staged buffers: Stage.buffer -> [name, label, loc]; which entries of smem_writes are the
     # staged accesses of which buffer; TMA stores whose source is no stage the model follows
@@ -1466,7 +1483,7 @@ class WarpWalker:
             if _one_st_async(text) and not re.search(r"\bcp\.|stmatrix|\batom|\bred\.|tensormap|"
                                                      r"\bst\.(?!async)", text):
                 return  # the st.async's handler records its write (`asm`)
-            if re.search(r"\bst\.|\bcp\.|stmatrix|\batom|\bred\.|tensormap", text):
+            if _asm_may_write_shared(text):
                 self.ctx.smem_writes.append((None, None, f"inline PTX@{op.loc.short()}"))
 
     def note_smem_write(self, vid: int, what: str) -> None:
@@ -1860,19 +1877,26 @@ class WarpWalker:
             return None
         tms = self.ctx.tensormaps
         if root not in tms:
-            if tms:
-                out.append(Unsupported(f"{op.name}: a second tensormap pointer in one kernel "
-                                       "(whether two pointers name one descriptor is not "
-                                       "followed)", self.loc(op)))
-                return None
+            here = address(self.k, root, self.val, self.expr)
+            for other, (name, label, _loc, there) in list(tms.items()):
+                same = None if here is None or there is None else same_descriptor(here, there)
+                if same is None:
+                    out.append(Unsupported(
+                        f"{op.name}: a second tensormap pointer whose address is not shown to "
+                        f"be that of {label} or at least 128 bytes from it (whether two pointers "
+                        "name one descriptor is not followed)", self.loc(op)))
+                    return None
+                if same:
+                    tms[root] = tms[other]
+                    return name
+                if here.arg != there.arg:
+                    self.ctx.assumptions.add(
+                        f"tensormaps: the descriptors in kernel arguments {there.arg} and "
+                        f"{here.arg} do not overlap (the host's tensors are disjoint)")
             loc = self.loc(info.op)
             where = f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}"
-            tms[root] = (f"tmap{len(tms)}", f"tensormap at {where}", loc)
-            if not one_cta:
-                self.ctx.assumptions.add(
-                    f"tensormaps: the descriptor pointer at {where} depends on the block index, "
-                    "and no two CTAs of the grid rewrite or load through the same descriptor (one "
-                    "slot per CTA, as TensorMapManager lays them out)")
+            tms[root] = (f"tmap{len({t[0] for t in tms.values()})}", f"tensormap at {where}",
+                         loc, here)
         return tms[root][0]
 
     def _reads_block_index(self, vid: int, limit: int = 400) -> bool:
@@ -2236,7 +2260,8 @@ class WarpWalker:
         what = f"{op.name}@{op.loc.short()}"
         text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
         if op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and ("[" in text or "wgmma" in text
-                                                                  or "tcgen05" in text):
+                                                                  or "tcgen05" in text) and \
+                not _asm_only_global_tensormap(text):
             # inline PTX with a memory operand ([addr]) or an async unit's descriptor may reach
             # shared memory through an address the model does not follow
             self.ctx.smem_uses.append((None, None, f"inline PTX@{op.loc.short()}"))
