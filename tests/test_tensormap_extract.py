@@ -95,3 +95,10 @@ def test_descriptor_addresses_are_compared_by_their_constant_difference():
     assert same_descriptor(a, Address(4, row, 0)) is False  # other tensors: the host's contract
     assert one_slot_per_cta([a, b]) and not one_slot_per_cta([a, Address(3, row, 192)])
     assert not one_slot_per_cta([a, Address(4, row, 128)])
+
+
+def test_a_drain_by_lane_0_is_on_the_lane_that_issued_the_copies():
+    sk = _extract("lane0_drain")
+    assert not unsupported_ops(sk)
+    assert any("elects lane 0" in a for a in sk.assumptions), sk.assumptions
+    assert verify_kernel(sk).verdict == "verified"

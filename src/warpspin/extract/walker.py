@@ -2553,8 +2553,18 @@ class WarpWalker:
         whole warp, or one lane elected over the whole warp (elect.sync: the same leader for the
         same member mask). A lane predicate names lanes the leader may not be among."""
         a = self.active
-        return a.lanes == frozenset(range(self.lanes)) and (a.count == self.lanes or
-                                                              (a.count == 1 and not a.exact))
+        if a.lanes == frozenset(range(self.lanes)) and (a.count == self.lanes or
+                                                        (a.count == 1 and not a.exact)):
+            return True
+        if a.exact and a.lanes == frozenset({0}):
+            # the TMA copy runs in the whole warp (elect.sync in a lane subset is Unsupported),
+            # and the H200 elects the lowest lane (litmus ElectWhichLane)
+            self.ctx.assumptions.add(
+                "elect.sync in the DSL's TMA copies elects lane 0, the lowest lane (as the H200 "
+                "does); a bulk group or tensormap fence under `lane == 0` is then on the lane "
+                "that issued the copies (PTX only says the same lane is elected every time)")
+            return True
+        return False
 
     def _region_as(self, op: Op, i: int, active: Active) -> tuple[list[Stmt], list[Value]]:
         saved, self.active = self.active, active
