@@ -12,10 +12,18 @@ memory model's scopes, 8.5): a release at CTA scope orders them only for threads
 the reader is in CTA 1. The DSL's ``mbarrier_arrive`` defaults to CTA scope even for a peer CTA's
 barrier (its own comment says to pass scope=CLUSTER for DSMEM data hand-offs).
 
+The store is written three ways, as public code writes it: inline PTX ``st.shared::cluster``, an
+``llvm.store`` through the ``map_dsmem_ptr`` pointer, and a ``cute.copy`` with the universal copy
+atom into a tensor over that pointer (the DSL refuses element stores into a ``dsmem`` tensor).
+
 Variants:
-  correct      the remote arrive at cluster scope
-  cta_scope    the remote arrive at the DSL's default CTA scope -> scope, at the arrive
-  no_arrive    no arrive: CTA 1 waits forever -> deadlock
+  correct          the remote arrive at cluster scope
+  cta_scope        the remote arrive at the DSL's default CTA scope -> scope, at the arrive
+  no_arrive        no arrive: CTA 1 waits forever -> deadlock
+  store_correct    correct, the store written as llvm.store
+  store_cta_scope  cta_scope, the store written as llvm.store -> scope
+  copy_correct     correct, the store written as cute.copy
+  copy_cta_scope   cta_scope, the store written as cute.copy -> scope
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ import sys
 import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
-from cutlass._mlir.dialects import nvvm
+from cutlass._mlir.dialects import llvm, nvvm
 
 CLUSTER = 2
 BUGS = ("cta_scope", "no_arrive")
@@ -32,9 +40,11 @@ ST_CLUSTER = "st.shared::cluster.u32 [$0], $1;"
 
 
 class DsmemHandoff:
-    def __init__(self, bug: str | None = None):
+    def __init__(self, bug: str | None = None, spelling: str = "ptx"):
         assert bug is None or bug in BUGS, bug
+        assert spelling in ("ptx", "store", "copy"), spelling
         self.bug = bug
+        self.spelling = spelling
 
     @cute.jit
     def __call__(self, x: cute.Tensor, out: cute.Tensor):
@@ -61,8 +71,17 @@ class DsmemHandoff:
         cute.arch.cluster_wait()
 
         if rank == 0:
-            word = Int32(cute.arch.map_dsmem_ptr(storage.box.data_ptr() + lane, 1).toint())
-            cute.arch.inline_ptx(ST_CLUSTER, read_only_args=[word, x[lane] * 2 + 1])
+            value = x[lane] * 2 + 1
+            remote = cute.arch.map_dsmem_ptr(storage.box.data_ptr() + lane, 1)
+            if cutlass.const_expr(self.spelling == "ptx"):
+                cute.arch.inline_ptx(ST_CLUSTER, read_only_args=[Int32(remote.toint()), value])
+            elif cutlass.const_expr(self.spelling == "store"):
+                llvm.store(value.ir_value(), remote.llvm_ptr)
+            else:
+                staged = cute.make_rmem_tensor((1,), Int32)
+                staged[0] = value
+                cute.copy(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), Int32), staged,
+                          cute.make_tensor(remote, cute.make_layout(1)))
             if cutlass.const_expr(self.bug == "cta_scope"):
                 cute.arch.mbarrier_arrive(bar, 1)                          # BUG: CTA scope
             elif cutlass.const_expr(self.bug is None):
@@ -74,10 +93,10 @@ class DsmemHandoff:
         cute.arch.cluster_wait()
 
 
-def variant(bug: str | None = None):
+def variant(bug: str | None = None, spelling: str = "ptx"):
     from warpspin.frontend import fake_tensor
 
-    return DsmemHandoff(bug), (fake_tensor(Int32, (32,), align=16),
+    return DsmemHandoff(bug, spelling), (fake_tensor(Int32, (32,), align=16),
                                fake_tensor(Int32, (32,), align=16))
 
 
@@ -93,9 +112,30 @@ def no_arrive():
     return variant("no_arrive")
 
 
-VARIANTS = {"correct": correct, "cta_scope": cta_scope, "no_arrive": no_arrive}
-EXPECT = {"correct": "not-checked", "cta_scope": "scope", "no_arrive": "deadlock"}
-EXPECT_AT = {"cta_scope": "# BUG: CTA scope", "no_arrive": "cute.arch.mbarrier_wait(bar, 0)"}
+def store_correct():
+    return variant(None, "store")
+
+
+def store_cta_scope():
+    return variant("cta_scope", "store")
+
+
+def copy_correct():
+    return variant(None, "copy")
+
+
+def copy_cta_scope():
+    return variant("cta_scope", "copy")
+
+
+VARIANTS = {"correct": correct, "cta_scope": cta_scope, "no_arrive": no_arrive,
+            "store_correct": store_correct, "store_cta_scope": store_cta_scope,
+            "copy_correct": copy_correct, "copy_cta_scope": copy_cta_scope}
+EXPECT = {"correct": "not-checked", "cta_scope": "scope", "no_arrive": "deadlock",
+          "store_correct": "not-checked", "store_cta_scope": "scope",
+          "copy_correct": "not-checked", "copy_cta_scope": "scope"}
+EXPECT_AT = {"cta_scope": "# BUG: CTA scope", "no_arrive": "cute.arch.mbarrier_wait(bar, 0)",
+             "store_cta_scope": "# BUG: CTA scope", "copy_cta_scope": "# BUG: CTA scope"}
 
 
 # -- running on a GPU ------------------------------------------------------------------------------

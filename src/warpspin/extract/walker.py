@@ -920,10 +920,17 @@ class WarpWalker:
         if (op.name == "cute.memref.store" or not _memory_reader(op.name)) and \
                 op.name not in DSMEM_FOLLOWED and not op.name.startswith("nvvm.mbarrier.") and \
                 any(ct.is_cluster_smem(t) for t in op.operand_types):
-            # a write into some CTA's shared memory through a cluster address: only
-            # st.shared::cluster (inline PTX, `st_cluster`) and st.async are followed
-            out.append(Unsupported(f"{op.name}: a store into distributed shared memory the model "
-                                   "does not follow", self.loc(op)))
+            # a write into some CTA's shared memory through a cluster address: st.shared::cluster
+            # (inline PTX, `st_cluster`; llvm.store and a universal cute.copy through a mapa
+            # address, `dsmem_store`) and st.async are followed
+            store = self.dsmem_store(op)
+            if store is None:
+                out.append(Unsupported(f"{op.name}: a store into distributed shared memory the "
+                                       "model does not follow", self.loc(op)))
+            else:
+                out.append(store)
+                self.fence_scope = None
+                return
         fenced = self.fence_scope
         if h is not None:
             h(self, op, out)
@@ -1789,6 +1796,36 @@ class WarpWalker:
         elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):
             out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
         self.set_unknown_results(op)
+
+    def dsmem_store(self, op: Op) -> Optional[DsmemStore]:
+        """``llvm.store v, p`` or a universal-atom ``cute.copy`` into a tensor over ``p``, where
+        ``p`` is a mapa address of this kernel's shared memory: the generic store of
+        ``st.shared::cluster`` into the CTA ``p`` names. None for anything else."""
+        if op.name == "llvm.store" and len(op.operands) == 2 and \
+                not ct.is_cluster_smem(op.operand_types[0]):
+            p = self.val(op.operands[1])
+        elif op.name == "cute.copy" and len(op.operands) == 3 and \
+                ct.atom_kind(op.operand_types[0]) == "universal_copy" and \
+                not ct.is_cluster_smem(op.operand_types[1]):
+            p = self.dsmem_view_ptr(op.operands[2])
+        else:
+            return None
+        if not isinstance(p, Ptr) or p.cta is None or p.alloc is None:
+            return None
+        return DsmemStore(p.cta, self.loc(op))
+
+    def dsmem_view_ptr(self, vid: int, depth: int = 0):
+        """The pointer a tensor in distributed shared memory is a view over (through slices,
+        mode groupings and `make_view`), or None."""
+        info = self.k.value_info.get(vid)
+        op = None if info is None or info.is_block_arg else info.op
+        if op is None or not op.operands or depth > 16:
+            return None
+        if op.name == "cute.make_view":
+            return self.val(op.operands[0])
+        if op.name in ("cute.group_modes", "cute.slice", "cute.logical_divide"):
+            return self.dsmem_view_ptr(op.operands[0], depth + 1)
+        return None
 
     def st_cluster(self, op: Op, addr: int, out) -> None:
         """``st.shared::cluster [addr], v`` (one store, inline PTX): a generic store into the
