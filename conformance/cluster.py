@@ -366,6 +366,7 @@ class _DsmemHandoff(Litmus):
     nbars = 1
     probes = 0
     scope = "cluster"
+    by_llvm_store = False
 
     @cute.jit
     def body(self):
@@ -375,8 +376,13 @@ class _DsmemHandoff(Litmus):
         _init_published(self.warp, self.bar(0))
         if self.rank == 0:
             with cute.arch.elect_one():
-                word = Int32(cute.arch.map_dsmem_ptr(self.buf, 1).toint())
-                cute.arch.inline_ptx(ST_CLUSTER, read_only_args=[word, Int32(7)])
+                remote = cute.arch.map_dsmem_ptr(self.buf, 1)
+                if cutlass.const_expr(self.by_llvm_store):
+                    from cutlass._mlir.dialects import llvm
+                    llvm.store(Int32(7).ir_value(), remote.llvm_ptr)
+                else:
+                    cute.arch.inline_ptx(ST_CLUSTER, read_only_args=[Int32(remote.toint()),
+                                                                    Int32(7)])
                 if cutlass.const_expr(self.scope == "cluster"):
                     cute.arch.mbarrier_arrive(self.bar(0), 1, scope=nvvm.MemScopeKind.CLUSTER)
                 else:
@@ -401,4 +407,18 @@ class DsmemReleasedAtCtaScope(_DsmemHandoff):
     scope = "cta"
 
 
-LITMUS += [DsmemReleasedAtClusterScope, DsmemReleasedAtCtaScope]
+class DsmemLlvmStoreReleasedAtClusterScope(DsmemReleasedAtClusterScope):
+    """DsmemReleasedAtClusterScope with the store written as `llvm.store` through the
+    `map_dsmem_ptr` pointer (what ptxas gets is the same st.shared::cluster)."""
+    by_llvm_store = True
+    awaiting_h200 = "written on 2026-12-05, when no H200 was lent"
+
+
+class DsmemLlvmStoreReleasedAtCtaScope(DsmemReleasedAtCtaScope):
+    """DsmemReleasedAtCtaScope with the store written as `llvm.store`. warpspin: scope."""
+    by_llvm_store = True
+    awaiting_h200 = "written on 2026-12-05, when no H200 was lent"
+
+
+LITMUS += [DsmemReleasedAtClusterScope, DsmemReleasedAtCtaScope,
+           DsmemLlvmStoreReleasedAtClusterScope, DsmemLlvmStoreReleasedAtCtaScope]

@@ -164,7 +164,8 @@ def conformance_doc(js: list[Judgement], env: dict) -> str:
         "or a checker rule) and predicts nothing after it, the H200 column records what the "
         "hardware did; **unmodelled**: the same where the model stops at an op it does not model (the verdict is UNSUPPORTED); **UNSOUND**: the H200 showed an outcome the model calls impossible; **PTX only**: "
         "the litmus needs an sm_100a GPU (none is available here): it is traced and its outcomes "
-        "predicted, and the rule is the PTX ISA's. "
+        "predicted, and the rule is the PTX ISA's; **not run**: an sm_90a litmus written in a "
+        "session that had no H200 (its class says when), predicted only until the next run. "
         "Model outcomes are the terminals of every violation-free execution the reference "
         "interpreter explores (`completes` with the probe words, or `hangs`).",
         "",

@@ -78,6 +78,10 @@ RULES: dict[str, tuple[str, str, str]] = {
     "tensormap.drain": ("Tensormaps rewritten in global memory (tensormap-race)", "9.7.9.26.5.2",
         "a TMA load reads its descriptor until a cp.async.bulk.wait_group.read of its thread "
         "retires its bulk async-group; a rewrite before that: tensormap-race"),
+    "tensormap.several": ("Tensormaps rewritten in global memory (tensormap-race)", "5.5.8",
+        "two descriptor pointers name one descriptor when their addresses (a kernel argument plus "
+        "a linear byte offset) are equal, two when they are 128 bytes or more apart; else "
+        "unsupported"),
     "tensormap.acquire": ("Tensormaps rewritten in global memory (tensormap-race)", "9.7.13.4",
         "a TMA load through a rewritten descriptor needs the writer's release and its own "
         "acquire (fence.proxy.tensormap::generic); without them: tensormap-race"),
