@@ -18,28 +18,43 @@ from warpspin.report.render import render_text  # noqa: E402
 from warpspin.syncir import protocols as P  # noqa: E402
 
 
-def _plain_store():
-    fn, args = K.tensormap_store(False, plain=True)
+def _plain_store(fence: bool = False):
+    fn, args = K.tensormap_store(False, plain=True, fence=fence)
     (k,) = trace(fn, *args)
     return extract(k)
 
 
 @pytest.mark.parametrize("engine", ["auto", "spin"])
-def test_a_store_from_a_buffer_not_followed_is_not_verified(engine):
-    """Generic writes to a plain shared tensor, then a TMA store of it with no fence.proxy.async:
-    the store's source is not followed, so races are not checked and the headline says so."""
-    sk = _plain_store()
-    r = verify_kernel(sk, opts=CheckOptions(engine=engine, timeout_s=120))
+def test_a_plain_shared_tensor_stored_by_tma_is_followed(engine):
+    """Generic writes to a plain shared tensor (no pipeline, no stage mode), then a TMA store of
+    it with no fence.proxy.async: the tensor is followed as a buffer of one stage, and the
+    missing fence is a proxy-race at the store."""
+    r = verify_kernel(_plain_store(), opts=CheckOptions(engine=engine, timeout_s=120))
+    assert r.verdict == "violation" and r.violations[0].kind == "proxy-race", render_text(r)
+    assert r.violations[0].locations[0].line == line_of(K.__file__, "# @unfenced-store")
+    r = verify_kernel(_plain_store(fence=True), opts=CheckOptions(engine=engine, timeout_s=120))
+    assert r.verdict == "verified", render_text(r)
+
+
+def _dsmem(variant: str):
+    from warpspin.api import check_target
+    return lambda opts: check_target(f"examples/dsmem_handoff.py:{variant}", opts)[0]
+
+
+@pytest.mark.parametrize("engine", ["auto", "spin"])
+def test_an_object_not_followed_makes_the_verdict_inconclusive(engine):
+    """Bytes stored into a peer CTA are not checked for races: no violation, and the headline
+    says what was not checked, where, with exit code 2's verdict."""
+    r = _dsmem("correct")(CheckOptions(engine=engine, timeout_s=120))
     assert r.verdict == "inconclusive", render_text(r)
     first = r.reasons[0]
     assert first.startswith("no deadlock in any interleaving; races NOT CHECKED on ") and \
-        "TMA store" in first, first
-    assert r.reason_locations[0].line == line_of(K.__file__, "# @unfenced-store")
+        "DSMEM" in first, first
     assert "NOT CHECKED" in render_text(r).splitlines()[1]
 
 
 def test_asking_for_deadlock_alone_verifies_what_was_asked():
-    r = verify_kernel(_plain_store(), opts=CheckOptions(properties=("deadlock",)))
+    r = _dsmem("correct")(CheckOptions(properties=("deadlock",)))
     assert r.verdict == "verified" and r.config["properties"] == ["deadlock"], render_text(r)
 
 

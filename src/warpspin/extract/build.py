@@ -179,8 +179,9 @@ def _cta_blocks(k: TracedKernel, used: set[str], ctas: int = 0) -> tuple:
     return tuple(blocks)
 
 
-def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) -> Kernel:
-    ctx = Context(k)
+def _walk(k: TracedKernel, plain: frozenset = frozenset()) -> tuple[Context, list]:
+    """Every warp of the model walked once: the context and (cta, warp, lanes, body, labels)."""
+    ctx = Context(k, plain_buffers=plain)
     ctx.grid_why = _grid_why(k)
     grid = ctx.grid_why is None
     walks = []
@@ -188,6 +189,16 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
         w = WarpWalker(ctx, warp, lanes, cta, grid_block(k, cta) if grid else None)
         stmts, _ = w.block(k.body.blocks[0], [w.val(a.value) for a in k.args])
         walks.append((cta, warp, lanes, finish(stmts), w.labels))
+    return ctx, walks
+
+
+def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) -> Kernel:
+    ctx, walks = _walk(k)
+    if ctx.plain_found:
+        # plain shared tensors that TMA stores read are buffers of one stage: walked again
+        # with them known, so every access of their bytes before the store is attributed too
+        ctx, walks = _walk(k, frozenset(ctx.plain_found))
+    grid = ctx.grid_why is None
     if grid:
         walks = [(cta, warp, lanes, _without_cluster_ops(body), labels)
                  for cta, warp, lanes, body, labels in walks]

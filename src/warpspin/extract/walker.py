@@ -511,6 +511,10 @@ class Context:
     smem_uses: list = field(default_factory=list)
     staged_uses: dict = field(default_factory=dict)  # smem_uses index -> buffer name
     unstaged_stores: list = field(default_factory=list)  # (loc, why)
+    # plain shared tensors (no stage mode) that TMA stores read: (allocation uid, lo, hi) found
+    # by a first walk, and the ones a second walk follows as buffers of one stage
+    plain_found: set = field(default_factory=set)
+    plain_buffers: frozenset = frozenset()
     unchecked: list = field(default_factory=list)  # Unchecked: properties not followed
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
     alloc_fields: dict = field(default_factory=dict)  # allocation uid -> its struct fields
@@ -1529,7 +1533,7 @@ class WarpWalker:
             return
         view = self.val(op.operands[0])
         where = f"@{op.loc.short()}"
-        if not isinstance(view, View) or view.stage is not None:
+        if not isinstance(view, View) or view.stage is not None or self.plain_stage(view):
             # a stage of a staged buffer holds data, not words handed between roles
             self.note_smem_write(op.operands[0], f"a shared-memory store{where}")
             self.staged_write(op, op.operands[0], out)
@@ -1562,7 +1566,7 @@ class WarpWalker:
         if isinstance(m, View) and len(op.operands) == 2 and op.results:
             # a read of a stage (the view is one, or its coordinate names one) is a staged read;
             # the value may still be a word the model follows (build.py keeps one or the other)
-            stage = m.stage or self.element_stage(m, op.operands[1])
+            stage = m.stage or self.element_stage(m, op.operands[1]) or self.plain_stage(m)
             if stage is not None:
                 name = self.claim(op, stage)
                 out.append(SmemRead(((name, stage.index),), self.loc(op)))
@@ -2274,7 +2278,25 @@ class WarpWalker:
 
     def staged(self, vid: int) -> Optional[Stage]:
         v = self.val(vid)
-        return v.stage if isinstance(v, (View, Region)) else None
+        return (v.stage or self.plain_stage(v)) if isinstance(v, (View, Region)) else None
+
+    @staticmethod
+    def _bytes(v) -> Optional[tuple[int, int, int]]:
+        """(allocation uid, lo, hi): the bytes a view or region of shared memory lies in."""
+        if isinstance(v, Region):
+            return v.alloc, v.lo, v.hi
+        if isinstance(v, View) and v.byte_range is not None and v.ptr.alloc is not None:
+            return (v.ptr.alloc.uid, *v.byte_range)
+        return None
+
+    def plain_stage(self, v) -> Optional[Stage]:
+        """A view or region inside a plain shared tensor that a TMA store reads
+        (`Context.plain_buffers`): the one stage of that buffer."""
+        where = self._bytes(v) if v.stage is None else None
+        for alloc, a, b in self.ctx.plain_buffers if where is not None else ():
+            if alloc == where[0] and a <= where[1] and where[2] <= b:
+                return Stage(Const(0), 1, b - a, alloc, a, b)
+        return None
 
     def attribute(self, op: Op, stage: Stage, name: str) -> None:
         """The shared-memory writes and uses recorded for `op` (smem_writes_of, smem_uses_of)
@@ -2425,6 +2447,11 @@ class WarpWalker:
             return
         stage = self.staged(op.operands[1]) if len(op.operands) > 1 else None
         if stage is None:
+            source = self.val(op.operands[1]) if len(op.operands) > 1 else None
+            where = self._bytes(source) if isinstance(source, (View, Region)) and \
+                source.stage is None else None
+            if where is not None:  # a second walk follows it (build.py)
+                self.ctx.plain_found.add(where)
             self.ctx.unstaged_stores.append((self.loc(op), f"{kind} whose source is not a stage "
                                              "of a staged buffer the model follows"))
             return
