@@ -8,7 +8,8 @@ from warpspin.syncir import Const, Kernel, Process, check
 from warpspin.syncir.interp import explore
 from warpspin.syncir.ir import BufferDecl
 from warpspin.syncir.ops import BarSync, FenceProxyAsync, SmemWrite, TmaStore
-from warpspin.syncir.protocols import EPILOGUE_BUG_EXPECT, EPILOGUE_BUGS, epilogue
+from warpspin.syncir.protocols import (ALIASED_BUG_EXPECT, ALIASED_BUGS, EPILOGUE_BUG_EXPECT,
+                                      EPILOGUE_BUGS, aliased_buffer, epilogue)
 from warpspin.syncir.validate import InvalidKernel
 
 
@@ -163,3 +164,20 @@ def test_a_buffer_with_an_access_the_extractor_cannot_attribute_is_not_followed(
         assert _staged_buffers(ctx, [(0, 0, 32, body, [])]) == {}
         (u,) = ctx.unchecked
         assert (u.property, u.what, u.loc) == ("race", "sX", "k.py:5") and "k.py:" in u.why
+
+
+@pytest.mark.parametrize("bug", (None,) + ALIASED_BUGS)
+@pytest.mark.parametrize("engine", ("hb", "spin"))
+def test_a_buffer_filled_read_and_then_written_is_checked_both_ways(bug, engine):
+    """flash-attn-4's SM90 forward writes O into the bytes of sQ: a generic write over a stage a
+    TMA load still fills or a wgmma still reads is a race, in both engines and the interpreter."""
+    k = aliased_buffer(bug)
+    out = explore(k)
+    r = verify_kernel(k, opts=CheckOptions(engine=engine, load_races=True, timeout_s=120))
+    if bug is None:
+        assert out.violation is None and r.verdict == "verified", r
+        return
+    kind, line = ALIASED_BUG_EXPECT[bug]
+    assert (out.violation.kind, out.violation.loc.line) == (kind, line)
+    assert r.verdict == "violation" and r.violations[0].kind == kind, r
+    assert r.violations[0].locations[0].line == line

@@ -55,9 +55,10 @@ def test_sm90_extracts():
 def test_sm90_verified():
     sk = extract(fa4_fwd("sm90"), params={N_BLOCKS: 2})
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=300, memory_mb=2048))
-    # complete and no violation; the epilogue's TMA store reads a tensor the model does not follow
-    assert r.outcome == "not-checked", str(r)
-    assert all("NOT CHECKED on the TMA store's source" in why for why in r.reasons), str(r)
+    # the epilogue stages O in sQ's bytes: a plain tensor TMA loads fill, wgmmas read, threads
+    # write and a TMA store reads, followed as a buffer of one stage
+    assert r.verdict == "verified", str(r)
+    assert "sQ" in str(r).splitlines()[0], str(r)
 
 
 def test_sm100_extracts_with_nothing_unsupported():
@@ -108,5 +109,4 @@ def test_causal_verified_for_every_tile():
     (m-blocks 3, 2, 1, 0 in LPT order: 2, 2, 1 and 1 KV blocks): VERIFIED (0.4 M states)."""
     sk = C.extracted("fa4.sm90.causal")
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096))
-    assert r.outcome == "not-checked", str(r)  # as test_sm90_verified: the epilogue's store
-    assert all("NOT CHECKED on the TMA store's source" in why for why in r.reasons), str(r)
+    assert r.verdict == "verified", str(r)  # as test_sm90_verified: sQ followed

@@ -1954,7 +1954,9 @@ class SmemWrite(_OneStage, SyncOp):
     mnemonic: ClassVar[str] = "smem.write"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9 (st.shared), 9.7.9.17 (stmatrix)"
-    summary: ClassVar[str] = ("unret > 0 on the stage: race (a TMA store still reads it); a new "
+    summary: ClassVar[str] = ("unret > 0 on the stage: race (a TMA store still reads it); fly > 0 "
+                              "or wrd > 0: race (a TMA load still fills it, a wgmma still reads "
+                              "it); a new "
                               "batch (pend += 1) unless the instance's earlier write of the stage "
                               "is not yet released; the write is unfenced")
     # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
@@ -1969,10 +1971,16 @@ class SmemWrite(_OneStage, SyncOp):
         def body(s):
             u, f = Local(bw_unfenced(self.buf, s)), Local(bw_fenced(self.buf, s))
             unret = _stage(c, self.buf, Const(s), "unret")
+            wrd = _stage(c, self.buf, Const(s), "wrd")
             return [When(_gt(unret, 0), [Fail(
                         "race", f"{{who}} writes stage {s} of {label} while {{0}} TMA store(s) "
                         "of it may still read it: no cp.async.bulk.wait_group.read of the "
                         "storing thread retired them before this write", (unret,))]),
+                    _in_flight_fill(c, self.buf, s, "writes"),
+                    When(_gt(wrd, 0), [Fail(
+                        "race", f"{{who}} writes stage {s} of {label} while {{0}} wgmma read(s) "
+                        "of it are not retired: no wgmma.wait_group of the reading warp retired "
+                        "them before this write", (wrd,))]),
                     When(all_of(_eq(u, 0), _eq(f, 0)),
                          [batches_bound(_stage(c, self.buf, Const(s), "pend"), Const(1)),
                           add(_stage(c, self.buf, Const(s), "pend"), 1)]),
@@ -2042,7 +2050,8 @@ class TmaStore(_OneStage, SyncOp):
     mnemonic: ClassVar[str] = "tma.store"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.25.5.2 (cp.async.bulk.tensor), 9.7.13.4"
-    summary: ClassVar[str] = ("pend > 0 on the stage: race (a write not ordered before the "
+    summary: ClassVar[str] = ("fly > 0: race (a TMA load still fills the stage); pend > 0 on the "
+                              "stage: race (a write not ordered before the "
                               "store); lost > 0: unsupported; raw > 0: proxy-race (handed over "
                               "without fence.proxy.async); then unret += threads, and the "
                               "thread's open stores of the stage too")
@@ -2059,7 +2068,8 @@ class TmaStore(_OneStage, SyncOp):
 
         def body(s):
             st = lambda f: _stage(c, self.buf, Const(s), f)  # noqa: E731
-            return [When(_gt(st("pend"), 0), [Fail(
+            return [_in_flight_fill(c, self.buf, s, "issues a TMA store of"),
+                    When(_gt(st("pend"), 0), [Fail(
                         "race", f"{{who}} issues a TMA store of stage {s} of {label} while {{0}} "
                         "write(s) of it are not ordered before the store: their writers have not "
                         "released them on the buffer's named barrier in a generation this thread "

@@ -429,6 +429,44 @@ def epilogue(warps: int = 2, subtiles: int = 3, stages: int = 2, bug: str | None
                   buffers=(BufferDecl("sD", stages, (0,), 1, L(5), "sD"),))
 
 
+ALIASED_FILE = "aliased.py"
+ALIASED_BUGS = ("no-wgmma-wait", "no-full-wait")
+# what each bug must be reported as, and at which line of aliased.py
+ALIASED_BUG_EXPECT = {"no-wgmma-wait": ("race", 33), "no-full-wait": ("race", 33)}
+
+
+def aliased_buffer(bug: str | None = None) -> Kernel:
+    """flash-attn-4's SM90 forward stages its output O in the bytes of sQ: a buffer of one stage
+    that a TMA load fills (Q), a wgmma reads, threads then write (O) and a TMA store reads. Warp
+    0 loads Q, meets the writer on named barrier 1 and stores O; warp 1 waits for Q, reads it
+    with a wgmma, waits for the wgmma (`wgmma.wait_group 0`), writes O, fences and arrives.
+    `bug`: "no-wgmma-wait" (O written over Q while the wgmma may still read it), "no-full-wait"
+    (no wait for Q, no read: O written while the TMA load may still fill the stage)."""
+    from .ir import BufferDecl
+    from .ops import (BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite, TmaStore, WgmmaCommit,
+                      WgmmaRead, WgmmaWait)
+    if bug is not None and bug not in ALIASED_BUGS:
+        raise ValueError(f"unknown aliased-buffer bug {bug!r}; one of {ALIASED_BUGS}")
+    L = lambda n: Loc(ALIASED_FILE, n)  # noqa: E731
+    full = MBarRef("full", Const(0))
+    srcs = (("sQ", 0),)
+    loader = (Elect((MbarInit(full, 1, L(10)), MbarInitFence(L(11))), L(9)), BarSync(loc=L(12)),
+              Elect((MbarArriveExpectTx(full, 1024, L(20)), TmaLoad(full, 1024, L(21), dst="sQ"))),
+              BarSync(Const(1), Const(64), L(22)),
+              Elect((TmaStore("sQ", Const(0), L(23)), BulkCommit(stages=srcs, loc=L(24)),
+                     BulkWaitRead(0, stages=srcs, loc=L(25)))))
+    read = () if bug == "no-full-wait" else (
+        MbarWait(full, Const(0), L(30)), WgmmaRead((("sQ", Const(0)),), L(31)),
+        WgmmaCommit(("sQ",), 1, L(32)))
+    wait = () if bug in ("no-wgmma-wait", "no-full-wait") else (WgmmaWait(0, ("sQ",), 1, L(34)),)
+    writer = (BarSync(loc=L(12)), *read, *wait, SmemWrite("sQ", Const(0), L(33)),
+              FenceProxyAsync(L(35)), BarSync(Const(1), Const(64), L(36)))
+    return Kernel("aliased" + (f"_{bug}" if bug else ""),
+                  (Process("loader", loader, warps=(0, 1)), Process("mma", writer, warps=(1, 2))),
+                  (MBarrierDecl("full", 1),),
+                  buffers=(BufferDecl("sQ", 1, (0,), 1, L(5), "sQ"),))
+
+
 MAINLOOP_FILE = "mainloop.py"
 MAINLOOP_BUGS = ("release-before-wait", "read-after-release", "wait-one-behind", "no-full-wait")
 # what each bug must be reported as, and at which line of mainloop.py
