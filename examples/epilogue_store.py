@@ -18,6 +18,11 @@ subtile i, stage s = i % STAGES:
 
 After the last subtile warp 0 waits for every group's reads (``wait_group.read 0``).
 
+The ``plain_*`` variants write the same protocol as much public code does, with no staging
+buffer: one plain shared tensor (``smem.allocate_tensor``), rewritten for every subtile once warp
+0 has waited for all of its stores' reads (``wait_group.read 0``). warpspin follows it as a buffer
+of one stage.
+
 Variants (each differs from ``correct`` by one line):
   correct      wait, meet, write, fence, meet, store
   no_fence     the writes are not fenced to the async proxy -> proxy-race at the TMA store
@@ -27,6 +32,8 @@ Variants (each differs from ``correct`` by one line):
                that reads the stage about to be rewritten may still be pending -> race
   no_barrier   no barrier between the writes and the store: warp 0 may store a stage the
                other warps are still writing -> race
+  plain_correct, plain_no_fence, plain_no_wait, plain_no_barrier
+               the same with the plain tensor
 """
 from __future__ import annotations
 
@@ -46,10 +53,11 @@ BUGS = ("no_fence", "no_wait", "wait_short", "no_barrier")
 
 
 class EpilogueStore:
-    def __init__(self, subtiles: int = SUBTILES, bug: str | None = None):
+    def __init__(self, subtiles: int = SUBTILES, bug: str | None = None, plain: bool = False):
         assert bug is None or bug in BUGS, bug
         self.subtiles = subtiles
         self.bug = bug
+        self.plain = plain
 
     @cute.jit
     def __call__(self, a: cute.Tensor, c: cute.Tensor):
@@ -61,7 +69,8 @@ class EpilogueStore:
 
     @cute.kernel
     def kernel(self, atom: cute.CopyAtom, tma_c: cute.Tensor, a: cute.Tensor):
-        wait_depth = STAGES if cutlass.const_expr(self.bug == "wait_short") else STAGES - 1
+        stages = 1 if cutlass.const_expr(self.plain) else STAGES
+        wait_depth = stages if cutlass.const_expr(self.bug == "wait_short") else stages - 1
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -70,11 +79,19 @@ class EpilogueStore:
         class Smem:
             sD: cute.struct.Align[cute.struct.MemRange[Float32, TM * TN * STAGES], 1024]
 
-        storage = cutlass.memory.SmemAllocator().allocate(Smem)
-        sD = storage.sD.get_tensor(cute.make_layout((TM, TN, STAGES), stride=(TN, 1, TM * TN)))
         gC = cute.local_tile(tma_c, (TM, TN), (bidx, None))  # (TM, TN, SUBTILES)
-        tDsD, tDgD = cpasync.tma_partition(atom, 0, cute.make_layout(1),
-                                           cute.group_modes(sD, 0, 2), cute.group_modes(gC, 0, 2))
+        if cutlass.const_expr(self.plain):
+            sP = cutlass.memory.SmemAllocator().allocate_tensor(
+                Float32, cute.make_layout((TM, TN), stride=(TN, 1)), byte_alignment=1024)
+            tPsP, tDgD = cpasync.tma_partition(atom, 0, cute.make_layout(1),
+                                               cute.group_modes(sP, 0, 2),
+                                               cute.group_modes(gC, 0, 2))
+        else:
+            storage = cutlass.memory.SmemAllocator().allocate(Smem)
+            sD = storage.sD.get_tensor(cute.make_layout((TM, TN, STAGES), stride=(TN, 1, TM * TN)))
+            tDsD, tDgD = cpasync.tma_partition(atom, 0, cute.make_layout(1),
+                                               cute.group_modes(sD, 0, 2),
+                                               cute.group_modes(gC, 0, 2))
         bias = Float32(bidx)
 
         for i in cutlass.range(self.subtiles, unroll=1):
@@ -83,7 +100,7 @@ class EpilogueStore:
                 if cutlass.const_expr(self.bug != "no_wait"):
                     cute.arch.cp_async_bulk_wait_group(wait_depth, read=True)  # BUG: dropped
             cute.arch.barrier(barrier_id=EPI_BARRIER, number_of_threads=THREADS)
-            sDs = sD[None, None, stage]
+            sDs = sP if cutlass.const_expr(self.plain) else sD[None, None, stage]
             for j in cutlass.range_constexpr(TM * TN // THREADS):
                 e = tidx + j * THREADS
                 r, col = e // TN, e % TN
@@ -93,7 +110,10 @@ class EpilogueStore:
             if cutlass.const_expr(self.bug != "no_barrier"):
                 cute.arch.barrier(barrier_id=EPI_BARRIER, number_of_threads=THREADS)  # BUG: dropped
             if warp == 0:
-                cute.copy(atom, tDsD[None, stage], tDgD[None, i])
+                if cutlass.const_expr(self.plain):
+                    cute.copy(atom, tPsP, tDgD[None, i])
+                else:
+                    cute.copy(atom, tDsD[None, stage], tDgD[None, i])
                 cute.arch.cp_async_bulk_commit_group()
         if warp == 0:
             cute.arch.cp_async_bulk_wait_group(0, read=True)
@@ -111,8 +131,8 @@ def _args(subtiles: int = SUBTILES):
     return a, c
 
 
-def variant(bug: str | None = None, subtiles: int = SUBTILES):
-    return EpilogueStore(subtiles=subtiles, bug=bug), _args(subtiles)
+def variant(bug: str | None = None, subtiles: int = SUBTILES, plain: bool = False):
+    return EpilogueStore(subtiles=subtiles, bug=bug, plain=plain), _args(subtiles)
 
 
 def correct():
@@ -135,15 +155,38 @@ def no_barrier():
     return variant("no_barrier")
 
 
+def plain_correct():
+    return variant(None, plain=True)
+
+
+def plain_no_fence():
+    return variant("no_fence", plain=True)
+
+
+def plain_no_wait():
+    return variant("no_wait", plain=True)
+
+
+def plain_no_barrier():
+    return variant("no_barrier", plain=True)
+
+
 VARIANTS = {"correct": correct, "no_fence": no_fence, "no_wait": no_wait,
-            "wait_short": wait_short, "no_barrier": no_barrier}
+            "wait_short": wait_short, "no_barrier": no_barrier,
+            "plain_correct": plain_correct, "plain_no_fence": plain_no_fence,
+            "plain_no_wait": plain_no_wait, "plain_no_barrier": plain_no_barrier}
 # what `warpspin check` must say
 EXPECT = {"correct": "verified", "no_fence": "proxy-race", "no_wait": "race",
-          "wait_short": "race", "no_barrier": "race"}
+          "wait_short": "race", "no_barrier": "race",
+          "plain_correct": "verified", "plain_no_fence": "proxy-race", "plain_no_wait": "race",
+          "plain_no_barrier": "race"}
 EXPECT_AT = {"no_fence": "cute.copy(atom, tDsD[None, stage], tDgD[None, i])",
              "no_wait": "sDs[r, col] = a[bidx * TM + r, i * TN + col] * 2.0 + bias",
              "wait_short": "sDs[r, col] = a[bidx * TM + r, i * TN + col] * 2.0 + bias",
-             "no_barrier": "cute.copy(atom, tDsD[None, stage], tDgD[None, i])"}
+             "no_barrier": "cute.copy(atom, tDsD[None, stage], tDgD[None, i])",
+             "plain_no_fence": "cute.copy(atom, tPsP, tDgD[None, i])",
+             "plain_no_wait": "sDs[r, col] = a[bidx * TM + r, i * TN + col] * 2.0 + bias",
+             "plain_no_barrier": "cute.copy(atom, tPsP, tDgD[None, i])"}
 
 
 # -- running on a GPU ------------------------------------------------------------------------------
