@@ -75,7 +75,7 @@ def _alias_moved_names() -> None:
 
 
 def _list_targets(files: list[str], aliases: bool) -> list[dict]:
-    """[{file, name, params, load_races} | {file, error}] for the given example files."""
+    """[{file, name, params} | {file, error}] for the given example files."""
     if aliases:
         _alias_moved_names()
     from warpspin.demo import _module
@@ -91,8 +91,7 @@ def _list_targets(files: list[str], aliases: bool) -> list[dict]:
         for name in names:
             params = getattr(mod, "PARAMS", {}).get(name, {})
             out.append({"file": path, "name": name,
-                        "params": {k: list(v) for k, v in params.items()},
-                        "load_races": name in getattr(mod, "LOAD_RACES", ())})
+                        "params": {k: list(v) for k, v in params.items()}})
     return out
 
 
@@ -238,16 +237,13 @@ def _cli_args(t: dict) -> list[str]:
     args = []
     for k, (lo, hi) in sorted(t.get("params", {}).items()):
         args += ["--param", f"{k}={lo}" if lo == hi else f"{k}={lo}..{hi}"]
-    if t.get("load_races"):
-        args.append("--load-races")
     return args
 
 
 def run_targets(python: str, selected: list[str], timeout: float, aliases: bool = True,
                 log=None) -> dict[str, Outcome]:
     """target ("file:name") -> Outcome, with ``python`` (a virtualenv's); ``selected`` holds
-    files or file:name targets.  One ``warpspin check`` per option set (``--param``,
-    ``--load-races``)."""
+    files or file:name targets.  One ``warpspin check`` per option set (``--param``)."""
     files = sorted({s if s.endswith(".py") else s.rsplit(":", 1)[0] for s in selected})
     only = {s for s in selected if not s.endswith(".py")}
     extra = [] if aliases else ["--no-aliases"]

@@ -207,8 +207,6 @@ EXPECT_AT = {"missing_release": "pipe.producer_acquire(state)",
              "release_before_read": "acc[i] = acc[i] + sA[e // TK, e % TK, state.index]"}
 # the k-tile count of correct_dynamic_k is a dynamic tensor extent: proved for 1..8 tiles
 PARAMS = {"correct_dynamic_k": {"size_L89": (1, 8)}}
-# variants checked with --load-races (races on the stages TMA loads fill)
-LOAD_RACES = {"correct_one_consumer", "release_before_read"}
 
 
 # -- running on a GPU ------------------------------------------------------------------------------

@@ -76,5 +76,3 @@ for _name in (None, *UMMA_BUG_EXPECT):
     globals()[_f.__name__] = _f
     TARGETS.append(_f.__name__)
     EXPECT[_f.__name__] = UMMA_BUG_EXPECT[_name][0] if _name else "not-checked"  # TMEM data
-# the mainloop's races are on stages TMA loads fill: checked with --load-races
-LOAD_RACES = {t for t in TARGETS if t.startswith("mainloop_")}

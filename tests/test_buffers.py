@@ -132,15 +132,17 @@ def test_a_fill_never_runs_early():
     assert not any(r.startswith("R8") for r in lower(mainloop()).reductions)
 
 
-def test_load_races_are_checked_by_hb_and_by_spin_only_on_request():
-    """SPIN without --load-races: a kernel's fills and wgmma reads go before the search, and the
-    verdict is not VERIFIED: their races were not checked. The happens-before engine checks them
-    always: the same kernel is a race."""
+def test_load_races_are_checked_by_both_engines_unless_spin_is_told_not_to():
+    """SPIN with --no-load-races: a kernel's fills and wgmma reads go before the search, and the
+    verdict is not VERIFIED: their races were not checked. By default SPIN checks them, and the
+    happens-before engine always: the same kernel is a race."""
     from warpspin.report.render import render_text as render
     k = mainloop(consumers=2, bug="release-before-wait")
-    r = verify_kernel(k, opts=CheckOptions(engine="spin"))
+    r = verify_kernel(k, opts=CheckOptions(engine="spin", load_races=False))
     assert r.outcome == "not-checked" and r.config["load_races"].startswith("not checked")
-    assert "--load-races" in render(r).splitlines()[1]
+    assert "--no-load-races" in render(r).splitlines()[1]
+    r = verify_kernel(k, opts=CheckOptions(engine="spin"))
+    assert r.verdict == "violation" and r.violations[0].kind == "race", str(r)
     r = verify_kernel(k)
     assert r.stats.engine == "happens-before" and "load_races" not in r.config, str(r)
     assert r.verdict == "violation" and r.violations[0].kind == "race", str(r)

@@ -29,9 +29,10 @@ class CheckOptions:
     emit_promela: str | None = None
     reduce: bool = True
     jobs: int = 1                 # > 1: exhaustive search and bug hunts at once (engine/portfolio.py)
-    # also check races on stages TMA loads fill and wgmma or threads read (several times the
-    # states of a GEMM mainloop: docs/semantics.md, "Staged buffers")
-    load_races: bool = False
+    # SPIN checks races on stages TMA loads fill and wgmma or threads read (several times the
+    # states of a GEMM mainloop: docs/semantics.md, "Staged buffers"); False leaves them out of
+    # SPIN's search, and the verdict is then not VERIFIED
+    load_races: bool = True
     # which engine decides: "auto" (the happens-before engine, and SPIN for a kernel outside its
     # class), "hb" or "spin" alone (pipeline.check_kernel)
     engine: str = "auto"

@@ -10,8 +10,8 @@ from .api import CheckOptions, check_target
 
 
 def example_options(module, name: str, **kw) -> CheckOptions:
-    """How an example variant is checked: its launch values (the module's PARAMS), whether its
-    load races are (its LOAD_RACES), the architecture it is traced for (its ARCH) and any other
+    """How an example variant is checked: its launch values (the module's PARAMS), the
+    architecture it is traced for (its ARCH) and any other
     option the module gives the variant (its OPTIONS: e.g. a shorter time limit for a search
     that does not complete, or bug hunts beside the search for a state space too large for a
     plain BFS to reach the bug)."""
@@ -20,13 +20,12 @@ def example_options(module, name: str, **kw) -> CheckOptions:
     if "timeout_s" in own and "timeout_s" in kw:  # the shorter of the two limits
         own["timeout_s"] = min(own["timeout_s"], kw["timeout_s"])
     kw.update(own)
-    return CheckOptions(params=getattr(module, "PARAMS", {}).get(name, {}),
-                        load_races=name in getattr(module, "LOAD_RACES", ()), **kw)
+    return CheckOptions(params=getattr(module, "PARAMS", {}).get(name, {}), **kw)
 
 
 def example_targets(root: str = "examples") -> list[tuple[str, str, CheckOptions]]:
     """(target, expected verdict or kind, options) for every name in each example module's
-    TARGETS list (or its VARIANTS dict), with EXPECT, PARAMS and LOAD_RACES from the module
+    TARGETS list (or its VARIANTS dict), with EXPECT and PARAMS from the module
     when it has them."""
     out = []
     for path in sorted(glob.glob(os.path.join(root, "*.py"))):

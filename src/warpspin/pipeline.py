@@ -39,7 +39,7 @@ ENGINES = ("auto", "hb", "spin")
 def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
                  memory_mb: int = 4096, emit_promela: str | None = None,
                  reduce: bool = True, stats: Stats | None = None, jobs: int = 1,
-                 engine: str = "auto", load_races: bool = False,
+                 engine: str = "auto", load_races: bool = True,
                  properties: tuple[str, ...] = PROPERTIES) -> Result:
     """`engine`: "hb" (the happens-before engine alone: a kernel outside its class is
     INCONCLUSIVE), "spin" (SPIN alone), "auto" (the happens-before engine, and SPIN for a kernel
@@ -72,7 +72,7 @@ def check_kernel(kernel: Kernel, *, target: str = "", timeout_s: float = 600.0,
 
 
 def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, reduce, jobs,
-           engine: str = "spin", load_races: bool = False,
+           engine: str = "spin", load_races: bool = True,
            properties: tuple[str, ...] = PROPERTIES) -> None:
     problems = validate(kernel)
     if problems:
@@ -119,7 +119,7 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     unchecked = [u for u in unchecked_objects(kernel) if u.property in properties]
     if out.config.get("load_races") and "race" in properties:
         unchecked.append(Unchecked("race", "the stages TMA loads fill", "SPIN searched without "
-                                   "those races; --load-races checks them"))
+                                   "those races (--no-load-races)"))
     if unchecked:  # (JSON properties.not_checked, the notes)
         res.config["unchecked"] = [f"{u.property}s on {u.what} ({_detail(u)})" for u in unchecked]
     if out.verdict == ENGINE_VERIFIED:

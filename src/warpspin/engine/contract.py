@@ -22,7 +22,7 @@ class EngineOptions:
     memory_mb: int = 4096
     reduce: bool = True         # SPIN: the model's exact reductions
     jobs: int = 1               # SPIN: cores of the search (with bug hunts beside it)
-    load_races: bool = False    # SPIN: also model races on the stages TMA loads fill
+    load_races: bool = True     # SPIN: also model races on the stages TMA loads fill
 
 
 @dataclass

@@ -38,7 +38,7 @@ class Spin:
             return out
         if not options.load_races and has_load_races(kernel):
             kernel = without_load_races(kernel)
-            out.config["load_races"] = "not checked (--load-races checks them)"
+            out.config["load_races"] = "not checked (--no-load-races)"
         try:
             model, er = lower_and_check(kernel, reduce=options.reduce, timeout_s=options.timeout_s,
                                         memory_mb=options.memory_mb, jobs=options.jobs)

@@ -41,7 +41,7 @@ def render_text(r: Result, max_steps: int = 200) -> str:
         out += refused + _engine_notes(r)
         if r.config.get("load_races"):
             out.append("  = note: races on the stages this kernel's TMA loads fill (wgmma and "
-                       "thread reads) are not checked: `--load-races` checks them")
+                       "thread reads) are not checked (`--no-load-races`)")
         return "\n".join(out)
     if r.verdict in (INCONCLUSIVE, UNSUPPORTED, ERROR):
         label = {INCONCLUSIVE: "INCONCLUSIVE", UNSUPPORTED: "UNSUPPORTED", ERROR: "ERROR"}[r.verdict]

@@ -17,7 +17,7 @@ CHECKED = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing",
            "race and proxy-race on staged buffers TMA stores read (writes before the hand-over, "
            "fence.proxy.async, reuse before wait_group.read)",
            "race on stages TMA loads fill (a fill while a wgmma still reads, a read while a fill "
-           "is in flight): by the happens-before engine always, by SPIN with --load-races",
+           "is in flight): by the happens-before engine always, by SPIN unless --no-load-races",
            "race and pending-at-exit on cp.async copies into a thread's own partition (an access "
            "or exit before cp.async.wait_group retired them)",
            "scope of the release after a DSMEM store (st.shared::cluster) into a peer CTA (an "
