@@ -12,7 +12,7 @@ neighbouring statements swapped (across a barrier among others).
 """
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 
 from hypothesis import strategies as st
 
@@ -161,10 +161,10 @@ _DROPPABLE = (MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarWait, MbarTestWa
 
 
 def _edits(s) -> list:
-    """The one-edit variants of one statement (a list of replacement tuples)."""
+    """The one-edit variants of one statement: (replacement tuple, what the edit is)."""
     out = []
     if isinstance(s, _DROPPABLE):
-        out.append(())
+        out.append(((), "deleted"))
     if isinstance(s, SyncOp):
         for f in fields(s):
             v = getattr(s, f.name)
@@ -172,35 +172,54 @@ def _edits(s) -> list:
                 step = {"count": 1, "bytes": 16, "threads": 32}[f.name]
                 for d in (-step, step):
                     if v.value + d > 0:
-                        out.append((replace(s, **{f.name: Const(v.value + d)}),))
+                        out.append(((replace(s, **{f.name: Const(v.value + d)}),),
+                                    f"{f.name} {v.value} -> {v.value + d}"))
             if f.name == "n" and isinstance(v, int):
-                out += [(replace(s, n=v + d),) for d in (-1, 1) if 0 <= v + d < getattr(s, "depth", 9)]
+                out += [((replace(s, n=v + d),), f"n {v} -> {v + d}")
+                        for d in (-1, 1) if 0 <= v + d < getattr(s, "depth", 9)]
             if f.name == "parity":
-                out.append((replace(s, parity=BinOp("^", v, Const(1))),))
+                out.append(((replace(s, parity=BinOp("^", v, Const(1))),), "parity flipped"))
     return out
 
 
-def _mutate_body(body: tuple) -> list[tuple]:
+@dataclass(frozen=True)
+class Edit:
+    """One edit of a process body: `what` ("deleted", "count 2 -> 3", "swapped", ...) done to the
+    statement `stmt` (for a swap: with the statement `other` that followed it)."""
+    process: int
+    what: str
+    stmt: object
+    other: object = None
+
+
+def _mutate_body(body: tuple) -> list[tuple[tuple, str, object, object]]:
     out = []
     for i, s in enumerate(body):
-        for rep in _edits(s):
-            out.append(body[:i] + rep + body[i + 1:])
+        for rep, what in _edits(s):
+            out.append((body[:i] + rep + body[i + 1:], what, s, None))
         if i + 1 < len(body) and (isinstance(s, SyncOp) or isinstance(body[i + 1], SyncOp)):
-            out.append(body[:i] + (body[i + 1], s) + body[i + 2:])
+            out.append((body[:i] + (body[i + 1], s) + body[i + 2:], "swapped", s, body[i + 1]))
         inner = stmt_bodies(s)
         for j, b in enumerate(inner):
-            for nb in _mutate_body(b):
+            for nb, what, a, other in _mutate_body(b):
                 bodies = tuple(nb if k == j else x for k, x in enumerate(inner))
-                out.append(body[:i] + (with_bodies(s, bodies),) + body[i + 1:])
+                out.append((body[:i] + (with_bodies(s, bodies),) + body[i + 1:], what, a, other))
+    return out
+
+
+def described_mutants(k: Kernel) -> list[tuple[Kernel, Edit]]:
+    """Every kernel one edit away from `k` (per process body; identical instances share one),
+    with the edit."""
+    out = []
+    for pi, p in enumerate(k.processes):
+        for body, what, s, other in _mutate_body(p.body):
+            procs = tuple(replace(q, body=body) if i == pi else q
+                          for i, q in enumerate(k.processes))
+            out.append((replace(k, name=f"{k.name}~{pi}.{len(out)}", processes=procs),
+                        Edit(pi, what, s, other)))
     return out
 
 
 def mutants(k: Kernel) -> list[Kernel]:
-    """Every kernel one edit away from `k` (per process body; identical instances share one)."""
-    out = []
-    for pi, p in enumerate(k.processes):
-        for body in _mutate_body(p.body):
-            procs = tuple(replace(q, body=body) if i == pi else q
-                          for i, q in enumerate(k.processes))
-            out.append(replace(k, name=f"{k.name}~{pi}.{len(out)}", processes=procs))
-    return out
+    """Every kernel one edit away from `k`."""
+    return [m for m, _ in described_mutants(k)]

@@ -90,7 +90,7 @@ def test_persistent_verified():
         {"size_L558": (0, 2), K_TILES: (1, 2), "clusterid_z": (0, 1), "nclusterid_z": (1, 2)}
     # SPIN without load races (its state count): deadlocks and the staged buffers it follows
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=1200, memory_mb=12288, engine="spin",
-                                            properties=("deadlock",)))
+                                            load_races=False, properties=("deadlock",)))
     assert r.verdict == "verified", str(r)
     assert r.stats.states > 2_000_000
     assert any("FastDivmod" in a for a in r.config["assumptions"])
