@@ -116,7 +116,9 @@ def no_init_sync(**kw):
 
 VARIANTS = {"correct": correct, **{b: globals()[b] for b in BUGS}}
 # what `warpspin check` must say (make demo and tests/test_examples.py check it)
-EXPECT = {"correct": "verified", "wrong_init_count": "arrival-mismatch", "wrong_parity": "deadlock",
+# correct: no violation, but races on the data the producer writes into `buf` are not checked
+# (data threads write into shared memory is followed only in buffers TMA stores or loads use)
+EXPECT = {"correct": "not-checked", "wrong_init_count": "arrival-mismatch", "wrong_parity": "deadlock",
           "missing_arrive": "deadlock", "no_init_sync": "uninitialized-barrier"}
 EXPECT_AT = {"wrong_init_count": "cute.arch.mbarrier_arrive(full + s)",
              "wrong_parity": "cute.arch.mbarrier_wait(full + s, parity)",

@@ -353,7 +353,7 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
     write or fill of it; where TMA loads fill it, every access of its bytes is a staged one (a
     fill, a wgmma or thread read); and one warp per CTA stores it. For every other TMA store or
     fill the verdict states that it was not checked."""
-    out = {}
+    out, reported = {}, set()
     for key, (name, label, loc) in ctx.buffers.items():
         alloc, lo, hi, count, _ = key
         bodies = [(cta, list(walk_stmts(body))) for cta, _, _, body, _ in walks]
@@ -374,9 +374,38 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
             out[name] = [label, loc, count, bool(stores)]
         else:
             ctx.unchecked.append(Unchecked("race", label, why, loc))
+            reported.add(name)
     for loc, why in ctx.unstaged_stores:
         ctx.unchecked.append(Unchecked("race", "the TMA store's source", why, loc))
+    _data_writes(ctx, set(out) | reported)
     return out
+
+
+def _data_writes(ctx: Context, covered: set[str]) -> None:
+    """Writes of data into shared memory by threads that no buffer the model follows (or already
+    reports) claims: races on that data are not checked, one record per allocation."""
+    seen = set()
+    for i, loc in ctx.data_writes:
+        if ctx.staged_writes.get(i) in covered:
+            continue
+        alloc, rng, what = ctx.smem_writes[i]
+        label = _alloc_label(ctx, alloc, rng)
+        if label not in seen:
+            seen.add(label)
+            ctx.unchecked.append(Unchecked(
+                "race", label, f"{what} writes it, and races on data threads write into shared "
+                "memory are checked only in buffers TMA stores read or TMA loads fill", loc))
+
+
+def _alloc_label(ctx: Context, alloc, rng) -> str:
+    """How the user named the shared memory at `alloc` (a struct field, `sX = ...`), else where
+    it is."""
+    if alloc is None:
+        return "shared memory at an address the model does not follow"
+    lo = rng[0] if rng else 0
+    field_name = next((f for f, size, off in ctx.alloc_fields.get(alloc, ())
+                       if off <= lo < off + size), None)
+    return field_name or ctx.alloc_names.get(alloc) or f"shared memory (allocation {alloc})"
 
 
 def _cp_why(ctx: Context, name: str, bodies: list, copies: bool) -> Optional[str]:

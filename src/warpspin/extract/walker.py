@@ -511,6 +511,8 @@ class Context:
     smem_uses: list = field(default_factory=list)
     staged_uses: dict = field(default_factory=dict)  # smem_uses index -> buffer name
     unstaged_stores: list = field(default_factory=list)  # (loc, why)
+    # writes of data into shared memory by threads: (index in smem_writes, loc)
+    data_writes: list = field(default_factory=list)
     # plain shared tensors (no stage mode) that TMA stores read: (allocation uid, lo, hi) found
     # by a first walk, and the ones a second walk follows as buffers of one stage
     plain_found: set = field(default_factory=set)
@@ -1488,18 +1490,23 @@ class WarpWalker:
                 if arr is not None:  # inside the barrier array's struct field
                     self.ctx.smem_writes.append((v.alloc.uid, (arr[1], arr[1] + arr[2]), op.name))
                 else:
-                    self.note_smem_write(vid, f"{op.name}@{op.loc.short()}")
+                    self.note_smem_write(vid, f"{op.name}@{op.loc.short()}", self.loc(op))
         if op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
             text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
             if _one_st_async(text) and not re.search(r"\bcp\.|stmatrix|\batom|\bred\.|tensormap|"
                                                      r"\bst\.(?!async)", text):
                 return  # the st.async's handler records its write (`asm`)
             if _asm_may_write_shared(text):
+                if not ASM_ST_CLUSTER.match(text):  # a DSMEM store: DsmemStore says what it is
+                    self.ctx.data_writes.append((len(self.ctx.smem_writes), self.loc(op)))
                 self.ctx.smem_writes.append((None, None, f"inline PTX@{op.loc.short()}"))
 
-    def note_smem_write(self, vid: int, what: str) -> None:
+    def note_smem_write(self, vid: int, what: str, loc: Optional[Loc] = None) -> None:
         """A write into shared memory the model does not follow as a word value: the words it
-        may overlap are not modelled (build.py)."""
+        may overlap are not modelled (build.py). With `loc`, a write of data by threads: races
+        on it are checked only where a buffer the model follows claims it (build.py)."""
+        if loc is not None:
+            self.ctx.data_writes.append((len(self.ctx.smem_writes), loc))
         v = self.val(vid)
         if isinstance(v, View):
             self.ctx.smem_writes.append((v.ptr.alloc.uid, v.byte_range, what))
@@ -1535,7 +1542,7 @@ class WarpWalker:
         where = f"@{op.loc.short()}"
         if not isinstance(view, View) or view.stage is not None or self.plain_stage(view):
             # a stage of a staged buffer holds data, not words handed between roles
-            self.note_smem_write(op.operands[0], f"a shared-memory store{where}")
+            self.note_smem_write(op.operands[0], f"a shared-memory store{where}", self.loc(op))
             self.staged_write(op, op.operands[0], out)
             return
         r = self.smem_word(view, op.operands[1])
@@ -1547,7 +1554,7 @@ class WarpWalker:
         if why is None and LANE in expr_vars(value) | expr_vars(r) and self.whole_warp():
             why = "a value or address that differs between the lanes"
         if why is not None:
-            self.note_smem_write(op.operands[0], f"st.shared of {why}{where}")
+            self.note_smem_write(op.operands[0], f"st.shared of {why}{where}", self.loc(op))
             return
         out.append(SmemStore(WordRef(self.ctx.word_array(view, self.loc(op)), r), value, self.loc(op)))
 
