@@ -32,6 +32,8 @@ Variants (each differs from ``correct`` by one line):
                that reads the stage about to be rewritten may still be pending -> race
   no_barrier   no barrier between the writes and the store: warp 0 may store a stage the
                other warps are still writing -> race
+  no_final_wait  warp 0 exits without waiting for its last stores' reads: the CTA's shared memory
+               may be another CTA's while they still read it -> pending-at-exit
   plain_correct, plain_no_fence, plain_no_wait, plain_no_barrier
                the same with the plain tensor
 """
@@ -49,7 +51,7 @@ STAGES = 2          # stages of the staging buffer sD
 SUBTILES = 4        # subtiles per CTA: C is (TM * M_TILES, SUBTILES * TN)
 THREADS = 128       # 4 warps; warp 0 also issues the TMA stores
 EPI_BARRIER = 1     # named barrier of the epilogue warps
-BUGS = ("no_fence", "no_wait", "wait_short", "no_barrier")
+BUGS = ("no_fence", "no_wait", "wait_short", "no_barrier", "no_final_wait")
 
 
 class EpilogueStore:
@@ -116,7 +118,8 @@ class EpilogueStore:
                     cute.copy(atom, tDsD[None, stage], tDgD[None, i])
                 cute.arch.cp_async_bulk_commit_group()
         if warp == 0:
-            cute.arch.cp_async_bulk_wait_group(0, read=True)
+            if cutlass.const_expr(self.bug != "no_final_wait"):
+                cute.arch.cp_async_bulk_wait_group(0, read=True)                # BUG: dropped
 
 
 # -- variants: each returns (jit_fn, args) ---------------------------------------------------------
@@ -155,6 +158,10 @@ def no_barrier():
     return variant("no_barrier")
 
 
+def no_final_wait():
+    return variant("no_final_wait")
+
+
 def plain_correct():
     return variant(None, plain=True)
 
@@ -172,12 +179,12 @@ def plain_no_barrier():
 
 
 VARIANTS = {"correct": correct, "no_fence": no_fence, "no_wait": no_wait,
-            "wait_short": wait_short, "no_barrier": no_barrier,
+            "wait_short": wait_short, "no_barrier": no_barrier, "no_final_wait": no_final_wait,
             "plain_correct": plain_correct, "plain_no_fence": plain_no_fence,
             "plain_no_wait": plain_no_wait, "plain_no_barrier": plain_no_barrier}
 # what `warpspin check` must say
 EXPECT = {"correct": "verified", "no_fence": "proxy-race", "no_wait": "race",
-          "wait_short": "race", "no_barrier": "race",
+          "wait_short": "race", "no_barrier": "race", "no_final_wait": "pending-at-exit",
           "plain_correct": "verified", "plain_no_fence": "proxy-race", "plain_no_wait": "race",
           "plain_no_barrier": "race"}
 EXPECT_AT = {"no_fence": "cute.copy(atom, tDsD[None, stage], tDgD[None, i])",

@@ -162,7 +162,8 @@ def test_a_buffer_with_an_access_the_extractor_cannot_attribute_is_not_followed(
             ([], [(7, (0, 64), "st.shared@k.py:8")], (TmaStore("buf0", Const(0)),))):
         ctx = SimpleNamespace(buffers={key: ["buf0", "sX", "k.py:5"]}, smem_writes=writes,
                               staged_writes={}, smem_uses=uses, staged_uses={},
-                              assumptions=set(), unstaged_stores=[], unchecked=[])
+                              assumptions=set(), unstaged_stores=[], unchecked=[],
+                              data_writes=[])
         assert _staged_buffers(ctx, [(0, 0, 32, body, [])]) == {}
         (u,) = ctx.unchecked
         assert (u.property, u.what, u.loc) == ("race", "sX", "k.py:5") and "k.py:" in u.why

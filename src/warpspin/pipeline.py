@@ -261,6 +261,11 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         op = rp.machine.flat[v.process].code[v.pc].stmt if v.pc is not None else None
         if isinstance(op, (SmemWrite, TmaStore)):
             notes, help_ = _buffer_partners(rp, v, er.events, op)
+        elif isinstance(op, Exit) and "TMA store" in message:
+            notes, help_ = (), ("before the storing thread exits: "
+                                "`cp.async.bulk.wait_group.read 0` "
+                                "(cute.arch.cp_async_bulk_wait_group(0, read=True)) after its "
+                                "last commit",)
         elif isinstance(op, (SmemOwn, Exit)) and kind in ("race", "pending-at-exit"):
             notes, help_ = _cp_async_partners(rp, v, er.events)
         elif kind == "tmem-lifetime":

@@ -2393,6 +2393,23 @@ def cp_pending_at_exit(c) -> list:
     return out
 
 
+def stores_pending_at_exit(c) -> list:
+    """The storing instance of a buffer exiting with TMA stores of it not retired (PTX
+    9.7.9.26.5.2: only cp.async.bulk.wait_group.read retires a store's read of shared memory, and
+    the CTA's shared memory may belong to another CTA once its threads have exited)."""
+    out = []
+    for b in c.kernel.buffers:
+        if c.process in b.storers:
+            label = b.label or b.name
+            for s in range(b.stages):
+                unret = _stage(c, b.name, Const(s), "unret")
+                out.append(When(_gt(unret, 0), [Fail(
+                    "pending-at-exit", f"{{who}} exits while {{0}} TMA store(s) of stage {s} of "
+                    f"{label} may still read it: no cp.async.bulk.wait_group.read retired them",
+                    (unret,))]))
+    return out
+
+
 class _CpGroups(_MaskGroups):
     """cp.async groups: masks of the stages the thread's copies write."""
     unit: ClassVar[str] = "cp.async"
@@ -3263,7 +3280,8 @@ class Exit(SyncOp):
                               "by the exited threads completes; an arrival on the cluster "
                               "barrier in the current phase is withdrawn (it waits only for "
                               "non-exited threads); the last thread of a CTA exiting while a copy "
-                              "into it is in flight: pending-at-exit; holding TMEM columns: "
+                              "into it is in flight, or a buffer's storer exiting with TMA stores "
+                              "of it unretired: pending-at-exit; holding TMEM columns: "
                               "tmem-lifetime")
     proven: ClassVar[frozenset[str]] = ALL
 
@@ -3278,6 +3296,8 @@ class Exit(SyncOp):
                _acc("mbarrier", "rw", "cta"), _acc("async-copy", "read", "cta")]
         if uses_tmem(k):
             acc.append(_acc("tmem", "read", "cta"))
+        if k.buffers:
+            acc.append(_acc("buffer-stage", "read", "cta"))
         if k.uses_cluster_barrier():
             acc.append(_acc("cluster-barrier", "rw", "cluster"))
         return Footprint(tuple(acc))
@@ -3314,7 +3334,8 @@ class Exit(SyncOp):
                 Fail("pending-at-exit", f"the last threads of CTA {c.cta} exit while "
                      f"{'an arrive of the tcgen05.commit' if isinstance(st, Tcgen05Commit) else 'a copy'}"
                      f" issued at {st.loc} into {label} is still in flight")]))
-        return Rule([*cp_pending_at_exit(c), *body, *tmem_freed_at_exit(c)])
+        return Rule([*cp_pending_at_exit(c), *stores_pending_at_exit(c), *body,
+                     *tmem_freed_at_exit(c)])
 
 
 @sync_op

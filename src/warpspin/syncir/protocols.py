@@ -381,11 +381,13 @@ def kgrouped(groups: int = 2, ktiles: int = 2, stages: int = 2, consumers: int =
 
 
 EPILOGUE_FILE = "epilogue.py"
-EPILOGUE_BUGS = ("no-fence", "no-handoff", "no-wait", "wait-one-short", "storer-fence")
+EPILOGUE_BUGS = ("no-fence", "no-handoff", "no-wait", "wait-one-short", "storer-fence",
+                 "no-final-wait")
 # what each bug must be reported as, and at which line of epilogue.py (None: it verifies)
 EPILOGUE_BUG_EXPECT = {
     "no-fence": ("proxy-race", 23), "no-handoff": ("race", None), "no-wait": ("race", 20),
     "wait-one-short": ("race", 20), "storer-fence": (None, None),
+    "no-final-wait": ("pending-at-exit", None),
 }
 
 
@@ -398,7 +400,8 @@ def epilogue(warps: int = 2, subtiles: int = 3, stages: int = 2, bug: str | None
     `bug`: "no-fence" (no fence.proxy.async), "no-handoff" (no barrier between the writes and
     the store), "no-wait" (no wait before reusing a stage), "wait-one-short" (`wait_group.read
     stages`: the group of the stage to be reused may still read), "storer-fence" (correct: the
-    writers do not fence, warp 0 fences after the barrier)."""
+    writers do not fence, warp 0 fences after the barrier), "no-final-wait" (warp 0 exits with
+    its last stores still reading the buffer)."""
     from .ir import BufferDecl
     from .ops import BarSync, BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite, TmaStore
     if bug is not None and bug not in EPILOGUE_BUGS:
@@ -418,7 +421,8 @@ def epilogue(warps: int = 2, subtiles: int = 3, stages: int = 2, bug: str | None
         store = (*((FenceProxyAsync(L(24)),) if bug == "storer-fence" else ()),
                  TmaStore("sD", stage, L(23)),
                  BulkCommit(stages=srcs, depth=depth, loc=L(25))) if storer else ()
-        tail = (BulkWaitRead(0, stages=srcs, depth=depth, loc=L(30)),) if storer else ()
+        tail = (BulkWaitRead(0, stages=srcs, depth=depth, loc=L(30)),) \
+            if storer and bug != "no-final-wait" else ()
         return (For("i", 0, subtiles, (
             *acquire, BarSync(Const(1), Const(threads), L(19)),
             SmemWrite("sD", stage, L(20)), *fence, *handoff, *store), loc=L(17)), *tail)
