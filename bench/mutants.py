@@ -22,10 +22,26 @@ Equivalence rules (checked on the edit, not on the verdict):
   (`syncir.passes.without_noop_fences`, R13: a fence that changes nothing), or the two swapped
   statements are equal.
 * `signals commute`: two neighbouring statements of one thread swapped that never block, touch
-  no data and name different barriers (arrives, expect-tx, commits of wgmma, bulk, cp.async or
-  tcgen05 groups). No thread can observe their order: the other threads see each one only
-  through the barrier it names, and the set of the thread's memory accesses each one releases
-  is the same (nothing but the other signal lies between them).
+  no data and name different barriers (inits, arrives, expect-tx, commits of wgmma, bulk,
+  cp.async or tcgen05 groups). No thread can observe their order: the other threads see each
+  one only through the barrier it names, and the set of the thread's memory accesses each one
+  releases is the same (nothing but the other signal lies between them).
+* `stronger wait`: a wait for the thread's own async groups (wgmma, bulk, cp.async) told to
+  leave fewer groups pending: it orders more and cannot block for good (a group completes by
+  itself).
+* `storer's own access`: in the process that stores a buffer with TMA, its bar.sync on the
+  buffer's barrier swapped with its own write of the buffer or its own `fence.proxy.async`. That
+  barrier orders the other writers' accesses against the storer's wait_group.read and store;
+  the storer's own write and fence stay between its own wait and store by program order, and
+  PTX lets the proxy fence sit anywhere between the write and the store in causality order
+  (9.7.13.4; docs/semantics.md, "Staged buffers").
+* `independent assignment`: a statement swapped with an assignment of a local it does not read,
+  whose value reads nothing the statement writes: the thread computes the same values and does
+  the same synchronization in the same order.
+* `wait before exit`: a deleted mbarrier wait followed, to the end of its process, only by other
+  waits and assignments of locals, in a kernel of one CTA: it only delays the thread's exit, and
+  what an exit can break (copies or stores in flight into an exited CTA, TMEM held, remote
+  arrives into it) the model checks at the exit.
 """
 from __future__ import annotations
 
@@ -42,26 +58,39 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from hb_gen import described_mutants  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.syncir import validate  # noqa: E402
-from warpspin.syncir.ir import BarArrive, ClusterArrive, MbarArrive, MbarArriveExpectTx  # noqa: E402
-from warpspin.syncir.ops import (BulkCommit, CpAsyncCommit, MbarExpectTx, Tcgen05Commit,  # noqa: E402
-                                 WgmmaCommit)
+from warpspin.syncir.ir import (Assign, BarArrive, BarSync, ClusterArrive, Const, If,  # noqa: E402
+                                MbarArrive,
+                                MbarArriveExpectTx, MbarInit, MbarWait, expr_vars)
+from warpspin.extract.cleanup import stmt_exprs  # noqa: E402
+from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsyncCommit, CpAsyncWait,  # noqa: E402
+                                 FenceProxyAsync, MbarExpectTx, SmemWrite, Tcgen05Commit,
+                                 WgmmaCommit, WgmmaWait)
 from warpspin.syncir.passes import without_noop_fences  # noqa: E402
 from warpspin.syncir.printer import fmt_kernel  # noqa: E402
 
-SIGNALS = (MbarArrive, MbarArriveExpectTx, MbarExpectTx, BarArrive, ClusterArrive, WgmmaCommit,
-           BulkCommit, CpAsyncCommit, Tcgen05Commit)
+SIGNALS = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx, BarArrive, ClusterArrive,
+           WgmmaCommit, BulkCommit, CpAsyncCommit, Tcgen05Commit)
+GROUP_WAITS = (BulkWaitRead, WgmmaWait, CpAsyncWait)
 COMPLETES = ("verified", "not-checked")  # a kernel whose mutants are worth checking
 CLASSES = ("reported", "masked", "undecided", "equivalent", "unexplained")
 
 
 def _barriers(s) -> set:
-    """The barriers a signal names: mbarrier arrays (by name) and named barrier ids."""
+    """The barriers a signal names: (array, element) of an mbarrier (element None when computed)
+    and ("named", id) of a named barrier."""
     out = set()
-    for f in ("bar", "barrier_id"):
-        v = getattr(s, f, None)
-        if v is not None:
-            out.add(getattr(v, "name", None) or repr(v))
+    bar = getattr(s, "bar", None)
+    if bar is not None:
+        out.add((bar.name, bar.index.value if isinstance(bar.index, Const) else None))
+    bid = getattr(s, "barrier_id", None)
+    if bid is not None:
+        out.add(("named", bid.value if isinstance(bid, Const) else None))
     return out
+
+
+def _may_share_a_barrier(a, b) -> bool:
+    return any(x[0] == y[0] and (x[1] is None or y[1] is None or x[1] == y[1])
+               for x in _barriers(a) for y in _barriers(b))
 
 
 def _body(k) -> str:
@@ -75,10 +104,66 @@ def equivalence(kernel, mutant, edit) -> str | None:
     if _body(kernel) == _body(mutant):
         return "same model"
     if edit.what == "swapped" and isinstance(edit.stmt, SIGNALS) and \
-            isinstance(edit.other, SIGNALS) and \
-            not (_barriers(edit.stmt) & _barriers(edit.other)):
+            isinstance(edit.other, SIGNALS) and not _may_share_a_barrier(edit.stmt, edit.other):
         return "signals commute"
+    if isinstance(edit.stmt, GROUP_WAITS) and edit.what.startswith("n ") and \
+            edit.stmt.n > int(edit.what.rsplit(" ", 1)[1]):
+        return "stronger wait"
+    if edit.what == "swapped" and _storer_own(kernel, edit):
+        return "storer's own access"
+    if edit.what == "swapped" and _independent(edit.stmt, edit.other):
+        return "independent assignment"
+    if edit.what == "deleted" and isinstance(edit.stmt, MbarWait) and kernel.num_ctas == 1 and \
+            _tail_wait(kernel.processes[edit.process].body, edit.stmt):
+        return "wait before exit"
     return None
+
+
+def _storer_own(kernel, edit) -> bool:
+    pair = (edit.stmt, edit.other)
+    for b in kernel.buffers:
+        if edit.process not in b.storers or b.barrier is None:
+            continue
+        bars = [s for s in pair if isinstance(s, BarSync) and isinstance(s.barrier_id, Const)
+                and s.barrier_id.value == b.barrier]
+        own = [s for s in pair if isinstance(s, FenceProxyAsync) or
+               (isinstance(s, SmemWrite) and s.buf == b.name)]
+        if bars and own:
+            return True
+    return False
+
+
+def _reads(s) -> set:
+    return set().union(*(expr_vars(e) for e in stmt_exprs(s)))
+
+
+def _writes(s) -> set:
+    return {v for v in (getattr(s, "dest", None), getattr(s, "var", None)) if isinstance(v, str)}
+
+
+def _independent(a, b) -> bool:
+    """One of the two is an assignment of a local the other neither reads nor writes, and its
+    value reads nothing the other writes (If, loops: not swapped as a whole here)."""
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, Assign) and not isinstance(y, (Assign, If)) and \
+                not hasattr(y, "body") and x.var not in _reads(y) | _writes(y) and \
+                not (_reads(x) & _writes(y)):
+            return True
+    return False
+
+
+def _tail_wait(body: tuple, stmt) -> bool:
+    """`stmt` is a top-level statement of `body` followed only by waits and local assignments
+    (possibly under an If)."""
+    idx = next((i for i, s in enumerate(body) if s is stmt), None)
+    if idx is None:
+        return False
+
+    def quiet(s) -> bool:
+        if isinstance(s, If):
+            return all(quiet(x) for x in (*s.then, *s.else_))
+        return isinstance(s, (MbarWait, Assign))
+    return all(quiet(s) for s in body[idx + 1:])
 
 
 def classify(kernel, base, mutant, edit, timeout: float) -> tuple[str, str]:
@@ -151,6 +236,8 @@ def main(argv=None) -> int:
         rows.append((name, base.outcome, len(ms), *(c[x] for x in CLASSES),
                      f"{time.perf_counter() - t0:.0f}"))
         print(" | ".join(str(x) for x in rows[-1]), flush=True)
+        with open(args.out, "w") as f:  # after every kernel: a run cut short keeps its rows
+            f.write(_report(rows, unexplained, totals, time.perf_counter() - t_all, args))
     seconds = time.perf_counter() - t_all
     with open(args.out, "w") as f:
         f.write(_report(rows, unexplained, totals, seconds, args))
