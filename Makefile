@@ -5,7 +5,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup spin chromium bench clean fuzz
+.PHONY: demo test setup spin chromium bench clean fuzz mutate
 
 setup: spin chromium $(STAMP)
 
@@ -61,6 +61,11 @@ fuzz: setup
 	  $(VPY) -m pytest -q -p no:cacheprovider tests/test_hb.py -k "agree"
 	WARPSPIN_DIFF_FUZZ=1 WARPSPIN_DIFF_EXAMPLES=$${WARPSPIN_DIFF_EXAMPLES:-1000} \
 	  $(VPY) -m pytest -q -p no:cacheprovider tests/test_cutoff.py -k "drawn"
+
+# one-edit mutants of every example and catalog kernel: bench/mutants.md (hours on 2 cores; a
+# fixed sample: MUTANTS_PER_KERNEL=16)
+mutate: setup
+	$(VPY) bench/mutants.py --per-kernel $${MUTANTS_PER_KERNEL:-0}
 
 bench: setup
 	$(VPY) bench/scale.py
