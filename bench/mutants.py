@@ -23,7 +23,8 @@ Equivalence rules (checked on the edit, not on the verdict):
   statements are equal.
 * `signals commute`: two neighbouring statements of one thread swapped that never block, touch
   no data and name different barriers (inits, arrives, expect-tx, commits of wgmma, bulk,
-  cp.async or tcgen05 groups). No thread can observe their order: the other threads see each
+  cp.async or tcgen05 groups; writes of two different tensormaps). No thread can observe their
+  order: the other threads see each
   one only through the barrier it names, and the set of the thread's memory accesses each one
   releases is the same (nothing but the other signal lies between them).
 * `stronger wait`: a wait for the thread's own async groups (wgmma, bulk, cp.async) told to
@@ -35,10 +36,13 @@ Equivalence rules (checked on the edit, not on the verdict):
   the storer's own write and fence stay between its own wait and store by program order, and
   PTX lets the proxy fence sit anywhere between the write and the store in causality order
   (9.7.13.4; docs/semantics.md, "Staged buffers").
-* `bytes before expect`: a TMA load swapped with the `arrive.expect_tx` on the barrier it
-  completes on. PTX lets the bytes complete before their expect-tx (the tx-count goes below zero,
-  9.7.13.15.2; litmus `mbarrier.tx-before-expect` on the H200), and the phase still needs that
-  arrive, so it completes at the same point.
+* `own part`: two accesses of the thread's own part of a buffer (its one-to-one partition,
+  which no other thread touches) swapped: the data the thread computes may change, which no
+  property reads; no other thread's access and no synchronization moves.
+* `bytes before expect`: a TMA load (or `st.async`) swapped with the `arrive.expect_tx` on the
+  barrier it completes on. PTX lets the bytes complete before their expect-tx (the tx-count goes
+  below zero, 9.7.13.15.2; litmus `mbarrier.tx-before-expect` on the H200), and the phase still
+  needs that arrive, so it completes at the same point.
 * `reviewed`: a survivor read by hand, with the reason it breaks nothing (`REVIEWED` below).
 * `independent assignment`: a statement swapped with an assignment of a local it does not read,
   whose value reads nothing the statement writes: the thread computes the same values and does
@@ -68,8 +72,8 @@ from warpspin.syncir.ir import (Assign, BarArrive, BarSync, ClusterArrive, Const
                                 MbarArriveExpectTx, MbarInit, MbarWait, TmaLoad, expr_vars)
 from warpspin.extract.cleanup import stmt_exprs  # noqa: E402
 from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsyncCommit, CpAsyncWait,  # noqa: E402
-                                 FenceProxyAsync, MbarExpectTx, SmemWrite, Tcgen05Commit,
-                                 WgmmaCommit, WgmmaWait)
+                                 FenceProxyAsync, MbarExpectTx, SmemOwn, SmemWrite, StAsync,
+                                 Tcgen05Commit, TensormapWrite, WgmmaCommit, WgmmaWait)
 from warpspin.syncir.passes import without_noop_fences  # noqa: E402
 from warpspin.syncir.printer import fmt_kernel  # noqa: E402
 
@@ -85,6 +89,10 @@ REVIEWED = {
                  "depth=1`"):
         "the drain moved before the loop still retires tile 0's copy when the loop runs zero "
         "times, and the loop's last iteration prefetches nothing, so no copy is in flight after it",
+    ("cp_async_drain.correct", "process 0: `For` (cp_async_drain.py:62) swapped with "
+                               "`cp.async.wait_group 0 [buf0], depth=1`"):
+        "as in the cp_async protocol: the drain before the loop retires the prefetch when the loop "
+        "runs zero times, and the loop's last iteration leaves no copy in flight",
     ("cp_async", "process 0: `smem.own read sX[k % 2], depth=1` (cp_async.py:32) swapped with "
                  "`If`"):
         "the prefetch writes stage (k + 1) % 2 and the read reads stage k % 2: other bytes",
@@ -131,10 +139,14 @@ def equivalence(kernel, mutant, edit) -> str | None:
         return "stronger wait"
     if edit.what == "swapped" and _storer_own(kernel, edit):
         return "storer's own access"
-    if edit.what == "swapped" and {type(edit.stmt), type(edit.other)} == {TmaLoad,
-                                                                         MbarArriveExpectTx} \
-            and edit.stmt.bar == edit.other.bar:
+    kinds = {type(edit.stmt), type(edit.other)}
+    if edit.what == "swapped" and len(kinds) == 2 and MbarArriveExpectTx in kinds and \
+            kinds & {TmaLoad, StAsync} and edit.stmt.bar == edit.other.bar:
         return "bytes before expect"
+    if edit.what == "swapped" and kinds == {TensormapWrite} and edit.stmt.desc != edit.other.desc:
+        return "signals commute"
+    if edit.what == "swapped" and kinds == {SmemOwn} and edit.stmt.buf == edit.other.buf:
+        return "own part"
     if edit.what == "swapped" and _independent(edit.stmt, edit.other):
         return "independent assignment"
     if edit.what == "deleted" and isinstance(edit.stmt, MbarWait) and kernel.num_ctas == 1 and \
