@@ -513,8 +513,9 @@ class Context:
     unstaged_stores: list = field(default_factory=list)  # (loc, why)
     # writes of data into shared memory by threads: (index in smem_writes, loc)
     data_writes: list = field(default_factory=list)
-    # plain shared tensors (no stage mode) that TMA stores read: (allocation uid, lo, hi) found
-    # by a first walk, and the ones a second walk follows as buffers of one stage
+    # plain shared tensors (no stage mode) that TMA stores read or TMA loads fill through element
+    # 0 of their barrier array: (allocation uid, lo, hi) found by a first walk, and the ones a
+    # second walk follows as buffers of one stage
     plain_found: set = field(default_factory=set)
     plain_buffers: frozenset = frozenset()
     unchecked: list = field(default_factory=list)  # Unchecked: properties not followed
@@ -2546,6 +2547,12 @@ class WarpWalker:
         barrier's (the stage of `full[s]`); else none (a load into a stage by another index is
         not followed: build.py sees its write as not attributed)."""
         stage = self.staged(op.operands[2])
+        if stage is None and ref.cta is None and ref.index == Const(0):
+            dst = self.val(op.operands[2])
+            where = self._bytes(dst) if isinstance(dst, (View, Region)) and \
+                dst.stage is None else None
+            if where is not None:  # a plain tensor filled through barrier 0: a second walk
+                self.ctx.plain_found.add(where)
         if stage is None or ref.cta is not None or (
                 stage.index != ref.index and self.f.binop("-", stage.index, ref.index) != Const(0)):
             return None
