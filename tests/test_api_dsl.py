@@ -19,7 +19,9 @@ def test_verify_api_on_a_real_kernel():
     import raw_mbarrier
     fn, args = raw_mbarrier.correct()
     r = warpspin.verify(fn, *args)
-    assert r.verdict == "verified" and (r.stats.states > 0 or r.stats.hb_ops > 0)
+    # complete with no violation; the data handed over in `buf` is not checked for races
+    assert r.outcome == "not-checked" and (r.stats.states > 0 or r.stats.hb_ops > 0), str(r)
+    assert any("NOT CHECKED on buf" in why for why in r.reasons), r.reasons
     assert r.stats.seconds["trace"] > 0 and r.stats.seconds["check"] > 0
     fn, args = raw_mbarrier.missing_arrive()
     bad = warpspin.verify(fn, *args)

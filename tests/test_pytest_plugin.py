@@ -43,7 +43,7 @@ def test_ini_targets_are_one_test_each_with_readable_failures(pytester):
 
 def test_assert_verified_and_the_fixture_on_a_traced_kernel(pytester):
     pytest.importorskip("cutlass")
-    shutil.copy(os.path.join(ROOT, "examples", "raw_mbarrier.py"), pytester.path / "raw.py")
+    shutil.copy(os.path.join(ROOT, "examples", "hopper_pipeline.py"), pytester.path / "raw.py")
     shutil.copy(os.path.join(ROOT, "examples", "_device.py"), pytester.path / "_device.py")
     pytester.makepyfile(test_raw="""
         import pytest
@@ -56,12 +56,12 @@ def test_assert_verified_and_the_fixture_on_a_traced_kernel(pytester):
             assert results and results[0].verdict == "verified"
 
         def test_a_bug_fails_with_the_report():
-            fn, args = raw.missing_arrive()
+            fn, args = raw.missing_release()
             with pytest.raises(AssertionError, match="error\\\\[deadlock\\\\]"):
                 warpspin.assert_verified(fn, *args)
 
         def test_fixture_expecting_the_kind(warpspin):
-            fn, args = raw.missing_arrive()
+            fn, args = raw.missing_release()
             warpspin.check_jit(fn, *args, expect="deadlock")
     """)
     # in a child process: the DSL's native libraries load once per process
