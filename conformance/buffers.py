@@ -9,7 +9,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync
 
-from .litmus import Litmus
+from .litmus import BUF_WORDS, Litmus, TmaLitmus
 
 
 class _StagedStore(Litmus):
@@ -89,3 +89,76 @@ class StagedStoreNoFence(_StagedStore):
 
 
 LITMUS = [StagedStoreHandedOver, StagedStoreNoWait, StagedStoreNoHandover, StagedStoreNoFence]
+
+
+class _FilledRead(TmaLitmus):
+    """Warp 0 TMA-loads tile 0 of x into the buffer (mbarrier 0, 128 bytes), waits until warp 1
+    releases it (mbarrier 1) and loads tile 1 into the same bytes. Warp 1 waits for each fill
+    and reads the words through the generic proxy (ld.shared), releasing the buffer after the
+    first read. The refill writes through the async proxy: the generic reads must be ordered
+    before it by a fence.proxy.async between the read and the release (PTX 9.7.13.4; CUTLASS
+    and quack fence there: `fence_view_async_shared()` before `consumer_release`)."""
+    warps = 2
+    nbars = 2
+    probes = 0
+    launches = 20
+    extra_x = 64  # where warp 1 puts what it read (keeps the reads)
+    fence = True
+    fence_after_release = False
+
+    @cute.jit
+    def body(self):
+        if self.warp == 0:
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_init(self.bar(0), 1)
+                cute.arch.mbarrier_init(self.bar(1), 1)
+            cute.arch.mbarrier_init_fence()
+        cute.arch.barrier()
+        words = cute.make_tensor(self.buf, cute.make_layout(32))
+        seen = self.x
+        if self.warp == 0:
+            for t in cutlass.range_constexpr(2):
+                if cutlass.const_expr(t == 1):
+                    cute.arch.mbarrier_wait(self.bar(1), 0)
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive_and_expect_tx(self.bar(0), 128)
+                self.tma_load(self.bar(0), tile=t)
+        else:
+            for t in cutlass.range_constexpr(2):
+                cute.arch.mbarrier_wait(self.bar(0), t)
+                seen[BUF_WORDS + t * 32 + self.lane] = words[self.lane]
+                if cutlass.const_expr(t == 0):
+                    if cutlass.const_expr(self.fence and not self.fence_after_release):
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                    with cute.arch.elect_one():
+                        cute.arch.mbarrier_arrive(self.bar(1))
+                    if cutlass.const_expr(self.fence and self.fence_after_release):
+                        cute.arch.fence_proxy("async.shared", space="cta")
+
+
+class FilledReadFencedThenReleased(_FilledRead):
+    """Read, fence.proxy.async, release: the refill is ordered after the reads. Completes, the
+    first read sees tile 0. Hardware question: none beyond that; this is quack's epilogue C load
+    (gemm_base.py: `fence_view_async_shared()` then `epi_pipeline.consumer_release`)."""
+    rules = ("buffer.read-proxy",)
+    expect = "verified"
+
+
+class FilledReadNotFenced(_FilledRead):
+    """Read and release with no fence.proxy.async: the refill (async proxy) is not ordered after
+    the generic reads (PTX 9.7.13.4). warpspin: proxy-race at the refill. The H200 may still
+    show tile 0 in every launch: the reads retire before the arrive in practice."""
+    rules = ("buffer.read-proxy",)
+    expect = "proxy-race"
+    fence = False
+
+
+class FilledReadFencedAfterRelease(_FilledRead):
+    """The fence after the release: it orders nothing before the refill, which the release
+    already allowed. warpspin: proxy-race at the refill."""
+    rules = ("buffer.read-proxy",)
+    expect = "proxy-race"
+    fence_after_release = True
+
+
+LITMUS += [FilledReadFencedThenReleased, FilledReadNotFenced, FilledReadFencedAfterRelease]

@@ -411,13 +411,11 @@ class DsmemLlvmStoreReleasedAtClusterScope(DsmemReleasedAtClusterScope):
     """DsmemReleasedAtClusterScope with the store written as `llvm.store` through the
     `map_dsmem_ptr` pointer (what ptxas gets is the same st.shared::cluster)."""
     by_llvm_store = True
-    awaiting_h200 = "written on 2026-12-05, when no H200 was lent"
 
 
 class DsmemLlvmStoreReleasedAtCtaScope(DsmemReleasedAtCtaScope):
     """DsmemReleasedAtCtaScope with the store written as `llvm.store`. warpspin: scope."""
     by_llvm_store = True
-    awaiting_h200 = "written on 2026-12-05, when no H200 was lent"
 
 
 LITMUS += [DsmemReleasedAtClusterScope, DsmemReleasedAtCtaScope,

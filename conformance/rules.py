@@ -94,6 +94,10 @@ RULES: dict[str, tuple[str, str, str]] = {
     "buffer.proxy": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.4",
         "generic-proxy writes of a stage need a fence.proxy.async between them and the TMA store "
         "(async proxy); without it: proxy-race"),
+    "buffer.read-proxy": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.4",
+        "generic-proxy reads of a stage a TMA load refills need a fence.proxy.async between them "
+        "and the release that lets the refill be issued; without it (or with the fence after "
+        "the release): proxy-race at the refill"),
     "cp_async.groups": ("cp.async groups (race, pending-at-exit)", "9.7.9.24.5",
         "a thread's cp.async copies are complete and visible to it only after a "
         "cp.async.wait_group of the thread retires their group (committed groups only); an "

@@ -98,7 +98,6 @@ class TensormapDrainedByLane0(_Tensormap):
     rules = ("tensormap.drain",)
     expect = "verified"
     by_lane0 = True
-    awaiting_h200 = "written on 2026-12-05, when no H200 was lent"
 
 
 class _TwoTensormaps(TmaLitmus):
@@ -111,7 +110,6 @@ class _TwoTensormaps(TmaLitmus):
     probes = 1
     extra_x = 32
     acquire_b = True
-    awaiting_h200 = "written on 2026-12-05, when no H200 was lent"
 
     load = _Tensormap.load
 

@@ -133,6 +133,7 @@ class GroupedSum:
                     e = tidx + i * 128
                     c[g * cute.size(a, mode=[0]) + bidx * TM + e // TK, e % TK] = \
                         sA[e // TK, e % TK, state.index] + sB[e // TK, e % TK, state.index]
+                cute.arch.fence_view_async_shared()  # the reads, before the refill (async proxy)
                 pipe.consumer_release(state)
                 state.advance()
 

@@ -114,6 +114,7 @@ class HopperMulticast:
                 for i in cutlass.range(per_thread, unroll=1):
                     e = tidx + i * n
                     acc[i] = acc[i] + sA[e // TK, e % TK, state.index]
+                cute.arch.fence_view_async_shared()  # the reads, before the refill (async proxy)
                 pipe.consumer_release(state)
                 state.advance()
             if rank == 0:

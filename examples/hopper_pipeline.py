@@ -29,7 +29,7 @@ from cutlass.cute.nvgpu import cpasync
 TM, TK = 64, 64  # one tile: 64 x 64 fp32 = 16 KiB
 
 BUGS = ("missing_release", "wrong_arrive_count", "phase_not_flipped", "trip_count_mismatch",
-        "wrong_tx_bytes", "role_exits_early", "release_before_read")
+        "wrong_tx_bytes", "role_exits_early", "release_before_read", "no_read_fence")
 
 
 class HopperPipeline:
@@ -116,6 +116,8 @@ class HopperPipeline:
                 for i in cutlass.range_constexpr(per_thread):
                     e = tidx + i * self.consumer_threads
                     acc[i] = acc[i] + sA[e // TK, e % TK, state.index]
+                if cutlass.const_expr(self.bug != "no_read_fence"):
+                    cute.arch.fence_view_async_shared()                      # BUG: dropped
                 if cutlass.const_expr(self.bug not in ("missing_release", "release_before_read")):
                     pipe.consumer_release(state)                             # BUG: dropped
                 if cutlass.const_expr(self.bug == "phase_not_flipped"):
@@ -185,6 +187,13 @@ def release_before_read(**kw):
     return variant("release_before_read", consumer_wgs=1, **kw)
 
 
+def no_read_fence(**kw):
+    """One consumer warpgroup reads each stage and releases it with no fence.proxy.async in
+    between: the refill, a write of the async proxy, is not ordered after the generic reads
+    (PTX 9.7.13.4) -> proxy-race at the producer's TMA load."""
+    return variant("no_read_fence", consumer_wgs=1, **kw)
+
+
 VARIANTS = {
     "correct": correct,
     "correct_one_consumer": correct_one_consumer,
@@ -194,9 +203,9 @@ VARIANTS = {
 # what `warpspin check` must say (make demo and tests/test_examples.py check it)
 EXPECT = {"correct": "verified", "correct_one_consumer": "verified", "correct_dynamic_k": "verified",
           "missing_release": "deadlock", "wrong_arrive_count": "arrival-mismatch",
-          "phase_not_flipped": "parity-aliasing", "trip_count_mismatch": "deadlock",
+          "phase_not_flipped": "parity-aliasing|deadlock", "trip_count_mismatch": "deadlock",
           "wrong_tx_bytes": "tx-mismatch", "role_exits_early": "arrival-mismatch",
-          "release_before_read": "race"}
+          "release_before_read": "race|proxy-race", "no_read_fence": "proxy-race"}
 # the source line each violation must point at (tests/test_examples.py finds it by its text)
 EXPECT_AT = {"missing_release": "pipe.producer_acquire(state)",
              "wrong_arrive_count": "pipe = pipeline.PipelineTmaAsync.create(",
@@ -204,7 +213,7 @@ EXPECT_AT = {"missing_release": "pipe.producer_acquire(state)",
              "trip_count_mismatch": "pipe.producer_tail(state)",
              "wrong_tx_bytes": "pipe.producer_acquire(state)",
              "role_exits_early": "pipe = pipeline.PipelineTmaAsync.create(",
-             "release_before_read": "acc[i] = acc[i] + sA[e // TK, e % TK, state.index]"}
+             "no_read_fence": "cute.copy(atom, tAgA[None, k], tAsA[None, state.index],"}
 # the k-tile count of correct_dynamic_k is a dynamic tensor extent: proved for 1..8 tiles
 PARAMS = {"correct_dynamic_k": {"size_L89": (1, 8)}}
 

@@ -52,7 +52,7 @@ def test_oldest_dsl_agrees_with_newest():
     cache = os.environ.get("WARPSPIN_DSL_CACHE", bench.DEFAULT_CACHE)
     ref = bench.reference(TARGETS, 120.0, cache, python=sys.executable)
     for t in TARGETS:  # the reference is what the example says it must be
-        assert ref[t].verdict == _expected(t), (t, ref[t])
+        assert ref[t].verdict in _expected(t).split("|"), (t, ref[t])
     # Python 3.12 (what kernel repositories pinning 4.4 use), else this interpreter's version
     py = OLDEST[0] if bench.find_python(OLDEST[0]) else "%d.%d" % sys.version_info[:2]
     row = bench.run_config(py, OLDEST[1], TARGETS, ref, cache, 120.0)

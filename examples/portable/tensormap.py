@@ -114,6 +114,7 @@ class KGrouped:
                     for i in cutlass.range_constexpr(per_thread):
                         e = tidx + i * 128
                         acc[i] = acc[i] + sA[e // TK, e % TK, state.index]
+                    cute.arch.fence_view_async_shared()  # the reads, before the refill (async proxy)
                     pipe.consumer_release(state)
                     state.advance()
                 for i in cutlass.range_constexpr(per_thread):

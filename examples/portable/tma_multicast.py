@@ -106,6 +106,7 @@ class TmaMulticast:
                 for i in cutlass.range(per_thread, unroll=1):
                     e = tidx + i * 32
                     acc[i] = acc[i] + sA[e // TK, e % TK, state.index]
+                cute.arch.fence_view_async_shared()  # the reads, before the refill (async proxy)
                 pipe.consumer_release(state)
                 state.advance()
             if rank == 0:

@@ -92,6 +92,7 @@ class TmaPipeline:
                 for i in cutlass.range_constexpr(per_thread):
                     e = tidx + i * 128
                     acc[i] = acc[i] + sA[e // TK, e % TK, state.index]
+                cute.arch.fence_view_async_shared()  # the reads, before the refill (async proxy)
                 if cutlass.const_expr(self.bug != "missing_release"):
                     pipe.consumer_release(state)                             # BUG: dropped
                 state.advance()

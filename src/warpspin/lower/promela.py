@@ -295,9 +295,10 @@ class _Lowering:
         for r, ins in fp.ops():
             n = r + 1
             nxt = fp.code[n] if n < len(fp.code) else None
-            if RESUME_MOVER not in ins.stmt.facts() or r in busy or not isinstance(nxt, Op):
+            k = self.k
+            if RESUME_MOVER not in ins.stmt.facts_in(k, pi) or r in busy or not isinstance(nxt, Op):
                 continue
-            if n not in busy and not is_exit(nxt) and RESUME_MOVER not in nxt.stmt.facts():
+            if n not in busy and not is_exit(nxt) and RESUME_MOVER not in nxt.stmt.facts_in(k, pi):
                 out[r] = n
         return out
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from ..syncir.flat import Branch, FlatProcess, Goto, Let, Op, is_exit
 from ..syncir.ir import Kernel, walk_stmts
-from ..syncir.ops import (SmemWrite, TmaStore, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC,
+from ..syncir.ops import (SmemRead, SmemWrite, TmaStore, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, SYMMETRIC,
                           SyncOp, snap_var)
 
 LOCAL_SCOPES = ("thread", "warp", "cta")
@@ -150,7 +150,7 @@ def prefix_groups(kernel: Kernel, flat: tuple[FlatProcess, ...]) -> list[tuple[i
                 (pb.cta, pb.threads, pb.init):
             continue
         if not all(isinstance(ins, Op) and not ins.stmt.own_locals(pc) and not is_exit(ins)
-                   and not isinstance(ins.stmt, (SmemWrite, TmaStore))
+                   and not isinstance(ins.stmt, (SmemWrite, SmemRead, TmaStore))
                    for pc, ins in enumerate(fa.code[:start])):
             continue  # (before a staged write or store, a prefix's arrives and fences leave the
             #           buffer bits at 0: they write no locals in effect)

@@ -181,8 +181,8 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
     stores per stage when it stores one, its open wgmma reads per stage when it reads one."""
     from .ir import walk_stmts
     from .ops import (CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, SmemWrite, TmaStore,
-                      WgmmaRead, bs_open, bw_fenced, bw_released_raw, bw_unfenced, cp_group,
-                      cp_open, wg_open)
+                      WgmmaRead, br_unfenced, bs_open, bw_fenced, bw_released_raw, bw_unfenced,
+                      cp_group, cp_open, reads_filled_in, wg_open)
     names: set[str] = set()
     stmts = list(walk_stmts(p.body))
     for b in kernel.buffers:
@@ -194,6 +194,8 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
             names |= {bs_open(b.name, i) for i in range(b.stages)}
         if any(isinstance(s, WgmmaRead) and b.name in {r[0] for r in s.reads} for s in stmts):
             names.add(wg_open(b.name))
+        if reads_filled_in(kernel, p.body, b.name):
+            names |= {br_unfenced(b.name, i) for i in range(b.stages)}
         if any(isinstance(s, (CpAsync, SmemOwn)) and s.buf == b.name for s in stmts):
             depth = max((getattr(s, "depth", 0) for s in stmts
                          if isinstance(s, (CpAsyncCommit, CpAsyncWait, SmemOwn))), default=0)

@@ -153,6 +153,8 @@ BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
     FieldDecl("fly", 0, LIMITS.inflight, 0, "TMA loads into the stage issued and not complete"),
     FieldDecl("wrd", 0, LIMITS.inflight, 0, "wgmma reads of the stage (one per warp and wgmma) "
               "not yet retired by a wgmma.wait_group of their warp"),
+    FieldDecl("gr", 0, _MAX_INSTANCES, 0, "instances that read the stage through the generic "
+              "proxy and have not executed fence.proxy.async since (a TMA load may not refill it)"),
 ), "one stage of a staged shared-memory buffer: TMA stores read it (PTX 9.7.9.25 "
    "cp.async.bulk.tensor, 9.7.9.26.5 bulk groups, 9.7.13.4 fence.proxy.async), or TMA loads "
    "fill it and wgmma or threads read it (9.7.15.5-6), per CTA")

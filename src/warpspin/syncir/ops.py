@@ -30,7 +30,8 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "async_word_arrays", "AtomInc", "counter_take",
            "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
            "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
-           "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "WgmmaRead",
+           "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "br_unfenced",
+           "reads_filled", "reads_filled_in", "WgmmaRead",
            "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
@@ -106,6 +107,11 @@ class SyncOp(Stmt):
 
     def facts(self) -> frozenset[str]:
         return self.proven
+
+    def facts_in(self, kernel, process: int) -> frozenset[str]:
+        """The facts of this op in process `process` of `kernel` (an op whose rule depends on
+        what the rest of the kernel does may prove less there)."""
+        return self.facts()
 
     def own_locals(self, pc: int) -> tuple[str, ...]:
         """Locals of the executing instance this op writes (hidden ones included)."""
@@ -1076,6 +1082,11 @@ class TmaLoad(_CompletesBytes, SyncOp):
                     "race", f"{{who}} issues a TMA load into stage {{0}} of {label} while {{1}} "
                     "wgmma read(s) of it are not retired: the reader released the stage before "
                     "its wgmma.wait_group", (self.bar.index, st("wrd")))]),
+                When(_gt(st("gr"), 0), [Fail(
+                    "proxy-race", f"{{who}} issues a TMA load (async proxy) into stage {{0}} of "
+                    f"{label} while {{1}} reader(s) of it through the generic proxy have not "
+                    "executed fence.proxy.async since their read: a read must be fenced before "
+                    "the release that lets the stage be refilled", (self.bar.index, st("gr")))]),
                 When(_gt(st("fly"), LIMITS.inflight - T), [Fail(
                     "copy-bound", f"more than {LIMITS.inflight} TMA loads into one stage in "
                     "flight (model bound)")]),
@@ -1822,6 +1833,26 @@ def bw_released_raw(buf: str) -> str:
     return f"_bwr_{buf}"
 
 
+def br_unfenced(buf: str, stage: int) -> str:
+    """1: the instance read the stage through the generic proxy since its last fence.proxy.async
+    (it is counted in the stage's `gr`)."""
+    return f"_bru{stage}_{buf}"
+
+
+def reads_filled(kernel, process: int, buf: str) -> bool:
+    """Whether process `process` reads staged buffer `buf` through the generic proxy and some
+    TMA load (async proxy) fills it: the reads then count in `gr` until a proxy fence."""
+    return reads_filled_in(kernel, kernel.processes[process].body, buf)
+
+
+def reads_filled_in(kernel, body, buf: str) -> bool:
+    from .ir import walk_stmts
+    return any(isinstance(s, SmemRead) and buf in {r[0] for r in s.reads}
+               for s in walk_stmts(body)) and \
+        any(isinstance(s, TmaLoad) and s.dst == buf
+            for p in kernel.processes for s in walk_stmts(p.body))
+
+
 def _stage_problems(k, buf: str, stage: Expr) -> list[str]:
     try:
         n = k.buffer(buf).stages
@@ -1994,14 +2025,18 @@ class FenceProxyAsync(SyncOp):
     """fence.proxy.async(.shared::cta): the executing thread's earlier generic-proxy writes are
     ordered before async-proxy accesses that follow the fence in causality order; by the
     storing thread, also every write already handed over to it (PTX 9.7.13.4; the fence may sit
-    anywhere between the write and the TMA store in causality order)."""
+    anywhere between the write and the TMA store in causality order). Its earlier generic
+    reads, too, are ordered before async-proxy writes (a TMA load refilling the stage) that
+    follow the fence in causality order: without it the refill may overwrite bytes still being
+    read (the write-after-read of the proxies)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.proxy.async"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = ("the instance's unfenced writes of every buffer stage become fenced "
                               "(after a raw release: unsupported); by the storing process: raw = "
-                              "0 on every stage of its buffers")
+                              "0 on every stage of its buffers; its unfenced generic reads of a "
+                              "stage TMA loads fill: gr -= 1")
     # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
     # R10 mover: it writes its own locals, and `raw`, which only the storing thread's own ops
     # and a hand-over while it waits touch (docs/semantics.md)
@@ -2016,10 +2051,22 @@ class FenceProxyAsync(SyncOp):
     def footprint(self, k):
         return Footprint((_acc("buffer-stage", "rw", "cta"),))
 
+    def facts_in(self, kernel, process):
+        """Not an R10 mover in a process whose generic reads of a TMA-filled stage it fences:
+        it then lowers the stage's `gr`, which a TMA load into the stage reads."""
+        if any(reads_filled(kernel, process, b.name) for b in kernel.buffers):
+            return self.facts() - {RESUME_MOVER}
+        return self.facts()
+
     def rule(self, c):
         body = []
         for b in c.kernel.buffers:
             label = b.label or b.name
+            if reads_filled(c.kernel, c.process, b.name):
+                for s in range(b.stages):
+                    r = Local(br_unfenced(b.name, s))
+                    body.append(When(_eq(r, 1), [sub(_stage(c, b.name, Const(s), "gr"), 1),
+                                                 Set(r, Const(0))]))
             if _writes_buffer(c, b.name):
                 units = [Local(bw_unfenced(b.name, s)) for s in range(b.stages)]
                 body.append(When(all_of(_eq(Local(bw_released_raw(b.name)), 1),
@@ -2176,7 +2223,9 @@ class SmemRead(SyncOp):
     mnemonic: ClassVar[str] = "smem.read"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.8 (ld.shared), 9.7.9.16 (ldmatrix)"
-    summary: ClassVar[str] = "per stage read: fly > 0: race (a TMA load into it is in flight)"
+    summary: ClassVar[str] = ("per stage read: fly > 0: race (a TMA load into it is in flight); "
+                              "of a stage TMA loads fill: unless the instance's read is already "
+                              "counted, gr += 1 (until its fence.proxy.async)")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -2191,13 +2240,20 @@ class SmemRead(SyncOp):
     def problems(self, k): return _reads_problems(k, self.reads)
 
     def footprint(self, k):
-        return Footprint((_acc("buffer-stage", "read", "cta"),))
+        return Footprint((_acc("buffer-stage", "rw", "cta"),))
 
     def rule(self, c):
         body = []
         for buf, stage in self.reads:
-            body += _per_stage(c, buf, stage, "reads",
-                               lambda s, buf=buf: [_in_flight_fill(c, buf, s, "reads")])
+            counted = reads_filled(c.kernel, c.process, buf)
+
+            def one(s, buf=buf, counted=counted):
+                out = [_in_flight_fill(c, buf, s, "reads")]
+                if counted:
+                    r, gr = Local(br_unfenced(buf, s)), _stage(c, buf, Const(s), "gr")
+                    out.append(When(_eq(r, 0), [add(gr, 1), Set(r, Const(1))]))
+                return out
+            body += _per_stage(c, buf, stage, "reads", one)
         return Rule(body)
 
 
