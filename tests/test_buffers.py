@@ -184,7 +184,8 @@ def test_a_buffer_filled_read_and_then_written_is_checked_both_ways(bug, engine)
     if bug is None:
         assert out.violation is None and r.verdict == "verified", r
         return
-    kind, line = ALIASED_BUG_EXPECT[bug]
-    assert (out.violation.kind, out.violation.loc.line) == (kind, line)
-    assert r.verdict == "violation" and r.violations[0].kind == kind, r
-    assert r.violations[0].locations[0].line == line
+    kinds, line = ALIASED_BUG_EXPECT[bug]
+    assert out.violation.kind in kinds.split("|")
+    assert r.verdict == "violation" and r.violations[0].kind in kinds.split("|"), r
+    if line is not None:
+        assert out.violation.loc.line == line and r.violations[0].locations[0].line == line

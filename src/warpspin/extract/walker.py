@@ -13,6 +13,7 @@ from typing import Callable, Optional
 
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
+from ..frontend.trace import describe_host
 from ..syncir.ops import (CLC_WORDS, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
                           TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
@@ -826,6 +827,8 @@ class WarpWalker:
                 what = f"kernel argument {a.index} ({a.type})"
                 if a.name:
                     what += f" = host `{a.name}`"
+                elif a.host is not None:
+                    what += f" = host `{describe_host(a.host)}`"
                 ex = getattr(a, "example", None)
                 self.env[a.value] = ctx.param(
                     a.name if a.name and re.fullmatch(r"\w+", a.name) else f"arg{a.index}", what,

@@ -5,6 +5,8 @@ some of whose constructors build IR.  ``raw_values()`` swaps in identity casters
 """
 from __future__ import annotations
 
+import os
+
 import contextlib
 from typing import Any, Optional
 
@@ -218,8 +220,25 @@ def _host_expr(v, fn_args: dict, depth: int = 0) -> Optional[tuple]:
     if name in _HOST_ARITH and len(owner.operands) == 2:
         a = _host_expr(owner.operands[0], fn_args, depth + 1)
         b = _host_expr(owner.operands[1], fn_args, depth + 1)
-        return (_HOST_ARITH[name], a, b) if a is not None and b is not None else None
-    return None
+        if a is not None and b is not None:
+            return (_HOST_ARITH[name], a, b)
+    return _host_op(owner)
+
+
+def _host_op(owner) -> Optional[tuple]:
+    """An operand computed on the host by an op the expressions above do not follow:
+    ("op", the DSL call that made it, "file:line" of the user code that called it, that line's
+    text), for a message that says where the value comes from (never evaluated)."""
+    from .locations import flatten, source_loc
+    try:
+        loc = source_loc(*flatten(owner.location))
+    except Exception:  # a location this reader does not know: no description
+        return None
+    if not loc.file:
+        return None
+    import linecache
+    text = " ".join(linecache.getline(loc.file, loc.line).split())
+    return ("op", loc.lib_frame or owner.name, f"{os.path.basename(loc.file)}:{loc.line}", text)
 
 
 def launch_args(module_op) -> dict[str, tuple[int, list[Optional[tuple]]]]:

@@ -200,6 +200,8 @@ def _eval_host(e, values: list) -> Optional[int]:
         return e[1]
     if e[0] == "host":
         return values[e[1]] if e[1] < len(values) else None
+    if e[0] == "op":
+        return None
     a, b = _eval_host(e[1], values), _eval_host(e[2], values)
     if a is None or b is None:
         return None
@@ -209,11 +211,18 @@ def _eval_host(e, values: list) -> Optional[int]:
             "%": a % b if b else 0, "ceildiv": -(-a // b) if b else 0}[e[0]]
 
 
+def describe_host(e) -> str:
+    """How the host computes a launch operand (KernelArg.host), its parameters by position."""
+    return _fmt_host(e, [])
+
+
 def _fmt_host(e, names: list[str]) -> str:
     if e[0] == "const":
         return str(e[1])
     if e[0] == "host":
         return names[e[1]] if e[1] < len(names) else f"host{e[1]}"
+    if e[0] == "op":  # the user's line, which names the value (`total = a * b`), else the call
+        return f"{e[3]} ({e[2]})" if len(e) > 3 and e[3] else f"{e[1]}(...) at {e[2]}"
     return f"({_fmt_host(e[1], names)} {e[0]} {_fmt_host(e[2], names)})"
 
 

@@ -182,7 +182,7 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
     from .ir import walk_stmts
     from .ops import (CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, SmemWrite, TmaStore,
                       WgmmaRead, br_unfenced, bs_open, bw_fenced, bw_released_raw, bw_unfenced,
-                      cp_group, cp_open, reads_filled_in, wg_open)
+                      cp_group, cp_open, touches_filled_in, wg_open)
     names: set[str] = set()
     stmts = list(walk_stmts(p.body))
     for b in kernel.buffers:
@@ -194,7 +194,7 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
             names |= {bs_open(b.name, i) for i in range(b.stages)}
         if any(isinstance(s, WgmmaRead) and b.name in {r[0] for r in s.reads} for s in stmts):
             names.add(wg_open(b.name))
-        if reads_filled_in(kernel, p.body, b.name):
+        if touches_filled_in(kernel, p.body, b.name):
             names |= {br_unfenced(b.name, i) for i in range(b.stages)}
         if any(isinstance(s, (CpAsync, SmemOwn)) and s.buf == b.name for s in stmts):
             depth = max((getattr(s, "depth", 0) for s in stmts

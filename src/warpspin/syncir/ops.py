@@ -31,7 +31,7 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
            "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
            "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "br_unfenced",
-           "reads_filled", "reads_filled_in", "WgmmaRead",
+           "touches_filled", "touches_filled_in", "WgmmaRead",
            "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
@@ -1019,7 +1019,8 @@ class TmaLoad(_CompletesBytes, SyncOp):
     ptx: ClassVar[str] = "9.7.9.25, 9.7.9.12 (st.async)"
     summary: ClassVar[str] = ("per thread, per target CTA: one copy in flight (use before the "
                               "init is fenced: uninitialized-barrier; a mask outside the "
-                              "cluster: scope; into an exited CTA: cluster-lifetime); each copy "
+                              "cluster: scope; into an exited CTA: cluster-lifetime; into a "
+                              "stage: wrd > 0: race, gr > 0: proxy-race); each copy "
                               "completes later, in its own step: tx -= bytes, then phase "
                               "completion")
     proven: ClassVar[frozenset[str]] = ALL | {FUSION_RELEASE}
@@ -1834,23 +1835,33 @@ def bw_released_raw(buf: str) -> str:
 
 
 def br_unfenced(buf: str, stage: int) -> str:
-    """1: the instance read the stage through the generic proxy since its last fence.proxy.async
-    (it is counted in the stage's `gr`)."""
+    """1: the instance read or wrote the stage through the generic proxy since its last
+    fence.proxy.async (it is counted in the stage's `gr`)."""
     return f"_bru{stage}_{buf}"
 
 
-def reads_filled(kernel, process: int, buf: str) -> bool:
-    """Whether process `process` reads staged buffer `buf` through the generic proxy and some
-    TMA load (async proxy) fills it: the reads then count in `gr` until a proxy fence."""
-    return reads_filled_in(kernel, kernel.processes[process].body, buf)
+def touches_filled(kernel, process: int, buf: str) -> bool:
+    """Whether process `process` reads or writes staged buffer `buf` through the generic proxy
+    and some TMA load (async proxy) fills it: those accesses then count in `gr` until a proxy
+    fence."""
+    return touches_filled_in(kernel, kernel.processes[process].body, buf)
 
 
-def reads_filled_in(kernel, body, buf: str) -> bool:
+def touches_filled_in(kernel, body, buf: str) -> bool:
     from .ir import walk_stmts
-    return any(isinstance(s, SmemRead) and buf in {r[0] for r in s.reads}
-               for s in walk_stmts(body)) and \
+    return any((isinstance(s, SmemRead) and buf in {r[0] for r in s.reads})
+               or (isinstance(s, SmemWrite) and s.buf == buf) for s in walk_stmts(body)) and \
         any(isinstance(s, TmaLoad) and s.dst == buf
             for p in kernel.processes for s in walk_stmts(p.body))
+
+
+def _count_generic(c, buf: str, s: int) -> list:
+    """A generic-proxy access of stage s of a buffer TMA loads fill: the instance's first since
+    its last proxy fence counts it in the stage's `gr`, which a refill reads."""
+    if not touches_filled(c.kernel, c.process, buf):
+        return []
+    r, gr = Local(br_unfenced(buf, s)), BufField(buf, Const(c.cta), Const(s), "gr")
+    return [When(_eq(r, 0), [add(gr, 1), Set(r, Const(1))])]
 
 
 def _stage_problems(k, buf: str, stage: Expr) -> list[str]:
@@ -1989,7 +2000,8 @@ class SmemWrite(_OneStage, SyncOp):
                               "or wrd > 0: race (a TMA load still fills it, a wgmma still reads "
                               "it); a new "
                               "batch (pend += 1) unless the instance's earlier write of the stage "
-                              "is not yet released; the write is unfenced")
+                              "is not yet released; the write is unfenced; of a stage TMA loads "
+                              "fill: gr += 1 unless already counted (until its fence)")
     # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
     proven: ClassVar[frozenset[str]] = ALL
 
@@ -2015,7 +2027,7 @@ class SmemWrite(_OneStage, SyncOp):
                     When(all_of(_eq(u, 0), _eq(f, 0)),
                          [batches_bound(_stage(c, self.buf, Const(s), "pend"), Const(1)),
                           add(_stage(c, self.buf, Const(s), "pend"), 1)]),
-                    Set(u, Const(1))]
+                    Set(u, Const(1)), *_count_generic(c, self.buf, s)]
         return Rule(_per_stage(c, self.buf, self.stage, "writes", body))
 
 
@@ -2035,8 +2047,8 @@ class FenceProxyAsync(SyncOp):
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = ("the instance's unfenced writes of every buffer stage become fenced "
                               "(after a raw release: unsupported); by the storing process: raw = "
-                              "0 on every stage of its buffers; its unfenced generic reads of a "
-                              "stage TMA loads fill: gr -= 1")
+                              "0 on every stage of its buffers; its unfenced generic accesses of "
+                              "a stage TMA loads fill: gr -= 1")
     # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
     # R10 mover: it writes its own locals, and `raw`, which only the storing thread's own ops
     # and a hand-over while it waits touch (docs/semantics.md)
@@ -2052,9 +2064,9 @@ class FenceProxyAsync(SyncOp):
         return Footprint((_acc("buffer-stage", "rw", "cta"),))
 
     def facts_in(self, kernel, process):
-        """Not an R10 mover in a process whose generic reads of a TMA-filled stage it fences:
+        """Not an R10 mover in a process whose generic accesses of a TMA-filled stage it fences:
         it then lowers the stage's `gr`, which a TMA load into the stage reads."""
-        if any(reads_filled(kernel, process, b.name) for b in kernel.buffers):
+        if any(touches_filled(kernel, process, b.name) for b in kernel.buffers):
             return self.facts() - {RESUME_MOVER}
         return self.facts()
 
@@ -2062,7 +2074,7 @@ class FenceProxyAsync(SyncOp):
         body = []
         for b in c.kernel.buffers:
             label = b.label or b.name
-            if reads_filled(c.kernel, c.process, b.name):
+            if touches_filled(c.kernel, c.process, b.name):
                 for s in range(b.stages):
                     r = Local(br_unfenced(b.name, s))
                     body.append(When(_eq(r, 1), [sub(_stage(c, b.name, Const(s), "gr"), 1),
@@ -2245,14 +2257,8 @@ class SmemRead(SyncOp):
     def rule(self, c):
         body = []
         for buf, stage in self.reads:
-            counted = reads_filled(c.kernel, c.process, buf)
-
-            def one(s, buf=buf, counted=counted):
-                out = [_in_flight_fill(c, buf, s, "reads")]
-                if counted:
-                    r, gr = Local(br_unfenced(buf, s)), _stage(c, buf, Const(s), "gr")
-                    out.append(When(_eq(r, 0), [add(gr, 1), Set(r, Const(1))]))
-                return out
+            def one(s, buf=buf):
+                return [_in_flight_fill(c, buf, s, "reads"), *_count_generic(c, buf, s)]
             body += _per_stage(c, buf, stage, "reads", one)
         return Rule(body)
 

@@ -1,0 +1,48 @@
+"""A launch value the host computes with a DSL call (not only arithmetic on the host function's
+parameters) is described by the user's line that computes it, so a `--param` it needs says what
+it is (issue 33: flash-attn-4's `arg20` is `total_blocks_cluster = ...` at
+tile_scheduler.py:365)."""
+import os
+
+import pytest
+
+if not os.environ.get("WARPSPIN_REQUIRE_ALL"):
+    pytest.importorskip("cutlass", reason="needs nvidia-cutlass-dsl")
+
+import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
+
+from warpspin.extract import extract  # noqa: E402
+from warpspin.extract.build import MissingParams  # noqa: E402
+from warpspin.frontend import fake_tensor, sym_int, trace  # noqa: E402
+from warpspin.frontend.serialize import load, save  # noqa: E402
+
+
+@cute.kernel
+def _kernel(tiles: cutlass.Int32):
+    for _ in cutlass.range(tiles, unroll=1):
+        cute.arch.barrier()
+
+
+@cute.jit
+def _host(x: cute.Tensor):
+    tiles_of_x = cute.size(x, mode=[0])  # @tiles
+    _kernel(tiles_of_x).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+
+def _line(marker: str) -> int:
+    with open(__file__) as f:
+        return next(i for i, text in enumerate(f, 1) if marker in text and "_line(" not in text)
+
+
+def test_a_host_computed_launch_value_is_named_by_its_line(tmp_path):
+    (k,) = trace(_host, fake_tensor(cutlass.Float32, (sym_int(), 8)))
+    (arg,) = [a for a in k.args if a.type == "i32"]
+    assert arg.host[0] == "op" and arg.host[2] == f"test_host_names.py:{_line('# @tiles')}"
+    assert arg.host[3].startswith("tiles_of_x = cute.size(x, mode=[0])")
+    path = str(tmp_path / "k.json.gz")
+    save(k, path)
+    assert load(path).args[arg.index].host == arg.host
+    with pytest.raises(MissingParams) as e:
+        extract(k)
+    assert "tiles_of_x = cute.size(x, mode=[0])" in str(e.value), str(e.value)
