@@ -1085,9 +1085,10 @@ class TmaLoad(_CompletesBytes, SyncOp):
                     "its wgmma.wait_group", (self.bar.index, st("wrd")))]),
                 When(_gt(st("gr"), 0), [Fail(
                     "proxy-race", f"{{who}} issues a TMA load (async proxy) into stage {{0}} of "
-                    f"{label} while {{1}} reader(s) of it through the generic proxy have not "
-                    "executed fence.proxy.async since their read: a read must be fenced before "
-                    "the release that lets the stage be refilled", (self.bar.index, st("gr")))]),
+                    f"{label} while {{1}} thread group(s) that read or wrote it through the "
+                    "generic proxy have not executed fence.proxy.async since: such an access "
+                    "must be fenced before the release that lets the stage be refilled",
+                    (self.bar.index, st("gr")))]),
                 When(_gt(st("fly"), LIMITS.inflight - T), [Fail(
                     "copy-bound", f"more than {LIMITS.inflight} TMA loads into one stage in "
                     "flight (model bound)")]),
