@@ -45,4 +45,20 @@ def test_a_host_computed_launch_value_is_named_by_its_line(tmp_path):
     assert load(path).args[arg.index].host == arg.host
     with pytest.raises(MissingParams) as e:
         extract(k)
+    # named after the variable the host assigns, its position still accepted
+    assert f"--param tiles_of_x=N (or arg{arg.index})" in str(e.value), str(e.value)
     assert "tiles_of_x = cute.size(x, mode=[0])" in str(e.value), str(e.value)
+    for given in ("tiles_of_x", f"arg{arg.index}"):
+        (p,) = extract(k, params={given: 3}).params
+        assert (p.name, p.lo, p.hi) == ("tiles_of_x", 3, 3)
+
+
+def test_host_names_from_the_line():
+    from warpspin.extract.walker import host_name
+    assert host_name(("op", "IntValue.__init__", "t.py:365", "total = a * b")) == "total"
+    assert host_name(("op", "IntValue.__init__", "t.py:512", "total_blocks=a * b,")) == \
+        "total_blocks"
+    assert host_name(("op", "IntValue.__init__", "t.py:9", "self.d_layout = f(mD)")) == "d_layout"
+    assert host_name(("op", "ceil_div", "t.py:327", "cute.ceil_div(n, 128),")) == \
+        "host_ceil_div_L327"
+    assert host_name(("op", "IntValue.__init__", "t.py:7", "f(x) == 3")) == "host_value_L7"

@@ -121,9 +121,10 @@ def _params(ctx: Context, used: set[str], given: Mapping[str, ParamValue]) -> tu
     out, missing, lows = [], [], {}
     for name in sorted(used):
         info = ctx.params[name]
-        v = given.get(name, info.default)
+        v = given.get(name, given.get(info.alias, info.default) if info.alias else info.default)
         if v is None:
-            missing.append(f"  --param {name}=N   ({info.what}, {info.loc})")
+            also = f" (or {info.alias})" if info.alias else ""
+            missing.append(f"  --param {name}=N{also}   ({info.what}, {info.loc})")
             lows[name] = info.at_least
             continue
         lo, hi = (v, v) if isinstance(v, int) else v

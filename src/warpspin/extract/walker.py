@@ -374,6 +374,20 @@ def _narrower(a: str, b: str) -> str:
     return min(a, b, key=MEMORY_SCOPES.index) if a in MEMORY_SCOPES and b in MEMORY_SCOPES else a
 
 
+def host_name(host: tuple) -> str:
+    """A launch parameter's name from the host line that computes a kernel argument
+    (KernelArg.host ("op", call, "file:line", text)): the variable or keyword it is assigned to
+    (`total_blocks_cluster = ...`, `total_blocks=...,`), else the DSL call and line
+    (`host_ceil_div_L327`)."""
+    m = re.match(r"(?:self\.)?([A-Za-z_]\w*)\s*=(?!=)", host[3] if len(host) > 3 else "")
+    if m:
+        return m.group(1)
+    call = host[1].rsplit(".", 1)[-1]
+    line = host[2].rsplit(":", 1)[-1]
+    call = call if re.fullmatch(r"[a-z]\w*", call) else "value"
+    return f"host_{call}_L{line}"
+
+
 def _ident(s: str) -> str:
     s = re.sub(r"\W+", "_", s).strip("_")
     return s if s and not s[0].isdigit() and not LOCAL_NAME.fullmatch(s) else f"p_{s}"
@@ -473,6 +487,7 @@ class ParamInfo:
     loc: Loc
     default: Optional[tuple[int, int]] = None
     at_least: Optional[int] = None   # a divisor: a value below this is no launch the model covers
+    alias: Optional[str] = None      # another name a value may be given by (argN: its position)
 
 
 @dataclass
@@ -590,7 +605,8 @@ class Context:
                 return True
         return False
 
-    def param(self, key: str, what: str, loc: Loc, default=None, same_as=None) -> Var:
+    def param(self, key: str, what: str, loc: Loc, default=None, same_as=None,
+              alias: Optional[str] = None) -> Var:
         """The launch parameter named after ``key``.  Without ``same_as`` the name is the
         identity (a kernel argument, the cluster index).  With it (a computed launch value),
         ``same_as`` is the identity: the same computation in two places (a producer and a
@@ -608,7 +624,7 @@ class Context:
         while name in self.params:
             n += 1
             name = f"{base}_{n}"
-        self.params[name] = ParamInfo(name, what, loc, default)
+        self.params[name] = ParamInfo(name, what, loc, default, alias=alias)
         self._by_key[same_as] = name
         return Var(name)
 
@@ -830,9 +846,17 @@ class WarpWalker:
                 elif a.host is not None:
                     what += f" = host `{describe_host(a.host)}`"
                 ex = getattr(a, "example", None)
-                self.env[a.value] = ctx.param(
-                    a.name if a.name and re.fullmatch(r"\w+", a.name) else f"arg{a.index}", what,
-                    to_loc(self.k.loc), None if ex is None else (ex, ex))
+                default = None if ex is None else (ex, ex)
+                if a.name and re.fullmatch(r"\w+", a.name):
+                    self.env[a.value] = ctx.param(a.name, what, to_loc(self.k.loc), default)
+                elif a.host is not None and a.host[0] == "op":
+                    # named after the host's line; never merged with another argument
+                    self.env[a.value] = ctx.param(host_name(a.host), what, to_loc(self.k.loc),
+                                                  default, same_as=("arg", a.index),
+                                                  alias=f"arg{a.index}")
+                else:
+                    self.env[a.value] = ctx.param(f"arg{a.index}", what, to_loc(self.k.loc),
+                                                  default)
             else:
                 self.env[a.value] = Unknown(f"arg{a.index}", uniform=True)
 

@@ -237,7 +237,7 @@ def _host_op(owner) -> Optional[tuple]:
     if not loc.file:
         return None
     import linecache
-    text = " ".join(linecache.getline(loc.file, loc.line).split())
+    text = " ".join(linecache.getline(loc.file, loc.line).split("#", 1)[0].split())
     return ("op", loc.lib_frame or owner.name, f"{os.path.basename(loc.file)}:{loc.line}", text)
 
 
