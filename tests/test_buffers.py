@@ -39,7 +39,7 @@ def test_epilogue_bug_is_reported_with_its_kind_and_line(bug):
 
 PLAIN_CASES = [("epilogue", b) for b in (None, "no-fence", "no-wait", "wait-one-short")] + \
     [("mainloop", b) for b in (None, "release-before-wait", "read-after-release", "read-unfenced",
-                               "fence-after-release")]
+                               "fence-after-release", "write-unfenced")]
 
 
 @pytest.mark.parametrize("protocol,bug", PLAIN_CASES)
@@ -108,7 +108,8 @@ from warpspin.syncir.protocols import MAINLOOP_BUG_EXPECT, MAINLOOP_BUGS, mainlo
 LOADS = CheckOptions(load_races=True)
 
 
-@pytest.mark.parametrize("consumers,reads", ((1, "wgmma"), (2, "wgmma"), (2, "generic")))
+@pytest.mark.parametrize("consumers,reads", ((1, "wgmma"), (2, "wgmma"), (2, "generic"),
+                                             (2, "write")))
 def test_mainloop_correct_verifies_in_both_backends(consumers, reads):
     k = mainloop(consumers=consumers, reads=reads)
     check(k)

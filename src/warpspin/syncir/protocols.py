@@ -475,7 +475,7 @@ def aliased_buffer(bug: str | None = None) -> Kernel:
 
 MAINLOOP_FILE = "mainloop.py"
 MAINLOOP_BUGS = ("release-before-wait", "read-after-release", "wait-one-behind", "no-full-wait",
-                 "read-unfenced", "fence-after-release")
+                 "read-unfenced", "fence-after-release", "write-unfenced")
 # what each bug must be reported as ("a|b": either, by the interleaving found first), and at
 # which line of mainloop.py (a read after the release and before any fence is both a race with
 # the refill, at the read, and a proxy-race, at the refill)
@@ -483,6 +483,7 @@ MAINLOOP_BUG_EXPECT = {
     "release-before-wait": ("race", 23), "read-after-release": ("race|proxy-race", None),
     "wait-one-behind": ("race", 23), "no-full-wait": ("race", None),
     "read-unfenced": ("proxy-race", 23), "fence-after-release": ("proxy-race", 23),
+    "write-unfenced": ("proxy-race", 23),
 }
 
 
@@ -497,15 +498,19 @@ def mainloop(stages: int = 2, ktiles: int = 4, consumers: int = 1,
     "wait-one-behind" (`wgmma.wait_group 1` before the release: the newest group may still
     read), "no-full-wait" (the consumer reads without waiting for the fill).
     `reads="generic"`: the consumers read the stage with ld.shared instead, and fence the
-    reads (fence.proxy.async) before the release; bugs "read-unfenced" (no fence: the refill, an
+    reads (fence.proxy.async) before the release (`reads="write"`: they write it, st.shared); bugs "read-unfenced" (no fence: the refill, an
     async-proxy write, is not ordered after the generic read) and "fence-after-release" (the
-    fence after the release orders nothing before the refill) imply it."""
+    fence after the release orders nothing before the refill) imply it; "write-unfenced": the
+    consumers write the stage (st.shared) and release it with no fence: the refill's async-proxy
+    write is not ordered after theirs."""
     from .ir import BufferDecl
-    from .ops import FenceProxyAsync, SmemRead, WgmmaCommit, WgmmaRead, WgmmaWait
+    from .ops import FenceProxyAsync, SmemRead, SmemWrite, WgmmaCommit, WgmmaRead, WgmmaWait
     if bug is not None and bug not in MAINLOOP_BUGS:
         raise ValueError(f"unknown mainloop bug {bug!r}; one of {MAINLOOP_BUGS}")
     if bug in ("read-unfenced", "fence-after-release"):
         reads = "generic"
+    if bug == "write-unfenced":
+        reads = "write"
     L = lambda n: Loc(MAINLOOP_FILE, n)  # noqa: E731
     srcs = ("sA",)
     n = 1 if bug == "wait-one-behind" else 0
@@ -525,13 +530,16 @@ def mainloop(stages: int = 2, ktiles: int = 4, consumers: int = 1,
     step = (*full, WgmmaRead((("sA", Var("s")),), L(32)), WgmmaCommit(srcs, depth, L(33)),
             *((release, wait) if bug == "release-before-wait" else (wait, release)),
             *((SmemRead((("sA", Var("s")),), L(36)),) if bug == "read-after-release" else ()))
-    if reads == "generic":
-        fence = () if bug == "read-unfenced" else (FenceProxyAsync(L(37)),)
-        step = (*full, SmemRead((("sA", Var("s")),), L(32)),
+    if reads in ("generic", "write"):
+        fence = () if bug in ("read-unfenced", "write-unfenced") else (FenceProxyAsync(L(37)),)
+        access = SmemWrite("sA", Var("s"), L(32)) if reads == "write" else \
+            SmemRead((("sA", Var("s")),), L(32))
+        step = (*full, access,
                 *((release, *fence) if bug == "fence-after-release" else (*fence, release)))
     consumer = (BarSync(loc=L(13)), For("k", 0, ktiles, (*step, *advance("s", "ph", stages)),
                                          loc=L(30)))
-    return Kernel("mainloop" + (f"_{bug}" if bug else "") + ("_generic" if reads == "generic" else ""),
+    name = "mainloop" + (f"_{bug}" if bug else "") + ("" if reads == "wgmma" else f"_{reads}")
+    return Kernel(name,
                   (Process("producer", producer, warps=(0, 1), init=(("ph", 0),)),
                    Process("consumer", consumer, warps=(1, 1 + consumers), instances=consumers,
                            init=(("ph", 0),))),
