@@ -190,3 +190,18 @@ def test_a_buffer_filled_read_and_then_written_is_checked_both_ways(bug, engine)
     assert r.verdict == "violation" and r.violations[0].kind in kinds.split("|"), r
     if line is not None:
         assert out.violation.loc.line == line and r.violations[0].locations[0].line == line
+
+
+@pytest.mark.parametrize("access", ("read", "write"))
+def test_a_warp_keeps_its_proxy_fence_when_it_accesses_a_filled_buffer(access):
+    """A warp's fence.proxy.async orders its generic accesses of a stage a TMA load refills:
+    the extractor keeps it in a warp that reads or writes a followed buffer even when no TMA
+    store reads any (dropped, the fenced access would be a false proxy-race)."""
+    from warpspin.extract.build import _only_buffers
+    from warpspin.syncir.ops import SmemRead
+    staged = {"sA": ["sA", None, 2, False]}
+    acc = SmemRead((("sA", Const(0)),)) if access == "read" else SmemWrite("sA", Const(0))
+    body = _only_buffers((acc, FenceProxyAsync()), staged)
+    assert any(isinstance(s, FenceProxyAsync) for s in body), body
+    assert not any(isinstance(s, FenceProxyAsync) for s in _only_buffers((FenceProxyAsync(),),
+                                                                         staged))

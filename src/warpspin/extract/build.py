@@ -424,10 +424,11 @@ def _cp_why(ctx: Context, name: str, bodies: list, copies: bool) -> Optional[str
 
 def _only_buffers(body: tuple, staged: dict) -> tuple:
     """The staged accesses of the buffers the model follows; the proxy fences only when it
-    follows one that TMA stores read or this warp reads through the generic proxy (a TMA load
-    may refill it); wgmma groups only in a warp whose wgmmas read one."""
+    follows one that TMA stores read or this warp reads or writes through the generic proxy (a
+    TMA load may refill it); wgmma groups only in a warp whose wgmmas read one."""
     stored = any(v[3] for v in staged.values()) or any(
-        isinstance(s, SmemRead) and _bufs_of(s) & set(staged) for s in walk_stmts(body))
+        isinstance(s, (SmemRead, SmemWrite)) and _bufs_of(s) & set(staged)
+        for s in walk_stmts(body))
     reads = any(isinstance(s, WgmmaRead) and _bufs_of(s) & set(staged) for s in walk_stmts(body))
 
     def keep(st) -> tuple:
