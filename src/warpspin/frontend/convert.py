@@ -5,9 +5,9 @@ some of whose constructors build IR.  ``raw_values()`` swaps in identity casters
 """
 from __future__ import annotations
 
-import os
-
 import contextlib
+import linecache
+import os
 from typing import Any, Optional
 
 from .locations import LocCache
@@ -236,7 +236,6 @@ def _host_op(owner) -> Optional[tuple]:
         return None
     if not loc.file:
         return None
-    import linecache
     text = " ".join(linecache.getline(loc.file, loc.line).split("#", 1)[0].split())
     return ("op", loc.lib_frame or owner.name, f"{os.path.basename(loc.file)}:{loc.line}", text)
 

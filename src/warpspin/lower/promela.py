@@ -292,10 +292,10 @@ class _Lowering:
         busy = (set(self.fusable[pi]) | set(self.fusable[pi].values()) | set(self.early[pi])
                 | set(self.blocking[pi]) | set(self.lay.word_ops[pi]))
         out = {}
+        k = self.k
         for r, ins in fp.ops():
             n = r + 1
             nxt = fp.code[n] if n < len(fp.code) else None
-            k = self.k
             if RESUME_MOVER not in ins.stmt.facts_in(k, pi) or r in busy or not isinstance(nxt, Op):
                 continue
             if n not in busy and not is_exit(nxt) and RESUME_MOVER not in nxt.stmt.facts_in(k, pi):
