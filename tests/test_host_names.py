@@ -62,3 +62,23 @@ def test_host_names_from_the_line():
     assert host_name(("op", "ceil_div", "t.py:327", "cute.ceil_div(n, 128),")) == \
         "host_ceil_div_L327"
     assert host_name(("op", "IntValue.__init__", "t.py:7", "f(x) == 3")) == "host_value_L7"
+
+
+def test_a_computed_value_never_merges_with_a_launch_value_named_by_identity():
+    from warpspin.extract.build import ExtractorBug
+    from warpspin.extract.walker import Context
+    from warpspin.syncir.ir import Loc
+    (k,) = trace(_host, fake_tensor(cutlass.Float32, (sym_int(), 8)))
+    (arg,) = [a for a in k.args if a.type == "i32"]
+    arg.name, arg.host = "tiles", None   # a kernel argument the host passes as `tiles`
+    ctx, at = Context(k), Loc("k.py", 1)
+    # a value computed in the kernel whose source line is named like it, or like the cluster
+    # index, gets its own name
+    assert ctx.param("tiles", "computed", at, same_as=("op", 1, 0)).name == "tiles_2"
+    assert ctx.param("clusterid_x", "computed", at, same_as=("op", 2, 0)).name == \
+        "clusterid_x_value"
+    assert ctx.param("clusterid_x", "the cluster index", at).name == "clusterid_x"
+    assert ctx.param("tiles", "kernel argument", at).name == "tiles"
+    ctx.param("total", "computed", at, same_as=("op", 3, 0))
+    with pytest.raises(ExtractorBug, match="would merge with the computed value"):
+        ctx.param("total", "an identity", at)

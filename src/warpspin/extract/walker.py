@@ -490,6 +490,11 @@ class ParamInfo:
     alias: Optional[str] = None      # another name a value may be given by (argN: its position)
 
 
+# names a launch parameter is given by identity (a kernel argument's position, the cluster
+# index, the CLC pool); a computed value is never named so
+IDENTITY_NAME = re.compile(r"arg\d+|n?clusterid_[xyz]|clc_pool")
+
+
 @dataclass
 class Context:
     """State shared by the walkers of one kernel: launch parameters and mbarrier arrays."""
@@ -614,19 +619,32 @@ class Context:
         when they come from the same source line (the second gets a suffix)."""
         if same_as is None:
             name = _ident(key)
+            if name in self._by_key.values():
+                from .build import ExtractorBug
+                raise ExtractorBug(self.kernel.name, [
+                    f"launch parameter {name} ({what}) would merge with the computed value of "
+                    f"that name ({self.params[name].what})"])
             if name not in self.params:
                 self.params[name] = ParamInfo(name, what, loc, default)
             return Var(name)
         if same_as in self._by_key:
             return Var(self._by_key[same_as])
         base = name = _ident(key)
+        if IDENTITY_NAME.fullmatch(base):
+            base = name = f"{base}_value"
         n = 1
-        while name in self.params:
+        while name in self.params or name in self.identities:
             n += 1
             name = f"{base}_{n}"
         self.params[name] = ParamInfo(name, what, loc, default, alias=alias)
         self._by_key[same_as] = name
         return Var(name)
+
+    @property
+    def identities(self) -> set[str]:
+        """The names kernel arguments are given by (registered before any computed value)."""
+        return {_ident(a.name) for a in self.kernel.args
+                if a.type in INT_TYPES and a.name and re.fullmatch(r"\w+", a.name)}
 
     def divisor(self, d: Expr) -> None:
         """`d` divides: a launch parameter in it must be given values of at least 1."""
@@ -838,7 +856,9 @@ class WarpWalker:
         self.labels: list[str] = []
         self.ptr_stages: dict = {}  # pointer value -> (Stage, bytes) of the staged view it came from
         self.counters: dict[str, tuple[Expr, Expr]] = {}  # enclosing for-loop counters: bounds
-        for a in self.k.args:
+        # the arguments named by identity first: a host-named one never takes their names
+        for a in sorted(self.k.args, key=lambda a: a.host is not None and a.host[0] == "op"
+                        and not (a.name and re.fullmatch(r"\w+", a.name))):
             if a.type in INT_TYPES:
                 what = f"kernel argument {a.index} ({a.type})"
                 if a.name:
