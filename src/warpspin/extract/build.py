@@ -18,6 +18,7 @@ from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc,
 from ..syncir.printer import fmt_expr
 from ..syncir.validate import reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
+from .data import follow as follow_data
 from .descriptors import one_slot_per_cta
 from .values import Folder, opaque
 from .walker import LANE_SUBSET, Context, WarpWalker, cluster_coord, to_loc
@@ -203,6 +204,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
     if grid:
         walks = [(cta, warp, lanes, _without_cluster_ops(body), labels)
                  for cta, warp, lanes, body, labels in walks]
+    walks, data_words, ctx.data_explained = follow_data(ctx, walks)
     staged = _staged_buffers(ctx, walks)
     walks = [(cta, warp, lanes, _without_idle_groups(_only_buffers(body, staged)), labels)
              for cta, warp, lanes, body, labels in walks]
@@ -223,7 +225,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
              Process(f"{p.role}_cta{p.cta}", p.body, p.cta, p.warps, p.threads, p.instances)
              for p in procs]
 
-    words, procs = _words(ctx, procs)
+    words, procs = _words(ctx, procs, data_words)
     buffers, procs = _buffers(ctx, procs, staged)
     tensormaps, procs = _bulk_groups(k, ctx, procs, buffers)
     used: set[str] = set()
@@ -261,12 +263,15 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
     return out
 
 
-def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], list[Process]]:
+def _words(ctx: Context, procs: list[Process], data: tuple[WordsDecl, ...] = ()
+           ) -> tuple[tuple[WordsDecl, ...], list[Process]]:
     """The shared-word arrays, each rebased to the lowest word the kernel accesses as a value.
     An array some other write may overlap (a copy, a store of a value the model does not follow,
     a write into unknown shared memory) is not modelled: its stores go, its loads become values
-    not modelled, and what depends on them is Unsupported, naming the write."""
-    if not ctx.word_arrays:
+    not modelled, and what depends on them is Unsupported, naming the write. The cells of
+    shared data (`data`, extract/data.py) go the same way where a relaxed arrive may carry a
+    hand-off (their races are then not checked)."""
+    if not ctx.word_arrays and not data:
         return (), procs
     decls, rebase, dropped = [], {}, {}
     # a relaxed arrive orders no store before it, and a hand-off may pass through any warp's
@@ -283,6 +288,14 @@ def _words(ctx: Context, procs: list[Process]) -> tuple[tuple[WordsDecl, ...], l
         else:
             rebase[name] = lo
             decls.append(WordsDecl(name, hi - lo, loc, label))
+    for d in data:
+        if relaxed:
+            dropped[d.name] = "a relaxed arrive"
+            ctx.unchecked.append(Unchecked("race", d.label, f"{relaxed[0]} is a relaxed arrive: "
+                                           "it orders no write of the data before it", d.loc))
+        else:
+            rebase[d.name] = 0
+            decls.append(d)
     if decls and ctx.derived_view_writes:
         ctx.assumptions.add("shared words: a tensor derived from a shared-memory tensor (a "
                             "partition, tile or slice) stays inside that tensor's bytes")
@@ -387,7 +400,7 @@ def _data_writes(ctx: Context, covered: set[str]) -> None:
     reports) claims: races on that data are not checked, one record per allocation."""
     seen = set()
     for i, loc in ctx.data_writes:
-        if ctx.staged_writes.get(i) in covered:
+        if ctx.staged_writes.get(i) in covered or i in ctx.data_explained:
             continue
         alloc, rng, what = ctx.smem_writes[i]
         label = _alloc_label(ctx, alloc, rng)

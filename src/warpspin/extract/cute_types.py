@@ -153,6 +153,20 @@ def _flatten(t) -> list:
     return [t]
 
 
+def mode_leaves(type_str: str) -> Optional[list[tuple[int, ...]]]:
+    """The leaf extents of each top-level mode of a static layout (``"(2,(2,1)):(2,(1,0))"`` ->
+    [(2,), (2, 1)]), or None."""
+    qs = quoted(type_str)
+    if not qs or ":" not in qs[-1]:
+        return None
+    try:
+        shape = parse_shape(qs[-1].split(":", 1)[0])
+    except (ValueError, IndexError):
+        return None
+    modes = [tuple(_flatten(m)) for m in (shape if isinstance(shape, tuple) else (shape,))]
+    return None if any(None in m for m in modes) else modes
+
+
 def flat_layout(type_str: str) -> Optional[tuple[tuple[int, ...], tuple[int, ...]]]:
     """``!cute.layout<"(1,2,1,1):(0,1,0,0)">`` -> ((1, 2, 1, 1), (0, 1, 0, 0)); static only."""
     qs = quoted(type_str)

@@ -27,6 +27,7 @@ from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, BarArrive, Counter
                          walk_stmts)
 from . import cute_types as ct
 from .cleanup import reads_var, subst_stmts
+from .data import DataAccess, spans_of
 from .descriptors import TENSORMAP_CASTS, address, same_descriptor
 from .partitions import thread_partition
 from .values import (ELECT, LANE, Alloc, ClcResponse, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
@@ -538,6 +539,7 @@ class Context:
     # 0 of their barrier array: (allocation uid, lo, hi) found by a first walk, and the ones a
     # second walk follows as buffers of one stage
     plain_found: set = field(default_factory=set)
+    data_explained: set = field(default_factory=set)  # smem_writes indices of followed shared data
     plain_buffers: frozenset = frozenset()
     unchecked: list = field(default_factory=list)  # Unchecked: properties not followed
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
@@ -1338,7 +1340,7 @@ class WarpWalker:
         constant coordinate, or a stride of 0); the ``_`` modes stay."""
         text = ct.int_tuple_value(op.operand_types[1]) if isinstance(v, View) else None
         modes = text.strip("()").split(",") if text and "(" not in text.strip("()") else None
-        if not isinstance(v, View) or modes is None or len(modes) != len(v.shape):
+        if not isinstance(v, View) or modes is None:
             self.set_unknown_results(op)
             return
         c = self.val(op.operands[1])
@@ -1348,6 +1350,11 @@ class WarpWalker:
         if dynamic is None or modes.count("?") != len(dynamic):
             self.set_unknown_results(op)
             return
+        if len(modes) != len(v.shape):  # a coordinate of the top-level modes of a nested layout
+            modes, dynamic = self.leaf_slice(modes, dynamic, op.operand_types[0], len(v.shape))
+            if modes is None:
+                self.set_unknown_results(op)
+                return
         off, terms, shape, stride = 0, [], [], []
         for m, n, d in zip(modes, v.shape, v.stride):
             m = m.strip()
@@ -1368,6 +1375,53 @@ class WarpWalker:
         ptr = replace(v.ptr, const=v.ptr.const + off, lin=lin_add(v.ptr.lin, tuple(terms)))
         self.env[op.result] = View(ptr, tuple(shape) or (1,), tuple(stride) or (0,), v.elem,
                                    v.byte_range if ptr.lin else None)
+
+    def leaf_slice(self, modes: list, dynamic: list, type_str: str, leaves: int):
+        """A slicing coordinate of a nested layout's top-level modes as one per leaf: `_` keeps
+        every leaf of its mode, an index fixes each (`leaf_coords`); (None, None) if the type's
+        modes do not match."""
+        shapes = ct.mode_leaves(type_str)
+        if shapes is None or len(shapes) != len(modes) or sum(map(len, shapes)) != leaves:
+            return None, None
+        dyn = iter(dynamic)
+        out_modes: list = []
+        out_dyn: list = []
+        for m, sh in zip(modes, shapes):
+            m = m.strip()
+            if m == "_":
+                out_modes += ["_"] * len(sh)
+                continue
+            x = next(dyn) if m == "?" else Const(int(m)) if re.fullmatch(r"-?\d+", m) else None
+            if x is None:
+                return None, None
+            out_modes += ["?"] * len(sh)
+            out_dyn += self.leaf_coords(x, sh)
+        return out_modes, out_dyn
+
+    def leaf_coords(self, x: Expr, shape: tuple[int, ...]) -> list[Expr]:
+        """The leaf coordinates of index `x` into a mode of leaf extents `shape` (colexicographic,
+        as CuTe maps a 1-D coordinate into a nested mode)."""
+        out, prod = [], 1
+        for n in shape:
+            q = x if prod == 1 else self.f.binop("//", x, Const(prod))
+            out.append(Const(0) if n == 1 else q if prod * n == 0 else self.f.binop("%", q, Const(n)))
+            prod *= n
+        return out
+
+    def element_coords(self, view: View, coord: int, type_str: str) -> Optional[list]:
+        """The per-leaf coordinates of the element `coord` names in `view` (a coordinate of its
+        top-level modes when its layout is nested), or None."""
+        c = self.val(coord)
+        coords = list(c.items) if isinstance(c, Leaves) else [c]
+        if len(coords) == len(view.shape):
+            return coords
+        shapes = ct.mode_leaves(type_str)
+        if shapes is None or len(shapes) != len(coords) or \
+                sum(map(len, shapes)) != len(view.shape) or \
+                not all(isinstance(x, Expr) for x in coords):
+            return None
+        return [y for x, sh in zip(coords, shapes) for y in
+                (self.leaf_coords(x, sh) if len(sh) > 1 else [x])]
 
     def add_offset(self, op: Op, out) -> None:
         p = self.val(op.operands[0])
@@ -1576,10 +1630,32 @@ class WarpWalker:
             why = "an address that differs between the lanes"
         if why is not None:
             self.env[op.result] = opaque(f"ld.shared of {why}@{op.loc.short()}")
+            self.data_access(op, view, op.operands[1], False, out)
             return
         dest = f"t{op.uid}"
         out.append(SmemLoad(dest, WordRef(self.ctx.word_array(view, self.loc(op)), r), self.loc(op)))
         self.env[op.result] = Var(dest)
+
+    def data_access(self, op: Op, view: View, coord: int, write: bool, out) -> None:
+        """A store or load of one element of a shared tensor by the executing lanes, as data
+        (extract/data.py): the bytes they touch when the element's address is a function of the
+        lane alone and the lanes are known."""
+        if view.ptr.alloc is None or view.ptr.cta is not None:
+            return
+        coords = self.element_coords(view, coord, op.operand_types[0]) or []
+        spans = None
+        if len(coords) == len(view.shape) and all(isinstance(x, Expr) and not opaque_reasons(x)
+                                                  for x in coords):
+            off: Expr = lin_expr(view.ptr.lin, view.ptr.const, self.f)
+            for x, d in zip(coords, view.stride):
+                off = self.f.binop("+", off, self.f.binop("*", x, Const(d * view.elem)))
+            per_lane = lane_values(off, self.lanes)
+            a = self.active
+            if per_lane is not None and (a.exact or len({per_lane[i] for i in a.lanes}) == 1):
+                spans = spans_of([per_lane[i] for i in a.lanes], view.elem)
+        records = tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
+            tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
+        out.append(DataAccess(view.ptr.alloc.uid, spans, write, records, self.loc(op)))
 
     def memref_store(self, op: Op, out) -> None:
         """A store into shared memory: a word value (`SmemStore`) when the model can follow it;
@@ -1592,6 +1668,8 @@ class WarpWalker:
             # a stage of a staged buffer holds data, not words handed between roles
             self.note_smem_write(op.operands[0], f"a shared-memory store{where}", self.loc(op))
             self.staged_write(op, op.operands[0], out)
+            if isinstance(view, View):  # (a stage no async unit touches is data: data.py)
+                self.data_access(op, view, op.operands[1], True, out)
             return
         r = self.smem_word(view, op.operands[1])
         value = self.val(op.operands[2]) if len(op.operands) > 2 else None
@@ -1603,6 +1681,7 @@ class WarpWalker:
             why = "a value or address that differs between the lanes"
         if why is not None:
             self.note_smem_write(op.operands[0], f"st.shared of {why}{where}", self.loc(op))
+            self.data_access(op, view, op.operands[1], True, out)
             return
         out.append(SmemStore(WordRef(self.ctx.word_array(view, self.loc(op)), r), value, self.loc(op)))
 

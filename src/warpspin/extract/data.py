@@ -1,0 +1,148 @@
+"""Data that threads write into shared memory and read back (a block reduction's partial sums,
+a row's statistics): each plain element access of such a tensor, with the bytes it touches in
+the executing warp, becomes word accesses of the model's shared words, so that two accesses no
+synchronization orders are a race (docs/semantics.md, "Shared data").
+
+The walker leaves a `DataAccess` where a warp's threads store or load an element of a shared
+tensor the model does not follow as a value, with the bytes the warp's executing lanes touch
+(None: not known in the warp: an address over a loop counter, a launch value, an unknown lane).
+`follow` then decides, per allocation, whether every access of its bytes is such an access with
+known bytes; if so the allocation's bytes are split into cells (the bytes every access touches
+alike) and each access becomes `st.shared` / `ld.shared` of the cells it touches; otherwise its
+accesses go and the verdict says that races on it were not checked.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..syncir.ir import (Const, CpAsync, Loc, SmemLoad, SmemStore, Stmt, TmaLoad, TmaStore, WordRef,
+                         WordsDecl, rewrite_stmts)
+
+DATA_DEST = "data_ld"  # the local a data load writes (always 0: data values are not followed)
+
+
+@dataclass(frozen=True)
+class DataAccess(Stmt):
+    """Placeholder of the extractor, never in a kernel: the executing lanes store (`write`) or
+    load shared memory of allocation `alloc` at `spans` ((lo, hi) byte ranges; None: unknown);
+    `records` are the indices of the Context's smem_writes ("w", i) / smem_uses ("u", i)
+    entries this access explains."""
+    alloc: int
+    spans: Optional[tuple[tuple[int, int], ...]]
+    write: bool
+    records: tuple[tuple[str, int], ...]
+    loc: Loc
+
+
+def spans_of(offsets: list[int], size: int) -> tuple[tuple[int, int], ...]:
+    """The byte ranges of elements of `size` bytes at `offsets`, merged."""
+    out: list[list[int]] = []
+    for lo in sorted(set(offsets)):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], lo + size)
+        else:
+            out.append([lo, lo + size])
+    return tuple((a, b) for a, b in out)
+
+
+def _overlaps(rng, lo: int, hi: int) -> bool:
+    return rng is None or (rng[0] < hi and lo < rng[1])
+
+
+def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
+    """The walks with every DataAccess rewritten (word accesses of a followed allocation, or
+    nothing), the word arrays of the followed allocations, and the smem_writes indices their
+    accesses explain (build.py reports races on the other data writes as not checked)."""
+    from ..syncir.ir import walk_stmts
+    accesses = [s for w in walks for s in walk_stmts(w[3]) if isinstance(s, DataAccess)]
+    busy = {n for w in walks for s in walk_stmts(w[3]) for n in _async_buffers(s)}
+    by_alloc: dict[int, list[DataAccess]] = {}
+    for s in accesses:
+        by_alloc.setdefault(s.alloc, []).append(s)
+    cells: dict[int, tuple[str, list[tuple[int, int]]]] = {}
+    explained: set = set()
+    decls = []
+    for alloc, acc in sorted(by_alloc.items()):
+        if not any(a.write for a in acc) or any(a.spans is None for a in acc):
+            continue
+        lo = min(s[0] for a in acc for s in a.spans)
+        hi = max(s[1] for a in acc for s in a.spans)
+        mine = {r for a in acc for r in a.records}
+        others = [("w", i) for i, (al, rng, _) in enumerate(ctx.smem_writes)
+                  if (al is None or (al == alloc and _overlaps(rng, lo, hi)))
+                  and ("w", i) not in mine] + \
+                 [("u", i) for i, (al, rng, _) in enumerate(ctx.smem_uses)
+                  if (al is None or (al == alloc and _overlaps(rng, lo, hi)))
+                  and ("u", i) not in mine]
+        if others or _buffer_here(ctx, busy, alloc, lo, hi):
+            continue
+        parts = _cells(acc)
+        from .build import _alloc_label
+        label = _alloc_label(ctx, alloc, (lo, hi))
+        if label.startswith("shared memory"):
+            label = next(filter(None, (_subscripted(a.loc) for a in acc)), label)
+        name = f"data{alloc}"
+        cells[alloc] = (name, parts)
+        decls.append(WordsDecl(name, len(parts), acc[0].loc, label))
+        explained |= {i for k, i in mine if k == "w"}
+
+    def rewrite(st):
+        if not isinstance(st, DataAccess):
+            return (st,)
+        if st.alloc not in cells:
+            return ()
+        name, parts = cells[st.alloc]
+        hit = [c for c, (a, b) in enumerate(parts) if any(x < b and a < y for x, y in st.spans)]
+        if st.write:
+            return tuple(SmemStore(WordRef(name, Const(c)), Const(0), st.loc) for c in hit)
+        return tuple(SmemLoad(DATA_DEST, WordRef(name, Const(c)), st.loc) for c in hit)
+
+    from .cleanup import finish
+    out = [(w[0], w[1], w[2], finish(list(rewrite_stmts(w[3], rewrite))), *w[4:]) for w in walks]
+    return out, tuple(decls), explained
+
+
+def _subscripted(loc: Loc) -> Optional[str]:
+    """`reduction_buffer` for an access written `reduction_buffer[row, col] = val` (or read so)
+    on its source line."""
+    import linecache
+    import re
+    m = re.search(r"([A-Za-z_]\w*)\[", linecache.getline(loc.file, loc.line)) if loc.file else None
+    return m.group(1) if m else None
+
+
+def _async_buffers(st) -> tuple[str, ...]:
+    """The buffers an async unit accesses in `st` (a TMA store or load, a cp.async)."""
+    if isinstance(st, (TmaStore, CpAsync)):
+        return (st.buf,)
+    if isinstance(st, TmaLoad) and st.dst is not None:
+        return (st.dst,)
+    return ()
+
+
+def _buffer_here(ctx, busy: set, alloc: int, lo: int, hi: int) -> bool:
+    """Whether a buffer that an async unit accesses lies in these bytes (its accesses are the
+    buffer's, build.py)."""
+    return any(key[0] == alloc and key[1] < hi and lo < key[2]
+               for key, (name, _, _) in ctx.buffers.items() if name in busy)
+
+
+def _cells(acc: list[DataAccess]) -> list[tuple[int, int]]:
+    """The allocation's bytes that accesses touch, split where the set of accesses touching
+    them changes: two bytes in one cell are touched by exactly the same accesses."""
+    points = sorted({p for a in acc for s in a.spans for p in s})
+    pieces = []
+    for a, b in zip(points, points[1:]):
+        who = frozenset(i for i, x in enumerate(acc) if any(lo < b and a < hi for lo, hi in x.spans))
+        if who:
+            pieces.append((a, b, who))
+    out: list[tuple[int, int]] = []
+    last = None
+    for a, b, who in pieces:
+        if out and who == last and out[-1][1] == a:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+        last = who
+    return out
