@@ -72,6 +72,10 @@ RULES: dict[str, tuple[str, str, str]] = {
     # values handed through memory
     "words.handoff": ("Shared-memory words (values handed between roles)", "9.7.9.8-9, 8",
         "a load ordered after a store by an mbarrier release/acquire sees that store"),
+    "data.barrier": ("Shared data (race)", "8, 9.7.13.1",
+        "a thread's write of shared data and another warp's access of the same bytes must be "
+        "ordered by synchronization (a bar.sync both warps take part in, a release/acquire "
+        "pair); else: race"),
     "gmem.read-value": ("Values read from global memory", "9.7.9.8",
         "every reader of an element of a read-only global tensor sees one value, chosen at "
         "launch; the check covers each value of its range"),

@@ -530,6 +530,8 @@ class _Lowering:
                 lines += self.runs_of(pi)
                 continue
             for j in range(p.instances):
+                if self.word_at_start(pi):  # counted before any process steps (as interp does)
+                    lines += _indent(_Ctx(self, pi).at_word(0, 1), 4)
                 lines.append(f"    run {self.proctypes[pi]}({j});")
         if self.lay.async_keys or self.k.counters:
             lines.append("    run async_ops();")
@@ -576,6 +578,13 @@ class _Lowering:
             return _num(c)
         return f"(({elem}.vis != 0) -> {_num(c)} : {_num(z[0])})"
 
+    def word_at_start(self, pi: int) -> bool:
+        """Whether plain process pi starts at a shared-word access of a constant word: init
+        counts it in the race monitor before any process takes a step."""
+        acc = self.lay.word_ops[pi].get(0)
+        return acc is not None and isinstance(self.flat[pi].code[0], Op) and \
+            isinstance(_fold(acc[1].index), Const)
+
     def runs_of(self, pi: int) -> list[str]:
         """init's `run`s of symmetric process pi: one per record slot when they are shared."""
         return [f"    run {self.proctypes[pi]}();"] * self.spin_runs(pi)
@@ -604,7 +613,8 @@ class _Lowering:
                 lines.append(f"  {_decl(t, v, k)};")
         if not isinstance(fp.code[0], Op):
             lines += ["  d_step { true;", *_indent(ctx.continuation("I", 0), 4), "  };"]
-        elif pc0 := ctx.at_word(0, 1):  # starts at a shared-word access: count it first
+        elif not self.word_at_start(pi) and (pc0 := ctx.at_word(0, 1)):
+            # starts at a shared-word access whose index reads the instance: count it first
             lines += ["  d_step { true;", *_indent(pc0, 4), "  };"]
         lines.append("  do")
         for pc, ins in fp.ops():

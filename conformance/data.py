@@ -1,0 +1,114 @@
+"""Litmus kernels for shared data: values threads write into shared memory and other warps read
+back (a block reduction's partial sums). Two accesses of the same bytes, one a write, by
+different warps must be ordered by synchronization (here bar.sync, `cute.arch.barrier()`);
+warpspin follows each element access per cell of the buffer and reports an unordered pair as a
+race. The hardware shows no value for these (a racing read of a float may see either value);
+what it shows is that each completes."""
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32
+
+from .litmus import Litmus
+
+_AWAIT = "added with the shared-data rule; no H200 was lent since"
+
+
+class _Partials(Litmus):
+    warps = 4
+    nbars = 1
+    awaiting_h200 = _AWAIT
+
+    @cute.jit
+    def partials(self):
+        return cute.make_tensor(cute.recast_ptr(self.buf, dtype=Float32), cute.make_layout(8))
+
+    @cute.jit
+    def publish(self, red, base: int):
+        if self.lane == 0:
+            red[base + self.warp] = Float32(self.warp)
+
+    @cute.jit
+    def gather(self, red, base: int):
+        total = Float32(0.0)
+        if self.lane < 4:
+            total = red[base + self.lane]
+        self.out[self.rank * 8 + self.warp] = cutlass.Int32(total)
+
+
+class DataReduceBarrier(_Partials):
+    """Lane 0 of each of 4 warps writes its partial into red[warp]; bar.sync; lanes 0..3 of every
+    warp read red[0..3]. Every read is ordered after every write: verified."""
+    rules = ("data.barrier",)
+
+    @cute.jit
+    def body(self):
+        red = self.partials()
+        self.publish(red, 0)
+        cute.arch.barrier()
+        self.gather(red, 0)
+
+
+class DataReduceNoBarrier(_Partials):
+    """The same without the bar.sync: a warp may read red[w] before warp w writes it: race."""
+    rules = ("data.barrier",)
+    expect = "race"
+
+    @cute.jit
+    def body(self):
+        red = self.partials()
+        self.publish(red, 0)
+        self.gather(red, 0)
+
+
+class DataReuseBarrier(_Partials):
+    """Two reductions through the same partials red[0..3], with a bar.sync after the first
+    reads: the second writes come after every first read: verified."""
+    rules = ("data.barrier",)
+
+    @cute.jit
+    def body(self):
+        red = self.partials()
+        self.publish(red, 0)
+        cute.arch.barrier()
+        self.gather(red, 0)
+        cute.arch.barrier()
+        self.publish(red, 0)
+        cute.arch.barrier()
+        self.gather(red, 0)
+
+
+class DataReuseNoBarrier(_Partials):
+    """Two reductions through red[0..3] with no bar.sync between the first reads and the second
+    writes: warp w may overwrite red[w] while a slower warp still reads it (write after read):
+    race. Layernorm avoids it with a second half of its buffer (DataReuseOtherHalf)."""
+    rules = ("data.barrier",)
+    expect = "race"
+
+    @cute.jit
+    def body(self):
+        red = self.partials()
+        self.publish(red, 0)
+        cute.arch.barrier()
+        self.gather(red, 0)
+        self.publish(red, 0)
+        cute.arch.barrier()
+        self.gather(red, 0)
+
+
+class DataReuseOtherHalf(_Partials):
+    """The second reduction through red[4..7], as quack's layernorm does: verified."""
+    rules = ("data.barrier",)
+
+    @cute.jit
+    def body(self):
+        red = self.partials()
+        self.publish(red, 0)
+        cute.arch.barrier()
+        self.gather(red, 0)
+        self.publish(red, 4)
+        cute.arch.barrier()
+        self.gather(red, 4)
+
+
+LITMUS = [DataReduceBarrier, DataReduceNoBarrier, DataReuseBarrier, DataReuseNoBarrier,
+          DataReuseOtherHalf]
