@@ -406,9 +406,11 @@ def _data_writes(ctx: Context, covered: set[str]) -> None:
         label = _alloc_label(ctx, alloc, rng)
         if label not in seen:
             seen.add(label)
+            why = ctx.data_why.get(alloc) or f"{what} writes it at an address the model does not place"
             ctx.unchecked.append(Unchecked(
                 "race", label, f"{what} writes it, and races on data threads write into shared "
-                "memory are checked only in buffers TMA stores read or TMA loads fill", loc))
+                f"memory are checked only where every access of its bytes is an element store "
+                f"or load at a place known per lane: {why}", loc))
 
 
 def _alloc_label(ctx: Context, alloc, rng) -> str:

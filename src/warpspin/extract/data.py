@@ -64,7 +64,12 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
     explained: set = set()
     decls = []
     for alloc, acc in sorted(by_alloc.items()):
-        if not any(a.write for a in acc) or any(a.spans is None for a in acc):
+        if not any(a.write for a in acc):
+            continue
+        unplaced = next((a for a in acc if a.spans is None), None)
+        if unplaced is not None:
+            ctx.data_why[alloc] = (f"the element access at {_at(unplaced.loc)} has an address "
+                                   "that is not a function of the lane alone")
             continue
         lo = min(s[0] for a in acc for s in a.spans)
         hi = max(s[1] for a in acc for s in a.spans)
@@ -75,7 +80,14 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
                  [("u", i) for i, (al, rng, _) in enumerate(ctx.smem_uses)
                   if (al is None or (al == alloc and _overlaps(rng, lo, hi)))
                   and ("u", i) not in mine]
-        if others or _buffer_here(ctx, busy, alloc, lo, hi):
+        if others:
+            k, i = others[0]
+            what = (ctx.smem_writes if k == "w" else ctx.smem_uses)[i][2]
+            ctx.data_why[alloc] = (f"{what} may {'write' if k == 'w' else 'access'} its bytes "
+                                   "and is not an element store or load")
+            continue
+        if _buffer_here(ctx, busy, alloc, lo, hi):
+            ctx.data_why[alloc] = "a TMA or cp.async buffer shares its bytes"
             continue
         parts = _cells(acc)
         from .build import _alloc_label
@@ -101,6 +113,11 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
     from .cleanup import finish
     out = [(w[0], w[1], w[2], finish(list(rewrite_stmts(w[3], rewrite))), *w[4:]) for w in walks]
     return out, tuple(decls), explained
+
+
+def _at(loc: Loc) -> str:
+    import os
+    return f"{os.path.basename(loc.file)}:{loc.line}"
 
 
 def _subscripted(loc: Loc) -> Optional[str]:

@@ -540,6 +540,7 @@ class Context:
     # second walk follows as buffers of one stage
     plain_found: set = field(default_factory=set)
     data_explained: set = field(default_factory=set)  # smem_writes indices of followed shared data
+    data_why: dict = field(default_factory=dict)  # allocation uid -> why its data is not followed
     plain_buffers: frozenset = frozenset()
     unchecked: list = field(default_factory=list)  # Unchecked: properties not followed
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used

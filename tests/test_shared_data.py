@@ -1,0 +1,109 @@
+"""Shared data: values threads write into shared memory for other warps to read (a block
+reduction's partials, written the way quack's `block_reduce` writes them). Each element access
+becomes word accesses of the buffer's cells; unordered accesses are a race in both engines; a
+buffer whose accesses the extractor cannot place stays "not checked" (fail closed)."""
+import os
+
+import pytest
+
+if not os.environ.get("WARPSPIN_REQUIRE_ALL"):
+    pytest.importorskip("cutlass", reason="needs nvidia-cutlass-dsl (make test installs it)")
+
+import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
+from cutlass import Float32  # noqa: E402
+
+from sourcelines import line_of  # noqa: E402
+from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
+from warpspin.extract import extract  # noqa: E402
+from warpspin.frontend import fake_tensor, trace  # noqa: E402
+from warpspin.syncir import SmemLoad, SmemStore, walk_stmts  # noqa: E402
+
+WARPS = 4
+
+
+@cute.kernel
+def _reduce(x: cute.Tensor, mode: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane_idx, warp_idx = cute.arch.lane_idx(), cute.arch.warp_idx()
+    smem = cutlass.memory.SmemAllocator()
+    # (rows, warps per row, stages), as quack's ReductionBase lays its buffer out
+    reduction_buffer = smem.allocate_tensor(
+        Float32, cute.make_ordered_layout((2, 2, 2), order=(1, 0, 2)), byte_alignment=8)
+    val = x[tidx]
+    row_idx, col_idx = warp_idx // 2, warp_idx % 2
+    red = reduction_buffer[None, None, 0]
+    if lane_idx == 0:
+        red[row_idx, col_idx] = val                                 # @write
+    if cutlass.const_expr(mode != "no_barrier"):
+        cute.arch.barrier()
+    total = Float32(0.0)
+    if lane_idx < 2:
+        total = red[row_idx, lane_idx]                              # @read
+    if cutlass.const_expr(mode in ("reuse", "reuse_fenced")):
+        if cutlass.const_expr(mode == "reuse_fenced"):
+            cute.arch.barrier()
+        if lane_idx == 0:
+            red[row_idx, col_idx] = total                           # @rewrite
+        cute.arch.barrier()
+        if lane_idx < 2:
+            total = red[row_idx, lane_idx]
+    if cutlass.const_expr(mode == "loop_index"):
+        for i in cutlass.range(2, unroll=1):
+            if lane_idx == 0:
+                red[row_idx, i % 2] = total                         # an index over a loop
+    if cutlass.const_expr(mode == "copy"):
+        cute.autovec_copy(red, cute.make_fragment_like(red))        # read through a copy
+    x[tidx] = total
+
+
+def _kernel(mode):
+    @cute.jit
+    def launch(x: cute.Tensor):
+        _reduce(x, mode).launch(grid=(1, 1, 1), block=(32 * WARPS, 1, 1))
+    (tk,) = trace(launch, fake_tensor(Float32, (32 * WARPS,)))
+    return extract(tk)
+
+
+def _check(k, engine):
+    return verify_kernel(k, opts=CheckOptions(timeout_s=120, engine=engine))
+
+
+def test_a_block_reduction_is_followed_per_cell_and_verifies():
+    k = _kernel("correct")
+    (w,) = k.words
+    assert w.size == 4 and not k.unchecked
+    ops = [s for p in k.processes for s in walk_stmts(p.body)]
+    assert sum(isinstance(s, SmemStore) for s in ops) == WARPS   # one cell per warp
+    assert any(isinstance(s, SmemLoad) for s in ops)
+    for engine in ("hb", "spin"):
+        r = _check(k, engine)
+        assert r.verdict == "verified", (engine, r.reasons)
+
+
+@pytest.mark.parametrize("mode,line", [("no_barrier", "# @read"), ("reuse", "# @read")])
+def test_unordered_accesses_of_the_partials_are_a_race_in_both_engines(mode, line):
+    k = _kernel(mode)
+    for engine in ("hb", "spin"):
+        r = _check(k, engine)
+        assert r.outcome == "race", (engine, r.outcome, r.reasons)
+        (v,) = r.violations
+        lines = {v.locations[0].line} | {n.location.line for n in v.notes if n.location}
+        assert line_of(__file__, line) in lines or line_of(__file__, "# @rewrite") in lines \
+            or line_of(__file__, "# @write") in lines, (engine, lines)
+
+
+def test_a_second_reduction_after_a_barrier_verifies():
+    r = _check(_kernel("reuse_fenced"), "auto")
+    assert r.verdict == "verified", r.reasons
+
+
+@pytest.mark.parametrize("mode,why", [("loop_index", "not a function of the lane alone"),
+                                      ("copy", "is not an element store or load")])
+def test_a_buffer_the_extractor_cannot_place_is_not_checked(mode, why):
+    k = _kernel(mode)
+    assert not k.words
+    (u,) = [u for u in k.unchecked if u.property == "race"]
+    assert why in u.why, u
+    r = _check(k, "auto")
+    assert r.verdict == "inconclusive" and r.outcome == "not-checked", (r.verdict, r.outcome)
