@@ -170,8 +170,10 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         two = draw(st.booleans())
         ref = WordRef("w", Const(0) if two else draw(st.sampled_from([Const(0), Var("k") % 2])))
         vals = (Var("k") + 1, Const(1)) if two else (draw(st.sampled_from([Const(1), Var("k")])),)
+        # a cell of shared data may be wider than 4 bytes (size: the bytes it completes)
+        size = draw(st.sampled_from([0, 0, 8 * len(vals)]))
         return Elect((StAsync(ref, vals, draw(bar_ref(sizes, num_ctas if num_ctas > 1 else 0)),
-                              loc),), loc)
+                              loc, size=size),), loc)
     if kind == "tensormap":
         # a load through the rewritten tensormap, a rewrite, the fences, and the bulk groups
         # that retire the loads' reads (each by the electing lane, as the DSL issues them)

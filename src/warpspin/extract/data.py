@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..syncir.ir import (Const, CpAsync, Loc, SmemLoad, SmemStore, Stmt, TmaLoad, TmaStore, WordRef,
-                         WordsDecl, rewrite_stmts)
+from ..syncir.ir import (Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
+                         TmaStore, WordRef, WordsDecl, rewrite_stmts)
 
 DATA_DEST = "data_ld"  # the local a data load writes (always 0: data values are not followed)
 
@@ -33,6 +33,8 @@ class DataAccess(Stmt):
     write: bool
     records: tuple[tuple[str, int], ...]
     loc: Loc
+    bar: Optional[MBarRef] = None  # an st.async: its bytes complete on this barrier (its CTA's)
+    nbytes: int = 0
 
 
 def spans_of(offsets: list[int], size: int) -> tuple[tuple[int, int], ...]:
@@ -90,6 +92,9 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
             ctx.data_why[alloc] = "a TMA or cp.async buffer shares its bytes"
             continue
         parts = _cells(acc)
+        if any(a.bar is not None and not _whole_cells(a, parts) for a in acc):
+            ctx.data_why[alloc] = "an st.async writes part of a cell"
+            continue
         from .build import _alloc_label
         label = _alloc_label(ctx, alloc, (lo, hi))
         if label.startswith("shared memory"):
@@ -103,9 +108,12 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         if not isinstance(st, DataAccess):
             return (st,)
         if st.alloc not in cells:
-            return ()
+            return () if st.bar is None else (TmaLoad(st.bar, Const(st.nbytes), st.loc),)
         name, parts = cells[st.alloc]
         hit = [c for c, (a, b) in enumerate(parts) if any(x < b and a < y for x, y in st.spans)]
+        if st.bar is not None:  # consecutive whole cells, one word each
+            return (StAsync(WordRef(name, Const(hit[0])), (Const(0),) * len(hit), st.bar, st.loc,
+                            size=st.nbytes),)
         if st.write:
             return tuple(SmemStore(WordRef(name, Const(c)), Const(0), st.loc) for c in hit)
         return tuple(SmemLoad(DATA_DEST, WordRef(name, Const(c)), st.loc) for c in hit)
@@ -143,6 +151,12 @@ def _buffer_here(ctx, busy: set, alloc: int, lo: int, hi: int) -> bool:
     buffer's, build.py)."""
     return any(key[0] == alloc and key[1] < hi and lo < key[2]
                for key, (name, _, _) in ctx.buffers.items() if name in busy)
+
+
+def _whole_cells(a: DataAccess, parts: list[tuple[int, int]]) -> bool:
+    """Whether access `a` covers whole cells (an st.async completes its bytes as words)."""
+    return all(any(x == lo for lo, _ in parts) and any(y == hi for _, hi in parts)
+               for x, y in a.spans)
 
 
 def _cells(acc: list[DataAccess]) -> list[tuple[int, int]]:

@@ -2166,10 +2166,42 @@ class WarpWalker:
         words = self.st_async_words(op, dst, values, ref, nbytes)
         if isinstance(words, str):
             self.note_smem_write(dst, f"st.async of {words}@{op.loc.short()}")
-            out.append(TmaLoad(ref, Const(nbytes), self.loc(op)))
+            if not self.async_data(op, dst, ref, nbytes, mbar, out):
+                out.append(TmaLoad(ref, Const(nbytes), self.loc(op)))
             return
         name, index, vals = words
         out.append(StAsync(WordRef(name, index), tuple(vals), ref, self.loc(op)))
+
+    def async_data(self, op: Op, dst: int, ref: MBarRef, nbytes: int, mbar: int, out) -> bool:
+        """An st.async of data (values the model does not follow) by one lane at a static
+        address in the CTA of its barrier: shared data (extract/data.py) written asynchronously,
+        pending until its bytes complete on the barrier. Its recorded accesses of unknown shared
+        memory (inline PTX) become the destination's bytes and the barrier's."""
+        p = self.val(dst)
+        if not isinstance(p, Ptr) or p.alloc is None or p.lin or p.cta != ref.cta or \
+                p.const % 4 or nbytes % 4:
+            return False
+        # one lane, or a few (each with its own peer CTA: the walker expands them per lane)
+        if not (self.active.count == 1 or (self.active.exact and self.active.count <=
+                                           MAX_LANE_SPLIT and p.cta is not None)):
+            return False
+        span = (p.const, p.const + nbytes)
+        b = self.val(mbar)
+        arr = self.ctx.array(b.alloc, b.const, self.loc(op)) if isinstance(b, Ptr) and b.alloc \
+            else None
+        for recorded, mark in ((self.ctx.smem_writes, self.smem_mark),
+                               (self.ctx.smem_uses, self.use_mark)):
+            for i in range(mark, len(recorded)):
+                a, rng, what = recorded[i]
+                if a is None and arr is not None:
+                    recorded[i] = (p.alloc.uid, span, what)
+                    recorded.append((b.alloc.uid, (arr[1], arr[1] + arr[2]), what))
+                elif a == p.alloc.uid and rng is None:
+                    recorded[i] = (a, span, what)
+        records = tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
+            tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
+        out.append(DataAccess(p.alloc.uid, (span,), True, records, self.loc(op), ref, nbytes))
+        return True
 
     def st_async_words(self, op: Op, dst: int, values: Optional[list[int]], ref: MBarRef, nbytes: int):
         """(word array, first word index, values) of an st.async followed as word values, or why

@@ -227,12 +227,24 @@ class Machine:
         `p` as their next step: the race monitor (Promela keeps it as counters)."""
         kind = "ld" if p.field == "at_ld" else "st"
         cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)
+        sites = getattr(self, "_word_sites", None)
+        if sites is None:  # (array, kind) -> [(process, pc, ref)], and the instances per process
+            sites = self._word_sites = {}
+            for pi, ops in enumerate(self.layout.word_ops):
+                for pc, (k, ref) in ops.items():
+                    sites.setdefault((ref.name, k), []).append((pi, pc, ref))
+            self._insts_of = {}
+            for inst in self.instances:
+                self._insts_of.setdefault(inst.process, []).append(inst)
+        fixed_cta = p.cta.value if isinstance(p.cta, Const) else None
+        fixed_idx = p.index.value if isinstance(p.index, Const) else None
         waiting = []  # (gid, pc, index function) of every access of this array of that kind
-        for inst in self.instances:
-            if inst.gid == gid:
-                continue
-            for pc, (k, ref) in self.layout.word_ops[inst.process].items():
-                if k == kind and ref.name == p.array:
+        for pi, pc, ref in sites.get((p.array, kind), ()):
+            if fixed_idx is not None and isinstance(ref.index, Const) and \
+                    ref.index.value != fixed_idx:
+                continue  # another word, whatever the state
+            for inst in self._insts_of.get(pi, ()):
+                if inst.gid != gid and (fixed_cta is None or inst.cta == fixed_cta):
                     waiting.append((inst.gid, inst.cta, pc, self._expr(ref.index, inst.gid)))
         base = self.sl.base
 

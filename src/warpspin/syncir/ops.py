@@ -14,6 +14,8 @@ extractor puts it inside `Lanes(1)`.
 """
 from __future__ import annotations
 
+import weakref
+
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -1189,11 +1191,21 @@ def _in_band(value: Expr, name: str) -> When:
                       f"integer band ±{band}", (value,))])
 
 
+_ASYNC_WORDS: dict[int, tuple] = {}  # id(kernel) -> (a weak reference to it, its arrays)
+
+
 def async_word_arrays(k) -> frozenset[str]:
-    """The word arrays some st.async writes (their words have a `pend` field)."""
+    """The word arrays some st.async writes (their words have a `pend` field); once per kernel
+    (every word access's rule asks)."""
+    got = _ASYNC_WORDS.get(id(k))
+    if got is not None and got[0]() is k:
+        return got[1]
     from .ir import walk_stmts
-    return frozenset(s.ref.name for p in k.processes for s in walk_stmts(p.body)
-                     if isinstance(s, StAsync))
+    arrays = frozenset(s.ref.name for p in k.processes for s in walk_stmts(p.body)
+                       if isinstance(s, StAsync))
+    key = id(k)
+    _ASYNC_WORDS[key] = (weakref.ref(k, lambda _: _ASYNC_WORDS.pop(key, None)), arrays)
+    return arrays
 
 
 def _pending_check(c, w: WordField, what: str, name: str) -> list:
@@ -1305,6 +1317,7 @@ class StAsync(_CompletesBytes, SyncOp):
     values: tuple[Expr, ...]
     bar: MBarRef
     loc: Loc = NOLOC
+    size: int = 0  # bytes it completes; 0: 4 per value (a cell of shared data may be wider)
     mnemonic: ClassVar[str] = "st.async"
     hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.9.12"
@@ -1326,11 +1339,12 @@ class StAsync(_CompletesBytes, SyncOp):
 
     @property
     def bytes(self) -> Expr:
-        return Const(4 * len(self.values))
+        return Const(self.size or 4 * len(self.values))
 
     def fmt(self):
         vals = ", ".join(_e(v) for v in self.values)
-        return f"st.async {fmt_word(self.ref)} <- ({vals}) -> {fmt_bar(self.bar)}"
+        size = f", bytes={self.size}" if self.size else ""
+        return f"st.async {fmt_word(self.ref)} <- ({vals}) -> {fmt_bar(self.bar)}{size}"
 
     def facts(self):
         return self.proven - ({INDEPENDENT_CTAS} if self.bar.cta is not None else set())
@@ -1339,6 +1353,8 @@ class StAsync(_CompletesBytes, SyncOp):
         out = _word_problems(k, self.ref)
         if not self.values:
             out.append("st.async stores no value")
+        elif self.size < 0 or (self.size and self.size % len(self.values)):
+            out.append(f"st.async of {len(self.values)} words completing {self.size} bytes")
         elif not out and isinstance(self.ref.index, Const) and \
                 self.ref.index.value + len(self.values) > k.word_array(self.ref.name).size:
             out.append(f"st.async of {len(self.values)} words from {fmt_word(self.ref)} leaves "
