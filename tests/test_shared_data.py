@@ -107,3 +107,27 @@ def test_a_buffer_the_extractor_cannot_place_is_not_checked(mode, why):
     assert why in u.why, u
     r = _check(k, "auto")
     assert r.verdict == "inconclusive" and r.outcome == "not-checked", (r.verdict, r.outcome)
+
+
+def test_cluster_softmax_warps_that_skip_the_wait_read_the_peers_partials_in_flight():
+    """quack's cluster softmax (the stored trace): each warp's lanes st.async its partial into
+    every CTA's reduction buffer, completing on that CTA's mbarrier; a warp that reads the
+    buffer without the wait reads bytes still in flight: a race (it was VERIFIED with races
+    not checked on the buffer)."""
+    from dataclasses import replace
+
+    from warpspin.frontend.serialize import load
+    from warpspin.syncir import MbarWait, rewrite_stmts
+    from warpspin.syncir.ir import StAsync
+    k = extract(load(os.path.join(os.path.dirname(__file__), "fixtures",
+                                  "quack.softmax.cluster.json.gz")))
+    assert not k.unchecked
+    assert any(isinstance(s, StAsync) and s.size == 8 for p in k.processes
+               for s in walk_stmts(p.body))
+    assert _check(k, "hb").verdict == "verified"
+    i = next(i for i, p in enumerate(k.processes) if p.cta == 0 and p.warps[0] == 1)
+    body = rewrite_stmts(k.processes[i].body, lambda s: () if isinstance(s, MbarWait) else (s,))
+    mutant = replace(k, processes=tuple(replace(p, body=body) if j == i else p
+                                        for j, p in enumerate(k.processes)))
+    r = _check(mutant, "hb")
+    assert r.outcome == "race", (r.outcome, r.reasons)

@@ -398,7 +398,7 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
 def _data_writes(ctx: Context, covered: set[str]) -> None:
     """Writes of data into shared memory by threads that no buffer the model follows (or already
     reports) claims: races on that data are not checked, one record per allocation."""
-    seen = set()
+    seen = {u.what for u in ctx.unchecked if u.property == "race"}  # one record per object
     for i, loc in ctx.data_writes:
         if ctx.staged_writes.get(i) in covered or i in ctx.data_explained:
             continue

@@ -2170,6 +2170,10 @@ class WarpWalker:
                 out.append(TmaLoad(ref, Const(nbytes), self.loc(op)))
             return
         name, index, vals = words
+        p = self.val(dst)
+        if isinstance(index, Const):
+            self.place_st_async(op, p.alloc.uid, (4 * index.value, 4 * (index.value + len(vals))),
+                                mbar)
         out.append(StAsync(WordRef(name, index), tuple(vals), ref, self.loc(op)))
 
     def async_data(self, op: Op, dst: int, ref: MBarRef, nbytes: int, mbar: int, out) -> bool:
@@ -2186,6 +2190,15 @@ class WarpWalker:
                                            MAX_LANE_SPLIT and p.cta is not None)):
             return False
         span = (p.const, p.const + nbytes)
+        self.place_st_async(op, p.alloc.uid, span, mbar)
+        records = tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
+            tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
+        out.append(DataAccess(p.alloc.uid, (span,), True, records, self.loc(op), ref, nbytes))
+        return True
+
+    def place_st_async(self, op: Op, alloc: int, span: Optional[tuple[int, int]], mbar: int):
+        """The shared memory an st.async's inline PTX was recorded to touch anywhere (its
+        `[addr]` operands) is its destination's bytes `span` of `alloc` and its barrier's."""
         b = self.val(mbar)
         arr = self.ctx.array(b.alloc, b.const, self.loc(op)) if isinstance(b, Ptr) and b.alloc \
             else None
@@ -2194,14 +2207,10 @@ class WarpWalker:
             for i in range(mark, len(recorded)):
                 a, rng, what = recorded[i]
                 if a is None and arr is not None:
-                    recorded[i] = (p.alloc.uid, span, what)
+                    recorded[i] = (alloc, span, what)
                     recorded.append((b.alloc.uid, (arr[1], arr[1] + arr[2]), what))
-                elif a == p.alloc.uid and rng is None:
+                elif a == alloc and rng is None:
                     recorded[i] = (a, span, what)
-        records = tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
-            tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
-        out.append(DataAccess(p.alloc.uid, (span,), True, records, self.loc(op), ref, nbytes))
-        return True
 
     def st_async_words(self, op: Op, dst: int, values: Optional[list[int]], ref: MBarRef, nbytes: int):
         """(word array, first word index, values) of an st.async followed as word values, or why
