@@ -101,7 +101,7 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
             label = next(filter(None, (_subscripted(a.loc) for a in acc)), label)
         name = f"data{alloc}"
         cells[alloc] = (name, parts)
-        decls.append(WordsDecl(name, len(parts), acc[0].loc, label))
+        decls.append(WordsDecl(name, len(parts), acc[0].loc, label, data=True))
         explained |= {i for k, i in mine if k == "w"}
 
     def rewrite(st):

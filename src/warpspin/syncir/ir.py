@@ -179,6 +179,7 @@ class WordsDecl:
     size: int = 1
     loc: Loc = NOLOC
     label: str = ""
+    data: bool = False  # cells of shared data (extract/data.py): values 0, only races matter
 
     def element_name(self, index: int) -> str:
         return f"{self.label or self.name}[{index}]"

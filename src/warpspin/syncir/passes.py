@@ -5,8 +5,8 @@ from dataclasses import replace
 
 from .ir import (For, If, Kernel, Lanes, Stmt, While, rewrite_stmts, stmt_bodies, walk_stmts,
                  with_bodies)
-from .ops import (CpAsync, MbarInit, MbarInitFence, SmemOwn, SmemRead, TmaLoad, TmaStore,
-                  WgmmaCommit, WgmmaRead, WgmmaWait)
+from .ops import (CpAsync, MbarInit, MbarInitFence, SmemLoad, SmemOwn, SmemRead, SmemStore,
+                  StAsync, TmaLoad, TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait)
 
 LOAD_RACE_OPS = (WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait)
 
@@ -31,6 +31,52 @@ def without_load_races(k: Kernel) -> Kernel:
     stored = {s.buf for p in procs for s in walk_stmts(p.body)
               if isinstance(s, (TmaStore, CpAsync, SmemOwn))}
     return replace(k, processes=procs, buffers=tuple(b for b in k.buffers if b.name in stored))
+
+
+def without_data_cells(k: Kernel) -> Kernel:
+    """The kernel without its cells of shared data (extract/data.py): their stores and loads go
+    and an st.async into them is a copy of its bytes. Exact for every property but races: the
+    cells hold 0, their loads' destination is read by nothing, and neither blocks."""
+    data = {w.name for w in k.words if w.data}
+    if not data:
+        return k
+
+    def keep(st) -> tuple:
+        if isinstance(st, (SmemStore, SmemLoad)) and st.ref.name in data:
+            return ()
+        if isinstance(st, StAsync) and st.ref.name in data:
+            return (TmaLoad(st.bar, st.bytes, st.loc),)
+        return (st,)
+    procs = _regrouped([replace(p, body=rewrite_stmts(p.body, keep)) for p in k.processes])
+    return replace(k, processes=procs, words=tuple(w for w in k.words if not w.data))
+
+
+def _regrouped(procs: list) -> tuple:
+    """Consecutive processes of one CTA with the same body, width and initial values, over
+    consecutive warps, as one process with their instances (as the extractor groups warps: the
+    cells told them apart)."""
+    out: list = []
+    for p in procs:
+        q = out[-1] if out else None
+        if q is not None and (q.cta, q.body, q.threads, q.init) == (p.cta, p.body, p.threads,
+                                                                  p.init) \
+                and q.warps[1] == p.warps[0] and q.threads == 32 and \
+                q.warps[1] - q.warps[0] == q.instances and p.warps[1] - p.warps[0] == p.instances:
+            out[-1] = replace(q, warps=(q.warps[0], p.warps[1]),
+                              instances=q.instances + p.instances)
+        else:
+            out.append(p)
+    names = [_group_name(p, procs) for p in out]
+    return tuple(replace(p, role=n) if n != p.role else p for p, n in zip(out, names))
+
+
+def _group_name(p, procs: list) -> str:
+    """`warps1_7` (with `_ctaN` when several CTAs have such a group) for a regrouped process."""
+    if not any(q.role == p.role and q.warps != p.warps for q in procs):
+        return p.role
+    a, b = p.warps
+    name = f"warp{a}" if b - a == 1 else f"warps{a}_{b - 1}"
+    return f"{name}_cta{p.cta}" if len({q.cta for q in procs}) > 1 else name
 
 
 def _inits(body: tuple[Stmt, ...]) -> bool:
