@@ -262,12 +262,11 @@ class ArriveThenSync(Litmus):
     """Producer/consumer: warp 0 writes buf[0..31] and bar.arrive 1, 64 (does not wait) and exits;
     warp 1 sleeps, then bar.sync 1, 64 and copies buf[0..31] to buf[32..63].
     Hardware question: does an arrive that came before the bar.sync (and whose warp has since
-    exited) still count towards the generation? (completes) warpspin: no violation, but the
-    data handed over in `buf` (written by threads, in no buffer the model follows) is not
-    checked for races: not-checked."""
-    rules = ("named.arrive-sync", "exit.named-count")
+    exited) still count towards the generation? (completes) warpspin: verified, the data
+    handed over in `buf` checked for races too (the arrive's generation orders warp 0's writes
+    before warp 1's reads: PTX 9.7.13.1)."""
+    rules = ("named.arrive-sync", "exit.named-count", "data.barrier")
     warps = 2
-    expect = "not-checked"
 
     @cute.jit
     def body(self):
@@ -285,10 +284,9 @@ class SyncThenArrive(Litmus):
     """Producer/consumer, the other order: warp 1 bar.sync 1, 64 first and waits; warp 0 sleeps,
     writes buf[0..31], then bar.arrive 1, 64; warp 1 then copies buf[0..31] to buf[32..63].
     Hardware question: does a waiting bar.sync get released by a later bar.arrive (and the
-    arriving warp not wait)? (completes) warpspin: not-checked, as ArriveThenSync."""
-    rules = ("named.arrive-sync",)
+    arriving warp not wait)? (completes) warpspin: verified, as ArriveThenSync."""
+    rules = ("named.arrive-sync", "data.barrier")
     warps = 2
-    expect = "not-checked"
 
     @cute.jit
     def body(self):
