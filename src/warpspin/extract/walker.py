@@ -2167,13 +2167,17 @@ class WarpWalker:
         if isinstance(words, str):
             self.note_smem_write(dst, f"st.async of {words}@{op.loc.short()}")
             if not self.async_data(op, dst, ref, nbytes, mbar, out):
+                self.place_copy_of_bytes(op, self.val(dst), nbytes, mbar)
                 out.append(TmaLoad(ref, Const(nbytes), self.loc(op)))
             return
         name, index, vals = words
         p = self.val(dst)
         if isinstance(index, Const):
-            self.place_st_async(op, p.alloc.uid, (4 * index.value, 4 * (index.value + len(vals))),
-                                mbar)
+            span = (4 * index.value, 4 * (index.value + len(vals)))
+        else:  # the words of its field or allocation, whose bounds the model checks (words_at)
+            span = next(((off, off + size) for _, size, off in p.alloc.fields
+                         if off <= p.const < off + size), (0, p.alloc.size))
+        self.place_st_async(op, p.alloc.uid, span, mbar)
         out.append(StAsync(WordRef(name, index), tuple(vals), ref, self.loc(op)))
 
     def async_data(self, op: Op, dst: int, ref: MBarRef, nbytes: int, mbar: int, out) -> bool:
@@ -2211,6 +2215,22 @@ class WarpWalker:
                     recorded.append((b.alloc.uid, (arr[1], arr[1] + arr[2]), what))
                 elif a == alloc and rng is None:
                     recorded[i] = (a, span, what)
+
+    def place_copy_of_bytes(self, op: Op, p, nbytes: int, mbar: int) -> None:
+        """An st.async kept as a copy of bytes still writes only its destination: its bytes, or
+        at a computed offset the struct field its address starts in (an assumption the verdict
+        states), and its barrier."""
+        if not isinstance(p, Ptr) or p.alloc is None:
+            return
+        if not p.lin:
+            self.place_st_async(op, p.alloc.uid, (p.const, p.const + nbytes), mbar)
+            return
+        field_ = next(((off, off + size) for _, size, off in p.alloc.fields
+                       if off <= p.const < off + size), None)
+        if field_ is not None:
+            self.ctx.assumptions.add("an st.async at a computed offset stays inside the struct "
+                                     "field its address starts in")
+            self.place_st_async(op, p.alloc.uid, field_, mbar)
 
     def st_async_words(self, op: Op, dst: int, values: Optional[list[int]], ref: MBarRef, nbytes: int):
         """(word array, first word index, values) of an st.async followed as word values, or why
