@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..syncir.ir import (Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
-                         TmaStore, WordRef, WordsDecl, rewrite_stmts)
+                         TmaStore, WordRef, WordsDecl, rewrite_stmts, walk_stmts)
+from .cleanup import finish
 
 DATA_DEST = "data_ld"  # the local a data load writes (always 0: data values are not followed)
 
@@ -56,7 +57,6 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
     """The walks with every DataAccess rewritten (word accesses of a followed allocation, or
     nothing), the word arrays of the followed allocations, and the smem_writes indices their
     accesses explain (build.py reports races on the other data writes as not checked)."""
-    from ..syncir.ir import walk_stmts
     accesses = [s for w in walks for s in walk_stmts(w[3]) if isinstance(s, DataAccess)]
     busy = {n for w in walks for s in walk_stmts(w[3]) for n in _async_buffers(s)}
     by_alloc: dict[int, list[DataAccess]] = {}
@@ -118,7 +118,6 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
             return tuple(SmemStore(WordRef(name, Const(c)), Const(0), st.loc) for c in hit)
         return tuple(SmemLoad(DATA_DEST, WordRef(name, Const(c)), st.loc) for c in hit)
 
-    from .cleanup import finish
     out = [(w[0], w[1], w[2], finish(list(rewrite_stmts(w[3], rewrite))), *w[4:]) for w in walks]
     return out, tuple(decls), explained
 
