@@ -18,7 +18,7 @@ from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc,
 from ..syncir.printer import fmt_expr
 from ..syncir.validate import reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
-from .data import follow as follow_data
+from .data import DATA_DEST, follow as follow_data
 from .descriptors import one_slot_per_cta
 from .values import Folder, opaque
 from .walker import LANE_SUBSET, Context, WarpWalker, cluster_coord, to_loc
@@ -289,10 +289,11 @@ def _words(ctx: Context, procs: list[Process], data: tuple[WordsDecl, ...] = ()
             rebase[name] = lo
             decls.append(WordsDecl(name, hi - lo, loc, label))
     for d in data:
-        if relaxed:
-            dropped[d.name] = "a relaxed arrive"
-            ctx.unchecked.append(Unchecked("race", d.label, f"{relaxed[0]} is a relaxed arrive: "
-                                           "it orders no write of the data before it", d.loc))
+        if relaxed or wide.get(d.name):
+            dropped[d.name] = "not followed"
+            why = (f"{relaxed[0]} is a relaxed arrive: it orders no write of the data before it"
+                   if relaxed else f"{wide[d.name][0]}: one st.async per thread is not split")
+            ctx.unchecked.append(Unchecked("race", d.label, why, d.loc))
         else:
             rebase[d.name] = 0
             decls.append(d)
@@ -308,8 +309,9 @@ def _words(ctx: Context, procs: list[Process], data: tuple[WordsDecl, ...] = ()
             return (st,)
         name = st.ref.name
         if name in dropped:
-            if isinstance(st, SmemLoad):
-                return (Assign(st.dest, opaque(f"{dropped[name]}"), st.loc),)
+            if isinstance(st, SmemLoad):  # (a cell of shared data: its value is read by nothing)
+                return () if st.dest == DATA_DEST else \
+                    (Assign(st.dest, opaque(f"{dropped[name]}"), st.loc),)
             if isinstance(st, ClcTryCancel):  # its bytes still complete on the barriers
                 mask = Const((1 << ctx.kernel.cluster_size) - 1) if st.multicast else None
                 return (TmaLoad(st.bar, st.bytes, st.loc, multicast=mask),)
