@@ -238,14 +238,19 @@ class Machine:
                 self._insts_of.setdefault(inst.process, []).append(inst)
         fixed_cta = p.cta.value if isinstance(p.cta, Const) else None
         fixed_idx = p.index.value if isinstance(p.index, Const) else None
-        waiting = []  # (gid, pc, index function) of every access of this array of that kind
-        for pi, pc, ref in sites.get((p.array, kind), ()):
-            if fixed_idx is not None and isinstance(ref.index, Const) and \
-                    ref.index.value != fixed_idx:
-                continue  # another word, whatever the state
-            for inst in self._insts_of.get(pi, ()):
-                if inst.gid != gid and (fixed_cta is None or inst.cta == fixed_cta):
-                    waiting.append((inst.gid, inst.cta, pc, self._expr(ref.index, inst.gid)))
+        key = (p.array, kind, fixed_cta, fixed_idx)
+        every = self._word_waiting.get(key) if hasattr(self, "_word_waiting") else None
+        if every is None:  # (gid, cta, pc, index function) of every access of that kind
+            every = []
+            for pi, pc, ref in sites.get((p.array, kind), ()):
+                if fixed_idx is not None and isinstance(ref.index, Const) and \
+                        ref.index.value != fixed_idx:
+                    continue  # another word, whatever the state
+                for inst in self._insts_of.get(pi, ()):
+                    if fixed_cta is None or inst.cta == fixed_cta:
+                        every.append((inst.gid, inst.cta, pc, self._expr(ref.index, inst.gid)))
+            self.__dict__.setdefault("_word_waiting", {})[key] = every
+        waiting = [w for w in every if w[0] != gid]
         base = self.sl.base
 
         def count(v):
