@@ -8,7 +8,7 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ops import (ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
+from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
                           Unsupported,
                           WgmmaCommit, WgmmaRead, WgmmaWait, GlobalAdd, GlobalWait)
@@ -18,7 +18,7 @@ from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc,
 from ..syncir.printer import fmt_expr
 from ..syncir.validate import reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
-from .data import DATA_DEST, follow as follow_data
+from .data import follow as follow_data
 from .descriptors import one_slot_per_cta
 from .values import Folder, opaque
 from .walker import LANE_SUBSET, Context, WarpWalker, cluster_coord, to_loc

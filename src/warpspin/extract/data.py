@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ..syncir.ops import DATA_DEST
 from ..syncir.ir import (Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
                          TmaStore, WordRef, WordsDecl, rewrite_stmts, walk_stmts)
 from .cleanup import finish
 
-DATA_DEST = "data_ld"  # the local a data load writes (always 0: data values are not followed)
 
 
 @dataclass(frozen=True)

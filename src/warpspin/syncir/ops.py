@@ -1217,6 +1217,9 @@ def _pending_check(c, w: WordField, what: str, name: str) -> list:
                        "orders it before other accesses", (w.index,))])]
 
 
+DATA_DEST = "data_ld"  # the local a load of shared data writes (0; read by nothing)
+
+
 def fmt_word(ref: WordRef) -> str:
     return f"{ref.name}[{_e(ref.index)}]"
 
@@ -1284,7 +1287,9 @@ class SmemLoad(SyncOp):
 
     def own_locals(self, pc): return (self.dest,)
 
-    def fmt(self): return f"{self.dest} = ld.shared {fmt_word(self.ref)}"
+    def fmt(self):
+        dest = "" if self.dest == DATA_DEST else f"{self.dest} = "
+        return f"{dest}ld.shared {fmt_word(self.ref)}"
 
     def problems(self, k): return _word_problems(k, self.ref)
 
