@@ -131,3 +131,36 @@ def test_cluster_softmax_warps_that_skip_the_wait_read_the_peers_partials_in_fli
                                         for j, p in enumerate(k.processes)))
     r = _check(mutant, "hb")
     assert r.outcome == "race", (r.outcome, r.reasons)
+
+
+@cute.kernel
+def _lanes_hand_over(x: cute.Tensor, mode: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    lane_idx = cute.arch.lane_idx()
+    smem = cutlass.memory.SmemAllocator()
+    buf = smem.allocate_tensor(Float32, cute.make_layout(32), byte_alignment=16)
+    buf[lane_idx] = x[tidx]
+    if cutlass.const_expr(mode == "barrier"):
+        cute.arch.barrier()
+    x[tidx] = buf[(lane_idx + 1) % 32]        # the next lane's value
+
+
+@pytest.mark.parametrize("mode,checked", [("no_barrier", False), ("barrier", True)])
+def test_a_hand_off_between_lanes_of_one_warp_is_not_taken_as_ordered(mode, checked):
+    """The model's thread is a warp: a lane reading what another lane of its warp wrote, with no
+    barrier between, is no race it can see (independent thread scheduling makes it one), so
+    races on the buffer are "not checked", naming the line (races between warps still are:
+    test_unordered_accesses...); with a bar.sync between, it is checked."""
+    @cute.jit
+    def launch(x: cute.Tensor):
+        _lanes_hand_over(x, mode).launch(grid=(1, 1, 1), block=(32, 1, 1))
+    (tk,) = trace(launch, fake_tensor(Float32, (32,)))
+    k = extract(tk)
+    if checked:
+        assert k.words and not k.unchecked
+        assert _check(k, "auto").verdict == "verified"
+    else:
+        (u,) = k.unchecked
+        assert "lanes of one warp hand it over" in u.why and "warp-synchronous" in u.why, u.why
+        assert u.loc.line == line_of(__file__, "# the next lane's value")
+        assert _check(k, "auto").outcome == "not-checked"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..syncir.ops import DATA_DEST
-from ..syncir.ir import (Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
+from ..syncir.ir import (Unchecked, Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
                          TmaStore, WordRef, WordsDecl, rewrite_stmts, walk_stmts)
 from .cleanup import finish
 
@@ -36,6 +36,7 @@ class DataAccess(Stmt):
     loc: Loc
     bar: Optional[MBarRef] = None  # an st.async: its bytes complete on this barrier (its CTA's)
     nbytes: int = 0
+    lanes: tuple[tuple[int, int, int], ...] = ()  # (lane, lo, hi): the bytes each lane touches
 
 
 def spans_of(offsets: list[int], size: int) -> tuple[tuple[int, int], ...]:
@@ -102,6 +103,12 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         name = f"data{alloc}"
         cells[alloc] = (name, parts)
         decls.append(WordsDecl(name, len(parts), acc[0].loc, label, data=True))
+        handoff = next(filter(None, (_lane_handoff(w[3], alloc) for w in walks)), None)
+        if handoff is not None:  # races between warps are still checked, and reported
+            ctx.unchecked.append(Unchecked(
+                "race", label, f"lanes of one warp hand it over at {_at(handoff)} with no barrier "
+                "between one lane's access and another's (the model's thread is the warp: a "
+                "warp-synchronous hand-off is not modelled)", handoff))
         explained |= {i for k, i in mine if k == "w"}
 
     def rewrite(st):
@@ -120,6 +127,48 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
 
     out = [(w[0], w[1], w[2], finish(list(rewrite_stmts(w[3], rewrite))), *w[4:]) for w in walks]
     return out, tuple(decls), explained
+
+
+def _lane_handoff(body: tuple, alloc: int) -> Optional[Loc]:
+    """Where, in one warp's `body` in program order (a loop's body twice, for its next trip),
+    an access of `alloc` by some lane meets an earlier one by another lane of the same bytes,
+    one of them a write, with no barrier between (bar.sync, an mbarrier wait, a cluster wait):
+    the model takes a warp's lanes as one thread, so such a hand-off is not checked."""
+    from ..syncir.ir import For, If, Lanes, While
+    from ..syncir.ops import BarSync, ClusterWait, MbarTestWait, MbarWait
+    since: list[DataAccess] = []
+
+    def scan(stmts) -> Optional[Loc]:
+        for st in stmts:
+            if isinstance(st, (BarSync, MbarWait, MbarTestWait, ClusterWait)):
+                since.clear()
+            elif isinstance(st, DataAccess) and st.alloc == alloc and st.bar is None:
+                for e in since:
+                    if (e.write or st.write) and _cross_lane(e, st):
+                        return st.loc
+                since.append(st)
+            elif isinstance(st, (For, While)):
+                found = scan(st.body) or scan(st.body)
+                if found:
+                    return found
+            elif isinstance(st, If):
+                found = scan(st.then) or scan(st.else_)
+                if found:
+                    return found
+            elif isinstance(st, Lanes):
+                found = scan(st.body)
+                if found:
+                    return found
+        return None
+    return scan(body)
+
+
+def _cross_lane(a: DataAccess, b: DataAccess) -> bool:
+    """Whether a byte one lane of `a` touches is touched by another lane of `b` (unknown lanes:
+    whenever their bytes overlap)."""
+    if not a.lanes or not b.lanes:
+        return any(x < hi and lo < y for x, y in a.spans or () for lo, hi in b.spans or ())
+    return any(la != lb and x < hi and lo < y for la, x, y in a.lanes for lb, lo, hi in b.lanes)
 
 
 def _at(loc: Loc) -> str:

@@ -1644,7 +1644,7 @@ class WarpWalker:
         if view.ptr.alloc is None or view.ptr.cta is not None:
             return
         coords = self.element_coords(view, coord, op.operand_types[0]) or []
-        spans = None
+        spans, lanes = None, ()
         if len(coords) == len(view.shape) and all(isinstance(x, Expr) and not opaque_reasons(x)
                                                   for x in coords):
             off: Expr = lin_expr(view.ptr.lin, view.ptr.const, self.f)
@@ -1654,9 +1654,13 @@ class WarpWalker:
             a = self.active
             if per_lane is not None and (a.exact or len({per_lane[i] for i in a.lanes}) == 1):
                 spans = spans_of([per_lane[i] for i in a.lanes], view.elem)
+                if a.exact:  # (an elected lane: which one is not known; () overlaps by bytes)
+                    lanes = tuple((i, per_lane[i], per_lane[i] + view.elem)
+                                  for i in sorted(a.lanes))
         records = tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
             tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
-        out.append(DataAccess(view.ptr.alloc.uid, spans, write, records, self.loc(op)))
+        out.append(DataAccess(view.ptr.alloc.uid, spans, write, records, self.loc(op),
+                              lanes=lanes))
 
     def memref_store(self, op: Op, out) -> None:
         """A store into shared memory: a word value (`SmemStore`) when the model can follow it;
