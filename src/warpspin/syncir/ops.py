@@ -1435,7 +1435,11 @@ class StAsync(_CompletesBytes, SyncOp):
     def complete(self, c, cta: int, index: int):
         code = self._pend_code(c, Const(cta), Const(index))
         clear = []
-        for i in range(c.kernel.word_array(self.ref.name).size):
+        # the words the issue marked with this copy's code: its own at a constant index
+        marked = range(self.ref.index.value, self.ref.index.value + len(self.values)) \
+            if isinstance(self.ref.index, Const) else \
+            range(c.kernel.word_array(self.ref.name).size)
+        for i in marked:
             pend = WordField(self.ref.name, Const(cta), Const(i), "pend")
             clear.append(When(_eq(pend, code), [Set(pend, Const(0))]))
         return _copy_completes(c, self.bar, self.bytes, cta, index, clear)

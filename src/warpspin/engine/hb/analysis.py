@@ -198,7 +198,11 @@ def _contributions(an: Analysis, ev: Event, node: Node, fam: str, op, gid: int,
     hooks = {(h, e) for h, e in ev.hooks}
     # async copies: issues add units to their slots, a completion finishes the oldest
     infl = m.sl.infl
-    for slot in range(len(m.layout.async_keys)):
+    nslots = len(m.layout.async_keys)
+    changed = [] if pre[infl:infl + nslots] == post[infl:infl + nslots] else \
+        [i for i, (x, y) in enumerate(zip(pre[infl:infl + nslots], post[infl:infl + nslots]))
+         if x != y]
+    for slot in changed:
         d = post[infl + slot] - pre[infl + slot]
         if d > 0:
             if fam != "async.issue":
@@ -211,11 +215,14 @@ def _contributions(an: Analysis, ev: Event, node: Node, fam: str, op, gid: int,
             nxt = next(u for u in an.units[slot] if u.done is None)
             nxt.done = node
     # mbarrier elements
-    for el in range(len(m.layout.elements)):
-        base = m.sl.mb + el * len(MB)
-        a, b = pre[base:base + len(MB)], post[base:base + len(MB)]
-        if a == b and ("arrive", el) not in hooks and ("expect", el) not in hooks:
-            continue
+    width, nel = len(MB), len(m.layout.elements)
+    touched = {e for h, e in hooks if h in ("arrive", "expect")}
+    if pre[m.sl.mb:m.sl.mb + nel * width] != post[m.sl.mb:m.sl.mb + nel * width]:
+        touched |= {el for el in range(nel) if pre[m.sl.mb + el * width:m.sl.mb + (el + 1) * width]
+                    != post[m.sl.mb + el * width:m.sl.mb + (el + 1) * width]}
+    for el in sorted(touched):
+        base = m.sl.mb + el * width
+        a, b = pre[base:base + width], post[base:base + width]
         if fam not in MBAR_WRITERS:
             raise OutsideClass(f"{node.name} changes mbarrier state outside its rule family",
                                node.loc)
