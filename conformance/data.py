@@ -60,10 +60,11 @@ class DataReduceNoBarrier(_Partials):
         self.gather(red, 0)
 
 
-class DataReuseBarrier(_Partials):
-    """Two reductions through the same partials red[0..3], with a bar.sync after the first
-    reads: the second writes come after every first read: verified."""
-    rules = ("data.barrier",)
+class _Twice(_Partials):
+    """Two reductions: the second through the partials from red[`second`], after a bar.sync
+    following the first reads when `fenced`."""
+    second = 0
+    fenced = True
 
     @cute.jit
     def body(self):
@@ -71,43 +72,34 @@ class DataReuseBarrier(_Partials):
         self.publish(red, 0)
         cute.arch.barrier()
         self.gather(red, 0)
+        if cutlass.const_expr(self.fenced):
+            cute.arch.barrier()
+        self.publish(red, self.second)
         cute.arch.barrier()
-        self.publish(red, 0)
-        cute.arch.barrier()
-        self.gather(red, 0)
+        self.gather(red, self.second)
 
 
-class DataReuseNoBarrier(_Partials):
+class DataReuseBarrier(_Twice):
+    """Two reductions through the same partials red[0..3], with a bar.sync after the first
+    reads: the second writes come after every first read: verified."""
+    rules = ("data.barrier",)
+
+
+class DataReuseNoBarrier(_Twice):
     """Two reductions through red[0..3] with no bar.sync between the first reads and the second
     writes: warp w may overwrite red[w] while a slower warp still reads it (write after read):
     race. Layernorm avoids it with a second half of its buffer (DataReuseOtherHalf)."""
     rules = ("data.barrier",)
     expect = "race"
-
-    @cute.jit
-    def body(self):
-        red = self.partials()
-        self.publish(red, 0)
-        cute.arch.barrier()
-        self.gather(red, 0)
-        self.publish(red, 0)
-        cute.arch.barrier()
-        self.gather(red, 0)
+    fenced = False
 
 
-class DataReuseOtherHalf(_Partials):
-    """The second reduction through red[4..7], as quack's layernorm does: verified."""
+class DataReuseOtherHalf(_Twice):
+    """The second reduction through red[4..7], with no bar.sync after the first reads, as
+    quack's layernorm does: verified."""
     rules = ("data.barrier",)
-
-    @cute.jit
-    def body(self):
-        red = self.partials()
-        self.publish(red, 0)
-        cute.arch.barrier()
-        self.gather(red, 0)
-        self.publish(red, 4)
-        cute.arch.barrier()
-        self.gather(red, 4)
+    second = 4
+    fenced = False
 
 
 LITMUS = [DataReduceBarrier, DataReduceNoBarrier, DataReuseBarrier, DataReuseNoBarrier,
