@@ -1,16 +1,18 @@
-"""Bench: what race checking costs over deadlock checking alone, on the same kernels. Each
-kernel with tensormaps rewritten in global memory, staged buffers or cp.async copies is checked as it is by
-default (the tensormap and buffer state, the per-thread bulk groups, every race check but those
-of stages TMA loads fill), with `--load-races` where it has such stages, and with the race
-model taken out (loads through a plain descriptor; tensormap writes and fences, buffer writes
-and reads, TMA stores, proxy fences, bulk and wgmma groups, cp.async copies, groups and
-accesses dropped: the deadlock and
-barrier-protocol model alone).
+"""Bench: what race checking costs over deadlock checking alone, on the same kernels, in SPIN and
+in the happens-before engine side by side. Each kernel with tensormaps rewritten in global
+memory, staged buffers, cp.async copies or shared data is checked with its race model (as by
+default: tensormap and buffer state, the per-thread bulk groups, the stages TMA loads fill, the
+cells of shared data) and with the race model taken out (loads through a plain descriptor;
+tensormap writes and fences, buffer writes and reads, TMA stores, proxy fences, bulk and wgmma
+groups, cp.async copies, groups and accesses, shared-data cells dropped: the deadlock and
+barrier-protocol model alone), by SPIN (`--engine spin`) and by the happens-before engine
+(`--engine hb`).
 
     python bench/races.py [SUBSTRING]   # only the kernels whose name contains it
 
-One row per kernel: states and check seconds of both, and their ratio. Seconds are this
-machine's, one core; nothing here asserts on them.
+One row per kernel: SPIN's states and seconds without and with races and their ratio, then the
+engine's events and seconds without and with races. Seconds are this machine's, one core;
+nothing here asserts on them.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommi
                                  FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, TensormapAcquire,
                                  TensormapRelease, TensormapWrite, TmaStore, WgmmaCommit,
                                  WgmmaRead, WgmmaWait)
-from warpspin.syncir.passes import has_load_races
+from warpspin.syncir.passes import without_data_cells
 from warpspin.syncir.protocols import epilogue, kgrouped, mainloop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,6 +38,8 @@ RACE_OPS = (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, Tensor
 
 
 def without_races(k):
+    k = without_data_cells(k)
+
     def plain(s):
         if isinstance(s, RACE_OPS):
             return ()
@@ -82,37 +86,41 @@ def kernels():
     fn, args = cp.correct()
     k = extract(trace(fn, *args)[0])
     yield "cp_async_drain.py:correct (n = 0..3)", replace(k, params=(Param("n", 0, 3),))
-    yield "quack.rmsnorm (stored trace, sX checked)", stored("quack.rmsnorm")
+    import block_reduce as br
+    fn, args = br.correct()
+    yield "block_reduce.py:correct (8 warps, reduction_buffer)", extract(trace(fn, *args)[0])
+    yield "quack.rmsnorm (stored trace, sX and reduction_buffer)", stored("quack.rmsnorm")
+    yield "quack.softmax.cluster (stored trace, sX and the partials)", \
+        stored("quack.softmax.cluster")
     for name in ("quack.gemm_sm90", "quack.gemm_sm90.c", "quack.gemm_sm90.persistent"):
-        yield f"{name} (stored trace, sD checked)", stored(name)
+        yield f"{name} (stored trace, sD, sA, sB)", stored(name)
 
 
-def main(only: str = "") -> int:
-    head = ("kernel", "states (deadlocks only)", "states (default)", "ratio",
-            "states (--load-races)", "ratio", "check s (deadlocks only)", "check s (default)",
-            "check s (--load-races)", "verdict")
+def main(only: str = "", spin_timeout: float = 300.0) -> int:
+    head = ("kernel", "SPIN states (deadlocks only)", "SPIN states (races)", "ratio",
+            "SPIN s (deadlocks only)", "SPIN s (races)", "hb ops (deadlocks only)",
+            "hb ops (races)", "hb s (deadlocks only)", "hb s (races)", "verdict")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name, k in kernels():
         if only not in name:
             continue
-        rows = []
-        variants = [(without_races(k), False), (k, False)]
-        if has_load_races(k):
-            variants.append((k, True))
-        for kk, loads in variants:
-            opts = CheckOptions(timeout_s=900, jobs=1, memory_mb=12288, load_races=loads)
-            t = time.perf_counter()
-            r = verify_kernel(kk, opts=opts)
-            rows.append((r, time.perf_counter() - t))
-        (a, ta), (b, tb) = rows[:2]
-        c, tc = rows[2] if len(rows) > 2 else (None, None)
-        last = c or b
-        verdict = last.violations[0].kind if last.violations else last.verdict
-        ratio = lambda x: f"{x.stats.states / max(1, a.stats.states):.2f}"  # noqa: E731
-        print(f"| {name} | {a.stats.states:,} | {b.stats.states:,} | {ratio(b)} | "
-              f"{f'{c.stats.states:,}' if c else '-'} | {ratio(c) if c else '-'} | {ta:.2f} | "
-              f"{tb:.2f} | {f'{tc:.2f}' if c else '-'} | {verdict} |", flush=True)
+        cells = []
+        for engine in ("spin", "hb"):
+            for kk in (without_races(k), k):
+                opts = CheckOptions(timeout_s=spin_timeout, jobs=1, memory_mb=8192,
+                                    engine=engine)
+                t = time.perf_counter()
+                r = verify_kernel(kk, opts=opts)
+                cells.append((r, time.perf_counter() - t))
+        (a, ta), (b, tb), (c, tc), (d, td) = cells
+        verdict = d.violations[0].kind if d.violations else d.verdict
+        cut = lambda r, n: f"{n:,}" + ("" if r.verdict != "inconclusive" or r.outcome ==  # noqa: E731
+                                       "not-checked" else " (cut)")
+        print(f"| {name} | {cut(a, a.stats.states)} | {cut(b, b.stats.states)} | "
+              f"{b.stats.states / max(1, a.stats.states):.2f} | {ta:.2f} | {tb:.2f} | "
+              f"{c.stats.hb_ops:,} | {d.stats.hb_ops:,} | {tc:.2f} | {td:.2f} | {verdict} |",
+              flush=True)
     return 0
 
 
