@@ -1401,11 +1401,14 @@ class WarpWalker:
 
     def leaf_coords(self, x: Expr, shape: tuple[int, ...]) -> list[Expr]:
         """The leaf coordinates of index `x` into a mode of leaf extents `shape` (colexicographic,
-        as CuTe maps a 1-D coordinate into a nested mode)."""
+        as CuTe maps a 1-D coordinate into a nested mode). The last leaf takes the rest
+        (`x // prod`, no modulo), so an index past the mode lands past it, as on the hardware,
+        instead of wrapping onto another element."""
         out, prod = [], 1
-        for n in shape:
+        for j, n in enumerate(shape):
             q = x if prod == 1 else self.f.binop("//", x, Const(prod))
-            out.append(Const(0) if n == 1 else q if prod * n == 0 else self.f.binop("%", q, Const(n)))
+            last = j == len(shape) - 1
+            out.append(q if last else Const(0) if n == 1 else self.f.binop("%", q, Const(n)))
             prod *= n
         return out
 
