@@ -51,6 +51,7 @@ class Judgement:
     hardware: list[str]
     status: str
     conservative: list[str] = field(default_factory=list)
+    gpu: str = ""  # the row's own GPU, when it is not the run's (results.json "environment")
 
 
 def _text(t: Terminal) -> str:
@@ -77,6 +78,7 @@ def judge(lit, pred, row: dict | None) -> Judgement:
         if lit.arch != "sm_90a":
             j.status = "PTX only"
         return j
+    j.gpu = row.get("gpu", "")
     hw = hardware_terminals(row)
     if hw is None:
         j.hardware, j.status = [row["outcome"]], "error"
@@ -117,8 +119,9 @@ def litmus_table(js: list[Judgement]) -> str:
             "|---|---|---|---|---|---|---|"]
     for j in js:
         said = j.verdict + (f" ({j.where})" if j.where else "")
+        on = f" (on an {j.gpu.replace('NVIDIA ', '')})" if j.gpu else ""
         rows.append(f"| `{j.name}` | {', '.join(j.rules)} | {said} | {_cell(j.model)} | "
-                    f"{_cell(j.violations)} | {_cell(j.hardware)} | {j.status} |")
+                    f"{_cell(j.violations)} | {_cell(j.hardware)}{on} | {j.status} |")
     return "\n".join(rows)
 
 

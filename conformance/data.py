@@ -10,13 +10,10 @@ from cutlass import Float32
 
 from .litmus import Litmus
 
-_AWAIT = "added with the shared-data rule; no H200 was lent since"
-
 
 class _Partials(Litmus):
     warps = 4
     nbars = 1
-    awaiting_h200 = _AWAIT
 
     @cute.jit
     def partials(self):
