@@ -1,7 +1,8 @@
 """Bench: one-edit mutants of every example and catalog kernel that completes, each checked with
 the default engine and options; writes bench/mutants.md.
 
-    python bench/mutants.py [--per-kernel N] [--timeout S] [--out FILE] [NAME ...]
+    python bench/mutants.py [--per-kernel N] [--timeout S] [--jobs N] [--cache F] [--out FILE]
+                            [NAME ...]
 
 A mutant is one edit of the kernel's SyncIR (tests/hb_gen.py `described_mutants`): an op deleted
 (an arrive, wait, fence, barrier, commit, copy or wait_group), a count, byte count, thread count
@@ -47,6 +48,16 @@ Equivalence rules (checked on the edit, not on the verdict):
 * `independent assignment`: a statement swapped with an assignment of a local it does not read,
   whose value reads nothing the statement writes: the thread computes the same values and does
   the same synchronization in the same order.
+* `unreached`: the edited statement (for a swap, the first of the two) is an op that no execution
+  reaches: the happens-before engine verified the kernel (every execution is a reordering of
+  the ones it ran, each process executing the same ops), its launch values are all bounded,
+  and none of those runs executes the op. The mutant's executions are the kernel's. For a swap
+  whose first statement is compound (a loop, a branch, a lane subset) with no exit in it, the
+  second one unreached means the first's place is unreached too.
+* `data accesses commute`: two neighbouring accesses of shared data cells (`ld.shared` whose
+  value nothing reads, `st.shared` of a value the model does not follow) of one thread swapped:
+  each keeps the same synchronization before and after it, so the accesses of other threads it
+  is unordered with are the same, and no value changes that a property reads.
 * `wait before exit`: a deleted mbarrier wait followed, to the end of its process, only by other
   waits and assignments of locals, in a kernel of one CTA: it only delays the thread's exit, and
   what an exit can break (copies or stores in flight into an exited CTA, TMEM held, remote
@@ -60,6 +71,7 @@ import os
 import random
 import sys
 import time
+from dataclasses import dataclass, fields
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -68,12 +80,14 @@ from hb_gen import described_mutants  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.syncir import validate  # noqa: E402
 from warpspin.syncir.ir import (Assign, BarArrive, BarSync, ClusterArrive, Const, If,  # noqa: E402
-                                MbarArrive,
-                                MbarArriveExpectTx, MbarInit, MbarWait, TmaLoad, expr_vars)
+                                MbarArrive, MbarArriveExpectTx, MbarInit, MbarWait, TmaLoad,
+                                expr_vars, walk_stmts)
 from warpspin.extract.cleanup import stmt_exprs  # noqa: E402
-from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsyncCommit, CpAsyncWait,  # noqa: E402
-                                 FenceProxyAsync, MbarExpectTx, SmemOwn, SmemWrite, StAsync,
-                                 Tcgen05Commit, TensormapWrite, WgmmaCommit, WgmmaWait)
+from warpspin.syncir.ops import (DATA_DEST, BulkCommit, BulkWaitRead, ClusterWait,  # noqa: E402
+                                 CpAsyncCommit, CpAsyncWait, Exit, FenceProxyAsync, MbarExpectTx,
+                                 MbarInitFence, MbarTestWait, SmemLoad, SmemOwn, SmemStore,
+                                 SmemWrite, StAsync, SyncOp, Tcgen05Commit, TensormapWrite,
+                                 WgmmaCommit, WgmmaWait)
 from warpspin.syncir.passes import without_noop_fences  # noqa: E402
 from warpspin.syncir.printer import fmt_kernel  # noqa: E402
 
@@ -82,6 +96,13 @@ SIGNALS = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx, BarArrive, Cl
 GROUP_WAITS = (BulkWaitRead, WgmmaWait, CpAsyncWait)
 # (kernel name, the edit as fmt_edit writes it) -> why the mutant is correct
 REVIEWED = {
+    ("cluster_multicast_s1_k2", "process 2: `barrier.cluster.wait` (wellsync.py:44) swapped "
+                                "with `For`"):
+        "CTA 1's producer waits for the cluster barrier after its loop instead of before: the "
+        "loop touches only CTA 1's full barrier, which that producer initialized (its own uses "
+        "need no publication), and the bytes completing it come from CTA 0's multicast, issued "
+        "after CTA 0 passes the barrier, which needs CTA 1's arrive (before the loop); the "
+        "barrier's completion still publishes the init before the consumer's wait",
     ("aliased", "process 0: `bar.sync 0` (aliased.py:12) swapped with `Lanes`"):
         "the loader arms and loads through the barrier it initialized and fenced itself (program "
         "order); the bar.sync still publishes the init to the other warp before its wait",
@@ -96,6 +117,14 @@ REVIEWED = {
     ("cp_async", "process 0: `smem.own read sX[k % 2], depth=1` (cp_async.py:32) swapped with "
                  "`If`"):
         "the prefetch writes stage (k + 1) % 2 and the read reads stage k % 2: other bytes",
+}
+# The rules whose edit may change what happens at an exit or whether a wait ever passes, each
+# with the violation kinds that can then arise: the model checks those where they happen, so a
+# mutant the rule covers is either reported with one of them or correct.
+CHECKED_WHERE_THEY_HAPPEN = {
+    "quiet tail": ("deadlock", "pending-at-exit", "cluster-lifetime", "tmem-lifetime"),
+    "past the final cluster arrive": ("deadlock", "pending-at-exit", "cluster-lifetime",
+                                      "tmem-lifetime"),
 }
 COMPLETES = ("verified", "not-checked")  # a kernel whose mutants are worth checking
 CLASSES = ("reported", "masked", "undecided", "equivalent", "unexplained")
@@ -149,10 +178,150 @@ def equivalence(kernel, mutant, edit) -> str | None:
         return "own part"
     if edit.what == "swapped" and _independent(edit.stmt, edit.other):
         return "independent assignment"
-    if edit.what == "deleted" and isinstance(edit.stmt, MbarWait) and kernel.num_ctas == 1 and \
-            _tail_wait(kernel.processes[edit.process].body, edit.stmt):
-        return "wait before exit"
+    tail = _tail(kernel, edit)
+    if tail:
+        return tail
+    if _private_barriers(kernel, edit):
+        return "private barriers"
+    if _one_warp_barrier(kernel, edit):
+        return "barrier of one warp"
+    if _unreached(kernel, edit):
+        return "unreached"
+    if _launch_phase_wait(kernel, edit):
+        return "launch-phase wait"
+    if _unobserved(kernel, edit):
+        return "unobserved barrier"
+    if edit.what == "swapped" and _data_access(kernel, edit.stmt) and \
+            _data_access(kernel, edit.other):
+        return "data accesses commute"
     return None
+
+
+_RUNS: dict[int, tuple[object, "Runs | None"]] = {}
+
+
+@dataclass
+class Runs:
+    """What every execution of a kernel does, from the happens-before engine's runs: the ops
+    each process executes (by id), and the waits that ever pass on a completed phase."""
+    reached: dict[int, set[int]]
+    synced: set[int]
+    uses: dict = None       # mbarrier element -> what reached ops did to it: wait, signal, other
+    touched: dict = None    # op id -> the mbarrier elements it touched
+    element: dict = None    # (cta, array, index) -> mbarrier element
+
+
+def runs(kernel) -> Runs | None:
+    """The ops some execution of `kernel` executes and the waits that synchronize, when the
+    happens-before engine verifies it with every launch value bounded (every execution then
+    executes the ops its runs do, each wait passing in the same phase); None otherwise."""
+    if id(kernel) in _RUNS and _RUNS[id(kernel)][0] is kernel:
+        return _RUNS[id(kernel)][1]
+    from warpspin.engine import hb
+    from warpspin.engine.hb.execution import OutsideClass, Runner
+    from warpspin.syncir.trace import Step
+    out = None
+    if not any(p.unbounded for p in kernel.params) and \
+            hb.check(kernel, 120).verdict == "verified":
+        try:
+            runner = Runner(kernel)
+            m = runner.m
+            out = Runs(collections.defaultdict(set), set(), uses=collections.defaultdict(set),
+                       touched=collections.defaultdict(set), element=dict(m.layout.element))
+            for start, s in runner.starts():
+                for e in runner.run(start, s).events:
+                    if not isinstance(e.step, Step):
+                        continue
+                    op = m.flat[e.step.process].code[e.step.pc].stmt
+                    out.reached[e.step.process].add(id(op))
+                    gid = m.gid[(e.step.process, e.step.instance)]
+                    kind = ("wait" if isinstance(op, (MbarWait, MbarTestWait)) else
+                            "init" if isinstance(op, MbarInit) else
+                            "signal" if isinstance(op, _BARRIER_ONLY) else "other")
+                    for ref in _bar_refs(op):
+                        if getattr(op, "multicast", None) is not None:
+                            for (c, name, i), el in out.element.items():
+                                if name == ref.name:
+                                    out.uses[el].add(kind)
+                        else:
+                            el = m.element_of(ref, e.pre, gid)
+                            out.uses[el].add(kind)
+                            out.touched[id(op)].add(el)
+                    if isinstance(op, MbarWait):
+                        el = m.element_of(op.bar, e.pre, gid)
+                        if e.pre[m.sl.mb_field(el, "n")] > 0:
+                            out.synced.add(id(op))
+        except OutsideClass:
+            out = None
+    _RUNS[id(kernel)] = (kernel, out)
+    return out
+
+
+def _unreached(kernel, edit) -> bool:
+    """The edited statement (a swap's first; when that one is compound with no exit in it, the
+    second) is an op that no execution of the kernel reaches."""
+    first = edit.stmt
+    if edit.what == "swapped" and not isinstance(first, SyncOp):
+        if any(type(x).__name__ == "Exit" for x in walk_stmts((first,))) or \
+                not isinstance(edit.other, SyncOp):
+            return False
+        first = edit.other
+    r = runs(kernel) if isinstance(first, SyncOp) else None
+    return r is not None and id(first) not in r.reached.get(edit.process, ())
+
+
+def _launch_phase_wait(kernel, edit) -> bool:
+    """A wait that passes on its barrier's launch phase in every execution (it never blocks and
+    orders nothing), deleted, or moved before a statement that assigns none of its inputs: there
+    too it finds no phase completed (the phase count only grows, and the steps before it are
+    those of a prefix of a kernel execution), so the mutant is the kernel without the wait."""
+    w = edit.other if edit.what == "swapped" else edit.stmt
+    if not isinstance(w, MbarWait) or edit.what not in ("deleted", "swapped"):
+        return False
+    r = runs(kernel)
+    if r is None or id(w) not in r.reached.get(edit.process, ()) or id(w) in r.synced:
+        return False
+    if edit.what == "swapped":
+        assigned = {x.var for x in walk_stmts((edit.stmt,)) if isinstance(x, Assign)} | \
+            {getattr(x, "var", None) for x in walk_stmts((edit.stmt,)) if hasattr(x, "body")}
+        assigned |= {v for x in walk_stmts((edit.stmt,)) for v in _writes(x)}
+        return not (assigned & _reads(w))
+    return True
+
+
+_BARRIER_ONLY = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx)
+
+
+def _unobserved(kernel, edit) -> bool:
+    """Barrier ops on mbarrier elements that no reached op but inits, arrives and expect-tx
+    touches (no wait, test-wait or async op): an arrive or expect-tx deleted, an init count
+    raised (fewer completions, which no one waits for, and no over-run), or, with no arrive
+    reached on the element, any init count. Elements are those the reached ops touched in the
+    happens-before engine's runs (the edited op's: every element it touched there, in its own
+    CTA)."""
+    r = runs(kernel)
+    if r is None or edit.what == "swapped" or not isinstance(edit.stmt, _BARRIER_ONLY):
+        return False
+    if id(edit.stmt) not in r.reached.get(edit.process, ()) or edit.stmt.bar.cta is not None:
+        return False
+    els = r.touched.get(id(edit.stmt), set())
+    if not els or any(r.uses.get(el, set()) - {"signal", "init"} for el in els):
+        return False
+    if edit.what == "deleted":
+        return isinstance(edit.stmt, (MbarArrive, MbarArriveExpectTx, MbarExpectTx))
+    if isinstance(edit.stmt, MbarInit) and edit.what.startswith("count "):
+        up = int(edit.what.rsplit(" ", 1)[1]) > edit.stmt.count.value
+        return up or not any("signal" in r.uses.get(el, set()) for el in els)
+    return False
+
+
+def _data_access(kernel, s) -> bool:
+    if isinstance(s, SmemLoad) and s.dest != DATA_DEST:
+        return False
+    if not isinstance(s, (SmemStore, SmemLoad)):
+        return False
+    arr = next((w for w in kernel.words if w.name == s.ref.name), None)
+    return arr is not None and getattr(arr, "data", False)
 
 
 def _storer_own(kernel, edit) -> bool:
@@ -188,25 +357,187 @@ def _independent(a, b) -> bool:
     return False
 
 
-def _tail_wait(body: tuple, stmt) -> bool:
-    """`stmt` is a top-level statement of `body` followed only by waits and local assignments
-    (possibly under an If)."""
-    idx = next((i for i, s in enumerate(body) if s is stmt), None)
-    if idx is None:
+def _quiet(s) -> bool:
+    """A statement that only waits or computes locals (and the final cluster barrier)."""
+    if isinstance(s, If):
+        return all(_quiet(x) for x in (*s.then, *s.else_))
+    return isinstance(s, (MbarWait, Assign, ClusterArrive, ClusterWait))
+
+
+def _quiet_end(body: tuple) -> int:
+    """Where the top-level suffix of quiet statements of `body` begins."""
+    i = len(body)
+    while i > 0 and _quiet(body[i - 1]):
+        i -= 1
+    return i
+
+
+def _tail(kernel, edit) -> str | None:
+    """The edit (a wait deleted or its parity flipped, two statements swapped) lies in the quiet
+    tail of its process: from it to the end the process only waits, computes locals and takes
+    part in its last cluster barrier (its arrive and wait keep their order), and every process
+    does nothing but wait after its last cluster arrive. The edit changes only when the process
+    reaches that barrier and exits; what
+    an exit can break (copies or arrives in flight into an exited CTA, TMEM held, a CTA of the
+    cluster gone) the model checks at the exit."""
+    if edit.what not in ("deleted", "parity flipped", "swapped") or \
+            (edit.what == "deleted" and isinstance(edit.stmt, ClusterArrive)):
+        return None
+    if {type(edit.stmt), type(edit.other)} == {ClusterArrive, ClusterWait}:
+        return None  # a wait before its arrive, two arrives without a wait: arrival-mismatch
+    body = kernel.processes[edit.process].body
+    idx = next((i for i, s in enumerate(body) if s is edit.stmt), None)
+    if idx is None or not _quiet_after_last_arrive(kernel):
+        return None
+    if _past_final_arrive(body, idx, edit):
+        return "past the final cluster arrive"
+    if idx < _quiet_end(body) or \
+            sum(isinstance(s, ClusterArrive) for s in walk_stmts(body[idx:])) > 1:
+        return None
+    return "quiet tail"
+
+
+def _past_final_arrive(body: tuple, idx: int, edit) -> bool:
+    """A statement moved past its process's last cluster arrive (with no exit in it, nothing
+    issued into another CTA but mbarrier arrives and TMA loads, whose target's lifetime the
+    model checks: at the issue, and at the target's exit while the copy is in flight): every
+    process only waits after its last cluster arrive, so the barrier ordered the statement
+    before nothing but waits and exits."""
+    if edit.what != "swapped" or not isinstance(edit.other, ClusterArrive):
         return False
+    if any(isinstance(s, ClusterArrive) for s in walk_stmts(body[idx + 2:])):
+        return False
+    for x in walk_stmts((edit.stmt,)):
+        if isinstance(x, (Exit, ClusterArrive, ClusterWait)):
+            return False
+        remote = getattr(x, "multicast", None) is not None or \
+            any(r.cta is not None for r in _bar_refs(x)) or getattr(x, "cta", None) is not None
+        if remote and not isinstance(x, (MbarArrive, MbarArriveExpectTx, TmaLoad)):
+            return False
+    return True
 
-    def quiet(s) -> bool:
-        if isinstance(s, If):
-            return all(quiet(x) for x in (*s.then, *s.else_))
-        return isinstance(s, (MbarWait, Assign))
-    return all(quiet(s) for s in body[idx + 1:])
+
+def _quiet_after_last_arrive(kernel) -> bool:
+    """Every process does nothing but wait and compute locals after its last cluster arrive
+    (all of them at the top level of its body)."""
+    for p in kernel.processes:
+        arrives = [i for i, s in enumerate(p.body) if isinstance(s, ClusterArrive)]
+        nested = sum(isinstance(s, ClusterArrive) for s in walk_stmts(p.body))
+        if nested != len(arrives):
+            return False
+        if arrives and any(not isinstance(s, (MbarWait, Assign, ClusterWait))
+                           for s in walk_stmts(p.body[arrives[-1] + 1:])):
+            return False
+    return True
 
 
-def classify(kernel, base, mutant, edit, timeout: float) -> tuple[str, str]:
+_EXITS = (Exit,)
+_BARRIER_OPS = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarWait, MbarTestWait)
+
+
+def _private(kernel, pi: int) -> set:
+    """The mbarrier arrays process `pi` (one instance) initializes that only it uses, with
+    barrier ops alone and none remote: no other instance of its CTA names them, nothing names
+    them from another CTA, no async op completes on them."""
+    me = kernel.processes[pi]
+    if me.instances != 1:
+        return set()
+    mine = {s.bar.name for s in walk_stmts(me.body) if isinstance(s, MbarInit)}
+    for qi, q in enumerate(kernel.processes):
+        for s in walk_stmts(q.body):
+            refs = [r for r in _bar_refs(s) if r.name in mine]
+            if not refs:
+                continue
+            multicast = getattr(s, "multicast", None) is not None
+            for r in refs:
+                target = q.cta if r.cta is None else \
+                    r.cta.value if isinstance(r.cta, Const) else None
+                if target is not None and target != me.cta and not multicast:
+                    continue  # the same array in another CTA: other barriers
+                if qi != pi or not isinstance(s, _BARRIER_OPS) or target is None or multicast:
+                    mine.discard(r.name)
+    return mine
+
+
+def _private_barriers(kernel, edit) -> bool:
+    """An edit of a process's barriers nobody else uses (`_private`): a `fence.mbarrier_init`
+    deleted or moved when every barrier its process initializes is private (the fence only marks
+    those inits fenced, which the model reads for an async copy's issue and, once published,
+    for another instance's use), or a statement of ops on private barriers alone swapped with
+    one that names none of them (only the process observes those barriers, and the order of
+    its own ops on them is unchanged)."""
+    if edit.what not in ("deleted", "swapped"):
+        return False
+    me = kernel.processes[edit.process]
+    private = _private(kernel, edit.process)
+    if not private:
+        return False
+    if isinstance(edit.stmt, MbarInitFence) or isinstance(edit.other, MbarInitFence):
+        mine = {s.bar.name for s in walk_stmts(me.body) if isinstance(s, MbarInit)}
+        return mine <= private
+    if edit.what != "swapped":
+        return False
+    sides = [[x for x in walk_stmts((y,)) if isinstance(x, SyncOp)] for y in (edit.stmt, edit.other)]
+    for side, other in ((sides[0], sides[1]), (sides[1], sides[0])):
+        if side and all(isinstance(x, _BARRIER_OPS) and
+                        all(r.name in private for r in _bar_refs(x)) for x in side) and \
+                not any(r.name in private for x in other for r in _bar_refs(x)) and \
+                not any(isinstance(x, (MbarInitFence, *_EXITS)) for x in other):
+            return True
+    return False
+
+
+def _bar_refs(s) -> list:
+    from warpspin.syncir.ir import MBarRef
+    return [v for v in (getattr(s, f.name) for f in fields(s)) if isinstance(v, MBarRef)] \
+        if hasattr(s, "__dataclass_fields__") else []
+
+
+def _one_warp_barrier(kernel, edit) -> bool:
+    """A `bar.sync` deleted or moved in a one-CTA kernel whose CTA is one warp and that follows
+    no shared data: the barrier completes when that warp arrives, so it orders nothing the
+    warp's program order does not, and publishes inits nobody else uses."""
+    if edit.what not in ("deleted", "swapped") or \
+            not (isinstance(edit.stmt, BarSync) or isinstance(edit.other, BarSync)):
+        return False
+    me = kernel.processes[edit.process]
+    return (kernel.num_ctas == 1 and len(kernel.processes) == 1 and me.instances == 1
+            and not any(getattr(w, "data", False) for w in kernel.words))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What classify() reads of a mutant's result (kept in the --cache file)."""
+    verdict: str
+    outcome: str
+    reasons: tuple
+    kind: str = ""
+
+    @staticmethod
+    def of(r) -> "Verdict":
+        return Verdict(r.verdict, r.outcome, tuple(r.reasons),
+                       r.violations[0].kind if r.violations else "")
+
+
+def check(mutant, timeout: float, cache: dict | None = None) -> Verdict:
+    """The mutant's verdict with the default engine and options (from `cache` when its SyncIR
+    was checked before with the same timeout)."""
+    import hashlib
+    key = hashlib.sha1(f"{timeout}\n{fmt_kernel(mutant)}".encode()).hexdigest()
+    if cache is not None and key in cache:
+        return Verdict(*cache[key])
+    v = Verdict.of(verify_kernel(mutant, opts=CheckOptions(timeout_s=timeout)))
+    if cache is not None:
+        cache[key] = [v.verdict, v.outcome, list(v.reasons), v.kind]
+    return v
+
+
+def classify(kernel, base, mutant, edit, timeout: float, cache: dict | None = None
+             ) -> tuple[str, str]:
     """(class, detail) of one mutant of `kernel`, whose own result is `base`."""
-    r = verify_kernel(mutant, opts=CheckOptions(timeout_s=timeout))
+    r = check(mutant, timeout, cache)
     if r.verdict == "violation":
-        return "reported", r.violations[0].kind
+        return "reported", r.kind
     if r.verdict == "verified":
         rule = equivalence(kernel, mutant, edit)
         return ("equivalent", rule) if rule else ("unexplained", "VERIFIED")
@@ -225,6 +556,53 @@ def kernels(names: list[str]) -> list[str]:
     return [e.name for e in C.entries() if e.group in groups and (not names or e.name in names)]
 
 
+_JOB: tuple = ()
+
+
+def _classify_nth(i: int) -> tuple[tuple[str, str], dict]:
+    k, base, ms, timeout, cache = _JOB
+    fresh: dict = {}
+    got = classify(k, base, ms[i][0], ms[i][1], timeout, _Layered(cache, fresh))
+    return got, fresh
+
+
+class _Layered(dict):
+    """A worker's view of the cache: reads the parent's, keeps what it adds apart."""
+
+    def __init__(self, base: dict, fresh: dict):
+        super().__init__()
+        self.base, self.fresh = base, fresh
+
+    def __contains__(self, key):
+        return key in self.base or key in self.fresh
+
+    def __getitem__(self, key):
+        return self.fresh[key] if key in self.fresh else self.base[key]
+
+    def __setitem__(self, key, value):
+        self.fresh[key] = value
+
+
+def _classified(k, base, ms, args) -> list[tuple[str, str]]:
+    """classify() of every mutant, in `args.jobs` forked processes (they share `k`'s objects,
+    so the `unreached` rule's op ids hold there)."""
+    global _JOB
+    _JOB = (k, base, ms, args.timeout, args.cache_data)
+    if args.jobs <= 1:
+        got = [_classify_nth(i) for i in range(len(ms))]
+    else:
+        import multiprocessing
+        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+            got = pool.map(_classify_nth, range(len(ms)), chunksize=1)
+    for _, fresh in got:
+        args.cache_data.update(fresh)
+    if args.cache and any(fresh for _, fresh in got):
+        import json
+        with open(args.cache, "w") as f:
+            json.dump(args.cache_data, f)
+    return [c for c, _ in got]
+
+
 def fmt_edit(edit) -> str:
     s = getattr(edit.stmt, "fmt", lambda: type(edit.stmt).__name__)()
     loc = getattr(edit.stmt, "loc", None)
@@ -241,7 +619,15 @@ def main(argv=None) -> int:
     ap.add_argument("--per-kernel", type=int, default=0, help="a fixed random sample (0: all)")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "mutants.md"))
+    ap.add_argument("--jobs", type=int, default=1, help="mutants checked at once (processes)")
+    ap.add_argument("--cache", default="", help="a JSON file of mutant verdicts, read and "
+                    "extended: a re-run with new equivalence rules checks only new mutants")
     args = ap.parse_args(argv)
+    args.cache_data = {}
+    if args.cache and os.path.exists(args.cache):
+        import json
+        with open(args.cache) as f:
+            args.cache_data = json.load(f)
     from fixtures import catalog as C
     rows, unexplained, totals = [], [], collections.Counter()
     t_all = time.perf_counter()
@@ -261,8 +647,8 @@ def main(argv=None) -> int:
             ms = ms[:args.per_kernel]
         c = collections.Counter()
         t0 = time.perf_counter()
-        for m, e in ms:
-            cls, detail = classify(k, base, m, e, args.timeout)
+        runs(k)  # before the workers fork: they share it
+        for (m, e), (cls, detail) in zip(ms, _classified(k, base, ms, args)):
             c[cls] += 1
             c[(cls, detail if cls == "equivalent" else "")] += 1
             if cls == "unexplained":
