@@ -21,7 +21,7 @@ or group depth one step off, a parity flipped, or two neighbouring statements sw
 Equivalence rules (checked on the edit, not on the verdict):
 * `same model`: the mutant's SyncIR equals the kernel's once the no-op fences are gone
   (`syncir.passes.without_noop_fences`, R13: a fence that changes nothing), or the two swapped
-  statements are equal.
+  statements are equal (ops: but for their source line).
 * `signals commute`: two neighbouring statements of one thread swapped that never block, touch
   no data and name different barriers (inits, arrives, expect-tx, commits of wgmma, bulk,
   cp.async or tcgen05 groups; writes of two different tensormaps). No thread can observe their
@@ -58,15 +58,30 @@ Equivalence rules (checked on the edit, not on the verdict):
   value nothing reads, `st.shared` of a value the model does not follow) of one thread swapped:
   each keeps the same synchronization before and after it, so the accesses of other threads it
   is unordered with are the same, and no value changes that a property reads.
-* `wait before exit`: a deleted mbarrier wait followed, to the end of its process, only by other
-  waits and assignments of locals, in a kernel of one CTA: it only delays the thread's exit, and
-  what an exit can break (copies or stores in flight into an exited CTA, TMEM held, remote
-  arrives into it) the model checks at the exit.
+* `launch-phase wait`, `unobserved barrier`: from the same runs, a wait that passes on its
+  barrier's launch phase in every execution, deleted or moved earlier (`_launch_phase_wait`),
+  and edits of barrier elements whose waits all pass on the launch phase (`_unobserved`).
+* `private barriers`: a `fence.mbarrier_init`, or ops on barriers one instance initializes and
+  alone uses, deleted or moved (`_private_barriers`).
+* `quiet tail`, `past the final cluster arrive`: edits of what a process does after its work
+  (waits, its last cluster barrier), or a statement moved past its last cluster arrive, when
+  every process only waits after its last cluster arrive (`_tail`). These may change what
+  happens at an exit or whether a wait passes; the kinds that can then arise
+  (`CHECKED_WHERE_THEY_HAPPEN`) the model checks where they happen, so such a mutant is
+  reported with one of them or correct. `tests/test_mutants.py` checks that no rule covers a
+  reported mutant with any other kind.
+* `barrier of one warp`: a `bar.sync` deleted or moved in a one-CTA kernel of one warp with no
+  shared data: it orders nothing the warp's program order does not.
+
+The rules that read the happens-before engine's runs trust that engine's verdict on the kernel
+itself (differential-tested against SPIN and the interpreter: tests/test_hb_*.py), never its
+verdict on the mutant.
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import os
 import random
 import sys
@@ -154,7 +169,7 @@ def _body(k) -> str:
 
 def equivalence(kernel, mutant, edit) -> str | None:
     """The rule that shows the edit changes nothing the properties observe, or None."""
-    if edit.what == "swapped" and edit.stmt == edit.other:
+    if edit.what == "swapped" and _same_op(edit.stmt, edit.other):
         return "same model"
     if (kernel.name, fmt_edit(edit)) in REVIEWED:
         return "reviewed"
@@ -235,7 +250,8 @@ def runs(kernel) -> Runs | None:
                     op = m.flat[e.step.process].code[e.step.pc].stmt
                     out.reached[e.step.process].add(id(op))
                     gid = m.gid[(e.step.process, e.step.instance)]
-                    kind = ("wait" if isinstance(op, (MbarWait, MbarTestWait)) else
+                    kind = ("wait" if isinstance(op, MbarWait) else
+                            "test" if isinstance(op, MbarTestWait) else
                             "init" if isinstance(op, MbarInit) else
                             "signal" if isinstance(op, _BARRIER_ONLY) else "other")
                     for ref in _bar_refs(op):
@@ -251,6 +267,7 @@ def runs(kernel) -> Runs | None:
                         el = m.element_of(op.bar, e.pre, gid)
                         if e.pre[m.sl.mb_field(el, "n")] > 0:
                             out.synced.add(id(op))
+                            out.uses[el].add("synced")
         except OutsideClass:
             out = None
     _RUNS[id(kernel)] = (kernel, out)
@@ -293,9 +310,10 @@ _BARRIER_ONLY = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx)
 
 
 def _unobserved(kernel, edit) -> bool:
-    """Barrier ops on mbarrier elements that no reached op but inits, arrives and expect-tx
-    touches (no wait, test-wait or async op): an arrive or expect-tx deleted, an init count
-    raised (fewer completions, which no one waits for, and no over-run), or, with no arrive
+    """Barrier ops on mbarrier elements that no reached op but inits, arrives, expect-tx and
+    waits that pass on the launch phase touch (no test-wait, async op or wait that needs a
+    completed phase): an arrive or expect-tx deleted, an init count raised (the phase completes
+    later or never: those waits still find it open, and no over-run), or, with no arrive
     reached on the element, any init count. Elements are those the reached ops touched in the
     happens-before engine's runs (the edited op's: every element it touched there, in its own
     CTA)."""
@@ -305,7 +323,7 @@ def _unobserved(kernel, edit) -> bool:
     if id(edit.stmt) not in r.reached.get(edit.process, ()) or edit.stmt.bar.cta is not None:
         return False
     els = r.touched.get(id(edit.stmt), set())
-    if not els or any(r.uses.get(el, set()) - {"signal", "init"} for el in els):
+    if not els or any(r.uses.get(el, set()) - {"signal", "init", "wait"} for el in els):
         return False
     if edit.what == "deleted":
         return isinstance(edit.stmt, (MbarArrive, MbarArriveExpectTx, MbarExpectTx))
@@ -322,6 +340,14 @@ def _data_access(kernel, s) -> bool:
         return False
     arr = next((w for w in kernel.words if w.name == s.ref.name), None)
     return arr is not None and getattr(arr, "data", False)
+
+
+def _same_op(a, b) -> bool:
+    """Equal statements, or equal ops at two source lines (the same step either way)."""
+    if a == b:
+        return True
+    return isinstance(a, SyncOp) and type(a) is type(b) and \
+        dataclasses.replace(a, loc=b.loc) == b
 
 
 def _storer_own(kernel, edit) -> bool:
