@@ -86,7 +86,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -219,11 +219,12 @@ _RUNS: dict[int, tuple[object, "Runs | None"]] = {}
 class Runs:
     """What every execution of a kernel does, from the happens-before engine's runs: the ops
     each process executes (by id), and the waits that ever pass on a completed phase."""
-    reached: dict[int, set[int]]
-    synced: set[int]
-    uses: dict = None       # mbarrier element -> what reached ops did to it: wait, signal, other
-    touched: dict = None    # op id -> the mbarrier elements it touched
-    element: dict = None    # (cta, array, index) -> mbarrier element
+    element: dict           # (cta, array, index) -> mbarrier element
+    reached: dict = field(default_factory=lambda: collections.defaultdict(set))  # process -> ids
+    synced: set = field(default_factory=set)  # ids of waits that passed on a completed phase
+    # mbarrier element -> what reached ops did to it: init, signal, wait, test, other, synced
+    uses: dict = field(default_factory=lambda: collections.defaultdict(set))
+    touched: dict = field(default_factory=lambda: collections.defaultdict(set))  # op id -> els
 
 
 def runs(kernel) -> Runs | None:
@@ -241,8 +242,7 @@ def runs(kernel) -> Runs | None:
         try:
             runner = Runner(kernel)
             m = runner.m
-            out = Runs(collections.defaultdict(set), set(), uses=collections.defaultdict(set),
-                       touched=collections.defaultdict(set), element=dict(m.layout.element))
+            out = Runs(dict(m.layout.element))
             for start, s in runner.starts():
                 for e in runner.run(start, s).events:
                     if not isinstance(e.step, Step):
@@ -279,7 +279,7 @@ def _unreached(kernel, edit) -> bool:
     second) is an op that no execution of the kernel reaches."""
     first = edit.stmt
     if edit.what == "swapped" and not isinstance(first, SyncOp):
-        if any(type(x).__name__ == "Exit" for x in walk_stmts((first,))) or \
+        if any(isinstance(x, Exit) for x in walk_stmts((first,))) or \
                 not isinstance(edit.other, SyncOp):
             return False
         first = edit.other
@@ -457,8 +457,7 @@ def _quiet_after_last_arrive(kernel) -> bool:
     return True
 
 
-_EXITS = (Exit,)
-_BARRIER_OPS = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarWait, MbarTestWait)
+_BARRIER_OPS = (*_BARRIER_ONLY, MbarWait, MbarTestWait)
 
 
 def _private(kernel, pi: int) -> set:
@@ -508,7 +507,7 @@ def _private_barriers(kernel, edit) -> bool:
         if side and all(isinstance(x, _BARRIER_OPS) and
                         all(r.name in private for r in _bar_refs(x)) for x in side) and \
                 not any(r.name in private for x in other for r in _bar_refs(x)) and \
-                not any(isinstance(x, (MbarInitFence, *_EXITS)) for x in other):
+                not any(isinstance(x, (MbarInitFence, Exit)) for x in other):
             return True
     return False
 
