@@ -357,9 +357,18 @@ class Machine:
             if self.lift_bounds and len(s.then) == 1 and isinstance(s.then[0], Fail) \
                     and s.then[0].kind == "phase-bound" and not s.else_:
                 return lambda v, log: None
+            # each side is compiled when first taken: most steps run once, and most of a rule's
+            # branches (an exit's per-barrier completions, its pending-copy checks) never
             c = self._expr(s.cond, gid)
-            t, f = self._body(s.then, gid, loc), self._body(s.else_, gid, loc)
-            return lambda v, log: t(v, log) if c(v) else f(v, log)
+            sides: list = [None, None]
+
+            def run(v, log):
+                i = 0 if c(v) else 1
+                f = sides[i]
+                if f is None:
+                    f = sides[i] = self._body(s.then if i == 0 else s.else_, gid, loc)
+                f(v, log)
+            return run
         if isinstance(s, Fail):
             args = [self._expr(a, gid) for a in s.args]
             subject = self._element(s.subject, gid)

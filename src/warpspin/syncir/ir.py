@@ -493,7 +493,18 @@ class Kernel:
                     yield s
 
     def uses_cluster_barrier(self) -> bool:
-        return any(type(s).__name__ in ("ClusterArrive", "ClusterWait") for s in self.ops())
+        return self.memo("uses_cluster_barrier", lambda: any(
+            type(s).__name__ in ("ClusterArrive", "ClusterWait") for s in self.ops()))
+
+    def memo(self, name: str, compute):
+        """A fact of this (immutable) kernel, computed once: rules ask it once per op."""
+        cache = self.__dict__.get("_memo")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_memo", cache)
+        if name not in cache:
+            cache[name] = compute()
+        return cache[name]
 
 
 def map_exprs(s: Stmt, fn) -> Stmt:

@@ -2744,8 +2744,8 @@ class Tcgen05Commit(SyncOp):
 
 def uses_tmem(kernel) -> bool:
     """Whether the kernel allocates tensor memory (its CTAs then have an objects.TMEM)."""
-    return any(isinstance(s, (TmemAlloc, TmemDealloc, TmemRelinquish, TmemAccess))
-               for s in kernel.ops())
+    return kernel.memo("uses_tmem", lambda: any(
+        isinstance(s, (TmemAlloc, TmemDealloc, TmemRelinquish, TmemAccess)) for s in kernel.ops()))
 
 
 def _tmem(c, f: str) -> TmemField:

@@ -17,7 +17,7 @@ import time
 
 from ...syncir.interp import Machine
 from ...syncir.ir import Kernel, Loc
-from ..contract import EngineOptions, Outcome
+from ..contract import EngineOptions, Outcome, cycle_collector_paused
 from . import cutoff
 from .analysis import analyze
 from .conditions import failures
@@ -53,7 +53,8 @@ def check(kernel: Kernel, timeout_s: float = 60.0) -> Outcome:
     t0 = time.perf_counter()
     res = Outcome(NAME, "inconclusive")
     try:
-        _check(kernel, res, t0 + timeout_s)
+        with cycle_collector_paused():
+            _check(kernel, res, t0 + timeout_s)
     except OutsideClass as e:
         res.verdict = "outside"
         res.reasons = [e.why]
