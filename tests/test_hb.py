@@ -185,13 +185,59 @@ def test_a_word_race_is_found_by_reordering_the_two_accesses():
 
 
 def test_an_op_without_a_happens_before_rule_sends_the_kernel_to_spin():
-    k = P.dynamic_scheduler()
+    from test_global_flags import handoff
+    k = handoff()
     r = verify_kernel(k, opts=CheckOptions(timeout_s=120))
     assert r.stats.engine == "spin" and "hb_refused" in r.config
-    assert "global counter" in r.config["hb_refused"] or "atom.inc" in r.config["hb_refused"]
+    assert "atom.add" in r.config["hb_refused"] or "spin.wait" in r.config["hb_refused"]
     assert "outside the happens-before engine's class" in str(r)
     only = verify_kernel(k, opts=CheckOptions(engine="hb"))
     assert only.verdict == "inconclusive" and "outside the happens-before" in only.reasons[0]
+
+
+# ----------------------------------------------------------------------------- global counters
+
+@hb_settings(max(10, EXAMPLES // 4))
+@given(lo=st.integers(0, 3), span=st.integers(0, 2), g_lo=st.integers(1, 2),
+       g_span=st.integers(0, 1), stages=st.integers(1, 3),
+       bug=st.sampled_from((None, *P.DYNAMIC_BUGS)))
+def test_dynamic_schedulers_agree(lo, span, g_lo, g_span, stages, bug):
+    """The values CTAs outside the model take from a tile counter: every sequence of them is a
+    run of its own; the verdict is the interpreter's over every interleaving of the takes."""
+    agrees(P.dynamic_scheduler(tiles=(lo, lo + span), grid=(g_lo, g_lo + g_span), stages=stages,
+                               bug=bug), "global counters")
+
+
+def test_the_counter_bug_is_a_run_with_takes():
+    """static-count hangs only when another CTA takes one of the consumer's tiles: the engine's
+    counterexample has that take, replays, and names the choice by its steps."""
+    from warpspin.syncir.trace import Take
+    k = P.dynamic_scheduler(bug="static-count")
+    r = hb.check(k)
+    assert r.verdict == "violation" and r.kind == "deadlock" and r.cost.runs > 1, r
+    assert any(isinstance(e, Take) for e in r.events)
+    assert replay(k, r.events, expect_kind="deadlock").ok
+    assert hb.check(P.dynamic_scheduler()).verdict == "verified"
+
+
+def _two_fetchers(others: int) -> Kernel:
+    """Two warps each take one value of the counter; warp a hangs on value 1. Which warp gets
+    which value depends on the order of their atom.incs, which nothing orders."""
+    from warpspin.syncir import AtomInc, CounterDecl, If, Lanes, Var
+    a = Process("a", (Lanes(1, (AtomInc("t", "sem", Const(3)),)),
+                      If(Var("t").eq(1), (BarSync(Const(1), Const(64)),))), warps=(0, 1))
+    b = Process("b", (Lanes(1, (AtomInc("u", "sem", Const(3)),)),), warps=(1, 2))
+    return Kernel("two_fetchers", (a, b), (), counters=(CounterDecl("sem", Const(3),
+                                                                     others=Const(others)),))
+
+
+@pytest.mark.parametrize("others", [0, 1])
+def test_unordered_atom_incs_of_the_model_are_not_verified(others):
+    """Takes order nothing (their values are the run's choice), but two warps of the model
+    incrementing one counter are accesses like any other: unordered, they are a condition that
+    fails, and the reordering finds the hang."""
+    r = agrees(_two_fetchers(others), "global counters")
+    assert r.verdict == "violation" and r.kind == "deadlock", r
 
 
 def test_launch_value_ranges_are_one_run_each():

@@ -29,8 +29,6 @@ from warpspin.syncir.passes import without_noop_fences  # noqa: E402
 
 # what the engine decides (the kind of a violation); every other catalog kernel: VERIFIED
 DECIDED = {
-    "quack.gemm_sm90.persistent_dynamic": "outside",  # atom.inc: other CTAs take tiles
-    "quack.gemm_sm90.persistent_dynamic.ranges": "outside",
     "fa4.sm90.varlen": "outside", "fa4.sm90.varlen_causal": "outside",  # Unsupported ops
     "fa4.sm100.varlen": "outside",
     # the load warp waits only for the release of the last Q stage before it exits; the MMA

@@ -161,8 +161,9 @@ def test_persistent_dynamic_verified():
     """quack's dynamic persistent GEMM: its scheduler warp takes each next tile from a global
     semaphore (lane 0's atom.inc, shuffled to the warp) that the grid's other CTAs take tiles
     from too. It extracts completely and is VERIFIED for every tile count 0..2, grid 1..2 and
-    every way the other CTAs can take tiles between two fetches, with one k-tile (1.6 M states;
-    tile counts 0..3 are a row of docs/coverage.md, `quack.gemm_sm90.persistent_dynamic.ranges`)."""
+    every way the other CTAs can take tiles between two fetches, with one k-tile: by SPIN for
+    deadlocks (1.6 M states), and by the happens-before engine for every property (tile counts
+    0..3 are a row of docs/coverage.md, `quack.gemm_sm90.persistent_dynamic.ranges`)."""
     from fixtures.catalog import DYNAMIC_RANGES
     sk = extract(quack_sm90_gemm("persistent_dynamic"), params=dict(DYNAMIC_RANGES,
                                                                     size_L558=(0, 2)))
@@ -171,9 +172,14 @@ def test_persistent_dynamic_verified():
     assert decl.label == "tile_count_semaphore"
     assert decl.limit == Var("size_L558") - 1
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096,
-                                            properties=("deadlock",)))
+                                            properties=("deadlock",), engine="spin"))
     assert r.verdict == "verified", str(r)
     assert any("tile_count_semaphore" in a for a in r.config["assumptions"])
+    # the happens-before engine, one run per sequence of tiles the other CTAs leave, agrees
+    # with SPIN's search, and decides every property
+    hb = verify_kernel(sk, opts=CheckOptions(timeout_s=300))
+    assert hb.verdict == "verified" and hb.stats.engine == "happens-before", str(hb)
+    assert hb.stats.hb_runs > 1
 
 
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")

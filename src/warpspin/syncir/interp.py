@@ -517,6 +517,11 @@ class Machine:
         guard, _ = self._compiled_step(gid, self.pc(s, gid))
         return bool(guard(s))
 
+    def take_enabled(self, s: State, counter: str) -> bool:
+        """Whether CTAs outside the model may take a value of `counter` in `s`."""
+        guard = self._takes.get(counter, (None,))[0]
+        return guard is not None and bool(guard(s))
+
     def enabled(self, s: State) -> list[Event]:
         evs: list[Event] = []
         for inst in self.instances:

@@ -3109,6 +3109,9 @@ class AtomInc(SyncOp):
     limit: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "atom.inc"
+    # the counter's value read is each run's choice where CTAs outside the model take values
+    # (engine/hb: every sequence of them is a run); incs of the model are ordered as accesses
+    hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.5"
     summary: ClassVar[str] = ("by one thread: dest = val; val = 0 if 0 <= limit <= val else "
                               "val + 1 (limit is unsigned: a negative one never wraps); by more "

@@ -70,11 +70,12 @@ def _check(kernel: Kernel, res: Outcome, deadline: float) -> None:
         res.reasons = [f"{what} has no happens-before rule" for what, _ in ops]
         res.locations = [loc for _, loc in ops]
         return
-    for c in kernel.counters:
-        if _takes(kernel, c):
-            raise OutsideClass(f"global counter {c.label or c.name}: CTAs outside the model take "
-                               "values from it between any two steps", c.loc)
     free = [p for p in kernel.params if p.unbounded]
+    for c in kernel.counters:
+        if free and _takes(kernel, c):
+            raise OutsideClass(f"global counter {c.label or c.name}: CTAs outside the model take "
+                               "values from it, and the cutoff over "
+                               f"{free[0].name} does not follow them", c.loc)
     if not free:
         if _runs(kernel, res, deadline):
             res.verdict = "verified"
@@ -97,13 +98,24 @@ def _runs(kernel: Kernel, res: Outcome, deadline: float) -> bool:
     starts = runner.starts()
     if len(starts) > MAX_RUNS:
         raise OutsideClass(f"{len(starts)} launch-value choices (more than {MAX_RUNS})")
+    runs = 0
     for start, s in starts:
-        if time.perf_counter() > deadline:
-            res.verdict = "inconclusive"
-            res.reasons = [f"the time limit was reached after {res.cost.runs} executions"]
-            return False
-        if not _decide_run(runner, runner.run(start, s), res):
-            return False
+        todo = [()]  # choices of takes (Runner.run): each sequence of counter values is one run
+        while todo:
+            if time.perf_counter() > deadline:
+                res.verdict = "inconclusive"
+                res.reasons = [f"the time limit was reached after {res.cost.runs} executions"]
+                return False
+            takes = todo.pop()
+            ex = runner.run(start, s, takes=takes)
+            todo += [takes + (False,) * (j - len(takes)) + (True,)
+                     for j in range(len(takes), ex.decisions)]
+            runs += 1
+            if runs > MAX_RUNS:
+                raise OutsideClass(f"more than {MAX_RUNS} executions (launch-value choices and "
+                                   "the values CTAs outside the model take from global counters)")
+            if not _decide_run(runner, ex, res):
+                return False
     return True
 
 

@@ -1,8 +1,11 @@
 """One execution of a kernel in the reference interpreter, recorded for the happens-before
 engine: every event with its actor, its occurrence and the states around it.
 
-Actors are the instances (their global numbers) and the async in-flight slots (after them): the
-j-th completion of a slot is that slot's j-th event. A test-wait is taken as T(K) takes it
+Actors are the instances (their global numbers), the async in-flight slots (after them: the
+j-th completion of a slot is that slot's j-th event) and, last, one per global counter: the CTAs
+outside the model that take values from it. Takes happen only where a run's choices put them,
+right before an atom.inc of the counter (the counter is read by nothing else, so that covers
+every value the incs can return). A test-wait is taken as T(K) takes it
 (peek.py): as failed, changing nothing but its result, with a shadow of the passed path that
 must rejoin the run after the wait it decides; a test-wait whose result decides more is outside
 the class.
@@ -13,8 +16,8 @@ from dataclasses import dataclass, field
 
 from ...syncir.interp import Machine, ModelError, State, Violation
 from ...syncir.ir import Kernel, Loc
-from ...syncir.ops import MbarTestWait
-from ...syncir.trace import Complete, Event as TraceEvent, ParamChoice, Step
+from ...syncir.ops import AtomInc, MbarTestWait
+from ...syncir.trace import Complete, Event as TraceEvent, ParamChoice, Step, Take
 from .peek import PeekError, Shadow, take_peek
 
 
@@ -29,9 +32,9 @@ class OutsideClass(Exception):
 @dataclass(frozen=True)
 class Event:
     n: int                 # position in the execution
-    actor: int             # an instance's gid, or len(instances) + an async slot
+    actor: int             # an instance's gid, an async slot's or a counter's (Runner.actor_of)
     occ: int               # events of the actor before this one
-    step: Step | Complete
+    step: Step | Complete | Take
     pre: State
     post: State
     hooks: tuple = ()      # (hook name, mbarrier element) the step's rule ran
@@ -47,6 +50,8 @@ class Execution:
     peeks: list = field(default_factory=list)   # peek.Peek: test-waits T(K) took as failed
     initial: State | None = None
     shadows: dict = field(default_factory=dict)  # at the end: gid -> peek.Shadow still followed
+    takes: int = 0       # values CTAs outside the model took
+    decisions: int = 0   # the points where a take could go (Runner.run's `takes`) it reached
 
     def trace(self) -> list[TraceEvent]:
         return [*self.start, *(e.step for e in self.events)]
@@ -69,12 +74,30 @@ class Runner:
         self.kernel = kernel
         self.m = Machine(kernel, lift_bounds)
         self.n_inst = len(self.m.instances)
-        self.current: Step | Complete | None = None   # the event being executed
+        self.n_slots = len(self.m.layout.async_keys)
+        self.counters = {name: i for i, name in enumerate(self.m.layout.counters)}
+        self.current: Step | Complete | Take | None = None   # the event being executed
 
-    def actor_of(self, ev: Step | Complete) -> int:
+    @property
+    def actors(self) -> int:
+        return self.n_inst + self.n_slots + len(self.counters)
+
+    def actor_of(self, ev: Step | Complete | Take) -> int:
         if isinstance(ev, Step):
             return self.m.gid[(ev.process, ev.instance)]
+        if isinstance(ev, Take):
+            return self.n_inst + self.n_slots + self.counters[ev.counter]
         return self.n_inst + self.m.layout.async_slot[(ev.process, ev.pc, ev.cta, ev.index)]
+
+    def take_before(self, s: State, ev) -> Take | None:
+        """The take that may go before step `ev`: `ev` is an atom.inc of a counter from which
+        CTAs outside the model may take a value now."""
+        if not isinstance(ev, Step):
+            return None
+        op = self.m.flat[ev.process].code[ev.pc].stmt
+        if not isinstance(op, AtomInc):
+            return None
+        return Take(op.counter) if self.m.take_enabled(s, op.counter) else None
 
     def enabled(self, s: State, first: bool = False) -> list[Step | Complete]:
         """The events enabled in `s` (with `first`: only the first of them, the default
@@ -125,10 +148,13 @@ class Runner:
         return self.m.initial_states()
 
     def run(self, start: tuple[ParamChoice, ...], s: State, choose=None,
-            limit: int = 1_000_000, shadows: dict | None = None) -> Execution:
+            limit: int = 1_000_000, shadows: dict | None = None,
+            takes: tuple[bool, ...] = ()) -> Execution:
         """Execute from `s` until no step is enabled: `choose(enabled, occurrences)` picks the
         next event (default: the first instance step, else the first completion). `shadows`:
-        the passed paths of test-waits already taken (a run resumed mid-way: cutoff.py)."""
+        the passed paths of test-waits already taken (a run resumed mid-way: cutoff.py).
+        `takes`: at the i-th point where a take may go before the picked atom.inc, one goes
+        when takes[i] (none past its end); `decisions` counts the points reached."""
         m = self.m
         ex = Execution(start, initial=s)
         occ: dict[int, int] = {}
@@ -142,6 +168,11 @@ class Runner:
             ev = choose(evs, occ) if choose else evs[0]
             if ev is None:
                 break
+            take = self.take_before(s, ev) if choose is None else None
+            if take is not None:
+                ex.decisions += 1
+                if ex.decisions <= len(takes) and takes[ex.decisions - 1]:
+                    ev = take
             actor = self.actor_of(ev)
             self.current = ev
             hooks = _Hooks()
@@ -163,10 +194,22 @@ class Runner:
                     raise OutsideClass(e.why, e.loc) from None
             if actor < self.n_inst:
                 t = self._settle(t, (actor,), occ, shadows, ex)
+            elif isinstance(ev, Take):
+                ex.takes += 1
             ex.events.append(Event(len(ex.events), actor, occ[actor] - 1, ev, s, t,
                                    tuple(hooks.seen)))
             s = t
-        ex.final = s
         if any(not m.ended(s, i.gid) for i in m.instances):
+            # as the interpreter has it, nothing at all is enabled: the other CTAs take what
+            # the counters have left (it changes nothing the blocked warps wait on)
+            for name in self.counters:
+                while m.take_enabled(s, name):
+                    actor = self.actor_of(Take(name))
+                    t = m.step(s, Take(name))
+                    ex.events.append(Event(len(ex.events), actor, occ.get(actor, 0), Take(name),
+                                           s, t))
+                    occ[actor] = occ.get(actor, 0) + 1
+                    s = t
             ex.end = "deadlock"
+        ex.final = s
         return ex
