@@ -39,6 +39,10 @@ Variants (each differs from ``correct`` by one line, selected at trace time):
   tmem_freed_early         the MMA warp arrives on the named barrier but does not wait on it
                            before it frees the tensor memory: the epilogue's tcgen05.ld of the
                            last tiles reads columns the CTA no longer holds -> tmem-lifetime
+  release_before_mma       the MMA warp releases the A/B stage (its tcgen05.commit to ab.empty)
+                           before the k-tile's MMAs instead of after them: that commit tracks
+                           only earlier MMAs, so its arrive can land, and the TMA warp refill the
+                           stage, while these MMAs still read it -> race
 """
 from __future__ import annotations
 
@@ -61,7 +65,7 @@ EPI_WARPS, MMA_WARP, TMA_WARP = 4, 4, 5
 THREADS = 32 * (EPI_WARPS + 2)
 TMEM_BAR = 1                    # named barrier: the tensor memory address, then its release
 
-BUGS = ("commit_wrong_stage", "no_acc_release_on_empty", "tmem_freed_early")
+BUGS = ("commit_wrong_stage", "no_acc_release_on_empty", "tmem_freed_early", "release_before_mma")
 
 
 class BlackwellGemm:
@@ -158,13 +162,16 @@ class BlackwellGemm:
                 tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
                 for k in cutlass.range(self.k_tiles(t, empty), unroll=1):
                     ab_pipe.consumer_wait(ab_state)
+                    if cutlass.const_expr(self.bug == "release_before_mma"):
+                        ab_pipe.consumer_release(ab_state)           # BUG: before the MMAs
                     for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
                         cute.gemm(tiled_mma, acc[None, None, None, acc_state.index],
                                   tCrA[None, None, kb, ab_state.index],
                                   tCrB[None, None, kb, ab_state.index],
                                   acc[None, None, None, acc_state.index])
                         tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
-                    ab_pipe.consumer_release(ab_state)               # tcgen05.commit -> ab.empty
+                    if cutlass.const_expr(self.bug != "release_before_mma"):
+                        ab_pipe.consumer_release(ab_state)           # tcgen05.commit -> ab.empty
                     ab_state.advance()
                 if cutlass.const_expr(self.bug == "commit_wrong_stage"):
                     acc_pipe.producer_commit(pipeline.PipelineState(             # BUG
@@ -243,6 +250,10 @@ def no_acc_release_on_empty(**kw):
     return variant("no_acc_release_on_empty", empty=1, **kw)
 
 
+def release_before_mma(**kw):
+    return variant("release_before_mma", **kw)
+
+
 def tmem_freed_early(**kw):
     return variant("tmem_freed_early", **kw)
 
@@ -252,9 +263,10 @@ VARIANTS = {"correct": correct, "correct_any_empty": correct_any_empty,
 # what `warpspin check --arch sm_100a` must say (make demo and tests/test_examples.py check it)
 EXPECT = {"correct": "not-checked", "correct_any_empty": "not-checked",
           "commit_wrong_stage": "parity-aliasing", "no_acc_release_on_empty": "deadlock",
-          "tmem_freed_early": "tmem-lifetime"}
+          "tmem_freed_early": "tmem-lifetime", "release_before_mma": "race"}
 # the source line each violation must be reported at (tests/test_examples.py finds it by its text)
 EXPECT_AT = {"commit_wrong_stage": "acc_pipe.consumer_wait(state)",
+             "release_before_mma": "cute.gemm(tiled_mma, acc[None, None, None, acc_state.index],",
              "no_acc_release_on_empty": "acc_pipe.producer_acquire(acc_state)",
              "tmem_freed_early":
                  "cute.copy(t2r, tTR_tAcc[None, None, None, state.index], tTR_rAcc)"}

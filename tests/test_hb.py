@@ -96,13 +96,14 @@ def test_well_synchronized_protocols_and_their_mutants_agree(k, rnd):
 
 
 RING_MUTANTS = [P.ring(stages=2, trips=3, consumers=2), peek_ring(2, 3, 1, expect_first=True),
-                named_pingpong(2, 1), cluster_multicast(2, 2), P.exchange(2)]
+                named_pingpong(2, 1), cluster_multicast(2, 2), P.exchange(2),
+                P.umma_mainloop(stages=2, ktiles=3)]
 
 
 @pytest.mark.parametrize("k", RING_MUTANTS, ids=[k.name for k in RING_MUTANTS])
 def test_every_mutant_of_a_small_protocol_agrees(k):
     """Every one-edit mutant (an op dropped, a count off by one, a parity swapped, two
-    neighbours swapped) of five small protocols, not a sample."""
+    neighbours swapped) of six small protocols, not a sample."""
     assert agrees(k, "all mutants").verdict == "verified"
     for m in mutants(k):
         if not validate(m):

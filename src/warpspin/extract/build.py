@@ -11,7 +11,7 @@ from dataclasses import replace
 from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
                           Unsupported,
-                          WgmmaCommit, WgmmaRead, WgmmaWait, GlobalAdd, GlobalWait)
+                          WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, GlobalAdd, GlobalWait)
 from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
@@ -348,7 +348,7 @@ def _bufs_of(st) -> set[str]:
     """The staged buffers a statement accesses."""
     if isinstance(st, (SmemWrite, TmaStore, CpAsync, SmemOwn)):
         return {st.buf}
-    if isinstance(st, (WgmmaRead, SmemRead)):
+    if isinstance(st, (WgmmaRead, MmaRead, SmemRead)):
         return {b for b, _ in st.reads}
     if isinstance(st, TmaLoad) and st.dst is not None:
         return {st.dst}
@@ -432,7 +432,7 @@ def _cp_why(ctx: Context, name: str, bodies: list, copies: bool) -> Optional[str
     if len(ctx.cp_partitions.get(name, ())) > 1:
         return ("its threads copy into it or access it through more than one partition (their "
                 "parts may overlap)")
-    other = (SmemWrite, TmaStore, SmemRead, WgmmaRead) if copies else (SmemOwn,)
+    other = (SmemWrite, TmaStore, SmemRead, WgmmaRead, MmaRead) if copies else (SmemOwn,)
     if any(isinstance(s, other) and name in _bufs_of(s) for _, b in bodies for s in b) or \
             any(isinstance(s, TmaLoad) and s.dst == name for _, b in bodies for s in b) and copies:
         return "cp.async copies and other async units or staged accesses share it"
@@ -451,7 +451,7 @@ def _only_buffers(body: tuple, staged: dict) -> tuple:
     def keep(st) -> tuple:
         if isinstance(st, (SmemWrite, TmaStore, CpAsync, SmemOwn)) and st.buf not in staged:
             return ()
-        if isinstance(st, (WgmmaRead, SmemRead)):
+        if isinstance(st, (WgmmaRead, MmaRead, SmemRead)):
             kept = tuple(r for r in st.reads if r[0] in staged)
             return (replace(st, reads=kept),) if kept else ()
         if isinstance(st, TmaLoad) and st.dst is not None and st.dst not in staged:
@@ -484,7 +484,8 @@ def _one_access_per_run(body: tuple) -> tuple:
             if (st.buf, st.stage) in seen:
                 continue
             seen.add((st.buf, st.stage))
-        elif isinstance(st, (WgmmaRead, SmemRead)) and type(prev) is type(st):
+        elif isinstance(st, (WgmmaRead, MmaRead, SmemRead)) and type(prev) is type(st) \
+                and getattr(st, "pair", None) == getattr(prev, "pair", None):
             out[-1] = replace(prev, reads=prev.reads + tuple(r for r in st.reads
                                                             if r not in prev.reads))
             continue

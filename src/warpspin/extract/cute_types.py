@@ -200,11 +200,13 @@ def _top_level(text: str) -> list[str]:
     return out
 
 
-def stage_mode(tensor_type: str, coord_text: str) -> Optional[tuple[str, int, int]]:
-    """When slicing a tensor of type `tensor_type` by the coordinate `coord_text` fixes exactly
-    one top-level mode with a scalar (``?`` or an integer) and keeps every other (``_``), and
-    that mode has one leaf of extent > 1 (the others of extent 1): (the coordinate entry, the
-    leaf's extent, its stride in elements). Else None."""
+def stage_mode(tensor_type: str, coord_text: str) -> Optional[tuple[str, int, int, int]]:
+    """When slicing a tensor of type `tensor_type` by the coordinate `coord_text` fixes, with a
+    scalar (``?`` or an integer), a top-level mode with one leaf of extent > 1 (the others of
+    extent 1) whose extent times stride spans the tensor, and every other mode (fixed or kept)
+    stays inside one step of it: (the coordinate entry, the leaf's extent, its stride in
+    elements, how many ``?`` entries come before it). A k-block and a stage fixed in one slice
+    (`tCrA[None, None, k, stage]`) is this too. Else None."""
     qs = quoted(tensor_type)
     if not qs or ":" not in qs[-1]:
         return None
@@ -218,10 +220,19 @@ def stage_mode(tensor_type: str, coord_text: str) -> Optional[tuple[str, int, in
             len(entries) != len(shape) or len(stride) != len(shape):
         return None
     fixed = [i for i, e in enumerate(entries) if e != "_"]
-    if len(fixed) != 1 or not re.fullmatch(r"\?|\d+", entries[fixed[0]]):
+    if not fixed or not all(re.fullmatch(r"\?|\d+", entries[i]) for i in fixed):
         return None
-    leaves = [(n, d) for n, d in zip(_flatten(shape[fixed[0]]), _flatten(stride[fixed[0]]))
-              if n != 1]
-    if len(leaves) != 1 or None in leaves[0] or leaves[0][1] <= 0:
+    modes = [list(zip(_flatten(shape[i]), _flatten(stride[i]))) for i in range(len(shape))]
+    if any(None in leaf for m in modes for leaf in m):
         return None
-    return entries[fixed[0]], leaves[0][0], leaves[0][1]
+    span = lambda leaves: sum((n - 1) * abs(d) for n, d in leaves)  # noqa: E731
+    total = span([leaf for m in modes for leaf in m]) + 1
+    for i in fixed:
+        big = [(n, d) for n, d in modes[i] if n != 1]
+        if len(big) != 1 or big[0][1] <= 0:
+            continue
+        n, d = big[0]
+        rest = span([leaf for j, m in enumerate(modes) if j != i for leaf in m])
+        if n * d >= total and rest < d:
+            return entries[i], n, d, entries[:i].count("?")
+    return None

@@ -16,7 +16,7 @@ from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
 from ..frontend.trace import describe_host
 from ..syncir.ops import (CLC_WORDS, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
-                          TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
+                          TmaStore, WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
                           TensormapWrite, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish,
                           ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd, GlobalWait)
 from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, BarArrive, CounterDecl, FlagDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
@@ -1305,10 +1305,11 @@ class WarpWalker:
             self.env[op.result] = replace(r, stage=stage)
 
     def slice_stage(self, op: Op, v) -> Optional[Stage]:
-        """The stage a slice selects: it fixes one top-level mode of a shared-memory tensor
-        (not already a stage) whose single non-unit leaf spans all of the tensor's bytes (the
-        stage mode of quack's and CUTLASS's staging buffers, `sD[None, None, stage]`), with an
-        index the model follows."""
+        """The stage a slice selects: it fixes a top-level mode of a shared-memory tensor (not
+        already a stage) whose single non-unit leaf spans all of the tensor's bytes (the stage
+        mode of quack's and CUTLASS's staging buffers, `sD[None, None, stage]`; other modes it
+        fixes stay inside a stage: `tCrA[None, None, k_block, stage]`), with an index the
+        model follows."""
         if not isinstance(v, (View, Region)) or v.stage is not None:
             return None
         text = ct.int_tuple_value(op.operand_types[1]) or ""
@@ -1319,16 +1320,16 @@ class WarpWalker:
             ct.elem_bytes(op.operand_types[0])
         if mode is None or not eb:
             return None
-        entry, n, d = mode
+        entry, n, d, before = mode
         lo, hi = v.byte_range if isinstance(v, View) else (v.lo, v.hi)
         alloc = v.ptr.alloc.uid if isinstance(v, View) else v.alloc
         if n * d * eb != hi - lo:
             return None
         if entry == "?":
             c = self.val(op.operands[1])
-            if not isinstance(c, SliceCoord) or len(c.dynamic) != 1:
+            if not isinstance(c, SliceCoord) or len(c.dynamic) <= before:
                 return None
-            index = c.dynamic[0]
+            index = c.dynamic[before]
         else:
             index = Const(int(entry))
         if not isinstance(index, Expr) or opaque_reasons(index):
@@ -2560,14 +2561,13 @@ class WarpWalker:
 
     def gemm(self, op: Op, out) -> None:
         """``cute.gemm(atom, d, a, b, c)``: a warpgroup MMA whose shared-memory operands (a, b:
-        descriptor views) it reads asynchronously until a wgmma.wait_group retires its group.
-        A tcgen05 MMA (an sm100 atom) reads them until a tcgen05.commit's arrive, which the
-        stage model does not follow: its reads stay unattributed, so its buffers are reported
-        as not checked (build.py)."""
-        if op.operand_types and "sm100" in op.operand_types[0]:
-            two = re.search(r"sm100\.mma\w*<[^>]*num_cta = 2", op.operand_types[0]) is not None
+        descriptor views) it reads asynchronously until a wgmma.wait_group retires its group;
+        a tcgen05 MMA (an sm100 atom; cta_group::2 with num_cta = 2) until the arrive of the
+        warp's next tcgen05.commit lands, and its accumulator is a TMEM access."""
+        sm100 = bool(op.operand_types) and "sm100" in op.operand_types[0]
+        two = sm100 and re.search(r"sm100\.mma\w*<[^>]*num_cta = 2", op.operand_types[0]) is not None
+        if sm100:
             out.append(TmemAccess("tcgen05.mma", self.loc(op), pair=two))
-            return
         reads = []
         for vid in op.operands[2:4]:
             stage = self.staged(vid)
@@ -2575,7 +2575,9 @@ class WarpWalker:
                 continue
             name = self.claim(op, stage)
             reads.append((name, stage.index))
-        if reads:
+        if reads and sm100:
+            out.append(MmaRead(tuple(reads), self.loc(op), pair=two))
+        elif reads:
             out.append(WgmmaRead(tuple(reads), self.loc(op)))
 
     def tcgen05_commit(self, op: Op, out) -> None:

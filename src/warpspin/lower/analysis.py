@@ -19,7 +19,7 @@ from ..syncir.layout import Layout
 from ..syncir.objects import (ASYNC_COPY, CLUSTER_BARRIER, INT32, LIMITS, MBARRIER, NAMED_BARRIER,
                               GLOBAL_COUNTER, GLOBAL_FLAG, OBSERVATION, SHARED_WORD, TENSORMAP, TMEM, BUFFER,
                               BUFFER_STAGE)
-from ..syncir.rules import (BufField, TmapField, TmemField, ClusterField, CounterField, FlagField, Inflight, Live, Local, MbarField, NamedField, Obs, Self,
+from ..syncir.rules import (BufField, Carried, TmapField, TmemField, ClusterField, CounterField, FlagField, Inflight, Live, Local, MbarField, NamedField, Obs, Self,
                             Set, When, WordField, expr_places, rule_exprs, rule_locals, walk_rule)
 
 INF = math.inf
@@ -182,6 +182,8 @@ def place_range(p, lay: Layout | None) -> tuple:
         return fr(OBSERVATION, "obs")
     if isinstance(p, Inflight):
         return fr(ASYNC_COPY, "inflight")
+    if isinstance(p, Carried):
+        return fr(ASYNC_COPY, "carried")
     if isinstance(p, WordField):
         return fr(SHARED_WORD, p.field)
     if isinstance(p, CounterField):
@@ -214,8 +216,8 @@ def _interval(e: Expr, env: dict, lay, visit) -> tuple:
     if isinstance(e, Self):
         n = len(lay.instances) if lay is not None else INF
         return (-2, n)
-    if isinstance(e, (MbarField, NamedField, ClusterField, Live, Obs, Inflight, WordField,
-                      CounterField, FlagField, TmapField, TmemField, BufField)):
+    if isinstance(e, (MbarField, NamedField, ClusterField, Live, Obs, Inflight, Carried,
+                      WordField, CounterField, FlagField, TmapField, TmemField, BufField)):
         for f in ("cta", "index", "bid", "stage"):
             sub = getattr(e, f, None)
             if isinstance(sub, Expr):

@@ -35,7 +35,7 @@ from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BAR
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
                           NARROW_TYPES, async_word_arrays, uses_tmem)
-from ..syncir.rules import (BufField, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live,
+from ..syncir.rules import (BufField, Carried, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live,
                             Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
                             any_of)
 
@@ -419,6 +419,10 @@ class _Lowering:
         if self.lay.async_keys:
             f = ASYNC_COPY.fields[0]
             out.append(f"{ctype(f.lo, f.hi)} infl[{self.infl_count}];")
+            if self.lay.carried_bufs:
+                f = ASYNC_COPY.field("carried")
+                out.append(f"{ctype(f.lo, f.hi)} carried[{self.infl_count * len(self.lay.carried_bufs)}];"
+                           f"  /* {f.doc} */")
         for w in self.k.words:
             f = SHARED_WORD.field("val")
             n = w.size * self.k.num_ctas
@@ -1007,6 +1011,10 @@ class _GlobalCtx:
             return f"live[{self.e(p.cta)}]"
         if isinstance(p, Inflight):
             return f"infl[{self.e(low.async_index(p))}]"
+        if isinstance(p, Carried):
+            nb = len(low.lay.carried_bufs)
+            i = self.e(low.async_index(Inflight(p.process, p.pc, p.cta, p.index)))
+            return f"carried[({i}) * {nb} + {low.lay.carried_bufs.index(p.buf)}]"
         if isinstance(p, CounterField):
             return low.counters[p.name]
         if isinstance(p, FlagField):

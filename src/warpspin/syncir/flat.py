@@ -178,10 +178,11 @@ def _locals(p: Process, code) -> set[str]:
 def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
     """The hidden locals of staged buffers a process needs: its write bits (per stage: written
     unfenced, fenced and unreleased; once: released raw) when it writes a buffer, its open TMA
-    stores per stage when it stores one, its open wgmma reads per stage when it reads one."""
+    stores per stage when it stores one, its open wgmma or tcgen05.mma reads per stage when it
+    reads one."""
     from .ir import walk_stmts
-    from .ops import (CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, SmemWrite, TmaStore,
-                      WgmmaRead, br_unfenced, bs_open, bw_fenced, bw_released_raw, bw_unfenced,
+    from .ops import (CpAsync, CpAsyncCommit, CpAsyncWait, MmaRead, SmemOwn, SmemWrite,
+                      TmaStore, WgmmaRead, mma_open, br_unfenced, bs_open, bw_fenced, bw_released_raw, bw_unfenced,
                       cp_group, cp_open, touches_filled_in, wg_open)
     names: set[str] = set()
     stmts = list(walk_stmts(p.body))
@@ -194,6 +195,9 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
             names |= {bs_open(b.name, i) for i in range(b.stages)}
         if any(isinstance(s, WgmmaRead) and b.name in {r[0] for r in s.reads} for s in stmts):
             names.add(wg_open(b.name))
+        for s in stmts:
+            if isinstance(s, MmaRead) and b.name in {r[0] for r in s.reads}:
+                names |= {mma_open(b.name)} | ({mma_open(b.name, True)} if s.pair else set())
         if touches_filled_in(kernel, p.body, b.name):
             names |= {br_unfenced(b.name, i) for i in range(b.stages)}
         if any(isinstance(s, (CpAsync, SmemOwn)) and s.buf == b.name for s in stmts):

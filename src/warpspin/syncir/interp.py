@@ -22,7 +22,7 @@ from .layout import Layout
 from .objects import (BUFFER, BUFFER_STAGE, CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER,
                       TENSORMAP, TMEM)
 from .ops import MbarTestWait, MbarWait, uses_tmem
-from .rules import (BufField, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live, Local, MbarField, NamedField,
+from .rules import (BufField, Carried, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live, Local, MbarField, NamedField,
                     Obs, Self, Set, When, WordField)
 from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step, Take  # noqa: F401 (re-exported)
 
@@ -83,6 +83,9 @@ class StateLayout:
         off += k.num_ctas
         self.infl = off
         off += len(lay.async_keys)
+        self.carried = off  # per in-flight slot, per buffer tcgen05.mma read: the stages it retires
+        self.carried_index = {b: i for i, b in enumerate(lay.carried_bufs)}
+        off += len(lay.async_keys) * len(lay.carried_bufs)
         self.counter = {name: off + i for i, name in enumerate(lay.counters)}
         off += len(lay.counters)
         self.flag = {f.name: off + i for i, f in enumerate(k.flags)}  # global flags: `val` each
@@ -335,6 +338,10 @@ class Machine:
             cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)
             pi, pc = p.process, p.pc
             return lambda v: sl.infl + lay.async_slot[(pi, pc, cta(v), idx(v))]
+        if isinstance(p, Carried):
+            cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)
+            pi, pc, nb, bi = p.process, p.pc, len(lay.carried_bufs), sl.carried_index[p.buf]
+            return lambda v: sl.carried + lay.async_slot[(pi, pc, cta(v), idx(v))] * nb + bi
         raise ModelError(f"not an expression: {p!r}")
 
     def _body(self, stmts, gid: int, loc: Loc):

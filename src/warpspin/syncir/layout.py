@@ -10,7 +10,7 @@ from functools import cached_property
 from .flat import FlatProcess, Op, flatten
 from .ir import Const, Kernel
 from .objects import LIMITS
-from .ops import (counter_take, BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, MbarInit,
+from .ops import (counter_take, mma_bufs, BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, MbarInit,
                   SmemLoad, SmemStore, StAsync, Tcgen05Commit, TmaLoad)
 from .rules import Inflight, Obs, Rule, SubRules, replace_places, rule_places
 
@@ -125,6 +125,9 @@ class Layout:
                             self.async_keys.append(key)
                             self.async_stmt[key] = st
         self.async_slot = {key: n for n, key in enumerate(self.async_keys)}
+        # staged buffers tcgen05.mma read: each in-flight slot carries a mask per buffer
+        self.carried_bufs: list[str] = sorted({b for pi in range(len(k.processes))
+                                               for b, _ in mma_bufs(k, pi)})
         self._rules: dict[tuple[int, int], Rule] = {}
         self._completions: dict[tuple[int, int, int, int], Rule] = {}
         # build every rule now: sub-rules are defined as rules are built

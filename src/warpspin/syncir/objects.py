@@ -93,6 +93,8 @@ LIVE = ObjectKind("live-threads", "cta", (
 
 ASYNC_COPY = ObjectKind("async-copy", "cta", (
     FieldDecl("inflight", 0, LIMITS.inflight, 0, "copies issued and not yet complete"),
+    FieldDecl("carried", 0, (1 << 16) - 1, 0, "per staged buffer that tcgen05.mma reads: the "
+              "stages whose reads the tcgen05.commits in flight retire when they land"),
 ), "asynchronous copies (TMA loads, bulk copies, st.async) in flight towards one mbarrier element, "
    "per issuing op")
 
@@ -153,6 +155,8 @@ BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
     FieldDecl("fly", 0, LIMITS.inflight, 0, "TMA loads into the stage issued and not complete"),
     FieldDecl("wrd", 0, LIMITS.inflight, 0, "wgmma reads of the stage (one per warp and wgmma) "
               "not yet retired by a wgmma.wait_group of their warp"),
+    FieldDecl("mrd", 0, LIMITS.inflight, 0, "tcgen05.mma reads of the stage (one per warp and "
+              "commit) not yet retired by the arrive of a tcgen05.commit issued after them"),
     FieldDecl("gr", 0, _MAX_INSTANCES, 0, "instances that read the stage through the generic "
               "proxy and have not executed fence.proxy.async since (a TMA load may not refill it)"),
 ), "one stage of a staged shared-memory buffer: TMA stores read it (PTX 9.7.9.25 "

@@ -22,7 +22,7 @@ from typing import ClassVar
 from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef,
                  For, While, _lift_fields, expr_vars, lift, stmt_bodies)
 from .objects import LIMITS, TMEM_COLUMNS
-from .rules import (BufField, Call, ClusterField, CounterField, El, Fail, FlagField, Hook, Inflight, Live, Local, NamedField, Obs,
+from .rules import (BufField, Call, Carried, ClusterField, CounterField, El, Fail, FlagField, Hook, Inflight, Live, Local, NamedField, Obs,
                     Rule, Self, Set, TmapField, TmemField, When, WordField, add, all_of, any_of, sub)
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
@@ -33,7 +33,7 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
            "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
            "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "br_unfenced",
-           "touches_filled", "touches_filled_in", "WgmmaRead",
+           "touches_filled", "touches_filled_in", "WgmmaRead", "MmaRead", "mma_open", "mma_bufs",
            "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
@@ -1085,6 +1085,11 @@ class TmaLoad(_CompletesBytes, SyncOp):
                     "race", f"{{who}} issues a TMA load into stage {{0}} of {label} while {{1}} "
                     "wgmma read(s) of it are not retired: the reader released the stage before "
                     "its wgmma.wait_group", (self.bar.index, st("wrd")))]),
+                When(_gt(st("mrd"), 0), [Fail(
+                    "race", f"{{who}} issues a TMA load into stage {{0}} of {label} while {{1}} "
+                    "tcgen05.mma read(s) of it may still run: no tcgen05.commit issued after "
+                    "them has arrived (the stage was released before its MMAs completed)",
+                    (self.bar.index, st("mrd")))]),
                 When(_gt(st("gr"), 0), [Fail(
                     "proxy-race", f"{{who}} issues a TMA load (async proxy) into stage {{0}} of "
                     f"{label} while {{1}} thread group(s) that read or wrote it through the "
@@ -2250,6 +2255,101 @@ class WgmmaRead(SyncOp):
         return Rule(body)
 
 
+def mma_open(buf: str, peer: bool = False) -> str:
+    """The stages of `buf` (in the pair's other CTA with `peer`) that the executing warp's
+    tcgen05.mma read since its last tcgen05.commit (a bit mask)."""
+    return f"_umo{'p' if peer else ''}_{buf}"
+
+
+def mma_bufs(kernel, process: int) -> tuple[tuple[str, bool], ...]:
+    """(buffer, peer) of every open-read mask of a process: the buffers its tcgen05.mma read,
+    in its own CTA and, for cta_group::2 MMAs, in the pair's other CTA."""
+    def compute():
+        from .ir import walk_stmts
+        out: set = set()
+        for st in walk_stmts(kernel.processes[process].body):
+            if isinstance(st, MmaRead):
+                for b, _ in st.reads:
+                    out.add((b, False))
+                    if st.pair:
+                        out.add((b, True))
+        return tuple(sorted(out))
+    return kernel.memo(("mma_bufs", process), compute)
+
+
+@sync_op
+@dataclass(frozen=True)
+class MmaRead(SyncOp):
+    """tcgen05.mma (PTX 9.7.16.10) of the executing warp reads the stages `reads` ((buffer,
+    stage) pairs: its shared-memory operands) asynchronously; with `pair` (cta_group::2) the
+    same stages of both CTAs of the pair. The reads last until the arrive of a tcgen05.commit
+    the warp issues after them lands: a commit tracks every tcgen05 op its thread issued before
+    it (9.7.16.12). A TMA load into such a stage before that is a race. (One op for the operands
+    of consecutive MMAs, as WgmmaRead.)"""
+    reads: tuple[tuple[str, Expr], ...]
+    loc: Loc = NOLOC
+    pair: bool = False
+    mnemonic: ClassVar[str] = "tcgen05.mma.read"
+    hb_rule: ClassVar[str | None] = "generic"
+    ptx: ClassVar[str] = "9.7.16.10 (tcgen05.mma), 9.7.16.12 (tcgen05.commit)"
+    summary: ClassVar[str] = ("per stage read, in its CTA (and the pair's other one with "
+                              "cta_group::2): fly > 0: race (a TMA load into it is in flight); "
+                              "then, unless the warp's uncommitted MMAs already read it, "
+                              "mrd += 1 (until the arrive of its next tcgen05.commit)")
+    # it reads and writes only staged-buffer state and its own locals (R6, R8, R11, as a wgmma
+    # read); a pair read touches the other CTA's stage
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls((("sA", Const(0)), ("sB", Const(0))))
+
+    def __post_init__(self):
+        object.__setattr__(self, "reads", tuple((b, lift(i)) for b, i in self.reads))
+
+    def fmt(self):
+        return f"tcgen05.mma.read {_fmt_reads(self.reads)}" + (" (cta_group::2)" if self.pair else "")
+
+    def facts(self):
+        return self.proven - {INDEPENDENT_CTAS} if self.pair else self.proven
+
+    def problems(self, k):
+        out = _reads_problems(k, self.reads)
+        if self.pair and k.num_ctas % 2:
+            out.append("a cta_group::2 tcgen05.mma needs CTA pairs (an even cluster size)")
+        return out
+
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "rw", "cluster" if self.pair else "cta",
+                               proxy="async"),),
+                         retired_by="the arrive of the warp's next tcgen05.commit")
+
+    def rule(self, c):
+        body = []
+        for buf, stage in self.reads:
+            label = c.kernel.buffer(buf).label or buf
+
+            def one(s, buf=buf, label=label):
+                out = []
+                for peer in ((False, True) if self.pair else (False,)):
+                    cta = Const(c.cta ^ 1 if peer else c.cta)
+                    st = lambda f: BufField(buf, cta, Const(s), f)  # noqa: E731
+                    open_ = Local(mma_open(buf, peer))
+                    out += [When(_gt(st("fly"), 0), [Fail(
+                                "race", f"{{who}} reads (tcgen05.mma) stage {s} of {label} in "
+                                f"CTA {cta.value} while {{0}} TMA load(s) into it are in flight: "
+                                "only the completion of their bytes on the stage's mbarrier (a "
+                                "wait on it) orders the read after them", (st("fly"),))]),
+                            When(UnOp("not", _bit(open_, s)), [
+                                When(_ge(st("mrd"), LIMITS.inflight), [Fail(
+                                    "copy-bound", f"more than {LIMITS.inflight} tcgen05.mma "
+                                    "reads of one stage unretired (model bound)")]),
+                                add(st("mrd"), 1), Set(open_, BinOp("|", open_, Const(1 << s)))])]
+                return out
+            body += _per_stage(c, buf, stage, "reads", one)
+        return Rule(body)
+
+
 @sync_op
 @dataclass(frozen=True)
 class SmemRead(SyncOp):
@@ -2710,23 +2810,69 @@ class Tcgen05Commit(SyncOp):
                _acc("async-copy", "write", scope, proxy="async")]
         if scope == "cluster":
             acc.append(_acc("live-threads", "read", "cluster"))
+        if any(isinstance(s, MmaRead) for s in k.ops()):  # its arrive retires MMA reads
+            acc.append(_acc("buffer-stage", "rw", scope, proxy="async"))
         return Footprint(tuple(acc), retired_by="the arrive on the mbarrier")
 
     def rule(self, c):
         T = c.threads
         if self.multicast is None:
             el, checks = resolve(c, self.bar)
+            carry = self._carry(c, c.cta) if self.bar.cta is None else self._no_carry(c)
             return Rule([*checks, *remote_alive(c, self.bar, el, "commits to"),
-                         *vis_checks(el, tma=True),
-                         *_issue(Inflight(c.process, c.pc, el.cta, el.index), T)])
+                         *vis_checks(el, tma=True), *carry,
+                         *_issue(Inflight(c.process, c.pc, el.cta, el.index), T),
+                         *self._opened(c)])
         _, checks = resolve(c, self.bar)
         return Rule([*checks, *_multicast_issue(c, self.bar, self.multicast, "commits",
-                                                "commits to")])
+                                                "commits to", lambda t: self._carry(c, t)),
+                     *self._opened(c)])
+
+    def _masks(self, c) -> list[tuple[str, bool, Local]]:
+        return [(b, peer, Local(mma_open(b, peer))) for b, peer in mma_bufs(c.kernel, c.process)]
+
+    def _carry(self, c, t: int) -> list:
+        """The open MMA reads of the stages in CTA `t` ride on this commit's arrive there: its
+        slot carries their mask (one thread: each commit of a warp's thread would carry the
+        same reads; a slot with commits in flight carrying other reads: not modelled)."""
+        out = []
+        for b, peer, open_ in self._masks(c):
+            if t != (c.cta ^ 1 if peer else c.cta):
+                continue
+            carried = Carried(c.process, c.pc, Const(t), self.bar.index, b)
+            infl = Inflight(c.process, c.pc, Const(t), self.bar.index)
+            if c.threads != 1:
+                out.append(When(_ne(open_, 0), [Fail(
+                    "unsupported", f"{{who}} commits tcgen05.mma reads of {b} with {c.threads} "
+                    "threads (one thread commits what its warp issued)")]))
+            out += [When(all_of(_gt(infl, 0), _ne(carried, open_)), [Fail(
+                        "unsupported", f"{{who}} commits tcgen05.mma reads of {b} while a commit "
+                        "of the same op into the same barrier carrying other reads is in flight "
+                        "(not modelled)")]),
+                    Set(carried, open_)]
+        return out
+
+    def _no_carry(self, c) -> list:
+        return [When(_ne(open_, 0), [Fail(
+                    "unsupported", f"{{who}} commits tcgen05.mma reads of {b} to a barrier of "
+                    "another CTA named by address (not modelled)")])
+                for b, _, open_ in self._masks(c)]
+
+    def _opened(self, c) -> list:
+        return [Set(open_, Const(0)) for _, _, open_ in self._masks(c)]
 
     def complete(self, c, cta: int, index: int):
         el = El(self.bar.name, Const(cta), Const(index))
         infl = Inflight(c.process, c.pc, Const(cta), Const(index))
-        return Rule([sub(infl, 1),
+        retire = []
+        for b, peer in mma_bufs(c.kernel, c.process):
+            if cta != (c.cta ^ 1 if peer else c.cta):
+                continue
+            carried = Carried(c.process, c.pc, Const(cta), Const(index), b)
+            retire += [When(_bit(carried, s), [sub(BufField(b, Const(cta), Const(s), "mrd"), 1)])
+                       for s in range(c.kernel.buffer(b).stages)]
+            retire.append(When(_eq(infl, 0), [Set(carried, Const(0))]))
+        return Rule([sub(infl, 1), *retire,
                      When(_gt(Const(1), el.pend), [Fail(
                          "arrival-mismatch", "the arrive of a tcgen05.commit lands on {bar}, "
                          "whose current phase expects no more arrivals", (), el)]),

@@ -6,13 +6,14 @@ from dataclasses import replace
 from .ir import (For, If, Kernel, Lanes, Stmt, While, rewrite_stmts, stmt_bodies, walk_stmts,
                  with_bodies)
 from .ops import (CpAsync, MbarInit, MbarInitFence, SmemLoad, SmemOwn, SmemRead, SmemStore,
-                  StAsync, TmaLoad, TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait)
+                  StAsync, TmaLoad, TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, MmaRead)
 
-LOAD_RACE_OPS = (WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait)
+LOAD_RACE_OPS = (WgmmaRead, MmaRead, SmemRead, WgmmaCommit, WgmmaWait)
 
 
 def has_load_races(k: Kernel) -> bool:
-    """Whether the kernel follows stages that TMA loads fill (fills, wgmma or thread reads)."""
+    """Whether the kernel follows stages that TMA loads fill (fills, wgmma, tcgen05.mma or
+    thread reads)."""
     return any(isinstance(s, LOAD_RACE_OPS) or (isinstance(s, TmaLoad) and s.dst is not None)
                for p in k.processes for s in walk_stmts(p.body))
 

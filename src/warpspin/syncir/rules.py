@@ -84,6 +84,18 @@ class Inflight(Place):
 
 
 @dataclass(frozen=True, eq=True)
+class Carried(Place):
+    """The stages of staged buffer `buf` whose tcgen05.mma reads the tcgen05.commits issued at
+    flat pc `pc` of process `process`, in flight towards element `index` in CTA `cta`, retire
+    when they land (a bit mask; every commit of one such slot in flight carries the same)."""
+    process: int
+    pc: int
+    cta: Expr
+    index: Expr
+    buf: str
+
+
+@dataclass(frozen=True, eq=True)
 class WordField(Place):
     """Field of word `index` of shared-word array `array` in CTA `cta` (objects.SHARED_WORD):
     `val`, or the race monitor counts `at_ld` / `at_st` of the *other* instances whose next

@@ -2,9 +2,12 @@
 
 A rule's branch whose condition reads only the executing instance's locals, the launch values
 and constants takes the same side in every execution that runs the event (the instance's
-locals are the same there: that is what the engine proves), so only that side is followed. A
-branch on the state is followed both ways: what either side may touch counts. Index
-expressions of places must read only locals and launch values.
+locals are the same there: that is what the engine proves), so only that side is followed. So
+does one that also reads generic places (`is_generic`) the rule has not written before it: its
+reads are recorded as accesses, the conditions order every access that conflicts with them, so
+they read the same values in every execution. A branch on any other state (a barrier's, an
+in-flight count) is followed both ways: what either side may touch counts. Index expressions of
+places must read only locals and launch values.
 
 Each access has a mode: R (read), W (write), A (an add: `p = p + e` with `e` not reading `p`;
 adds commute with adds), B (read only to check a model bound; the engine bounds those places
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 
 from ...syncir.ir import BinOp, Const, Select, UnOp, Var
 from ...syncir.ops import CLUSTER_COMPLETE, NAMED_COMPLETE, PAIR_COMPLETE, PHASE
-from ...syncir.rules import (BufField, Call, ClusterField, CounterField, Fail, FlagField, Hook,
+from ...syncir.rules import (BufField, Call, Carried, ClusterField, CounterField, Fail, FlagField, Hook,
                              Inflight, Live, Local, MbarField, NamedField, Obs, Place, Self, Set,
                              TmapField, TmemField, When, WordField, expr_places)
 from ...syncir.trace import BOUND_KINDS
@@ -108,6 +111,9 @@ class Walker:
             return ("live", ev(p.cta))
         if isinstance(p, Inflight):
             return ("infl", m.layout.async_slot[(p.process, p.pc, ev(p.cta), ev(p.index))])
+        if isinstance(p, Carried):
+            return ("carried", m.layout.async_slot[(p.process, p.pc, ev(p.cta), ev(p.index))],
+                    p.buf)
         if isinstance(p, WordField):
             return ("w", p.array, ev(p.cta), ev(p.index), p.field)
         if isinstance(p, CounterField):
@@ -125,6 +131,7 @@ class Walker:
     def accesses(self, rule_body, guard, gid: int, s) -> list[Access]:
         out: list[Access] = []
         self._dirty: set[str] = set()
+        self._written: set[tuple] = set()  # keys of places the rule wrote so far
         if guard is not None:
             self._reads(guard, gid, s, "R", "step", out)
         self._walk(rule_body, gid, s, "step", out, self._dirty)
@@ -153,10 +160,15 @@ class Walker:
                     self._drop_self_read(k, zone, out)
                 if k is not None:
                     out.append(Access(k, "A" if _is_add(st) else "W", zone))
+                    self._written.add(k)
             elif isinstance(st, When):
                 if _is_bound_check(st):
                     self._reads(st.cond, gid, s, "B", zone, out)
                 elif is_local_expr(st.cond, dirty):
+                    taken = st.then if self._eval(st.cond, gid, s) else st.else_
+                    self._walk(taken, gid, s, zone, out, dirty)
+                elif self._stable(st.cond, gid, s, dirty):
+                    self._reads(st.cond, gid, s, "R", zone, out)
                     taken = st.then if self._eval(st.cond, gid, s) else st.else_
                     self._walk(taken, gid, s, zone, out, dirty)
                 else:
@@ -169,6 +181,25 @@ class Walker:
                 pass
             else:
                 raise OutsideClass(f"a rule statement the engine does not know: {st!r}")
+
+    def _stable(self, e, gid: int, s, dirty: set) -> bool:
+        """Whether `e` reads only locals the rule has not written, launch values, constants and
+        generic places it has not written (their value in the event's pre-state is the one
+        every execution reads, once the conditions hold)."""
+        for p in expr_places(e):
+            if isinstance(p, Local):
+                if p.name in dirty:
+                    return False
+                continue
+            if any(getattr(p, f, None) is not None and not isinstance(getattr(p, f), int)
+                   and not is_local_expr(getattr(p, f), dirty)
+                   for f in ("cta", "index", "bid", "stage")):
+                return False
+            k = self.key(p, gid, s)
+            if k is None or not is_generic(k) or k in self._written or \
+                    (k[0] == "w" and k[-1] in ("at_ld", "at_st")):
+                return False
+        return True
 
     @staticmethod
     def _drop_self_read(k, zone, out):
