@@ -119,6 +119,9 @@ RULES: dict[str, tuple[str, str, str]] = {
     "tcgen05.commit": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.commit (PTX only)",
         "tcgen05.commit puts one arrive per executing thread in flight on its mbarrier; it lands "
         "once the thread's earlier tcgen05 ops complete"),
+    "tcgen05.mma-read": ("Staged buffers that TMA stores read (race, proxy-race)", "tcgen05.mma (PTX only)",
+        "a tcgen05.mma reads its shared-memory operands asynchronously until a tcgen05.commit "
+        "its thread issues after it arrives; a TMA load into the stage before that: race"),
     "tmem.alloc-free": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.alloc (PTX only)",
         "a CTA's allocated columns must be freed before its last threads exit: tmem-lifetime"),
     "tmem.relinquish": ("tcgen05 and tensor memory (tmem-lifetime)",

@@ -3,7 +3,7 @@ traced for sm_100a and its outcomes predicted on the CPU (status "PTX only"); th
 PTX ISA's, as docs/semantics.md "tcgen05 and tensor memory" states them."""
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float32
+from cutlass import Float32, Int32, Int64
 from cutlass.cute.nvgpu import tcgen05
 
 from .litmus import Litmus
@@ -215,6 +215,143 @@ class TmemPairCountMismatch(_TmemPair):
             self.free_pair(128 * (self.rank + 1))
 
 
+MMA_M, MMA_N, MMA_K = 128, 64, 64  # one tcgen05.mma tile, bf16 operands, K-major
+
+
+class _MmaStage(Sm100):
+    """Warp 0 TMA-loads the A and B tiles of one k-block into a one-stage buffer (sA, sB; bar(0),
+    full, with their bytes), waits until warp 1 releases it (bar(1), empty, count 1) and loads
+    the next k-block into the same stage. Warp 1 allocates 64 TMEM columns, waits for each fill,
+    issues the tcgen05.mma reading the stage (`tCrA[None, None, k_block, 0]`) and releases the
+    stage after the first one; then it commits to bar(2), waits and frees the columns. The MMA
+    reads its shared-memory operands asynchronously until a tcgen05.commit issued after it
+    arrives (PTX 9.7.16.10, 9.7.16.12): the release must be that commit."""
+    warps = 2
+    nbars = 3
+    launches = 1
+    release = "commit"  # "commit", "arrive" (a thread's arrive) or "commit-first" (before the MMA)
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, out: cute.Tensor):
+        import cutlass.utils.blackwell_helpers as sm100_utils
+        from cutlass import BFloat16
+        from cutlass.cute.nvgpu import OperandMajorMode, cpasync, tcgen05
+
+        tiled_mma = sm100_utils.make_trivial_tiled_mma(
+            BFloat16, BFloat16, OperandMajorMode.K, OperandMajorMode.K, Float32,
+            tcgen05.CtaGroup.ONE, (MMA_M, MMA_N))
+        tile = (MMA_M, MMA_N, MMA_K)
+        a_layout = sm100_utils.make_smem_layout_a(tiled_mma, tile, BFloat16, 1)
+        b_layout = sm100_utils.make_smem_layout_b(tiled_mma, tile, BFloat16, 1)
+        a_one = cute.slice_(a_layout, (None, None, None, 0))
+        b_one = cute.slice_(b_layout, (None, None, None, 0))
+        op = cpasync.CopyBulkTensorTileG2SOp()
+        tma_a, mA = cute.nvgpu.make_tiled_tma_atom_A(op, a, a_one, tile, tiled_mma)
+        tma_b, mB = cute.nvgpu.make_tiled_tma_atom_B(op, b, b_one, tile, tiled_mma)
+        self.tx_bytes = cute.size_in_bytes(BFloat16, a_one) + cute.size_in_bytes(BFloat16, b_one)
+        self.mma_kernel(tiled_mma, tma_a, mA, tma_b, mB, out, a_layout, b_layout).launch(
+            **self.launch_dims())
+
+    @cute.kernel
+    def mma_kernel(self, tiled_mma: cute.TiledMma, tma_a: cute.CopyAtom, mA: cute.Tensor,
+                   tma_b: cute.CopyAtom, mB: cute.Tensor, out: cute.Tensor,
+                   a_layout: cute.ComposedLayout, b_layout: cute.ComposedLayout):
+        from cutlass import BFloat16
+        from cutlass.cute.nvgpu import cpasync, tcgen05
+
+        @cute.struct
+        class Smem:
+            bars: cute.struct.MemRange[Int64, 3]
+            tmem_addr: Int32
+            sA: cute.struct.Align[cute.struct.MemRange[BFloat16, cute.cosize(a_layout.outer)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[BFloat16, cute.cosize(b_layout.outer)], 1024]
+
+        storage = cutlass.memory.SmemAllocator().allocate(Smem)
+        sA = storage.sA.get_tensor(a_layout.outer, swizzle=a_layout.inner)
+        sB = storage.sB.get_tensor(b_layout.outer, swizzle=b_layout.inner)
+        self.bars, self.buf, self.out = storage.bars.data_ptr(), storage.tmem_addr.ptr, out
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp == 0:
+            with cute.arch.elect_one():
+                for i in cutlass.range_constexpr(3):
+                    cute.arch.mbarrier_init(self.bar(i), 1)
+            cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        thr_mma = tiled_mma.get_slice(0)
+        tCgA = thr_mma.partition_A(cute.local_tile(mA, (MMA_M, MMA_K), (None, None)))
+        tCgB = thr_mma.partition_B(cute.local_tile(mB, (MMA_N, MMA_K), (None, None)))
+        tAsA, tAgA = cpasync.tma_partition(tma_a, 0, cute.make_layout(1),
+                                           cute.group_modes(sA, 0, 3), cute.group_modes(tCgA, 0, 3))
+        tBsB, tBgB = cpasync.tma_partition(tma_b, 0, cute.make_layout(1),
+                                           cute.group_modes(sB, 0, 3), cute.group_modes(tCgB, 0, 3))
+        if warp == 0:
+            for k in cutlass.range_constexpr(2):
+                if cutlass.const_expr(k == 1):
+                    cute.arch.mbarrier_wait(self.bar(1), 0)
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive_and_expect_tx(self.bar(0), self.tx_bytes)
+                cute.copy(tma_a, tAgA[None, 0, k], tAsA[None, 0], tma_bar_ptr=self.bar(0))
+                cute.copy(tma_b, tBgB[None, 0, k], tBsB[None, 0], tma_bar_ptr=self.bar(0))
+        if warp == 1:
+            cute.arch.alloc_tmem(MMA_N, self.buf)
+            tmem = cute.arch.retrieve_tmem_ptr(Float32, 16, self.buf)
+            acc = cute.make_tensor(tmem, tiled_mma.make_fragment_C(
+                tiled_mma.partition_shape_C((MMA_M, MMA_N))).layout)
+            tCrA = tiled_mma.make_fragment_A(sA)
+            tCrB = tiled_mma.make_fragment_B(sB)
+            for k in cutlass.range_constexpr(2):
+                cute.arch.mbarrier_wait(self.bar(0), k)
+                if cutlass.const_expr(k == 0 and self.release == "commit-first"):
+                    with cute.arch.elect_one():
+                        tcgen05.commit(self.bar(1))
+                for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+                    cute.gemm(tiled_mma, acc, tCrA[None, None, kb, 0], tCrB[None, None, kb, 0], acc)
+                if cutlass.const_expr(k == 0 and self.release == "commit"):
+                    with cute.arch.elect_one():
+                        tcgen05.commit(self.bar(1))
+                if cutlass.const_expr(k == 0 and self.release == "arrive"):
+                    with cute.arch.elect_one():
+                        cute.arch.mbarrier_arrive(self.bar(1))
+            with cute.arch.elect_one():
+                tcgen05.commit(self.bar(2))
+            cute.arch.mbarrier_wait(self.bar(2), 0)
+            cute.arch.dealloc_tmem(tmem, MMA_N)
+
+    def args_cpu(self):
+        from cutlass import BFloat16
+        from warpspin.frontend import fake_tensor
+
+        return (fake_tensor(BFloat16, (MMA_M, 2 * MMA_K), stride_order=(1, 0), align=16),
+                fake_tensor(BFloat16, (MMA_N, 2 * MMA_K), stride_order=(1, 0), align=16),
+                fake_tensor(Int32, (self.words,), align=16))
+
+
+class MmaStageReleasedByCommit(_MmaStage):
+    """The stage is released by a tcgen05.commit after the MMA: its arrive lands once the MMA
+    read its operands, so the refill comes after the read. warpspin: verified (the accumulator's
+    data in TMEM is not followed: not-checked)."""
+    rules = ("tcgen05.mma-read",)
+    expect = "not-checked"
+
+
+class MmaStageReleasedByArrive(_MmaStage):
+    """The MMA warp releases the stage with mbarrier.arrive: the arrive orders nothing after the
+    asynchronous MMA, so the refill may land while it reads. warpspin: race."""
+    rules = ("tcgen05.mma-read",)
+    expect = "race"
+    release = "arrive"
+
+
+class MmaStageCommittedBeforeTheMma(_MmaStage):
+    """The commit comes before the MMA: it tracks only the thread's earlier tcgen05 ops (none),
+    so its arrive lands at once and the refill may overwrite the stage the MMA reads.
+    warpspin: race."""
+    rules = ("tcgen05.mma-read",)
+    expect = "race"
+    release = "commit-first"
+
+
 LITMUS = [TmemAllocThenFree, TmemHeldAtExit, TmemAllocAfterRelinquish, TmemAllocBlocksPast512,
           TmemLoadThenFree, TmemFreeRacesLoad, Tcgen05CommitArrives, Tcgen05CommitByWholeWarp,
-          TmemPairAllocThenFree, TmemPairAllocOneSided, TmemPairCountMismatch]
+          TmemPairAllocThenFree, TmemPairAllocOneSided, TmemPairCountMismatch,
+          MmaStageReleasedByCommit, MmaStageReleasedByArrive, MmaStageCommittedBeforeTheMma]
