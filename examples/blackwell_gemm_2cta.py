@@ -48,10 +48,11 @@ Variants (each differs from ``correct`` by one line, selected at trace time):
                      -> arrival-mismatch
   expect_own_bytes   ab.full's tx count is one CTA's bytes instead of the pair's: the leader
                      arms each phase for 20480 bytes and 40960 complete on it, so a phase
-                     completes before the peer's half has landed, the rest of its bytes count
-                     on the next phase, and the last ones are still in flight when the CTA's
-                     threads exit -> pending-at-exit (SPIN's bug hunts find the other face of
-                     it: a phase whose count is stuck, tx-mismatch)
+                     completes before the peer's half has landed and the leader's MMA reads
+                     the peer's stage while the peer's TMA load still writes it -> race (the
+                     rest of the bytes count on the next phase and the last ones are still in
+                     flight when the CTA's threads exit: pending-at-exit; SPIN's bug hunts find
+                     another face of it, a phase whose count is stuck: tx-mismatch)
   peer_frees_early   the peer's MMA warp arrives on the named barrier but does not wait on it
                      before the dealloc handshake: the leader's MMA warp arrives on the peer's
                      dealloc barrier once its own epilogue is done, the pair deallocates, and the
@@ -273,13 +274,14 @@ def peer_frees_early():
 VARIANTS = {"correct": correct, **{b: globals()[b] for b in BUGS}}
 # what `warpspin check --arch sm_100a` must say (make demo and tests/test_examples.py check it)
 EXPECT = {"correct": "not-checked", "peer_skips_alloc": "arrival-mismatch",
-          "expect_own_bytes": "pending-at-exit", "peer_frees_early": "tmem-lifetime"}
+          "expect_own_bytes": "race",
+          "peer_frees_early": "tmem-lifetime"}
 # the bugs lie deeper than one core's BFS reaches in minutes: when the happens-before engine
 # leaves one to SPIN, the bug hunts beside its search find it
 OPTIONS = {b: {"jobs": 2} for b in ("peer_skips_alloc", "expect_own_bytes", "peer_frees_early")}
 # the source line each violation must be reported at (tests/test_examples.py finds it by its text)
 EXPECT_AT = {"peer_skips_alloc": "# the leader alone",
-             "expect_own_bytes": "# handshake, pair's dealloc",
+             "expect_own_bytes": "cute.gemm(tiled_mma, acc[None, None, None, acc_state.index],",
              "peer_frees_early":
                  "cute.copy(t2r, tTR_tAcc[None, None, None, state.index], tTR_rAcc)"}
 

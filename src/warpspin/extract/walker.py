@@ -2729,7 +2729,8 @@ class WarpWalker:
             if desc is None:
                 return
         stmt = TmaLoad(ref, Const(nbytes), self.loc(op), mask, desc,
-                       self.fill(op, ref) if len(op.operands) > 2 else None)
+                       self.fill(op, ref, pair)
+                       if len(op.operands) > 2 and not (pair and mask is not None) else None)
         if per_thread:  # one copy per executing thread: the enclosing lanes give the count
             out.append(stmt)
         elif self.whole_warp():  # the lowering elects one lane of the warp: one copy per warp
@@ -2739,10 +2740,11 @@ class WarpWalker:
                 "TMA load by a subset of the warp's lanes (its lowering wraps it in an "
                 "elect.sync over all 32 lanes, which waits for every one of them)", self.loc(op)))
 
-    def fill(self, op: Op, ref: MBarRef) -> Optional[str]:
+    def fill(self, op: Op, ref: MBarRef, pair: bool = False) -> Optional[str]:
         """The staged buffer a TMA load fills: its destination is a stage whose index is its
         barrier's (the stage of `full[s]`); else none (a load into a stage by another index is
-        not followed: build.py sees its write as not attributed)."""
+        not followed: build.py sees its write as not attributed). A cta_group::2 load of the
+        pair's other CTA fills its own stage and completes on the leader's barrier."""
         stage = self.staged(op.operands[2])
         if stage is None and ref.cta is None and ref.index == Const(0):
             dst = self.val(op.operands[2])
@@ -2750,7 +2752,7 @@ class WarpWalker:
                 dst.stage is None else None
             if where is not None:  # a plain tensor filled through barrier 0: a second walk
                 self.ctx.plain_found.add(where)
-        if stage is None or ref.cta is not None or (
+        if stage is None or (ref.cta is not None and not pair) or (
                 stage.index != ref.index and self.f.binop("-", stage.index, ref.index) != Const(0)):
             return None
         name = self.claim(op, stage)

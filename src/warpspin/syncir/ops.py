@@ -1015,7 +1015,10 @@ class TmaLoad(_CompletesBytes, SyncOp):
     loc: Loc = NOLOC
     multicast: Expr | None = None
     desc: str | None = None  # the tensormap it reads, when the kernel rewrites it
-    dst: str | None = None  # the staged buffer it fills: the stage is the barrier's index
+    # the staged buffer it fills: the stage is the barrier's index, in the barrier's CTA (the
+    # issuing CTA's when the barrier is another's: the cta_group::2 form, whose bytes complete
+    # on the pair leader's barrier)
+    dst: str | None = None
     mnemonic: ClassVar[str] = "tma.load"
     hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.9.25, 9.7.9.12 (st.async)"
@@ -1057,8 +1060,9 @@ class TmaLoad(_CompletesBytes, SyncOp):
             out += _tensormap_problems(k, self.desc)
         if self.dst is not None:
             out += _stage_problems(k, self.dst, self.bar.index)
-            if self.bar.cta is not None:
-                out.append("a TMA load into a staged buffer of another CTA is not modelled")
+            if self.multicast is not None and self.bar.cta is not None:
+                out.append("a multicast TMA load into a staged buffer through a remote barrier "
+                           "is not modelled")
         return out
 
     def footprint(self, k):
@@ -1128,9 +1132,11 @@ class TmaLoad(_CompletesBytes, SyncOp):
         T = c.threads
         if self.multicast is None:
             el, checks = resolve(c, self.bar)
+            # a remote barrier: the cta_group::2 form, which fills the issuing CTA's stage
+            into = el.cta if self.bar.cta is None else Const(c.cta)
             return Rule([*checks, *remote_alive(c, self.bar, el, "copies into"),
                          *tx_bytes_check(el, self.bytes), *vis_checks(el, tma=True),
-                         *self._desc_read(c), *self._fill(c, el.cta, T),
+                         *self._desc_read(c), *self._fill(c, into, T),
                          *_issue(Inflight(c.process, c.pc, el.cta, el.index), T)])
         el0, checks = resolve(c, self.bar)
         return Rule([*checks, *tx_bytes_check(el0, self.bytes),
@@ -1158,8 +1164,9 @@ class TmaLoad(_CompletesBytes, SyncOp):
         return all_of(*exists, alive, _eq(el.vis, 3))
 
     def complete(self, c, cta: int, index: int):
+        into = cta if self.bar.cta is None else c.cta  # (the stage it fills: rule)
         done = [] if self.dst is None or index >= c.kernel.buffer(self.dst).stages else \
-            [sub(BufField(self.dst, Const(cta), Const(index), "fly"), 1)]
+            [sub(BufField(self.dst, Const(into), Const(index), "fly"), 1)]
         return _copy_completes(c, self.bar, self.bytes, cta, index, done)
 
     def targets(self, kernel) -> list[int]:

@@ -563,63 +563,57 @@ def umma_mainloop(stages: int = 2, ktiles: int = 4, pair: bool = False,
     k % `stages` of sA with TMA (completing on full[s]) once the MMA warp released it (empty[s]);
     the MMA warp waits for full[s], an elected lane issues the tcgen05.mma reading the stage and
     commits it to empty[s] (tcgen05.commit: its arrive lands once the MMA is done). After the
-    last k-tile it commits to acc_full, which an epilogue warp waits on. With `pair`
-    (cta_group::2) there are two CTAs: each fills its own sA; CTA 1's relay warp passes its
-    fill on to CTA 0's peer_full[s] (a remote arrive); CTA 0's MMA reads both CTAs' stage and
+    last k-tile it commits to acc_full, which an epilogue warp waits on. The producers end with
+    producer_tail (a wait on each stage's last release). With `pair` (cta_group::2, a cluster
+    of 2): each CTA's producer fills its own sA, and both loads complete on CTA 0's full[s]
+    (the 2-SM form; CTA 0 expects both CTAs' bytes); CTA 0's MMA reads both CTAs' stage and
     its commit multicasts to both CTAs' empty[s]. `bug`: "release-by-arrive" (the MMA warp
     releases the stage with mbarrier.arrive, not a commit: the refill may land while the MMA
     reads), "commit-before-mma" (the commit precedes the MMA: it does not track it),
     "no-full-wait" (the MMA reads without waiting for the fill)."""
     from .ir import BufferDecl
-    from .ops import MmaRead, Tcgen05Commit
+    from .ops import ClusterArrive, ClusterWait, MmaRead, Tcgen05Commit
     if bug is not None and bug not in UMMA_MAINLOOP_BUGS:
         raise ValueError(f"unknown umma mainloop bug {bug!r}; one of {UMMA_MAINLOOP_BUGS}")
     L = lambda n: Loc(UMMA_MAINLOOP_FILE, n)  # noqa: E731
     ctas = 2 if pair else 1
+    sync = (ClusterArrive(loc=L(13)), ClusterWait(loc=L(13))) if pair else (BarSync(loc=L(13)),)
     init = Elect((*(x for i in range(stages) for x in (
         MbarInit(MBarRef("full", Const(i)), 1, L(10)),
-        MbarInit(MBarRef("empty", Const(i)), 1, L(11)),
-        *((MbarInit(MBarRef("peer_full", Const(i)), 1, L(10)),) if pair else ()))),
+        MbarInit(MBarRef("empty", Const(i)), 1, L(11)))),
         MbarInit(MBarRef("acc_full"), 1, L(12)), MbarInitFence(L(12))), L(9))
-    from .ops import ClusterArrive, ClusterWait
-    sync = (ClusterArrive(loc=L(13)), ClusterWait(loc=L(13))) if pair else (BarSync(loc=L(13)),)
     tail = For("t", 0, stages, (MbarWait(MBarRef("empty", Var("s")), Var("ph") ^ 1, L(27)),
                                 *advance("s", "ph", stages)), loc=L(27))
-    producer = (init, *sync, For("k", 0, ktiles, (
-        MbarWait(MBarRef("empty", Var("s")), Var("ph") ^ 1, L(21)),
-        Elect((MbarArriveExpectTx(MBarRef("full", Var("s")), 1024, L(22)),
-               TmaLoad(MBarRef("full", Var("s")), 1024, L(23), dst="sA"))),
-        *advance("s", "ph", stages)), loc=L(20)), tail)
+
+    def producer(rank: int):
+        full = MBarRef("full", Var("s"), Const(0) if rank else None)
+        expect = () if rank else (MbarArriveExpectTx(MBarRef("full", Var("s")), 1024 * ctas, L(22)),)
+        return (init, *sync, For("k", 0, ktiles, (
+            MbarWait(MBarRef("empty", Var("s")), Var("ph") ^ 1, L(21)),
+            Elect((*expect, TmaLoad(full, 1024, L(23), dst="sA"))),
+            *advance("s", "ph", stages)), loc=L(20)), tail)
     mask = Const(3) if pair else None
     commit = Lanes(1, (Tcgen05Commit(MBarRef("empty", Var("s")), L(33), multicast=mask),))
     if bug == "release-by-arrive":
-        commit = Lanes(1, (MbarArrive(MBarRef("empty", Var("s")), 1, L(33)),)) if not pair else \
-            Lanes(1, (MbarArrive(MBarRef("empty", Var("s")), 1, L(33)),
-                      MbarArrive(MBarRef("empty", Var("s"), Const(1)), 1, L(33))))
+        commit = Lanes(1, tuple(MbarArrive(MBarRef("empty", Var("s"), Const(r) if pair else None),
+                                           1, L(33)) for r in range(ctas)))
     read = Lanes(1, (MmaRead((("sA", Var("s")),), L(32), pair=pair),))
-    full = () if bug == "no-full-wait" else (
-        MbarWait(MBarRef("full", Var("s")), Var("ph"), L(31)),
-        *((MbarWait(MBarRef("peer_full", Var("s")), Var("ph"), L(31)),) if pair else ()))
+    full = () if bug == "no-full-wait" else (MbarWait(MBarRef("full", Var("s")), Var("ph"), L(31)),)
     step = (*full, *((commit, read) if bug == "commit-before-mma" else (read, commit)))
     mma = (*sync,
            For("k", 0, ktiles, (*step, *advance("s", "ph", stages)), loc=L(30)),
            Lanes(1, (Tcgen05Commit(MBarRef("acc_full"), L(35), multicast=mask),)))
     epilogue = (*sync, MbarWait(MBarRef("acc_full"), 0, L(40)))
-    procs = [Process("producer", producer, warps=(0, 1), init=(("ph", 0),)),
+    procs = [Process("producer", producer(0), warps=(0, 1), init=(("ph", 0),)),
              Process("mma", mma, warps=(1, 2), init=(("ph", 0),)),
              Process("epilogue", epilogue, warps=(2, 3))]
-    if pair:
-        relay = (*sync, For("k", 0, ktiles, (
-            MbarWait(MBarRef("full", Var("s")), Var("ph"), L(25)),
-            Lanes(1, (MbarArrive(MBarRef("peer_full", Var("s"), Const(0)), 1, L(26)),)),
-            *advance("s", "ph", stages)), loc=L(24)))
-        procs = [*procs, Process("producer1", producer, warps=(0, 1), cta=1, init=(("ph", 0),)),
-                 Process("relay1", relay, warps=(1, 2), cta=1, init=(("ph", 0),)),
-                 Process("epilogue1", epilogue, warps=(2, 3), cta=1)]
+    if pair:  # the peer CTA: its producer and epilogue; a warp standing for its idle MMA warp
+        procs += [Process("producer1", producer(1), warps=(0, 1), cta=1, init=(("ph", 0),)),
+                  Process("mma1", sync, warps=(1, 2), cta=1),
+                  Process("epilogue1", epilogue, warps=(2, 3), cta=1)]
     name = "umma_mainloop" + ("_pair" if pair else "") + (f"_{bug}" if bug else "")
     return Kernel(name, tuple(procs),
                   (MBarrierDecl("full", stages), MBarrierDecl("empty", stages),
-                   *((MBarrierDecl("peer_full", stages),) if pair else ()),
                    MBarrierDecl("acc_full", 1)),
                   num_ctas=ctas, buffers=(BufferDecl("sA", stages, loc=L(5), label="sA"),))
 
