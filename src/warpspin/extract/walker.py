@@ -1530,6 +1530,13 @@ class WarpWalker:
         elif staged is not None and ct.is_smem(t):  # a tensor on a staged view's pointer
             stage, (lo, hi) = staged
             self.env[op.result] = Region(stage.alloc, lo, hi, stage)
+        elif isinstance(p, Ptr) and p.space == "smem" and p.alloc is not None and \
+                p.cta is None and ct.is_smem(t):
+            # at a computed offset (a slot of a CLC response array): somewhere in its allocation
+            self.env[op.result] = Region(p.alloc.uid, 0, p.alloc.size)
+            self.ctx.assumptions.add(
+                f"{self.ctx.alloc_names.get(p.alloc.uid) or 'shared memory'}: a tensor made on a "
+                "pointer into a shared-memory allocation at a computed offset stays inside it")
         else:
             self.set_unknown_results(op)
 
