@@ -2214,9 +2214,22 @@ def _fmt_reads(reads) -> str:
     return ", ".join(f"{b}[{_e(i)}]" for b, i in reads)
 
 
+class _StageReads:
+    """An op that reads stages `reads`: (staged buffer, stage index) pairs."""
+
+    @classmethod
+    def example(cls):
+        return cls((("sA", Const(0)), ("sB", Const(0))))
+
+    def __post_init__(self):
+        object.__setattr__(self, "reads", tuple((b, lift(i)) for b, i in self.reads))
+
+    def problems(self, k): return _reads_problems(k, self.reads)
+
+
 @sync_op
 @dataclass(frozen=True)
-class WgmmaRead(SyncOp):
+class WgmmaRead(_StageReads, SyncOp):
     """Wgmmas (PTX 9.7.15.5, warpgroup MMA with shared-memory operand descriptors) of the
     executing warp read the stages `reads` ((buffer, stage) pairs) asynchronously, until a
     wgmma.wait_group of the warp retires their group. A TMA load into one of them still in
@@ -2232,16 +2245,7 @@ class WgmmaRead(SyncOp):
     # R6, R8, R11: it reads and writes only staged-buffer state and its own locals
     proven: ClassVar[frozenset[str]] = ALL
 
-    @classmethod
-    def example(cls):
-        return cls((("sA", Const(0)), ("sB", Const(0))))
-
-    def __post_init__(self):
-        object.__setattr__(self, "reads", tuple((b, lift(i)) for b, i in self.reads))
-
     def fmt(self): return f"wgmma.read {_fmt_reads(self.reads)}"
-
-    def problems(self, k): return _reads_problems(k, self.reads)
 
     def footprint(self, k):
         return Footprint((_acc("buffer-stage", "rw", "cta", proxy="async"),),
@@ -2286,7 +2290,7 @@ def mma_bufs(kernel, process: int) -> tuple[tuple[str, bool], ...]:
 
 @sync_op
 @dataclass(frozen=True)
-class MmaRead(SyncOp):
+class MmaRead(_StageReads, SyncOp):
     """tcgen05.mma (PTX 9.7.16.10) of the executing warp reads the stages `reads` ((buffer,
     stage) pairs: its shared-memory operands) asynchronously; with `pair` (cta_group::2) the
     same stages of both CTAs of the pair. The reads last until the arrive of a tcgen05.commit
@@ -2306,13 +2310,6 @@ class MmaRead(SyncOp):
     # it reads and writes only staged-buffer state and its own locals (R6, R8, R11, as a wgmma
     # read); a pair read touches the other CTA's stage
     proven: ClassVar[frozenset[str]] = ALL
-
-    @classmethod
-    def example(cls):
-        return cls((("sA", Const(0)), ("sB", Const(0))))
-
-    def __post_init__(self):
-        object.__setattr__(self, "reads", tuple((b, lift(i)) for b, i in self.reads))
 
     def fmt(self):
         return f"tcgen05.mma.read {_fmt_reads(self.reads)}" + (" (cta_group::2)" if self.pair else "")
@@ -2359,7 +2356,7 @@ class MmaRead(SyncOp):
 
 @sync_op
 @dataclass(frozen=True)
-class SmemRead(SyncOp):
+class SmemRead(_StageReads, SyncOp):
     """The executing threads read the stages `reads` of staged buffers through the generic
     proxy (ld.shared, ldmatrix, a shared-to-register copy). A TMA load into one of them still
     in flight makes it a race."""
@@ -2377,12 +2374,7 @@ class SmemRead(SyncOp):
     def example(cls):
         return cls((("sA", Const(0)),))
 
-    def __post_init__(self):
-        object.__setattr__(self, "reads", tuple((b, lift(i)) for b, i in self.reads))
-
     def fmt(self): return f"smem.read {_fmt_reads(self.reads)}"
-
-    def problems(self, k): return _reads_problems(k, self.reads)
 
     def footprint(self, k):
         return Footprint((_acc("buffer-stage", "rw", "cta"),))
