@@ -28,7 +28,7 @@ from dataclasses import replace
 from warpspin.syncir.validate import validate
 
 from warpspin.syncir.ir import BufferDecl, FlagDecl, TensormapDecl, rewrite_stmts
-from warpspin.syncir.ops import (GlobalAdd, GlobalWait, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
+from warpspin.syncir.ops import (GlobalAdd, GlobalWait, MmaRead, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
                                  WgmmaCommit, WgmmaRead, WgmmaWait)
 
@@ -190,11 +190,12 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         # a staged buffer of two stages: writes, proxy fences, TMA stores (only the first
         # process of a CTA stores: the others' stores become writes), bulk groups over its
         # stages, the hand-over barrier 1, fills into a stage (its barrier's index), wgmma reads
-        # and groups, thread reads
+        # and groups, thread reads, tcgen05.mma reads and the commits that retire them
         stages = (("sb", 0), ("sb", 1))
         stage = draw(st.sampled_from([Const(0), Var("k") % 2]))
         which = draw(st.sampled_from(["write", "write", "fence", "store", "commit", "wait",
-                                      "handoff", "fill", "wread", "wcommit", "wwait", "read"]))
+                                      "handoff", "fill", "wread", "wcommit", "wwait", "read",
+                                      "mread", "mcommit"]))
         op = {"write": lambda: SmemWrite("sb", stage, loc),
               "fence": lambda: FenceProxyAsync(loc),
               "store": lambda: TmaStore("sb", stage, loc),
@@ -206,7 +207,14 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
               "wread": lambda: WgmmaRead((("sb", stage),), loc),
               "wcommit": lambda: WgmmaCommit(("sb",), 2, loc),
               "wwait": lambda: WgmmaWait(draw(st.integers(0, 1)), ("sb",), 2, loc),
-              "read": lambda: SmemRead((("sb", stage),), loc)}[which]
+              "read": lambda: SmemRead((("sb", stage),), loc),
+              # a tcgen05.mma's read of the stage (cta_group::2: both CTAs' stage), retired
+              # by the arrive of the warp's next tcgen05.commit (multicast with two CTAs)
+              "mread": lambda: Elect((MmaRead((("sb", stage),), loc,
+                                              pair=num_ctas == 2 and draw(st.booleans())),), loc),
+              "mcommit": lambda: Elect((Tcgen05Commit(
+                  draw(bar_ref(sizes)), loc,
+                  draw(st.sampled_from([None, Const(3)])) if num_ctas == 2 else None),), loc)}[which]
         return op()
     if kind == "cpasync":
         # cp.async copies of the thread into its own part of a two-stage buffer, their groups

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from diffstats import write_lines
 from protocol_gen import (DRAWN, REJECTED, REQUIRED_CONSTRUCTS, constructs, prefix_protocols, protocols,
                           with_prefix_copies)
-from warpspin.syncir.ops import GlobalAdd, GlobalWait
+from warpspin.syncir.ops import GlobalAdd, GlobalWait, MmaRead
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import REDUCTION_UNSOUND, check, lower_and_check
 from warpspin.lower import lower
@@ -465,11 +465,14 @@ def _missing(extra: str, examples: int, want: tuple[str, ...], more=lambda s: No
 
 def test_buffer_protocols_cover_every_buffer_op():
     """The staged-buffer protocols draw every buffer op: writes, fences, stores (by the storing
-    process), fills, wgmma and thread reads, both kinds of groups."""
+    process), fills, wgmma, tcgen05.mma (of one CTA and of a pair) and thread reads, both kinds
+    of groups, and the tcgen05.commits that retire MMA reads."""
     assert not _missing("buffer", 300, (
         "SmemWrite", "FenceProxyAsync", "TmaStore", "BulkCommit", "BulkWaitRead", "TmaLoad(into)",
-        "WgmmaRead", "WgmmaCommit", "WgmmaWait", "SmemRead"),
-        lambda s: "TmaLoad(into)" if isinstance(s, TmaLoad) and s.dst is not None else None)
+        "WgmmaRead", "WgmmaCommit", "WgmmaWait", "SmemRead", "MmaRead", "MmaRead(pair)",
+        "Tcgen05Commit"),
+        lambda s: "TmaLoad(into)" if isinstance(s, TmaLoad) and s.dst is not None else
+        "MmaRead(pair)" if isinstance(s, MmaRead) and s.pair else None)
 
 
 def test_cp_async_protocols_cover_every_cp_async_op():
