@@ -27,8 +27,8 @@ from dataclasses import replace
 
 from warpspin.syncir.validate import validate
 
-from warpspin.syncir.ir import BufferDecl, FlagDecl, TensormapDecl, rewrite_stmts
-from warpspin.syncir.ops import (GlobalAdd, GlobalWait, MmaRead, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
+from warpspin.syncir.ir import BufferDecl, CounterDecl, FlagDecl, TensormapDecl, rewrite_stmts
+from warpspin.syncir.ops import (AtomInc, GlobalAdd, GlobalWait, MmaRead, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
                                  WgmmaCommit, WgmmaRead, WgmmaWait)
 
@@ -45,7 +45,8 @@ EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "e
 # drawn only where a test asks for it (protocols(extra="buffer")): staged buffers; cp.async
 # groups (extra="cpasync"); DSMEM stores and arrives of each scope (extra="dsmem", two CTAs);
 # tcgen05 commits (plain and multicast), TMEM alloc / dealloc / relinquish and accesses (extra="tcgen05");
-# adds to and spin loops on a global flag, with two CTAs in one cluster or in two (extra="flag")
+# adds to and spin loops on a global flag, with two CTAs in one cluster or in two (extra="flag");
+# atom.inc of a global counter other CTAs take from, its value deciding an arrive (extra="counter")
 CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
 
@@ -244,6 +245,12 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         cols = Const(draw(st.sampled_from([128, 256, 256, 512])))
         return {"alloc": lambda: TmemAlloc(cols, loc), "dealloc": lambda: TmemDealloc(cols, loc),
                 "relinquish": lambda: TmemRelinquish(loc)}[which]()
+    if kind == "counter":
+        # an elected lane's atom.inc of global counter c (wrapping after 2; CTAs outside the
+        # model may take values between any two steps) whose value decides an arrive
+        return Elect((AtomInc("t", "c", Const(2), loc),
+                      If(Var("t").eq(draw(st.integers(0, 2))),
+                         (MbarArrive(draw(bar_ref(sizes)), 1, loc),), (), loc)), loc)
     if kind == "flag":
         # an add (release or relaxed, at each scope) by an elected lane or a whole warp; an
         # elected lane's add whose old value decides an arrive (acq_rel or release); an elected
@@ -372,6 +379,8 @@ def protocols(draw, extra: str | None = None) -> Kernel:
                                                  MBarrierDecl("b", 1)),
                         params=tuple(params), num_ctas=num_ctas, words=words, tensormaps=maps,
                         buffers=buffers, flags=(FlagDecl("f"),) if "flag" in extras else (),
+                        counters=(CounterDecl("c", Const(2), others=Const(draw(st.integers(0, 1)))),)
+                        if "counter" in extras else (),
                         cluster_ctas=1 if clusters else 0), "protocols")
 
 

@@ -163,6 +163,13 @@ def test_buffer_protocols_match_interpreter(k):
 
 
 @diff_settings(max(20, EXAMPLES // 4))
+@given(protocols(extra="counter"))
+def test_counter_protocols_match_interpreter(k):
+    """atom.inc of a global counter whose value decides an arrive, with the environment's takes."""
+    spin_agrees(k, reduce=True, fuse=True, stats="counters vs interpreter")
+
+
+@diff_settings(max(20, EXAMPLES // 4))
 @given(protocols(extra="cpasync"))
 def test_cp_async_protocols_match_interpreter(k):
     """cp.async copies into a thread's own part, their groups, accesses through that part, and

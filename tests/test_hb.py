@@ -209,6 +209,14 @@ def test_dynamic_schedulers_agree(lo, span, g_lo, g_span, stages, bug):
                                bug=bug), "global counters")
 
 
+@hb_settings(max(10, EXAMPLES // 4))
+@given(protocols(extra="counter"))
+def test_random_counter_protocols_agree(k):
+    """Random protocols with an elected lane's atom.inc whose value decides an arrive (other
+    CTAs taking values, or none): the engine's runs over the takes against every interleaving."""
+    agrees(k, "global counters")
+
+
 def test_the_counter_bug_is_a_run_with_takes():
     """static-count hangs only when another CTA takes one of the consumer's tiles: the engine's
     counterexample has that take, replays, and names the choice by its steps."""
