@@ -240,6 +240,19 @@ def _two_fetchers(others: int) -> Kernel:
                                                                      others=Const(others)),))
 
 
+def test_a_taken_counter_read_by_another_op_is_outside_the_class():
+    """Takes are placed only before atom.incs (Lemma T): a try_cancel whose pool other CTAs take
+    from (SyncIR written by hand; the extractor's pool has none) sends the kernel to SPIN."""
+    from dataclasses import replace
+    from warpspin.syncir.ops import ClcTryCancel
+    clc = P.clc_scheduler()
+    k = replace(clc, counters=tuple(replace(c, others=Const(1)) for c in clc.counters))
+    assert any(isinstance(s, ClcTryCancel) for s in k.ops())
+    assert hb.check(clc).verdict != "outside"
+    r = hb.check(k)
+    assert r.verdict == "outside" and "only atom.inc" in r.reasons[0], r
+
+
 @pytest.mark.parametrize("others", [0, 1])
 def test_unordered_atom_incs_of_the_model_are_not_verified(others):
     """Takes order nothing (their values are the run's choice), but two warps of the model

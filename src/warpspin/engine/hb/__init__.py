@@ -95,6 +95,7 @@ def _runs(kernel: Kernel, res: Outcome, deadline: float) -> bool:
     """Check every launch-value choice of `kernel` (all parameters bounded): True when each is
     verified; else `res` holds the violation, or the verdict inconclusive at the time limit."""
     runner = Runner(kernel)
+    _only_incs_read_taken_counters(runner)
     starts = runner.starts()
     if len(starts) > MAX_RUNS:
         raise OutsideClass(f"{len(starts)} launch-value choices (more than {MAX_RUNS})")
@@ -144,6 +145,25 @@ def _decide_run(runner: Runner, ex, res: Outcome, an=None) -> bool:
     raise OutsideClass(f"{f.message}; no reordering of it ran into a violation, so the "
                        "kernel's synchronization may depend on the schedule",
                        f.second.loc if f.second is not None else f.first.loc)
+
+
+def _only_incs_read_taken_counters(runner: Runner) -> None:
+    """Lemma T's premise, as an allow-list: a counter other CTAs take from is touched by no rule
+    but atom.inc's (a try_cancel's pool taken from by others would need takes before it too)."""
+    from ...syncir.ops import AtomInc
+    from ...syncir.rules import CounterField, rule_places
+    taken = {c.name for c in runner.kernel.counters if _takes(runner.kernel, c)}
+    if not taken:
+        return
+    lay = runner.m.layout
+    for pi, fp in enumerate(lay.flat):
+        for pc, ins in fp.ops():
+            if isinstance(ins.stmt, AtomInc):
+                continue
+            if any(isinstance(p, CounterField) and p.name in taken
+                   for p in rule_places(lay.rule(pi, pc))):
+                raise OutsideClass(f"{ins.stmt.mnemonic} reads a global counter other CTAs take "
+                                   "from: only atom.inc's reads are runs' choices", ins.stmt.loc)
 
 
 def _takes(kernel: Kernel, counter) -> bool:
