@@ -24,7 +24,7 @@ from protocol_gen import valid
 from warpspin.syncir import protocols as P
 from warpspin.syncir.ir import BinOp, stmt_bodies, with_bodies
 from warpspin.syncir.ops import (BulkWaitRead, CpAsyncWait, FenceProxyAsync, SyncOp,
-                                 Tcgen05Commit, WgmmaWait)
+                                 Tcgen05Commit, TmemWaitLd, WgmmaWait)
 
 FILE = "wellsync.py"
 
@@ -143,7 +143,8 @@ def _well_synchronized(draw) -> Kernel:
     if kind == "mainloop":
         return P.mainloop(stages=n(1, 2), ktiles=n(1, 3), consumers=n(1, 2))
     if kind == "umma":
-        return P.umma_acc(tiles=n(1, 2), stages=n(1, 2), epi_warps=n(1, 2))
+        return P.umma_acc(tiles=n(1, 3), stages=n(1, 2), epi_warps=n(1, 2),
+                          data=draw(st.booleans()))
     if kind == "cp_async":
         return P.cp_async_loop(warps=n(1, 2), max_tiles=n(1, 2))
     if kind == "kgrouped":
@@ -157,7 +158,7 @@ def _well_synchronized(draw) -> Kernel:
 
 _DROPPABLE = (MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarWait, MbarTestWait, BarSync,
               BarArrive, ClusterArrive, ClusterWait, MbarInitFence, FenceProxyAsync, BulkWaitRead,
-              WgmmaWait, CpAsyncWait, Tcgen05Commit, TmaLoad)
+              WgmmaWait, CpAsyncWait, Tcgen05Commit, TmaLoad, TmemWaitLd)
 
 
 def _edits(s) -> list:

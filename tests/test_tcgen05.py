@@ -5,6 +5,7 @@ accumulator pipeline of a Blackwell GEMM with each way to break it; quack's SM10
 extracted with nothing unsupported."""
 import os
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -13,10 +14,11 @@ from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import Kernel, Process, check
 from warpspin.syncir.interp import explore
 from warpspin.syncir.ir import (Elect, MBarRef, MbarArrive, MBarrierDecl, MbarInit, MbarInitFence, MbarWait,
-                                BarSync, ClusterArrive, ClusterWait, Const, Loc, walk_stmts)
+                                BarSync, ClusterArrive, ClusterWait, Const, For, Loc, walk_stmts)
 from warpspin.syncir.ops import (MmaRead, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc,
                                  TmemRelinquish, Unsupported)
-from warpspin.syncir.protocols import (UMMA_BUG_EXPECT, UMMA_BUGS, UMMA_MAINLOOP_BUG_EXPECT,
+from warpspin.syncir.protocols import (UMMA_BUG_EXPECT, UMMA_BUGS, UMMA_DATA_BUG_EXPECT,
+                                       UMMA_DATA_BUGS, UMMA_MAINLOOP_BUG_EXPECT,
                                        UMMA_MAINLOOP_BUGS, umma_acc, umma_mainloop)
 
 
@@ -59,6 +61,40 @@ def test_mma_operand_reads_last_until_a_later_commit_lands(bug, pair):
         v = r.violations[0]
         assert v.kind == want and v.replayed, str(r)
         assert v.locations[0].line == line or (line is None and v.locations[0].line in (23, 32))
+
+
+@pytest.mark.parametrize("bug", (None, *UMMA_DATA_BUGS, "dealloc-before-ld"))
+def test_accumulator_data_is_checked_in_every_backend(bug):
+    """The accumulator stages as a TMEM buffer: an MMA writing a stage a tcgen05.ld still
+    reads (released before the wait::ld, or never waited), a load while an MMA writing it may
+    run (before the acc_full wait, a commit before the MMA, a thread arrive for the commit), a
+    free with a load in flight. The interpreter, SPIN (reduced and plain) and the
+    happens-before engine agree; the engine decides, and the correct pipeline is VERIFIED with
+    every property."""
+    from backends import kinds_in_every_backend
+    k = umma_acc(tiles=3, bug=bug, data=True)
+    want, line = {**UMMA_DATA_BUG_EXPECT, "dealloc-before-ld": ("tmem-lifetime", 46)}.get(
+        bug, (None, None))
+    assert kinds_in_every_backend(k) == [want] * 3
+    r = verify_kernel(k)
+    assert r.stats.engine == "happens-before", str(r)
+    if bug is None:
+        assert r.verdict == "verified" and r.outcome == "verified", str(r)
+    else:
+        v = r.violations[0]
+        assert (v.kind, v.locations[0].line) == (want, line) and v.replayed, str(r)
+
+
+def test_an_access_whose_data_is_not_followed_keeps_tmem_data_unchecked():
+    k = umma_acc(tiles=2, data=True)
+    epi = k.processes[1]
+    blind = replace(epi, body=tuple(
+        replace(s, body=tuple(replace(x, data=False) if isinstance(x, TmemAccess) else x
+                              for x in s.body)) if isinstance(s, For) else s
+        for s in epi.body))
+    r = verify_kernel(replace(k, processes=(k.processes[0], blind)))
+    assert r.outcome == "not-checked" and "TMEM data" in r.reasons[0], r
+    assert "line 37" in r.reasons[0], r.reasons
 
 
 @pytest.mark.parametrize("bug", (None, "no-dealloc", "commit-wrong-stage", "over-alloc"))

@@ -183,7 +183,7 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
     from .ir import walk_stmts
     from .ops import (CpAsync, CpAsyncCommit, CpAsyncWait, MmaRead, SmemOwn, SmemWrite,
                       TmaStore, WgmmaRead, mma_open, br_unfenced, bs_open, bw_fenced, bw_released_raw, bw_unfenced,
-                      cp_group, cp_open, touches_filled_in, wg_open)
+                      cp_group, cp_open, touches_filled_in, wg_open, TmemLoad, tl_open)
     names: set[str] = set()
     stmts = list(walk_stmts(p.body))
     for b in kernel.buffers:
@@ -196,8 +196,10 @@ def buffer_locals(kernel: Kernel, p: Process) -> set[str]:
         if any(isinstance(s, WgmmaRead) and b.name in {r[0] for r in s.reads} for s in stmts):
             names.add(wg_open(b.name))
         for s in stmts:
-            if isinstance(s, MmaRead) and b.name in {r[0] for r in s.reads}:
+            if isinstance(s, MmaRead) and b.name in {r[0] for r in s.reads} and b.space == "smem":
                 names |= {mma_open(b.name)} | ({mma_open(b.name, True)} if s.pair else set())
+        if any(isinstance(s, TmemLoad) and b.name in {r[0] for r in s.reads} for s in stmts):
+            names.add(tl_open(b.name))
         if touches_filled_in(kernel, p.body, b.name):
             names |= {br_unfenced(b.name, i) for i in range(b.stages)}
         if any(isinstance(s, (CpAsync, SmemOwn)) and s.buf == b.name for s in stmts):

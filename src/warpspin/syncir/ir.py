@@ -203,7 +203,9 @@ class BufferDecl:
     `storers` (process indices, one per CTA). `barrier`: the named barrier id whose
     generations the storing warp waits in (bar.sync) hand writes over to it; None: none.
     `other_barriers`: the other ids it waits on (a write released on one of them is not
-    followed: unsupported). `label` names it as the user wrote it."""
+    followed: unsupported). `label` names it as the user wrote it. `space` "tmem": the stages
+    are column ranges of tensor memory (an MMA accumulator: tcgen05.mma writes them,
+    tcgen05.ld reads them), not shared memory."""
     name: str
     stages: int
     storers: tuple[int, ...] = ()
@@ -211,6 +213,7 @@ class BufferDecl:
     loc: Loc = NOLOC
     label: str = ""
     other_barriers: tuple[int, ...] = ()
+    space: str = "smem"
 
     def __post_init__(self):
         object.__setattr__(self, "storers", tuple(self.storers))

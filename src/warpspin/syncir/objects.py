@@ -157,6 +157,14 @@ BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
               "not yet retired by a wgmma.wait_group of their warp"),
     FieldDecl("mrd", 0, LIMITS.inflight, 0, "tcgen05.mma reads of the stage (one per warp and "
               "commit) not yet retired by the arrive of a tcgen05.commit issued after them"),
+    FieldDecl("tld", 0, LIMITS.inflight, 0, "of a TMEM buffer: tcgen05.ld reads of the stage (one "
+              "per instance) not yet retired by a tcgen05.wait::ld of their instance"),
+    FieldDecl("mip", 0, 1, 0, "of a TMEM buffer: 1 while a tcgen05.mma access of the stage may "
+              "still run (no tcgen05.commit issued after its last access has landed); a race "
+              "monitor"),
+    FieldDecl("cov", 0, (1 << 15) - 1, 0, "of a TMEM buffer: the commit slots (a bit each) "
+              "issued after the stage's last tcgen05.mma access; the landing of any of them "
+              "completes it (a race monitor)"),
     FieldDecl("gr", 0, _MAX_INSTANCES, 0, "instances that read the stage through the generic "
               "proxy and have not executed fence.proxy.async since (a TMA load may not refill it)"),
 ), "one stage of a staged shared-memory buffer: TMA stores read it (PTX 9.7.9.25 "

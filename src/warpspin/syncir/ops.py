@@ -37,7 +37,8 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
-           "TmemRelinquish", "TmemPairResume", "TmemAccess", "TMEM_ACCESSES", "tmem_access_checked", "uses_tmem", "GlobalAdd", "GlobalWait",
+           "TmemRelinquish", "TmemPairResume", "TmemAccess", "TmemLoad", "TmemWaitLd", "is_tmem",
+           "tmem_mma_bufs", "tmem_load_bufs", "tl_open", "commit_bits", "TMEM_ACCESSES", "tmem_access_checked", "uses_tmem", "GlobalAdd", "GlobalWait",
            "Exit",
            "Unsupported"]
 
@@ -2281,11 +2282,95 @@ def mma_bufs(kernel, process: int) -> tuple[tuple[str, bool], ...]:
         for st in walk_stmts(kernel.processes[process].body):
             if isinstance(st, MmaRead):
                 for b, _ in st.reads:
+                    if is_tmem(kernel, b):
+                        continue
                     out.add((b, False))
                     if st.pair:
                         out.add((b, True))
         return tuple(sorted(out))
     return kernel.memo(("mma_bufs", process), compute)
+
+
+def is_tmem(kernel, buf: str) -> bool:
+    """Whether staged buffer `buf` is tensor memory (an accumulator's stages)."""
+    try:
+        return kernel.buffer(buf).space == "tmem"
+    except KeyError:
+        return False
+
+
+def tmem_mma_bufs(kernel, process: int) -> tuple[tuple[str, bool], ...]:
+    """(TMEM buffer, peer) of every accumulator stage the process's tcgen05.mma access, in its
+    own CTA and, for cta_group::2, in the pair's other one."""
+    def compute():
+        from .ir import walk_stmts
+        out: set = set()
+        for st in walk_stmts(kernel.processes[process].body):
+            if isinstance(st, MmaRead):
+                for b, _ in st.reads:
+                    if is_tmem(kernel, b):
+                        out.add((b, False))
+                        if st.pair:
+                            out.add((b, True))
+        return tuple(sorted(out))
+    return kernel.memo(("tmem_mma_bufs", process), compute)
+
+
+def tmem_load_bufs(kernel, process: int) -> tuple[str, ...]:
+    """The TMEM buffers the process reads with tcgen05.ld."""
+    def compute():
+        from .ir import walk_stmts
+        return tuple(sorted({b for st in walk_stmts(kernel.processes[process].body)
+                             if isinstance(st, TmemLoad) for b, _ in st.reads}))
+    return kernel.memo(("tmem_load_bufs", process), compute)
+
+
+def tl_open(buf: str) -> str:
+    """The stages of TMEM buffer `buf` the executing instance read with tcgen05.ld since its
+    last tcgen05.wait::ld (a bit mask)."""
+    return f"_tlo_{buf}"
+
+
+COV_BITS = 15  # objects.BUFFER_STAGE `cov`
+
+
+def commit_bits(layout, process: int) -> dict[int, int]:
+    """The first `cov` bit of each tcgen05.commit (by flat pc) of a process: one bit per element
+    of its barrier array, in code order."""
+    out, n = {}, 0
+    for pc, ins in layout.flat[process].ops():
+        if isinstance(ins.stmt, Tcgen05Commit):
+            out[pc] = n
+            n += layout.kernel.mbarrier(ins.stmt.bar.name).size
+    return out
+
+
+def _cov_bit_count(layout, process: int) -> int:
+    bits = commit_bits(layout, process)
+    if not bits:
+        return 0
+    pc = max(bits)
+    st = layout.flat[process].code[pc].stmt
+    return bits[pc] + layout.kernel.mbarrier(st.bar.name).size
+
+
+def tmem_mma_issuer_problem(c) -> str:
+    """Why the process's tcgen05.mma accumulator accesses cannot be followed ('' if they can):
+    the stage's in-flight state is one thread's (its commits complete only its own MMAs)."""
+    k = c.kernel
+    mine = {b for b, _ in tmem_mma_bufs(k, c.process)}
+    if not mine:
+        return ""
+    if k.processes[c.process].instances != 1:
+        return ("tcgen05.mma on a TMEM buffer by a role of several instances (one thread issues "
+                "a CTA's MMAs and their commits)")
+    for pi, p in enumerate(k.processes):
+        if pi != c.process and p.cta == k.processes[c.process].cta and \
+                mine & {b for b, _ in tmem_mma_bufs(k, pi)}:
+            return f"tcgen05.mma on one TMEM buffer by two roles ({p.role} too)"
+    if _cov_bit_count(c.layout, c.process) > COV_BITS:
+        return f"more than {COV_BITS} tcgen05.commit targets in one role (model bound)"
+    return ""
 
 
 @sync_op
@@ -2332,6 +2417,13 @@ class MmaRead(_StageReads, SyncOp):
         body = []
         for buf, stage in self.reads:
             label = c.kernel.buffer(buf).label or buf
+            if is_tmem(c.kernel, buf):
+                why = tmem_mma_issuer_problem(c)
+                if why:
+                    return Rule([Fail("unsupported", "{who} issues " + why)])
+                body += _per_stage(c, buf, stage, "accumulates into",
+                                   lambda s, buf=buf, label=label: self._accumulate(c, buf, s, label))
+                continue
 
             def one(s, buf=buf, label=label):
                 out = []
@@ -2352,6 +2444,107 @@ class MmaRead(_StageReads, SyncOp):
                 return out
             body += _per_stage(c, buf, stage, "reads", one)
         return Rule(body)
+
+    def _accumulate(self, c, buf: str, s: int, label: str) -> list:
+        """The MMA writes accumulator stage s (of both CTAs with cta_group::2): a tcgen05.ld of
+        it not yet retired is a race; the stage is in flight, covered by no commit yet."""
+        out = []
+        for cta in ((c.cta, c.cta ^ 1) if self.pair else (c.cta,)):
+            st = lambda f: BufField(buf, Const(cta), Const(s), f)  # noqa: E731
+            out += [When(_gt(st("tld"), 0), [Fail(
+                        "race", f"{{who}} writes (tcgen05.mma) stage {s} of {label} in CTA {cta} "
+                        "while {0} tcgen05.ld read(s) of it are not retired: no "
+                        "tcgen05.wait::ld of the reading warp comes before this MMA",
+                        (st("tld"),))]),
+                    Set(st("mip"), Const(1)), Set(st("cov"), Const(0))]
+        return out
+
+
+@sync_op
+@dataclass(frozen=True)
+class TmemLoad(_StageReads, SyncOp):
+    """tcgen05.ld (PTX 9.7.16.8.3) of the executing warp reads stage `reads` of a TMEM buffer
+    (an accumulator) asynchronously, until a tcgen05.wait::ld of the warp. A tcgen05.mma writing
+    the stage that may still run (no commit issued after it has landed) makes it a race."""
+    reads: tuple[tuple[str, Expr], ...]
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "tcgen05.ld.read"
+    hb_rule: ClassVar[str | None] = "generic"
+    ptx: ClassVar[str] = "9.7.16.8.3 (tcgen05.ld), 9.7.16.8.5 (tcgen05.wait)"
+    summary: ClassVar[str] = ("per stage read: mip = 1: race (a tcgen05.mma writing it may still "
+                              "run); then, unless the instance's loads since its last "
+                              "tcgen05.wait::ld already read it, tld += 1")
+    # it reads and writes only staged-buffer state and its own locals (as a wgmma read)
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls((("acc", Const(0)),))
+
+    def fmt(self): return f"tcgen05.ld.read {_fmt_reads(self.reads)}"
+
+    def problems(self, k):
+        return _reads_problems(k, self.reads) + [
+            f"tcgen05.ld of {b}, which is not a TMEM buffer" for b, _ in self.reads
+            if b in {x.name for x in k.buffers} and not is_tmem(k, b)]
+
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "rw", "cta"),),
+                         retired_by="tcgen05.wait::ld of the issuing warp")
+
+    def rule(self, c):
+        body = []
+        for buf, stage in self.reads:
+            label = c.kernel.buffer(buf).label or buf
+
+            def one(s, buf=buf, label=label):
+                st = lambda f: _stage(c, buf, Const(s), f)  # noqa: E731
+                open_ = Local(tl_open(buf))
+                return [When(_eq(st("mip"), 1), [Fail(
+                            "race", f"{{who}} reads (tcgen05.ld) stage {s} of {label} while a "
+                            "tcgen05.mma writing it may still run: no tcgen05.commit issued "
+                            "after that MMA has landed (a wait on its barrier) before this load")]),
+                        When(UnOp("not", _bit(open_, s)), [
+                            When(_ge(st("tld"), _MAX_LOADS), [Fail(
+                                "copy-bound", f"more than {_MAX_LOADS} tcgen05.ld reads of one "
+                                "stage unretired (model bound)")]),
+                            add(st("tld"), 1), Set(open_, BinOp("|", open_, Const(1 << s)))])]
+            body += _per_stage(c, buf, stage, "reads", one)
+        return Rule(body)
+
+
+@sync_op
+@dataclass(frozen=True)
+class TmemWaitLd(SyncOp):
+    """tcgen05.wait::ld: the executing warp waits for its tcgen05.ld issued before; they always
+    complete, so it retires them (tld -= 1 per stage the warp read since its last wait)."""
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "tcgen05.wait.ld"
+    hb_rule: ClassVar[str | None] = "generic"
+    ptx: ClassVar[str] = "9.7.16.8.5 (tcgen05.wait)"
+    summary: ClassVar[str] = ("per TMEM stage the instance read since its last wait: tld -= 1")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls()
+
+    def fmt(self): return "tcgen05.wait::ld"
+
+    def footprint(self, k):
+        return Footprint((_acc("buffer-stage", "rw", "cta"),))
+
+    def rule(self, c):
+        body = []
+        for b in tmem_load_bufs(c.kernel, c.process):
+            open_ = Local(tl_open(b))
+            body += [When(_bit(open_, s), [sub(_stage(c, b, Const(s), "tld"), 1)])
+                     for s in range(c.kernel.buffer(b).stages)]
+            body.append(Set(open_, Const(0)))
+        return Rule(body)
+
+
+_MAX_LOADS = LIMITS.inflight
 
 
 @sync_op
@@ -2817,14 +3010,16 @@ class Tcgen05Commit(SyncOp):
         T = c.threads
         if self.multicast is None:
             el, checks = resolve(c, self.bar)
-            carry = self._carry(c, c.cta) if self.bar.cta is None else self._no_carry(c)
+            carry = [*self._carry(c, c.cta), *self._cover(c, c.cta)] \
+                if self.bar.cta is None else self._no_carry(c)
             return Rule([*checks, *remote_alive(c, self.bar, el, "commits to"),
                          *vis_checks(el, tma=True), *carry,
                          *_issue(Inflight(c.process, c.pc, el.cta, el.index), T),
                          *self._opened(c)])
         _, checks = resolve(c, self.bar)
         return Rule([*checks, *_multicast_issue(c, self.bar, self.multicast, "commits",
-                                                "commits to", lambda t: self._carry(c, t)),
+                                                "commits to",
+                                                lambda t: [*self._carry(c, t), *self._cover(c, t)]),
                      *self._opened(c)])
 
     def _masks(self, c) -> list[tuple[str, bool, Local]]:
@@ -2852,10 +3047,44 @@ class Tcgen05Commit(SyncOp):
         return out
 
     def _no_carry(self, c) -> list:
-        return [When(_ne(open_, 0), [Fail(
+        out = [When(_ne(open_, 0), [Fail(
                     "unsupported", f"{{who}} commits tcgen05.mma reads of {b} to a barrier of "
                     "another CTA named by address (not modelled)")])
-                for b, _, open_ in self._masks(c)]
+               for b, _, open_ in self._masks(c)]
+        if tmem_mma_bufs(c.kernel, c.process):
+            out.append(Fail("unsupported", "{who} commits tcgen05.mma accumulator writes to a "
+                            "barrier of another CTA named by address (not modelled)"))
+        return out
+
+    def _cover(self, c, t: int) -> list:
+        """This commit covers every accumulator stage in CTA `t` the thread's MMAs may still
+        write: its landing there completes them (its slot's bit joins their `cov`). Only one
+        commit of the op in flight into the slot is modelled (arrives of one slot are not told
+        apart)."""
+        bufs = [b for b, peer in tmem_mma_bufs(c.kernel, c.process)
+                if t == (c.cta ^ 1 if peer else c.cta)]
+        if not bufs:
+            return []
+        if c.threads != 1:
+            return [Fail("unsupported", f"{{who}} commits tcgen05.mma accumulator writes with "
+                         f"{c.threads} threads (one thread commits what its warp issued)")]
+        infl = Inflight(c.process, c.pc, Const(t), self.bar.index)
+        out = [When(_gt(infl, 0), [Fail(
+            "unsupported", "{who} commits tcgen05.mma accumulator writes while a commit of the "
+            "same op into the same barrier is still in flight (not modelled)")])]
+        base = commit_bits(c.layout, c.process)[c.pc]
+        size = c.kernel.mbarrier(self.bar.name).size
+        for b in bufs:
+            for s in range(c.kernel.buffer(b).stages):
+                st = lambda f, b=b, s=s: BufField(b, Const(t), Const(s), f)  # noqa: E731
+                def cover(i, st=st):
+                    return [When(_eq(st("mip"), 1),
+                                 [Set(st("cov"), BinOp("|", st("cov"), Const(1 << (base + i))))])]
+                if isinstance(self.bar.index, Const):
+                    out += cover(self.bar.index.value)
+                else:
+                    out += [When(_eq(self.bar.index, i), cover(i)) for i in range(size)]
+        return out
 
     def _opened(self, c) -> list:
         return [Set(open_, Const(0)) for _, _, open_ in self._masks(c)]
@@ -2864,6 +3093,14 @@ class Tcgen05Commit(SyncOp):
         el = El(self.bar.name, Const(cta), Const(index))
         infl = Inflight(c.process, c.pc, Const(cta), Const(index))
         retire = []
+        for b, peer in tmem_mma_bufs(c.kernel, c.process):
+            if cta != (c.cta ^ 1 if peer else c.cta):
+                continue
+            bit = Const(1 << (commit_bits(c.layout, c.process)[c.pc] + index))
+            for s in range(c.kernel.buffer(b).stages):
+                st = lambda f, b=b, s=s: BufField(b, Const(cta), Const(s), f)  # noqa: E731
+                retire.append(When(_ne(_band(st("cov"), bit), 0),
+                                   [Set(st("mip"), Const(0)), Set(st("cov"), Const(0))]))
         for b, peer in mma_bufs(c.kernel, c.process):
             if cta != (c.cta ^ 1 if peer else c.cta):
                 continue
@@ -2996,8 +3233,30 @@ def _dealloc_effect(c, cols: Expr):
         return [When(_gt(cols, held), [Fail(
                     "tmem-lifetime", "{who} frees {0} TMEM columns, but CTA {2} holds only {1}",
                     (cols, held, cta))]),
-                sub(held, cols)]
+                *_in_flight_at_free(c, cta.value), sub(held, cols)]
     return effect
+
+
+def _in_flight_at_free(c, cta: int) -> list:
+    """Freeing a CTA's tensor memory while a tcgen05.ld or tcgen05.mma of an accumulator stage
+    may still run: tmem-lifetime."""
+    out = []
+    for b in c.kernel.buffers:
+        if b.space != "tmem":
+            continue
+        label = b.label or b.name
+        for s in range(b.stages):
+            st = lambda f, s=s: BufField(b.name, Const(cta), Const(s), f)  # noqa: E731
+            out += [When(_gt(st("tld"), 0), [Fail(
+                        "tmem-lifetime", f"{{who}} frees the tensor memory of CTA {cta} while "
+                        f"{{0}} tcgen05.ld read(s) of stage {s} of {label} are not retired: no "
+                        "tcgen05.wait::ld of the reading warp comes before the free",
+                        (st("tld"),))]),
+                    When(_eq(st("mip"), 1), [Fail(
+                        "tmem-lifetime", f"{{who}} frees the tensor memory of CTA {cta} while a "
+                        f"tcgen05.mma writing stage {s} of {label} may still run: no "
+                        "tcgen05.commit issued after it has landed before the free")])]
+    return out
 
 
 def _pair_footprint(blocking: bool) -> Footprint:
@@ -3086,7 +3345,12 @@ class TmemDealloc(_PairOp, _TmemColumns, SyncOp):
                               "collective as tcgen05.alloc's, freeing in both CTAs")
 
     def footprint(self, k):
-        return _pair_footprint(True) if self.pair else Footprint((_acc("tmem", "rw", "cta"),))
+        fp = _pair_footprint(True) if self.pair else Footprint((_acc("tmem", "rw", "cta"),))
+        if any(b.space == "tmem" for b in k.buffers):  # it reads the accumulators' in-flight state
+            fp = Footprint((*fp.accesses, _acc("buffer-stage", "read",
+                                               "cluster" if self.pair else "cta")),
+                           blocking=fp.blocking)
+        return fp
 
     def rule(self, c):
         checks = [*_whole_warp(c, "tcgen05.dealloc"), *_column_count(self.cols, "frees")]
@@ -3168,6 +3432,7 @@ class TmemAccess(SyncOp):
     what: str
     loc: Loc = NOLOC
     pair: bool = False  # a cta_group::2 MMA: it accesses the TMEM of both CTAs of the pair
+    data: bool = False  # its data is followed: an MmaRead / TmemLoad of a TMEM buffer stage
     mnemonic: ClassVar[str] = "tmem.access"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16 (tcgen05 memory consistency; tcgen05.dealloc)"
@@ -3179,7 +3444,8 @@ class TmemAccess(SyncOp):
     def example(cls):
         return cls("tcgen05.ld")
 
-    def fmt(self): return f"tmem.access {self.what}{_pair_suffix(self)}"
+    def fmt(self):
+        return f"tmem.access {self.what}{_pair_suffix(self)}" + (" (data followed)" if self.data else "")
 
     def facts(self):
         return self.proven - {INDEPENDENT_CTAS} if self.pair else self.proven

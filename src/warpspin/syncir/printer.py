@@ -115,7 +115,8 @@ def fmt_kernel(k: Kernel) -> str:
         bar = "" if b.barrier is None else f", barrier={b.barrier}"
         if b.other_barriers:
             bar += f", others={list(b.other_barriers)}"
-        lines.append(f"  buffer {b.name}[{b.stages}], storers=[{storers}]{bar}" +
+        space = "" if b.space == "smem" else f", space={b.space}"
+        lines.append(f"  buffer {b.name}[{b.stages}], storers=[{storers}]{bar}{space}" +
                      (f"  # {b.label}" if b.label else ""))
     for p in k.processes:
         lines.append(fmt_process(p))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .ir import (AtomInc, BarSync, CounterDecl, Elect, For, If, Kernel, Lanes, Loc, MBarRef,
                  MBarrierDecl, MbarArrive, MbarArriveExpectTx, MbarInit, MbarInitFence, MbarWait,
                  Process, SmemLoad, SmemStore, TmaLoad, Var, While, WordRef, WordsDecl, Assign,
-                 Param, Const)
+                 Param, Const, BufferDecl)
 from .ops import ClcTryCancel
 
 RING_FILE = "ring.py"
@@ -672,9 +672,17 @@ UMMA_BUG_EXPECT = {
     "no-acc-release-on-empty": ("deadlock", None), "commit-no-init": ("uninitialized-barrier", None),
     "dealloc-before-ld": ("tmem-lifetime", 37),
 }
+# bugs of the accumulator's data (umma_acc with data=True: the stages are a TMEM buffer)
+UMMA_DATA_BUGS = ("release-before-wait-ld", "ld-before-full-wait", "commit-before-mma",
+                  "no-wait-ld", "full-by-arrive")
+UMMA_DATA_BUG_EXPECT = {
+    "release-before-wait-ld": ("race", 32), "ld-before-full-wait": ("race", 32),
+    "commit-before-mma": ("race", 32), "no-wait-ld": ("race", 32), "full-by-arrive": ("race", 37),
+}
 
 
-def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | None = None) -> Kernel:
+def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | None = None,
+             data: bool = False) -> Kernel:
     """The accumulator pipeline of a Blackwell GEMM (PipelineUmmaAsync) with its tensor memory:
     the MMA warp allocates `stages` accumulators of 128 TMEM columns, and per tile waits for the
     epilogue to free the stage (acc_empty), then an elected lane commits the tile's tcgen05.mma
@@ -682,9 +690,12 @@ def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | Non
     and release acc_empty (one arrival per warp). After the last tile the epilogue
     warps arrive on `done` and the MMA warp waits on it and frees the columns. Tile t is empty
     (no k-tiles) when the launch parameter E = 1 and t = 0: the epilogue still releases it.
-    `bug`: one of UMMA_BUGS."""
-    from .ops import Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish
-    if bug is not None and bug not in UMMA_BUGS:
+    `bug`: one of UMMA_BUGS. `data`: the accumulator stages are a TMEM buffer the MMA writes
+    (MmaRead) and the epilogue reads (tcgen05.ld, then tcgen05.wait::ld); `bug` may then also
+    be one of UMMA_DATA_BUGS."""
+    from .ops import (MmaRead, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad,
+                      TmemRelinquish, TmemWaitLd)
+    if bug is not None and bug not in UMMA_BUGS + (UMMA_DATA_BUGS if data else ()):
         raise ValueError(f"unknown umma bug {bug!r}; one of {UMMA_BUGS}")
     L = lambda n: Loc(UMMA_FILE, n)  # noqa: E731
     cols = 128 * stages
@@ -704,12 +715,18 @@ def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | Non
     commit_stage = (Var("s") + 1) % stages if bug == "commit-wrong-stage" else Var("s")
     commit = Tcgen05Commit(MBarRef("acc_full", commit_stage), L(31))
     commit = (commit,) if bug == "commit-by-warp" else (Lanes(1, (commit,)),)
+    if bug == "full-by-arrive":  # the MMA thread arrives itself: its MMAs may still run
+        commit = (Lanes(1, (MbarArrive(MBarRef("acc_full", Var("s")), 1, L(31)),)),)
+    issue = (TmemAccess("tcgen05.mma", L(32), data=data),
+             *((MmaRead((("acc", Var("s")),), L(32)),) if data else ()))
+    issue_and_commit = (Lanes(1, issue), *commit)
+    if bug == "commit-before-mma":
+        issue_and_commit = (*commit, Lanes(1, issue))
     mma = (
         init, *alloc, *relinquish, BarSync(loc=L(16)),
         For("t", 0, tiles, (
             MbarWait(MBarRef("acc_empty", Var("s")), Var("ph"), L(30)),
-            Lanes(1, (TmemAccess("tcgen05.mma", L(32)),)),
-            *commit,
+            *issue_and_commit,
             *advance("s", "ph", stages),
         ), loc=L(29)),
         *(() if bug == "dealloc-before-ld" else (MbarWait(MBarRef("done"), 0, L(45)),)),
@@ -720,12 +737,18 @@ def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | Non
         mma = mma[:-1]
     release = Lanes(1, (MbarArrive(MBarRef("acc_empty", Var("s")), 1, L(38)),))
     skip_empty = bug == "no-acc-release-on-empty"
-    epi_tile = (
-        MbarWait(MBarRef("acc_full", Var("s")), Var("ph"), L(36)),
-        TmemAccess("tcgen05.ld", L(37)),
-        If(Var("t").eq(0) & Var("E").eq(1), (), (release,), loc=L(38)) if skip_empty else release,
-        *advance("s", "ph", stages),
-    )
+    full_wait = (MbarWait(MBarRef("acc_full", Var("s")), Var("ph"), L(36)),)
+    load = (TmemAccess("tcgen05.ld", L(37), data=data),
+            *((TmemLoad((("acc", Var("s")),), L(37)),) if data else ()))
+    wait_ld = (TmemWaitLd(L(38)),) if data and bug != "no-wait-ld" else ()
+    release = If(Var("t").eq(0) & Var("E").eq(1), (), (release,), loc=L(38)) if skip_empty \
+        else release
+    epi_tile = (*full_wait, *load, *wait_ld, release)
+    if bug == "ld-before-full-wait":
+        epi_tile = (*load, *full_wait, *wait_ld, release)
+    elif bug == "release-before-wait-ld":
+        epi_tile = (*full_wait, *load, release, *wait_ld)
+    epi_tile = (*epi_tile, *advance("s", "ph", stages))
     epilogue = (
         BarSync(loc=L(16)),
         For("t", 0, tiles, epi_tile, loc=L(35)),
@@ -738,4 +761,6 @@ def umma_acc(tiles: int = 3, stages: int = 2, epi_warps: int = 4, bug: str | Non
                   (MBarrierDecl("acc_full", stages, label="acc.full"),
                    MBarrierDecl("acc_empty", stages, label="acc.empty"),
                    MBarrierDecl("done", 1, label="tmem_dealloc")),
-                  params=(Param("E", 0, 1),))
+                  params=(Param("E", 0, 1),),
+                  buffers=(BufferDecl("acc", stages, loc=L(12), label="acc", space="tmem"),)
+                  if data else ())

@@ -11,11 +11,14 @@ def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
     DSMEM data, and the data a global flag hands over."""
     out = list(kernel.unchecked)
     tmem = _first(kernel, TmemAccess)
-    if tmem is not None:
-        out.append(Unchecked("race", "TMEM data", "the model checks that the CTA holds columns "
-                             "at each tcgen05 access, not which columns, an accumulator's reuse "
-                             "against its reads, nor an access in flight when its columns are "
-                             "freed", tmem.loc))
+    blind = next((s for p in kernel.processes for s in walk_stmts(p.body)
+                  if isinstance(s, TmemAccess) and not s.data), None)
+    if blind is not None:
+        out.append(Unchecked("race", "TMEM data", f"the {blind.what} at line {blind.loc.line} "
+                             "is not attributed to an accumulator stage: the model checks that "
+                             "the CTA holds columns at it, not which columns it touches, its "
+                             "order against the other tcgen05 accesses of them, nor whether it "
+                             "is in flight when they are freed", blind.loc))
         ctas = sorted({p.cta for p in kernel.processes for s in walk_stmts(p.body)
                        if isinstance(s, TmemAccess)})
         if not all(tmem_access_checked(kernel, c) for c in ctas):

@@ -242,6 +242,12 @@ def _buffer_problems(k: Kernel) -> list[Problem]:
     for b in k.buffers:
         if b.stages < 1:
             out.append(Problem(f"staged buffer {b.name} has {b.stages} stages", b.loc))
+        if b.space not in ("smem", "tmem"):
+            out.append(Problem(f"staged buffer {b.name}: space {b.space!r} is neither smem nor "
+                               "tmem", b.loc))
+        if b.space == "tmem" and (b.storers or b.barrier is not None or b.other_barriers):
+            out.append(Problem(f"TMEM buffer {b.name}: TMA stores and named-barrier hand-overs "
+                               "are of shared memory", b.loc))
         if b.barrier is not None and not 0 <= b.barrier < LIMITS.named_barriers:
             out.append(Problem(f"staged buffer {b.name}: barrier {b.barrier} is not a named "
                                "barrier id", b.loc))

@@ -211,12 +211,18 @@ class Walker:
 
 
 SPECIAL = ("mb", "nb", "cl", "live", "infl", "obs")  # places the barrier theories follow
+# race monitors of TMEM accumulator stages: conditions C10 replaces them (docs/semantics.md)
+TMEM_MONITORS = ("mip", "cov")
+
+
+def is_tmem_monitor(key: tuple) -> bool:
+    return key[0] == "buf" and key[4] in TMEM_MONITORS
 
 
 def is_generic(key: tuple) -> bool:
     """Places checked for unordered conflicting accesses (all but the barriers' and the
-    in-flight counters, and the pair fields of TMEM)."""
-    if key[0] in SPECIAL:
+    in-flight counters, the pair fields of TMEM and the TMEM stages' race monitors)."""
+    if key[0] in SPECIAL or is_tmem_monitor(key):
         return False
     if key[0] == "tmem" and key[2] in PAIR_FIELDS:
         return False

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from ...syncir.objects import MBARRIER, NAMED_BARRIER, CLUSTER_BARRIER
 from ...syncir.ops import (CLUSTER_COMPLETE, CLUSTER_GEN, NAMED_COMPLETE, PAIR_COMPLETE, PHASE,
-                           SyncOp)
+                           MmaRead, SyncOp)
 from ...syncir.trace import Complete, Step, Take
-from .accesses import Walker, is_generic
+from .accesses import Walker, is_generic, is_tmem_monitor
 from .execution import Event, Execution, OutsideClass, Runner
 from .graph import Node, completion, join
 
@@ -73,6 +73,10 @@ class Analysis:
     issue_bound_reads: list[tuple[Node, int]] = field(default_factory=list)
     end_reads: dict[int, list] = field(default_factory=lambda: defaultdict(list))
     word_marks: dict = field(default_factory=dict)  # st.async issue node -> words it marks
+    # TMEM accumulator stages (buffer, cta, stage): the MMAs that write them, the ops that check
+    # that no MMA writing them may still run (tcgen05.ld, tcgen05.dealloc)
+    tmem_sets: dict = field(default_factory=lambda: defaultdict(list))
+    tmem_checks: dict = field(default_factory=lambda: defaultdict(list))
     places: dict[tuple, list[tuple[Node, str]]] = field(default_factory=lambda: defaultdict(list))
     edges: int = 0
 
@@ -416,8 +420,15 @@ def _accesses(an: Analysis, walker: Walker, ev: Event, node: Node, fam: str, op,
                                                                     "cluster.arrive", "exit") \
                 and key[1] != own_cta:
             an.remote_reads.append((node, key[1]))
-        if key[0] == "infl" and acc.mode == "B" and fam == "async.issue":
+        if key[0] == "infl" and acc.mode in ("B", "R") and fam == "async.issue":
+            # a bound, or a check that another copy of the op is in flight (not modelled)
             an.issue_bound_reads.append((node, key[1]))
+        if is_tmem_monitor(key) and key[4] == "mip":
+            if acc.mode == "W" and fam == "generic" and acc.zone == "step" and \
+                    isinstance(ev.step, Step) and isinstance(op, MmaRead):
+                an.tmem_sets[key[1:4]].append(node)
+            elif acc.mode == "R" and fam not in ("async.issue", "completion"):
+                an.tmem_checks[key[1:4]].append(who)
         if not is_generic(key):
             continue
         if key[0] == "flag":

@@ -36,7 +36,8 @@ class Failure:
 
 def failures(an: Analysis, limit: int = 8) -> list[Failure]:
     out: list[Failure] = []
-    for check in (_mbarriers, _peeks, _generations, _visibility, _lifetime, _places, _bounds):
+    for check in (_mbarriers, _peeks, _generations, _visibility, _lifetime, _places,
+                  _tmem_stages, _bounds):
         out += check(an)
         if len(out) >= limit:
             break
@@ -295,6 +296,32 @@ def _places(an: Analysis) -> list[Failure]:
                                    "them", a, node, [both, _targets(node)], [a]))
                 break
             frontier = keep + [(node, mode)]
+    return out
+
+
+def _tmem_stages(an: Analysis) -> list[Failure]:
+    """C10: an op that checks an accumulator stage (tcgen05.ld, tcgen05.dealloc) comes before
+    every tcgen05.mma writing it, or after the landing of a tcgen05.commit that the MMA's
+    thread issued after that MMA (the landing of any later commit completes it)."""
+    out = []
+    m = an.machine
+    for (buf, cta, s), checks in an.tmem_checks.items():
+        for a in an.tmem_sets.get((buf, cta, s), []):
+            actor = a.own[0]
+            landings = [u.done for slot, units in an.units.items()
+                        if m.layout.async_keys[slot][2] == cta for u in units
+                        if u.done is not None and u.issue.own[0] == actor
+                        and u.issue.own[1] > a.own[1]]
+            for r in checks:
+                if r is a or before(r, a) or any(before(d, r) for d in landings):
+                    continue
+                b = m.kernel.buffer(buf)
+                p = _pred(an, r) if r.is_event else None
+                out.append(Failure("race", f"{r.name} may run while {a.name} still writes stage "
+                                   f"{s} of {b.label or b.name} in CTA {cta}: no tcgen05.commit "
+                                   "issued after that MMA is ordered to land before it", a, r,
+                                   [[a, *([p] if p is not None else [])], _targets(r)], []))
+                return out
     return out
 
 
