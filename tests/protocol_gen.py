@@ -28,7 +28,7 @@ from dataclasses import replace
 from warpspin.syncir.validate import validate
 
 from warpspin.syncir.ir import BufferDecl, CounterDecl, FlagDecl, TensormapDecl, rewrite_stmts
-from warpspin.syncir.ops import (AtomInc, GlobalAdd, GlobalWait, MmaRead, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
+from warpspin.syncir.ops import (AtomInc, GlobalAdd, GlobalWait, MmaRead, Tcgen05Commit, TmemAccess, TmemLoad, TmemWaitLd, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
                                  WgmmaCommit, WgmmaRead, WgmmaWait)
 
@@ -231,12 +231,25 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         # an elected lane's tcgen05.commit (its arrive lands later; multicast with two CTAs), a
         # whole warp's (32 arrives), TMEM allocation by a warp (blocks past 512 columns),
         # frees, the relinquished permit and TMEM accesses (an ld by a warp, an MMA by a lane)
+        # frees, the relinquished permit and TMEM accesses (an ld by a warp, an MMA by a lane),
+        # also as the data of TMEM buffer "ta" (an MMA's accumulator stage, a tcgen05.ld of
+        # one and the warp's tcgen05.wait::ld)
         which = draw(st.sampled_from(["commit", "commit", "commit_warp", "alloc", "alloc",
-                                      "dealloc", "relinquish", "ld", "mma"]))
+                                      "dealloc", "relinquish", "ld", "mma", "dld", "dld",
+                                      "dmma", "dmma", "wait_ld"]))
+        stage = draw(st.sampled_from([Const(0), Var("k") % 2]))
         if which == "ld":
             return TmemAccess("tcgen05.ld", loc)
         if which == "mma":
             return Elect((TmemAccess("tcgen05.mma", loc),), loc)
+        if which == "dld":
+            return TmemLoad((("ta", stage),), loc)
+        if which == "dmma":
+            pair = num_ctas == 2 and draw(st.booleans())
+            return Elect((TmemAccess("tcgen05.mma", loc, pair=pair, data=True),
+                          MmaRead((("ta", stage),), loc, pair=pair)), loc)
+        if which == "wait_ld":
+            return TmemWaitLd(loc)
         if which == "commit":
             mask = draw(st.sampled_from([None, Const(3), Const(2)])) if num_ctas == 2 else None
             return Elect((Tcgen05Commit(draw(bar_ref(sizes)), loc, mask),), loc)
@@ -375,6 +388,8 @@ def protocols(draw, extra: str | None = None) -> Kernel:
         buffers = (BufferDecl("sb", 2, storers, 1),)
     if "cpasync" in extras:
         buffers += (BufferDecl("sc", 2),)
+    if "tcgen05" in extras:
+        buffers += (BufferDecl("ta", 2, space="tmem"),)
     return valid(Kernel("random", tuple(procs), (MBarrierDecl("a", sizes["a"]),
                                                  MBarrierDecl("b", 1)),
                         params=tuple(params), num_ctas=num_ctas, words=words, tensormaps=maps,

@@ -188,8 +188,9 @@ def test_dsmem_protocols_match_interpreter(k):
 @diff_settings(max(20, EXAMPLES // 4))
 @given(protocols(extra="tcgen05"))
 def test_tcgen05_protocols_match_interpreter(k):
-    """tcgen05 commits (arrives that land later, multicast with two CTAs) and TMEM allocation
-    (a blocking alloc, frees, the relinquished permit, the check at exit)."""
+    """tcgen05 commits (arrives that land later, multicast with two CTAs), TMEM allocation
+    (a blocking alloc, frees, the relinquished permit, the check at exit) and accumulator data
+    (MMA writes of a TMEM buffer's stages, tcgen05.ld reads and their wait::ld)."""
     spin_agrees(k, reduce=True, fuse=True, stats="tcgen05 vs interpreter")
 
 
@@ -489,8 +490,9 @@ def test_cp_async_protocols_cover_every_cp_async_op():
 def test_tcgen05_protocols_cover_every_tcgen05_op():
     assert not _missing("tcgen05", 200, (
         "Tcgen05Commit", "TmemAlloc", "TmemDealloc", "TmemRelinquish", "TmemAccess",
-        "multicast commit"),
+        "multicast commit", "TmemLoad", "TmemWaitLd", "MmaRead(accumulator)"),
         lambda s: "multicast commit" if isinstance(s, Tcgen05Commit) and s.multicast is not None
+        else "MmaRead(accumulator)" if isinstance(s, MmaRead) and s.reads[0][0] == "ta"
         else None)
 
 
