@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
-                          Unsupported,
+                          TmemAccess, TmemLoad, TmemWaitLd, Unsupported,
                           WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, GlobalAdd, GlobalWait)
 from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
@@ -20,6 +20,7 @@ from ..syncir.validate import reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
 from .data import follow as follow_data
 from .descriptors import one_slot_per_cta
+from .tmem import check as tmem_check
 from .values import Folder, opaque
 from .walker import LANE_SUBSET, Context, WarpWalker, cluster_coord, to_loc
 
@@ -206,6 +207,12 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                  for cta, warp, lanes, body, labels in walks]
     walks, data_words, ctx.data_explained = follow_data(ctx, walks)
     staged = _staged_buffers(ctx, walks)
+    if tmem_check(ctx) is None:  # TMEM buffers: every TMEM access attributed (extract/tmem.py)
+        for (_, _, count, _), (name, label, loc) in ctx.tmem_buffers.items():
+            staged[name] = [label, loc, count, False, "tmem"]
+            ctx.assumptions.add(f"TMEM buffer {label}: a slice, tile or partition of a tensor "
+                                "of tensor memory stays inside the tensor's columns (its "
+                                "coordinates are in range)")
     walks = [(cta, warp, lanes, _without_idle_groups(_only_buffers(body, staged)), labels)
              for cta, warp, lanes, body, labels in walks]
 
@@ -348,7 +355,7 @@ def _bufs_of(st) -> set[str]:
     """The staged buffers a statement accesses."""
     if isinstance(st, (SmemWrite, TmaStore, CpAsync, SmemOwn)):
         return {st.buf}
-    if isinstance(st, (WgmmaRead, MmaRead, SmemRead)):
+    if isinstance(st, (WgmmaRead, MmaRead, SmemRead, TmemLoad)):
         return {b for b, _ in st.reads}
     if isinstance(st, TmaLoad) and st.dst is not None:
         return {st.dst}
@@ -442,7 +449,10 @@ def _cp_why(ctx: Context, name: str, bodies: list, copies: bool) -> Optional[str
 def _only_buffers(body: tuple, staged: dict) -> tuple:
     """The staged accesses of the buffers the model follows; the proxy fences only when it
     follows one that TMA stores read or this warp reads or writes through the generic proxy (a
-    TMA load may refill it); wgmma groups only in a warp whose wgmmas read one."""
+    TMA load may refill it); wgmma groups only in a warp whose wgmmas read one. TMEM data
+    (`data` of the TMEM accesses) only when the model follows TMEM buffers; tcgen05.wait::ld
+    only in a warp whose tcgen05.ld read one."""
+    tmem = any(v[4:] == ["tmem"] for v in staged.values())
     stored = any(v[3] for v in staged.values()) or any(
         isinstance(s, (SmemRead, SmemWrite)) and _bufs_of(s) & set(staged)
         for s in walk_stmts(body))
@@ -451,9 +461,11 @@ def _only_buffers(body: tuple, staged: dict) -> tuple:
     def keep(st) -> tuple:
         if isinstance(st, (SmemWrite, TmaStore, CpAsync, SmemOwn)) and st.buf not in staged:
             return ()
-        if isinstance(st, (WgmmaRead, MmaRead, SmemRead)):
+        if isinstance(st, (WgmmaRead, MmaRead, SmemRead, TmemLoad)):
             kept = tuple(r for r in st.reads if r[0] in staged)
             return (replace(st, reads=kept),) if kept else ()
+        if isinstance(st, TmemAccess) and st.data and not tmem:
+            return (replace(st, data=False),)
         if isinstance(st, TmaLoad) and st.dst is not None and st.dst not in staged:
             return (replace(st, dst=None),)
         if isinstance(st, FenceProxyAsync) and not stored:
@@ -461,7 +473,10 @@ def _only_buffers(body: tuple, staged: dict) -> tuple:
         if isinstance(st, (WgmmaCommit, WgmmaWait)) and not reads:
             return ()
         return (st,)
-    return finish(list(_one_access_per_run(rewrite_stmts(body, keep))))
+    out = list(_one_access_per_run(rewrite_stmts(body, keep)))
+    if not any(isinstance(s, TmemLoad) for s in walk_stmts(out)):
+        out = list(rewrite_stmts(tuple(out), lambda st: () if isinstance(st, TmemWaitLd) else (st,)))
+    return finish(out)
 
 
 def _one_access_per_run(body: tuple) -> tuple:
@@ -500,7 +515,10 @@ def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[Bu
     that waits on several ids, or stores, commits and waits with different lane counts, is not
     followed (the verdict says so)."""
     decls, dropped = [], set()
-    for name, (label, loc, count, _) in staged.items():
+    for name, (label, loc, count, _, *space) in staged.items():
+        if space == ["tmem"]:  # no stores, no hand-over (only tcgen05 accesses)
+            decls.append(BufferDecl(name, count, (), None, loc, label, (), space="tmem"))
+            continue
         storers = [i for i, p in enumerate(procs)
                    if any(isinstance(s, TmaStore) and s.buf == name for s in walk_stmts(p.body))]
         ids, lanes = [], set()

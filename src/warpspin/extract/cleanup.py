@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..syncir.ops import CpAsync, TmemAccess
+from ..syncir.ops import CpAsync, TmemAccess, TmemLoad
 from ..syncir.validate import DEST_OPS
 from ..syncir.ir import (Assign, For, If, Lanes, MbarTestWait, SmemLoad, Stmt, Unsupported, While,
                          expr_vars, map_exprs, stmt_exprs, walk_stmts)
@@ -160,8 +160,9 @@ def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, .
         why = _problem(s, bad)
         if why is not None and isinstance(s, If) and _only_checks(s):
             # a cp.async or TMEM access issued where the model cannot tell whether it runs is
-            # taken to run: a copy only sets its thread's pending bits, which only make later
-            # checks fail, and an access only checks
+            # taken to run: a copy only sets its thread's pending bits, and a tcgen05.ld its
+            # stage's pending reads, which only make later checks fail, and an access only
+            # checks
             out.extend(_rewrite(s.then + s.else_, bad))
             continue
         if why is not None:
@@ -184,9 +185,10 @@ def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, .
 
 
 def _only_checks(s: If) -> bool:
-    """A branch whose every op is a cp.async or a TMEM access (in branches and loops)."""
+    """A branch whose every op is a cp.async, a TMEM access or a tcgen05.ld read (in branches
+    and loops)."""
     ops = [t for t in walk_stmts(s.then + s.else_) if not isinstance(t, (If, Lanes, For))]
-    return bool(ops) and all(isinstance(t, (CpAsync, TmemAccess)) for t in ops)
+    return bool(ops) and all(isinstance(t, (CpAsync, TmemAccess, TmemLoad)) for t in ops)
 
 
 def _bodies(s: Stmt) -> tuple:
@@ -211,10 +213,13 @@ def mark_unsupported(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
 def merge_adjacent_checks(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
     """A TMEM access right after another one (no statement between them) goes: an access only
     checks the CTA's TMEM state, so in any run where the second fails, the first, run just
-    before the second (only other processes' steps are between them), fails too."""
+    before the second (only other processes' steps are between them), fails too. The one kept
+    follows its data only if both did (`TmemAccess.data`)."""
     out: list[Stmt] = []
     for s in body:
         if isinstance(s, TmemAccess) and out and isinstance(out[-1], TmemAccess):
+            if out[-1].data and not s.data:
+                out[-1] = replace(out[-1], data=False)
             continue
         if isinstance(s, If):
             s = replace(s, then=merge_adjacent_checks(s.then), else_=merge_adjacent_checks(s.else_))

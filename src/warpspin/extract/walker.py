@@ -17,7 +17,8 @@ from ..frontend.trace import describe_host
 from ..syncir.ops import (CLC_WORDS, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
                           TmaStore, WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
-                          TensormapWrite, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemRelinquish,
+                          TensormapWrite, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad,
+                          TmemRelinquish, TmemWaitLd,
                           ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd, GlobalWait)
 from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, BarArrive, CounterDecl, FlagDecl, BarSync, BinOp, ClusterArrive, ClusterWait, Const,
                          Exit, Expr, For, If, Lanes, Loc,
@@ -26,6 +27,7 @@ from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, BarArrive, Counter
                          TmaLoad, Unsupported, Select, UnOp, Var, While, WordRef, expr_vars,
                          walk_stmts)
 from . import cute_types as ct
+from . import tmem
 from .cleanup import reads_var, subst_stmts
 from .data import DataAccess, spans_of
 from .descriptors import TENSORMAP_CASTS, address, same_descriptor
@@ -53,10 +55,7 @@ IGNORED = {"nvvm.setmaxregister", "nvvm.bar.warp.sync",
            "nvvm.wgmma.fence.aligned", "cute_nvgpu.prefetch_tma_desc",
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
            # griddepcontrol waits for the previous grid, outside this kernel (assumed to finish)
-           "nvvm.griddepcontrol",
-           # waits until the thread's own tcgen05.ld / tcgen05.st complete, which they always do;
-           # an access still in flight when its columns are freed is not followed (NOT_CHECKED)
-           "nvvm.tcgen05.wait"}
+           "nvvm.griddepcontrol"}
 # Sync-relevant families the SyncIR cannot express yet: always an explicit Unsupported.
 UNSUPPORTED_PREFIXES = (
     "nvvm.cluster.", "nvvm.cp.async", "nvvm.tcgen05", "cute_nvgpu.arch.sm100",
@@ -546,6 +545,10 @@ class Context:
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
     alloc_fields: dict = field(default_factory=dict)  # allocation uid -> its struct fields
     alloc_names: dict = field(default_factory=dict)  # allocation uid -> `sX` of `sX = ...alloc...`
+    # TMEM buffers (extract/tmem.py): TmemStage.buffer -> [name, label, loc]; the TMEM accesses
+    # not attributed to one of their stages (why, in order)
+    tmem_buffers: dict = field(default_factory=dict)
+    tmem_unattributed: list = field(default_factory=list)
 
     def buffer(self, stage: Stage, loc: Loc) -> str:
         """The name of the staged buffer `stage` is a stage of (declared at its first access)."""
@@ -973,6 +976,8 @@ class WarpWalker:
             out.append(Unsupported(f"{op.name}: a write into the memory a TMA descriptor pointer "
                                    "is computed from, not read as a tensormap write",
                                    self.loc(op)))
+        if tmem.propagate(self, op):  # a view, part or address of a followed TMEM tensor
+            return
         h = HANDLERS.get(op.name)
         if (op.name == "cute.memref.store" or not _memory_reader(op.name)) and \
                 op.name not in DSMEM_FOLLOWED and not op.name.startswith("nvvm.mbarrier.") and \
@@ -1927,6 +1932,8 @@ class WarpWalker:
 
     def asm(self, op: Op, out) -> None:
         text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+        if "tcgen05" in text and tcgen05_mma_asm(text) is None:
+            tmem.unattributed(self.ctx, "tcgen05 op", self.loc(op), "inline PTX")
         if re.fullmatch(r"\s*mul\.hi\.u32\s+\$0,\s*\$1,\s*\$2;\s*", text) and len(op.operands) == 2:
             self.env[op.result] = MulHi(op.operands[0], op.operands[1])
             return
@@ -1947,6 +1954,7 @@ class WarpWalker:
                 self.mbar_stmt_at(op, bar, out, lambda b, p=parity: MbarWait(
                     b, self.expr(op.operands[p]), self.loc(op)))
             out.append(TmemAccess("tcgen05.mma", self.loc(op)))
+            tmem.unattributed(self.ctx, "tcgen05.mma", self.loc(op), "inline PTX")
         elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):
             out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
         self.set_unknown_results(op)
@@ -2397,7 +2405,7 @@ class WarpWalker:
         elif kind == "tma_load_im2col":
             out.append(Unsupported(f"cute.copy with {kind} atom", self.loc(op)))
         elif (what := tmem_copy(op.operand_types)) is not None:
-            out.append(TmemAccess(what, self.loc(op)))
+            self.tmem_copy(op, what, out)
         elif "tma_bar" in t or "mbar" in t:
             out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
         elif len(op.operands) > 2:  # a copy from / into a buffer stage reads / writes it
@@ -2406,6 +2414,27 @@ class WarpWalker:
             if not self.own_access(op, op.operands[2], True, out):
                 self.staged_write(op, op.operands[2], out)
         # other copies (registers, plain smem/gmem loads and stores) do not synchronize
+
+    def tmem_copy(self, op: Op, what: str, out) -> None:
+        """A copy from or into tensor memory: its access, and for a tcgen05.ld from a stage of a
+        TMEM buffer (extract/tmem.py) the read of that stage."""
+        loc = self.loc(op)
+        stage = tmem.stage_of(self, op.operands[1], op.operand_types[1]) \
+            if what == "tcgen05.ld" else None
+        if stage is None:
+            tmem.unattributed(self.ctx, what, loc, "its source is not followed to a stage of a "
+                              "TMEM buffer" if what == "tcgen05.ld" else "only tcgen05.ld and "
+                              "tcgen05.mma accesses are followed")
+            out.append(TmemAccess(what, loc))
+            return
+        name = tmem.buffer(self.ctx, self, op.operands[1], stage, loc)
+        out += [TmemAccess(what, loc, data=True), TmemLoad(((name, stage.index),), loc)]
+
+    def tmem_wait(self, op: Op, out) -> None:
+        """tcgen05.wait::ld retires the warp's tcgen05.ld (build.py keeps it in a warp that reads
+        a TMEM buffer); tcgen05.wait::st waits for its stores, whose data is not followed."""
+        if "load" in str(op.attrs.get("kind", "")):
+            out.append(TmemWaitLd(self.loc(op)))
 
     def own_buffer(self, op: Op, vid: int) -> Optional[str]:
         """The buffer `vid` is the executing thread's own part of (a one-to-one tiled-copy
@@ -2573,9 +2602,11 @@ class WarpWalker:
         warp's next tcgen05.commit lands, and its accumulator is a TMEM access."""
         sm100 = bool(op.operand_types) and "sm100" in op.operand_types[0]
         two = sm100 and re.search(r"sm100\.mma\w*<[^>]*num_cta = 2", op.operand_types[0]) is not None
-        if sm100:
-            out.append(TmemAccess("tcgen05.mma", self.loc(op), pair=two))
         reads = []
+        if sm100:
+            acc = self.tmem_operands(op)
+            out.append(TmemAccess("tcgen05.mma", self.loc(op), pair=two, data=acc is not None))
+            reads += acc or []
         for vid in op.operands[2:4]:
             stage = self.staged(vid)
             if stage is None:
@@ -2586,6 +2617,28 @@ class WarpWalker:
             out.append(MmaRead(tuple(reads), self.loc(op), pair=two))
         elif reads:
             out.append(WgmmaRead(tuple(reads), self.loc(op)))
+
+    def tmem_operands(self, op: Op) -> Optional[list]:
+        """The TMEM buffer stages an sm100 ``cute.gemm`` accesses: its accumulator (d, c), each
+        a stage of a TMEM buffer (extract/tmem.py); None (not attributed) when one is not, or
+        when its A operand is in tensor memory."""
+        loc, out = self.loc(op), []
+        if len(op.operands) < 5:
+            tmem.unattributed(self.ctx, "tcgen05.mma", loc, "its operands are not d, a, b, c")
+            return None
+        if ct.memref_space(op.operand_types[2]) == "tmem":
+            tmem.unattributed(self.ctx, "tcgen05.mma", loc, "its A operand is in tensor memory")
+            return None
+        for vid, t in ((op.operands[1], op.operand_types[1]), (op.operands[4], op.operand_types[4])):
+            stage = tmem.stage_of(self, vid, t) if ct.memref_space(t) == "tmem" else None
+            if stage is None:
+                tmem.unattributed(self.ctx, "tcgen05.mma", loc, "its accumulator is not followed "
+                                  "to a stage of a TMEM buffer")
+                return None
+            read = (tmem.buffer(self.ctx, self, vid, stage, loc), stage.index)
+            if read not in out:
+                out.append(read)
+        return out
 
     def tcgen05_commit(self, op: Op, out) -> None:
         """tcgen05.commit.cta_group::N.mbarrier::arrive::one[.multicast::cluster] [bar], mask."""
@@ -2619,8 +2672,9 @@ class WarpWalker:
 
     def tmem_ptr(self, op: Op, out) -> None:
         """retrieve_tmem_ptr reads the address tcgen05.alloc stored in shared memory: a value
-        for tcgen05 ops, never for synchronization (a branch on it stays Unsupported)."""
-        self.set_unknown_results(op)
+        for tcgen05 ops (extract/tmem.py follows the tensors made on it), never for
+        synchronization (a branch on it stays Unsupported)."""
+        tmem.retrieve(self, op)
 
     def wgmma_commit(self, op: Op, out) -> None:
         out.append(WgmmaCommit(loc=self.loc(op)))
@@ -3318,6 +3372,7 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute.gemm": WarpWalker.gemm,
     "nvvm.wgmma.commit.group.sync.aligned": WarpWalker.wgmma_commit,
     "nvvm.tcgen05.commit": WarpWalker.tcgen05_commit,
+    "nvvm.tcgen05.wait": WarpWalker.tmem_wait,
     "cute_nvgpu.arch.sm100.alloc_tmem": WarpWalker.tmem_alloc,
     "cute_nvgpu.arch.sm100.dealloc_tmem": WarpWalker.tmem_dealloc,
     "cute_nvgpu.arch.sm100.relinquish_tmem_alloc_permit": WarpWalker.tmem_relinquish,
