@@ -15,7 +15,7 @@ from warpspin.syncir import Kernel, Process, check
 from warpspin.syncir.interp import explore
 from warpspin.syncir.ir import (Elect, MBarRef, MbarArrive, MBarrierDecl, MbarInit, MbarInitFence, MbarWait,
                                 BarSync, ClusterArrive, ClusterWait, Const, For, Loc, walk_stmts)
-from warpspin.syncir.ops import (MmaRead, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc,
+from warpspin.syncir.ops import (MmaRead, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad,
                                  TmemRelinquish, Unsupported)
 from warpspin.syncir.protocols import (UMMA_BUG_EXPECT, UMMA_BUGS, UMMA_DATA_BUG_EXPECT,
                                        UMMA_DATA_BUGS, UMMA_MAINLOOP_BUG_EXPECT,
@@ -332,6 +332,12 @@ def test_quack_sm100_2cta_gemm_extracts_the_pair_model():
     assert loads and all(s.bar.cta == (None if c == 0 else Const(0)) for c, s in loads)
     mma = [s for _, s in stmts if isinstance(s, TmemAccess) and s.what == "tcgen05.mma"]
     assert mma and all(s.pair for s in mma)
+    # the accumulator stages (tCtAcc_base) are a TMEM buffer the pair's MMA writes in both CTAs
+    # and each CTA's epilogue reads: every TMEM access's data is followed
+    assert [(b.stages, b.label) for b in k.buffers if b.space == "tmem"] == [(2, "tCtAcc_base")]
+    assert all(s.data for _, s in stmts if isinstance(s, TmemAccess))
+    reads = [s for _, s in stmts if isinstance(s, MmaRead)]
+    assert reads and all(s.pair and "tmem0" in {b for b, _ in s.reads} for s in reads)
     commits = [s for _, s in stmts if isinstance(s, Tcgen05Commit)]
     assert commits and all(s.multicast == Const(3) for s in commits)
 
@@ -339,8 +345,10 @@ def test_quack_sm100_2cta_gemm_extracts_the_pair_model():
 def test_quack_sm100_gemm_extracts_with_nothing_unsupported():
     """quack's SM100 GEMM through the library's own compile: the TMEM allocator's alloc,
     relinquish and free, the MMA warp's commits to the A/B pipeline's empty barriers and the
-    accumulator pipeline's full barriers; the tcgen05 MMA's shared-memory reads as reads of the
-    stages of sA and sB. (Its complete search, 5.7 M states, is test_quack_sm100_gemm_verified.)"""
+    accumulator pipeline's full barriers; the tcgen05 MMA's reads of the stages of sA and sB
+    and of its accumulator's stage (tCtAcc_base, a TMEM buffer of 2 stages), the epilogue's
+    tcgen05.ld of the accumulator stage. (Its complete search, 5.7 M states, is
+    test_quack_sm100_gemm_verified.)"""
     pytest.importorskip("quack")
     import sys
     sys.path.insert(0, os.path.dirname(__file__))
@@ -356,8 +364,14 @@ def test_quack_sm100_gemm_extracts_with_nothing_unsupported():
         assert want in ops, want
     # the MMA's operands are staged reads of sA/sB (k-block and stage fixed in one slice)
     reads = [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, MmaRead)]
-    assert reads and {b for r in reads for b, _ in r.reads} == {"buf1", "buf2"}, reads
+    assert reads and {b for r in reads for b, _ in r.reads} == {"buf1", "buf2", "tmem0"}, reads
     assert not any(u.what in ("sA", "sB") for u in k.unchecked), k.unchecked
+    assert [(b.name, b.stages, b.label) for b in k.buffers if b.space == "tmem"] == \
+        [("tmem0", 2, "tCtAcc_base")]
+    accesses = [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, TmemAccess)]
+    assert accesses and all(s.data for s in accesses)
+    loads = [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, TmemLoad)]
+    assert loads and {s.reads[0][0] for s in loads} == {"tmem0"}
     commits = [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, Tcgen05Commit)]
     assert all(s.multicast is None for s in commits)
     check(k)
@@ -377,12 +391,10 @@ def test_quack_sm100_gemm_verified():
     r = verify_kernel(k, opts=CheckOptions(timeout_s=1200, memory_mb=4096, jobs=1,
                                            properties=("deadlock",)))
     assert r.verdict == "verified", str(r)
-    # with races asked for too (the happens-before engine): the MMA's operands sA/sB are
-    # followed; TMEM data is not
+    # with races asked for too (the happens-before engine): the MMA's operands sA/sB and its
+    # accumulator stages in TMEM (tCtAcc_base) are followed
     r = verify_kernel(k, opts=CheckOptions(timeout_s=1200))
-    assert r.outcome == "not-checked", str(r)
-    assert {why.split(" NOT CHECKED on ")[1].split(" (")[0] for why in r.reasons} == \
-        {"TMEM data"}, r.reasons
+    assert r.outcome == "verified", str(r)
 
 
 MMA_ASM = """{
