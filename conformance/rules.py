@@ -122,6 +122,11 @@ RULES: dict[str, tuple[str, str, str]] = {
     "tcgen05.mma-read": ("Staged buffers that TMA stores read (race, proxy-race)", "tcgen05.mma (PTX only)",
         "a tcgen05.mma reads its shared-memory operands asynchronously until a tcgen05.commit "
         "its thread issues after it arrives; a TMA load into the stage before that: race"),
+    "tcgen05.accumulator": ("tcgen05 and tensor memory (tmem-lifetime)",
+        "tcgen05.mma, tcgen05.ld (PTX only)",
+        "a tcgen05.mma writes its TMEM accumulator until a tcgen05.commit its thread issues after "
+        "it lands; a tcgen05.ld of it before that, or an MMA into it before the load's "
+        "tcgen05.wait::ld: race"),
     "tmem.alloc-free": ("tcgen05 and tensor memory (tmem-lifetime)", "tcgen05.alloc (PTX only)",
         "a CTA's allocated columns must be freed before its last threads exit: tmem-lifetime"),
     "tmem.relinquish": ("tcgen05 and tensor memory (tmem-lifetime)",

@@ -105,10 +105,10 @@ class TmemAllocBlocksPast512(_Tmem):
 
 class TmemLoadThenFree(_Tmem):
     """Warp 0 allocates 32 columns; after a CTA barrier the 4 warps read them (tcgen05.ld);
-    after a second barrier warp 0 frees them. warpspin: no violation; TMEM data is not followed
-    (not-checked)."""
+    after a second barrier warp 0 frees them (each warp's tcgen05.wait::ld retires its load
+    before the barrier). warpspin: verified."""
     rules = ("tmem.access",)
-    expect = "not-checked"
+    expect = "verified"
     warps = 4
     barrier_before_free = True
 
@@ -230,6 +230,7 @@ class _MmaStage(Sm100):
     nbars = 3
     launches = 1
     release = "commit"  # "commit", "arrive" (a thread's arrive) or "commit-first" (before the MMA)
+    load = None  # "after" / "before": warp 1 reads the accumulator after / before bar(2) completes
 
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, out: cute.Tensor):
@@ -314,8 +315,25 @@ class _MmaStage(Sm100):
                         cute.arch.mbarrier_arrive(self.bar(1))
             with cute.arch.elect_one():
                 tcgen05.commit(self.bar(2))
+            if cutlass.const_expr(self.load == "before"):
+                self.load_acc(acc)
             cute.arch.mbarrier_wait(self.bar(2), 0)
+            if cutlass.const_expr(self.load == "after"):
+                self.load_acc(acc)
             cute.arch.dealloc_tmem(tmem, MMA_N)
+
+    @cute.jit
+    def load_acc(self, acc: cute.Tensor):
+        """The warp's 32 lanes of the accumulator into registers (tcgen05.ld.32x32b.x64), then
+        tcgen05.wait::ld."""
+        tile = acc[(None, None), 0, 0]
+        t2r = tcgen05.make_tmem_copy(
+            cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x64), Float32), tile)
+        thr = t2r.get_slice(cute.arch.thread_idx()[0])
+        regs = cute.make_rmem_tensor(
+            thr.partition_D(cute.make_identity_tensor((MMA_M, MMA_N))).shape, Float32)
+        cute.copy(t2r, thr.partition_S(tile), regs)
+        cute.arch.fence_view_async_tmem_load()
 
     def args_cpu(self):
         from cutlass import BFloat16
@@ -328,10 +346,9 @@ class _MmaStage(Sm100):
 
 class MmaStageReleasedByCommit(_MmaStage):
     """The stage is released by a tcgen05.commit after the MMA: its arrive lands once the MMA
-    read its operands, so the refill comes after the read. warpspin: verified (the accumulator's
-    data in TMEM is not followed: not-checked)."""
+    read its operands, so the refill comes after the read. warpspin: verified."""
     rules = ("tcgen05.mma-read",)
-    expect = "not-checked"
+    expect = "verified"
 
 
 class MmaStageReleasedByArrive(_MmaStage):
@@ -351,7 +368,25 @@ class MmaStageCommittedBeforeTheMma(_MmaStage):
     release = "commit-first"
 
 
+class AccumulatorLoadedAfterItsCommit(_MmaStage):
+    """After the MMAs warp 1 commits to bar(2), waits on it and reads the accumulator
+    (tcgen05.ld, tcgen05.wait::ld) before freeing it: the commit's arrive lands once the MMAs
+    wrote it. warpspin: verified."""
+    rules = ("tcgen05.accumulator",)
+    expect = "verified"
+    load = "after"
+
+
+class AccumulatorLoadedBeforeItsCommitLands(_MmaStage):
+    """Warp 1 reads the accumulator right after its commit, before waiting on bar(2): its own
+    tcgen05.mma are asynchronous, so the load may read while they still write. warpspin: race."""
+    rules = ("tcgen05.accumulator",)
+    expect = "race"
+    load = "before"
+
+
 LITMUS = [TmemAllocThenFree, TmemHeldAtExit, TmemAllocAfterRelinquish, TmemAllocBlocksPast512,
           TmemLoadThenFree, TmemFreeRacesLoad, Tcgen05CommitArrives, Tcgen05CommitByWholeWarp,
           TmemPairAllocThenFree, TmemPairAllocOneSided, TmemPairCountMismatch,
-          MmaStageReleasedByCommit, MmaStageReleasedByArrive, MmaStageCommittedBeforeTheMma]
+          MmaStageReleasedByCommit, MmaStageReleasedByArrive, MmaStageCommittedBeforeTheMma,
+          AccumulatorLoadedAfterItsCommit, AccumulatorLoadedBeforeItsCommitLands]

@@ -37,8 +37,12 @@ Variants (each differs from ``correct`` by one line, selected at trace time):
                            empty tile: the MMA warp waits on that stage's acc.empty forever
                            -> deadlock
   tmem_freed_early         the MMA warp arrives on the named barrier but does not wait on it
-                           before it frees the tensor memory: the epilogue's tcgen05.ld of the
-                           last tiles reads columns the CTA no longer holds -> tmem-lifetime
+                           before it frees the tensor memory: the last tile's MMAs may still
+                           write the columns it frees (and the epilogue's tcgen05.ld of the last
+                           tiles read them) -> tmem-lifetime at the free
+  release_before_wait_ld   the epilogue releases the accumulator stage (acc.empty) right after
+                           its tcgen05.ld, before the tcgen05.wait::ld: the MMA warp may start
+                           the tile two later in that stage while the load still reads it -> race
   release_before_mma       the MMA warp releases the A/B stage (its tcgen05.commit to ab.empty)
                            before the k-tile's MMAs instead of after them: that commit tracks
                            only earlier MMAs, so its arrive can land, and the TMA warp refill the
@@ -65,7 +69,8 @@ EPI_WARPS, MMA_WARP, TMA_WARP = 4, 4, 5
 THREADS = 32 * (EPI_WARPS + 2)
 TMEM_BAR = 1                    # named barrier: the tensor memory address, then its release
 
-BUGS = ("commit_wrong_stage", "no_acc_release_on_empty", "tmem_freed_early", "release_before_mma")
+BUGS = ("commit_wrong_stage", "no_acc_release_on_empty", "tmem_freed_early", "release_before_mma",
+        "release_before_wait_ld")
 
 
 class BlackwellGemm:
@@ -203,8 +208,11 @@ class BlackwellGemm:
                 acc_pipe.consumer_wait(state)
                 if self.k_tiles(t, empty) > 0:
                     cute.copy(t2r, tTR_tAcc[None, None, None, state.index], tTR_rAcc)
+                    if cutlass.const_expr(self.bug == "release_before_wait_ld"):
+                        acc_pipe.consumer_release(state)             # BUG: before the wait::ld
                     cute.arch.fence_view_async_tmem_load()                   # tcgen05.wait::ld
-                    acc_pipe.consumer_release(state)
+                    if cutlass.const_expr(self.bug != "release_before_wait_ld"):
+                        acc_pipe.consumer_release(state)
                 else:                                                        # empty tile
                     tTR_rAcc.fill(0.0)
                     if cutlass.const_expr(self.bug != "no_acc_release_on_empty"):
@@ -258,18 +266,23 @@ def tmem_freed_early(**kw):
     return variant("tmem_freed_early", **kw)
 
 
+def release_before_wait_ld(**kw):
+    return variant("release_before_wait_ld", **kw)
+
+
 VARIANTS = {"correct": correct, "correct_any_empty": correct_any_empty,
             **{b: globals()[b] for b in BUGS}}
 # what `warpspin check --arch sm_100a` must say (make demo and tests/test_examples.py check it)
-EXPECT = {"correct": "not-checked", "correct_any_empty": "not-checked",
+EXPECT = {"correct": "verified", "correct_any_empty": "verified",
           "commit_wrong_stage": "parity-aliasing", "no_acc_release_on_empty": "deadlock",
-          "tmem_freed_early": "tmem-lifetime", "release_before_mma": "race"}
+          "tmem_freed_early": "tmem-lifetime", "release_before_mma": "race",
+          "release_before_wait_ld": "race"}
 # the source line each violation must be reported at (tests/test_examples.py finds it by its text)
 EXPECT_AT = {"commit_wrong_stage": "acc_pipe.consumer_wait(state)",
              "release_before_mma": "cute.gemm(tiled_mma, acc[None, None, None, acc_state.index],",
+             "release_before_wait_ld": "cute.gemm(tiled_mma, acc[None, None, None, acc_state.index],",
              "no_acc_release_on_empty": "acc_pipe.producer_acquire(acc_state)",
-             "tmem_freed_early":
-                 "cute.copy(t2r, tTR_tAcc[None, None, None, state.index], tTR_rAcc)"}
+             "tmem_freed_early": "cute.arch.dealloc_tmem(tmem, TMEM_COLS)"}
 # the empty-first-tile flag is a launch value: correct_any_empty proves both
 PARAMS = {"correct_any_empty": {"empty": (0, 1)}}
 

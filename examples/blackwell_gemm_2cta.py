@@ -273,7 +273,7 @@ def peer_frees_early():
 
 VARIANTS = {"correct": correct, **{b: globals()[b] for b in BUGS}}
 # what `warpspin check --arch sm_100a` must say (make demo and tests/test_examples.py check it)
-EXPECT = {"correct": "not-checked", "peer_skips_alloc": "arrival-mismatch",
+EXPECT = {"correct": "verified", "peer_skips_alloc": "arrival-mismatch",
           "expect_own_bytes": "race",
           "peer_frees_early": "tmem-lifetime"}
 # the bugs lie deeper than one core's BFS reaches in minutes: when the happens-before engine

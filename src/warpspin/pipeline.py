@@ -97,8 +97,11 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         res.config["assumptions"] = assumed
     if kernel.tensormaps:
         res.config["tensormaps"] = [t.label or t.name for t in kernel.tensormaps]
-    if kernel.buffers:
-        res.config["buffers"] = [b.label or b.name for b in kernel.buffers]
+    if any(b.space == "smem" for b in kernel.buffers):
+        res.config["buffers"] = [b.label or b.name for b in kernel.buffers if b.space == "smem"]
+    if any(b.space == "tmem" for b in kernel.buffers):
+        res.config["tmem_buffers"] = [b.label or b.name for b in kernel.buffers
+                                      if b.space == "tmem"]
     if set(properties) != set(PROPERTIES):
         res.config["properties"] = list(properties)
     options = EngineOptions(timeout_s=timeout_s, memory_mb=memory_mb, reduce=reduce, jobs=jobs,

@@ -152,10 +152,8 @@ def _section(i: int, r: Result, sources) -> str:
 
 
 def _checked_buffers(r: Result) -> str:
-    extra = ", no tensormap race" if r.config.get("tensormaps") else ""
-    if r.config.get("buffers"):
-        extra += ", no race on shared-memory buffers " + ", ".join(r.config["buffers"])
-    return extra
+    from .render import checked_objects
+    return checked_objects(r.config)
 
 
 def _facts(r: Result) -> str:

@@ -4,8 +4,18 @@ from __future__ import annotations
 from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, Result)
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
-SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "load_races", "unchecked",
+SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "tmem_buffers", "load_races", "unchecked",
                 "engine", "hb_refused", "not_shortened", "cutoff")
+
+
+def checked_objects(config: dict) -> str:
+    """The objects a VERIFIED names as race-free, as the headline says them."""
+    out = ", no tensormap race" if config.get("tensormaps") else ""
+    for key, what in (("buffers", "shared-memory buffer"), ("tmem_buffers", "TMEM buffer")):
+        names = config.get(key)
+        if names:
+            out += f", no race on {what}{'s' * (len(names) > 1)} " + ", ".join(names)
+    return out
 
 
 def _short(path: str) -> str:
@@ -28,10 +38,7 @@ def render_text(r: Result, max_steps: int = 200) -> str:
         refused += [f"  = note: not checked: {u}" for u in r.config.get("unchecked", ())]
     head = f"{r.target or r.kernel}: "
     if r.verdict == VERIFIED:
-        races = ", no tensormap race" if r.config.get("tensormaps") else ""
-        if r.config.get("buffers"):
-            races += f", no race on shared-memory buffer{'s' * (len(r.config['buffers']) > 1)} " + \
-                ", ".join(r.config["buffers"])
+        races = checked_objects(r.config)
         cost = (f"{s.hb_runs} execution{'s' * (s.hb_runs != 1)} and its happens-before "
                 f"relation" if s.engine == "happens-before" else f"{s.states:,} states")
         out.append(f"{head}VERIFIED: no deadlock{races} and no barrier-protocol error in any "

@@ -162,7 +162,7 @@ BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
     FieldDecl("mip", 0, 1, 0, "of a TMEM buffer: 1 while a tcgen05.mma access of the stage may "
               "still run (no tcgen05.commit issued after its last access has landed); a race "
               "monitor"),
-    FieldDecl("cov", 0, (1 << 15) - 1, 0, "of a TMEM buffer: the commit slots (a bit each) "
+    FieldDecl("cov", 0, (1 << 30) - 1, 0, "of a TMEM buffer: the commit slots (a bit each) "
               "issued after the stage's last tcgen05.mma access; the landing of any of them "
               "completes it (a race monitor)"),
     FieldDecl("gr", 0, _MAX_INSTANCES, 0, "instances that read the stage through the generic "

@@ -2331,7 +2331,7 @@ def tl_open(buf: str) -> str:
     return f"_tlo_{buf}"
 
 
-COV_BITS = 15  # objects.BUFFER_STAGE `cov`
+COV_BITS = 30  # objects.BUFFER_STAGE `cov`
 
 
 def commit_bits(layout, process: int) -> dict[int, int]:
@@ -3002,7 +3002,8 @@ class Tcgen05Commit(SyncOp):
                _acc("async-copy", "write", scope, proxy="async")]
         if scope == "cluster":
             acc.append(_acc("live-threads", "read", "cluster"))
-        if any(isinstance(s, MmaRead) for s in k.ops()):  # its arrive retires MMA reads
+        if k.memo("has_mma_read", lambda: any(isinstance(s, MmaRead) for s in k.ops())):
+            # its arrive retires MMA reads and completes accumulator writes
             acc.append(_acc("buffer-stage", "rw", scope, proxy="async"))
         return Footprint(tuple(acc), retired_by="the arrive on the mbarrier")
 
@@ -3058,9 +3059,10 @@ class Tcgen05Commit(SyncOp):
 
     def _cover(self, c, t: int) -> list:
         """This commit covers every accumulator stage in CTA `t` the thread's MMAs may still
-        write: its landing there completes them (its slot's bit joins their `cov`). Only one
-        commit of the op in flight into the slot is modelled (arrives of one slot are not told
-        apart)."""
+        write: its landing there completes them (its slot's bit joins their `cov`). The arrives
+        of one slot are not told apart, so a commit issued while another of its op into the
+        same barrier is in flight covers nothing new (conservative: the stages it would cover
+        stay in flight until another commit lands)."""
         bufs = [b for b, peer in tmem_mma_bufs(c.kernel, c.process)
                 if t == (c.cta ^ 1 if peer else c.cta)]
         if not bufs:
@@ -3069,16 +3071,14 @@ class Tcgen05Commit(SyncOp):
             return [Fail("unsupported", f"{{who}} commits tcgen05.mma accumulator writes with "
                          f"{c.threads} threads (one thread commits what its warp issued)")]
         infl = Inflight(c.process, c.pc, Const(t), self.bar.index)
-        out = [When(_gt(infl, 0), [Fail(
-            "unsupported", "{who} commits tcgen05.mma accumulator writes while a commit of the "
-            "same op into the same barrier is still in flight (not modelled)")])]
+        out = []
         base = commit_bits(c.layout, c.process)[c.pc]
         size = c.kernel.mbarrier(self.bar.name).size
         for b in bufs:
             for s in range(c.kernel.buffer(b).stages):
                 st = lambda f, b=b, s=s: BufField(b, Const(t), Const(s), f)  # noqa: E731
                 def cover(i, st=st):
-                    return [When(_eq(st("mip"), 1),
+                    return [When(all_of(_eq(st("mip"), 1), _eq(infl, 0)),
                                  [Set(st("cov"), BinOp("|", st("cov"), Const(1 << (base + i))))])]
                 if isinstance(self.bar.index, Const):
                     out += cover(self.bar.index.value)
