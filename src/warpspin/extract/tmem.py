@@ -113,11 +113,6 @@ def column_span(type_str: str) -> Optional[int]:
     return span if span < COLUMNS else None
 
 
-def _fixed(entry: str) -> bool:
-    """A coordinate entry that fixes something (not only `_`s)."""
-    return re.sub(r"[\s_(),]", "", entry) != ""
-
-
 def stage_mode(tensor_type: str, coord_text: str, cols: int) -> Optional[tuple[str, int, int, int]]:
     """The stage mode a slice fixes, of a tensor whose elements lie in `cols` columns: a
     top-level mode the coordinate fixes with a scalar (``?`` or an integer) whose one non-unit
