@@ -60,8 +60,8 @@ def test_the_flagship_kernels_were_spins_inconclusive_ones():
 @pytest.mark.parametrize("name", ["quack.gemm_sm100.2cta", "fa4.sm100"])
 def test_a_flagship_verdict_through_the_pipeline(name):
     """The report of the pipeline (the default engine) for two of them: the 2-CTA GEMM decided by
-    one execution, with no violation and its MMA's operands in both CTAs checked (not VERIFIED:
-    TMEM data is not followed); flash-attn-4's SM100 forward's counterexample replayed, naming the commit
+    one execution, VERIFIED with its MMA's operands and its accumulator stages in TMEM in both
+    CTAs checked; flash-attn-4's SM100 forward's counterexample replayed, naming the commit
     and its barrier, and saying SPIN could not shorten it."""
     r = verify_kernel(C.extracted(name), opts=CheckOptions(timeout_s=120))
     text = str(r)
@@ -71,8 +71,7 @@ def test_a_flagship_verdict_through_the_pipeline(name):
         assert v.kind == "pending-at-exit" and v.replayed, text
         assert "tcgen05.commit" in v.message and "mbar_load_Q" in text, text
         assert "not a shortest one" in text
-    else:  # complete and no violation; the MMA's operands are followed, TMEM data is not
-        assert r.outcome == "not-checked" and r.stats.hb_runs == 1, text
-        assert {why.split(" NOT CHECKED on ")[1].split(" (")[0] for why in r.reasons} == \
-            {"TMEM data"}, r.reasons
+    else:  # complete and no violation; the MMA's operands and TMEM data are followed
+        assert r.outcome == "verified" and r.stats.hb_runs == 1, text
+        assert "TMEM buffer tCtAcc_base" in text, text
         assert "decided by the happens-before engine: 1 execution" in text
