@@ -18,6 +18,11 @@ or group depth one step off, a parity flipped, or two neighbouring statements sw
 * **unexplained**: VERIFIED and none of the rules applies. An unexplained survivor is a bug of
   the model or of this bench until shown otherwise; the report lists each one with its edit.
 
+A survivor (VERIFIED, no equivalence rule) is also **reported** when it is a VIOLATION at a
+larger launch value where the kernel is VERIFIED (`reported_when_larger`: one fixed launch value
+v raised to v+1 or v+2): a wait that protects a reuse a second tile makes, checked at the
+catalog's one tile, is a real bug there; the detail names the value.
+
 Equivalence rules (checked on the edit, not on the verdict):
 * `same model`: the mutant's SyncIR equals the kernel's once the no-op fences are gone
   (`syncir.passes.without_noop_fences`, R13: a fence that changes nothing), or the two swapped
@@ -86,7 +91,7 @@ import os
 import random
 import sys
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -565,7 +570,10 @@ def classify(kernel, base, mutant, edit, timeout: float, cache: dict | None = No
         return "reported", r.kind
     if r.verdict == "verified":
         rule = equivalence(kernel, mutant, edit)
-        return ("equivalent", rule) if rule else ("unexplained", "VERIFIED")
+        if rule:
+            return "equivalent", rule
+        larger = reported_when_larger(kernel, mutant, timeout, cache)
+        return ("reported", larger) if larger else ("unexplained", "VERIFIED")
     why = (r.reasons or [r.verdict])[0]
     if r.outcome == base.outcome and list(r.reasons) == list(base.reasons):
         return "masked", why
@@ -573,6 +581,26 @@ def classify(kernel, base, mutant, edit, timeout: float, cache: dict | None = No
                                         "out of memory" in why):
         return "undecided", why
     return "reported", f"{r.outcome}: {why}"
+
+
+def reported_when_larger(kernel, mutant, timeout: float, cache: dict | None = None
+                         ) -> str | None:
+    """A survivor that is a VIOLATION at a larger launch value (one launch value fixed at v,
+    raised to v+1 or v+2: more tiles, k-tiles or trip counts) where the kernel itself is
+    VERIFIED: the edit is a real bug the catalog's configuration does not reach (a wait that
+    protects a reuse only a second tile makes). The detail names the value and the kind."""
+    for p in kernel.params:
+        if p.lo != p.hi or p.lo < 1 or p.lo > 64:
+            continue
+        for v in (p.lo + 1, p.lo + 2):
+            at = lambda k: replace(k, params=tuple(replace(q, lo=v, hi=v) if q.name == p.name  # noqa: E731
+                                                   else q for q in k.params))
+            m = check(at(mutant), timeout, cache)
+            if m.verdict != "violation":
+                continue
+            if check(at(kernel), timeout, cache).verdict == "verified":
+                return f"{m.kind} at {p.name}={v}"
+    return None
 
 
 def kernels(names: list[str]) -> list[str]:
