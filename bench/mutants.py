@@ -45,6 +45,11 @@ Equivalence rules (checked on the edit, not on the verdict):
 * `own part`: two accesses of the thread's own part of a buffer (its one-to-one partition,
   which no other thread touches) swapped: the data the thread computes may change, which no
   property reads; no other thread's access and no synchronization moves.
+* `one instruction`: the two steps the extractor makes of one tcgen05 instruction swapped (its
+  `tmem.access`, which checks the allocation is held, and its data access of an accumulator
+  stage, on the same source line). No source edit makes this mutant: both orders model the same
+  instruction, whose issue is one event; each step touches its own object (the CTA's TMEM
+  allocation, the stage) and neither blocks.
 * `bytes before expect`: a TMA load (or `st.async`) swapped with the `arrive.expect_tx` on the
   barrier it completes on. PTX lets the bytes complete before their expect-tx (the tx-count goes
   below zero, 9.7.13.15.2; litmus `mbarrier.tx-before-expect` on the H200), and the phase still
@@ -116,6 +121,33 @@ SIGNALS = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx, BarArrive, Cl
 GROUP_WAITS = (BulkWaitRead, WgmmaWait, CpAsyncWait)
 # (kernel name, the edit as fmt_edit writes it) -> why the mutant is correct
 REVIEWED = {
+    ('kernel_warpspin_catalog_blackwell_gemmBlackwellG',
+     'process 0: `fence.mbarrier_init` (blackwell_gemm.py:122) swapped with `bar.sync 0`'):
+        "the A/B barriers' init fence moves after the first CTA barrier; the accumulator pipeline's create that follows fences again and passes a second bar.sync 0 before any warp uses a barrier, which publishes every init",
+    ('kernel_warpspin_catalog_blackwell_gemmBlackwellG',
+     'process 2: `mbarrier.wait acc_bars[c217_5 + 2], parity=c217_6` (blackwell_gemm.py:166) swapped with `If`'):
+        "the If after the MMA warp's acc.empty wait computes the tile's k-tile count (`k_tiles`: t == 0 and empty) into a local the wait does not read, from values it does not write",
+    ('kernel_warpspin_catalog_blackwell_gemmBlackwellG',
+     'process 2: `bar.sync 0` (blackwell_gemm.py:122) swapped with `tcgen05.alloc cols=128`'):
+        "the MMA warp allocates before the CTA barrier instead of after it: the allocation is the CTA's only one and touches only its TMEM object, and every use of the columns comes after the named barrier that publishes the address",
+    ('kernel_warpspin_catalog_blackwell_gemm_2ctaBlack',
+     'process 2: `tcgen05.relinquish_alloc_permit.cta_group::2` (blackwell_gemm_2cta.py:190) swapped with `bar.sync 1, threads=160`'):
+        "the pair's relinquish moves after the named barrier that publishes the address to the epilogue: no allocation follows it, and the peer's relinquish waits for it whichever side of that barrier it is",
+    ('kernel_warpspin_catalog_blackwell_gemm_2ctaBlack',
+     'process 2: `mbarrier.wait tmem_dealloc_bar[0], parity=0` (blackwell_gemm_2cta.py:223) swapped with `tcgen05.dealloc.cta_group::2 cols=128`'):
+        "the leader's MMA warp issues the pair's free before waiting on its dealloc barrier; the free takes effect when the peer's warp issues it, after the peer waited on its own dealloc barrier, which the leader's MMA warp arrives on after its epilogue's last load (bar.sync 1), and after the peer's own epilogue finished",
+    ('kernel_warpspin_catalog_blackwell_gemm_2ctaBlack',
+     'process 6: `bar.sync 1, threads=160` (blackwell_gemm_2cta.py:222) swapped with `mbarrier.arrive tmem_dealloc_bar[0]@cta(0)`'):
+        "the peer's MMA warp arrives on the leader's dealloc barrier before its own epilogue is done; the pair's free still needs the peer's own dealloc issue, which comes after that bar.sync 1, so both CTAs' epilogues finish before the columns are freed",
+    ('kernel_quackgemm_default_epiGemmDefaultSm100',
+     'process 0: `t795 = ld.shared sw0[2]` (tile_scheduler.py:683) swapped with `t797 = ld.shared sw0[3]`'):
+        "two loads of different scheduler words into different locals, neither index reading the other's result: the same synchronization surrounds both, so they are ordered against the same stores, and the values read are the same",
+    ('kernel_quackgemm_default_epiGemmDefaultSm100',
+     'process 1: `bar.sync 1, threads=128` (gemm_base.py:481) swapped with `tmem.access tcgen05.ld (data followed)`'):
+        "the tcgen05.ld's allocation check moves before the epilogue's named barrier; the allocation is held from before the epilogue's first load (the address is published after the alloc) until after its last (the free waits for the epilogue), so the check sees the same",
+    ('kernel_quackgemm_default_epiGemmDefaultSm100',
+     'process 0: `tcgen05.ld.read tmem0[wf836_9]` (gemm_sm100.py:2348) swapped with `bulk.wait_group.read 3 [buf0[0], buf0[1], buf0[2], buf0[3]], depth=4`'):
+        "the load's accumulator read is recorded after the thread's wait for its own older TMA stores, which touches only the staging buffer and cannot block for good; it stays after the acc.full wait and before the stage's release",
     ("cluster_multicast_s1_k2", "process 2: `barrier.cluster.wait` (wellsync.py:44) swapped "
                                 "with `For`"):
         "CTA 1's producer waits for the cluster barrier after its loop instead of before: the "
@@ -188,6 +220,8 @@ def equivalence(kernel, mutant, edit) -> str | None:
         return "stronger wait"
     if edit.what == "swapped" and _storer_own(kernel, edit):
         return "storer's own access"
+    if edit.what == "swapped" and _one_instruction(edit.stmt, edit.other):
+        return "one instruction"
     kinds = {type(edit.stmt), type(edit.other)}
     if edit.what == "swapped" and len(kinds) == 2 and MbarArriveExpectTx in kinds and \
             kinds & {TmaLoad, StAsync} and edit.stmt.bar == edit.other.bar:
@@ -345,6 +379,15 @@ def _data_access(kernel, s) -> bool:
         return False
     arr = next((w for w in kernel.words if w.name == s.ref.name), None)
     return arr is not None and getattr(arr, "data", False)
+
+
+def _one_instruction(a, b) -> bool:
+    """The two steps the extractor makes of one tcgen05 instruction (same source line): its
+    `tmem.access` (the allocation is held at the issue) and its data access of an accumulator
+    stage (`tcgen05.mma.read`, `tcgen05.ld.read`)."""
+    pair = {type(a).__name__, type(b).__name__}
+    return pair in ({"TmemAccess", "MmaRead"}, {"TmemAccess", "TmemLoad"}) and \
+        getattr(a, "loc", None) == getattr(b, "loc", None)
 
 
 def _same_op(a, b) -> bool:
