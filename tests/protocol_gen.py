@@ -18,7 +18,7 @@ import collections
 
 from hypothesis import assume, strategies as st
 
-from warpspin.syncir import (Lanes, Assign, BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Elect,
+from warpspin.syncir import (Assign, BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Elect,
                              Exit, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, MbarArrive,
                              MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
                              MbarTestWait, MbarWait, Param, Process, SmemLoad, SmemStore, StAsync, TmaLoad,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Optional
 
 from ..syncir.ir import Const, Expr, Loc
 from . import cute_types as ct
-from .values import Ptr, SliceCoord, Unknown, opaque_reasons
+from .values import Ptr, Unknown
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..frontend.mlir_data import Op
@@ -245,14 +245,8 @@ def _slice(w: "WarpWalker", op: "Op", t: Tmem) -> Optional[Tmem]:
     if mode is None:
         return replace(t, origin=origin)
     entry, n, d, before = mode
-    if entry == "?":
-        c = w.val(op.operands[1])
-        if not isinstance(c, SliceCoord) or len(c.dynamic) <= before:
-            return None
-        index = c.dynamic[before]
-    else:
-        index = Const(int(entry))
-    if not isinstance(index, Expr) or opaque_reasons(index):
+    index = w.slice_entry(op, entry, before)
+    if index is None:
         return None
     return replace(t, origin=origin, stage=TmemStage(index, t.word, lo, n, d))
 

@@ -1330,6 +1330,12 @@ class WarpWalker:
         alloc = v.ptr.alloc.uid if isinstance(v, View) else v.alloc
         if n * d * eb != hi - lo:
             return None
+        index = self.slice_entry(op, entry, before)
+        return None if index is None else Stage(index, n, d * eb, alloc, lo, hi)
+
+    def slice_entry(self, op: Op, entry: str, before: int) -> Optional[Expr]:
+        """The index a slice's coordinate entry names (``?``: its dynamic leaf after `before`
+        others), when it is a value the model follows."""
         if entry == "?":
             c = self.val(op.operands[1])
             if not isinstance(c, SliceCoord) or len(c.dynamic) <= before:
@@ -1337,9 +1343,7 @@ class WarpWalker:
             index = c.dynamic[before]
         else:
             index = Const(int(entry))
-        if not isinstance(index, Expr) or opaque_reasons(index):
-            return None
-        return Stage(index, n, d * eb, alloc, lo, hi)
+        return index if isinstance(index, Expr) and not opaque_reasons(index) else None
 
     def slice_view(self, op: Op, v) -> None:
         """``cute.slice(view, coord)`` of a shared-memory tensor with a flat static layout: the
