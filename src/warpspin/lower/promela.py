@@ -30,7 +30,7 @@ from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, flatten, is
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
-                              ASYNC_COPY, BUFFER, BUFFER_STAGE, GLOBAL_COUNTER, GLOBAL_FLAG, SHARED_WORD,
+                              ASYNC_COPY, BUFFER, BUFFER_STAGE, TMEM_STAGE_FIELDS, GLOBAL_COUNTER, GLOBAL_FLAG, SHARED_WORD,
                               TENSORMAP, TMEM, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
@@ -451,7 +451,10 @@ class _Lowering:
             out.append(f"TMap {self.tmaps[t.name]}[{self.k.num_ctas}];  /* tensormap "
                        f"{t.label or t.name} */")
         if self.k.buffers:
-            out.insert(2, _typedef("BStage", BUFFER_STAGE))
+            # the accumulator fields only where a TMEM buffer has them (no rule of a shared-memory
+            # stage names them)
+            tmem_only = () if any(b.space == "tmem" for b in self.k.buffers) else TMEM_STAGE_FIELDS
+            out.insert(2, _typedef("BStage", BUFFER_STAGE, omit=tmem_only))
             out.insert(3, _typedef("BBuf", BUFFER))
         for b in self.k.buffers:
             out.append(f"BStage {self.bufs[b.name]}_s[{b.stages * self.k.num_ctas}];  /* staged "
@@ -859,8 +862,8 @@ class _Lowering:
         return lines
 
 
-def _typedef(name: str, kind) -> str:
-    fields = "; ".join(f"{ctype(f.lo, f.hi)} {f.name}" for f in kind.fields)
+def _typedef(name: str, kind, omit=()) -> str:
+    fields = "; ".join(f"{ctype(f.lo, f.hi)} {f.name}" for f in kind.fields if f.name not in omit)
     return f"typedef {name} {{ {fields} }};"
 
 

@@ -171,6 +171,9 @@ BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
    "cp.async.bulk.tensor, 9.7.9.26.5 bulk groups, 9.7.13.4 fence.proxy.async), or TMA loads "
    "fill it and wgmma or threads read it (9.7.15.5-6), per CTA")
 
+# the stage fields only a TMEM buffer (an accumulator) uses
+TMEM_STAGE_FIELDS = ("tld", "mip", "cov")
+
 BUFFER = ObjectKind("buffer", "cta", (
     FieldDecl("swait", 0, 1, 0, "the storing thread waits in the open generation of the "
               "buffer's barrier"),
