@@ -55,8 +55,9 @@ Equivalence rules (checked on the edit, not on the verdict):
   below zero, 9.7.13.15.2; litmus `mbarrier.tx-before-expect` on the H200), and the phase still
   needs that arrive, so it completes at the same point.
 * `reviewed`: a survivor read by hand, with the reason it breaks nothing (`REVIEWED` below).
-* `independent assignment`: a statement swapped with an assignment of a local it does not read,
-  whose value reads nothing the statement writes: the thread computes the same values and does
+* `independent assignment`: a statement swapped with an assignment of a local it does not read
+  (or an If whose branches only assign such locals: a pipeline state's advance), whose value
+  reads nothing the statement writes: the thread computes the same values and does
   the same synchronization in the same order.
 * `unreached`: the edited statement (for a swap, the first of the two) is an op that no execution
   reaches: the happens-before engine verified the kernel (every execution is a reordering of
@@ -121,6 +122,12 @@ SIGNALS = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx, BarArrive, Cl
 GROUP_WAITS = (BulkWaitRead, WgmmaWait, CpAsyncWait)
 # (kernel name, the edit as fmt_edit writes it) -> why the mutant is correct
 REVIEWED = {
+    ('kernel_quackgemm_default_epiGemmDefaultSm100',
+     'process 2: `While` (gemm_sm100.py:1759) swapped with `bar.arrive 7, threads=160`'):
+        "the MMA warp's arrive on the TMEM barrier moves before its tile loop; it still joins the "
+        "generation after the alloc's, and the epilogue's wait in it comes after the epilogue "
+        "consumed every tile, each acc.full wait after the landing of a commit issued after that "
+        "tile's MMAs, so the free still follows every MMA and every load",
     ('kernel_warpspin_catalog_blackwell_gemmBlackwellG',
      'process 0: `fence.mbarrier_init` (blackwell_gemm.py:122) swapped with `bar.sync 0`'):
         "the A/B barriers' init fence moves after the first CTA barrier; the accumulator pipeline's create that follows fences again and passes a second bar.sync 0 before any warp uses a barrier, which publishes every init",
@@ -420,13 +427,31 @@ def _writes(s) -> set:
     return {v for v in (getattr(s, "dest", None), getattr(s, "var", None)) if isinstance(v, str)}
 
 
+def _assignments(x) -> tuple[set, set] | None:
+    """(locals written, locals read) of an assignment, or of an If whose branches hold only
+    assignments (a value computed by cases, such as a pipeline state's advance); else None."""
+    if isinstance(x, Assign):
+        return {x.var}, _reads(x)
+    if isinstance(x, If):
+        written, read = set(), set(expr_vars(x.cond))
+        for st in (*x.then, *x.else_):
+            got = _assignments(st)
+            if got is None:
+                return None
+            written |= got[0]
+            read |= got[1]
+        return written, read
+    return None
+
+
 def _independent(a, b) -> bool:
-    """One of the two is an assignment of a local the other neither reads nor writes, and its
-    value reads nothing the other writes (If, loops: not swapped as a whole here)."""
+    """One of the two is an assignment (or an If of assignments) of locals the other neither
+    reads nor writes, and its values read nothing the other writes; the other is one op (loops,
+    lane subsets: not swapped as a whole here)."""
     for x, y in ((a, b), (b, a)):
-        if isinstance(x, Assign) and not isinstance(y, (Assign, If)) and \
-                not hasattr(y, "body") and x.var not in _reads(y) | _writes(y) and \
-                not (_reads(x) & _writes(y)):
+        got = _assignments(x)
+        if got is not None and not isinstance(y, (Assign, If)) and not hasattr(y, "body") and \
+                not (got[0] & (_reads(y) | _writes(y))) and not (got[1] & _writes(y)):
             return True
     return False
 

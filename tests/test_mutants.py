@@ -57,3 +57,11 @@ def test_the_equivalence_rules_do_not_excuse_a_real_bug():
     assert not bench._independent(w, Assign("ph", Var("ph") ^ 1))
     assert not bench._independent(w, Assign("s", Var("s") + 1))
     assert bench._independent(w, Assign("k", Var("k") + 1))
+    # an If of assignments (a pipeline state's advance): independent only of a wait that reads
+    # none of the locals it assigns
+    from warpspin.syncir.ir import If
+    advance = If(Var("k").eq(3), (Assign("q", Var("q") ^ 1),), (Assign("q", Var("q")),))
+    assert bench._independent(w, advance)
+    flips = If(Var("s").eq(3), (Assign("ph", Var("ph") ^ 1),), ())
+    assert not bench._independent(w, flips)
+    assert not bench._independent(w, If(Var("k").eq(0), (MbarArrive(one),), ()))
