@@ -11,7 +11,9 @@ warpspin.syncir.protocols: the TMA ring, a TMA-store epilogue's staging buffer
 Blackwell GEMM's accumulator pipeline with its tensor memory, in umma_acc.py
 (`warpspin check examples/syncir_ring.py:umma_no_dealloc`): the MMA warp allocates TMEM, commits
 each tile's tcgen05.mma to acc.full, the epilogue warps release acc.empty, the MMA warp frees
-the columns after the epilogue is done.
+the columns after the epilogue is done; `umma_data_*` follows the accumulator's stages as a TMEM
+buffer (`warpspin check examples/syncir_ring.py:umma_data_release_before_wait_ld`: the MMA
+writes a stage whose tcgen05.ld the epilogue has not waited for).
 """
 from warpspin.syncir.protocols import RING_BUG_EXPECT, exchange, ring
 
@@ -76,3 +78,21 @@ for _name in (None, *UMMA_BUG_EXPECT):
     globals()[_f.__name__] = _f
     TARGETS.append(_f.__name__)
     EXPECT[_f.__name__] = UMMA_BUG_EXPECT[_name][0] if _name else "not-checked"  # TMEM data
+# ... and with its accumulator stages as a TMEM buffer (the data followed: races on it checked)
+from warpspin.syncir.protocols import UMMA_DATA_BUG_EXPECT  # noqa: E402
+
+
+def _data_protocol(name):
+    def build():
+        return umma_acc(bug=name, data=True)
+    build.__name__ = "umma_data_" + (name or "correct").replace("-", "_")
+    build.__doc__ = "the umma protocol with its accumulator data" + (
+        f" and bug {name!r}" if name else "")
+    return build
+
+
+for _name in (None, *UMMA_DATA_BUG_EXPECT):
+    _f = _data_protocol(_name)
+    globals()[_f.__name__] = _f
+    TARGETS.append(_f.__name__)
+    EXPECT[_f.__name__] = UMMA_DATA_BUG_EXPECT[_name][0] if _name else "verified"
