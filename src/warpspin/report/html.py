@@ -10,7 +10,7 @@ import json
 import linecache
 import os
 
-from .render import SHOWN_CONFIG, _short, found_line, searched_line
+from .render import SHOWN_CONFIG, _short, checked_objects, found_line, searched_line
 from .result import VERIFIED, VIOLATION, Result
 
 _CSS = """
@@ -143,17 +143,12 @@ def _section(i: int, r: Result, sources) -> str:
                        f"{'<br><code>' + _E(src) + '</code>' if src else ''}</div>")
     else:
         out.append(f"<p>No deadlock and no barrier-protocol error in any interleaving"
-                   f"{_E(_checked_buffers(r))}.</p>")
+                   f"{_E(checked_objects(r.config))}.</p>")
     out.append(_facts(r))
     if r.model.get("lanes") and r.verdict != VIOLATION:
         out.append(_roles_and_barriers(r))
     out.append("</section>")
     return "".join(out)
-
-
-def _checked_buffers(r: Result) -> str:
-    from .render import checked_objects
-    return checked_objects(r.config)
 
 
 def _facts(r: Result) -> str:

@@ -2274,21 +2274,26 @@ def mma_open(buf: str, peer: bool = False) -> str:
 
 
 def mma_bufs(kernel, process: int) -> tuple[tuple[str, bool], ...]:
-    """(buffer, peer) of every open-read mask of a process: the buffers its tcgen05.mma read,
-    in its own CTA and, for cta_group::2 MMAs, in the pair's other CTA."""
+    """(buffer, peer) of every open-read mask of a process: the shared-memory buffers its
+    tcgen05.mma read, in its own CTA and, for cta_group::2 MMAs, in the pair's other CTA."""
+    return _mma_stages(kernel, process, "smem")
+
+
+def _mma_stages(kernel, process: int, space: str) -> tuple[tuple[str, bool], ...]:
+    """(buffer, peer) of every buffer of `space` the process's tcgen05.mma access, in its own
+    CTA and, for cta_group::2, in the pair's other one."""
     def compute():
         from .ir import walk_stmts
         out: set = set()
         for st in walk_stmts(kernel.processes[process].body):
             if isinstance(st, MmaRead):
                 for b, _ in st.reads:
-                    if is_tmem(kernel, b):
-                        continue
-                    out.add((b, False))
-                    if st.pair:
-                        out.add((b, True))
+                    if is_tmem(kernel, b) == (space == "tmem"):
+                        out.add((b, False))
+                        if st.pair:
+                            out.add((b, True))
         return tuple(sorted(out))
-    return kernel.memo(("mma_bufs", process), compute)
+    return kernel.memo(("mma_stages", process, space), compute)
 
 
 def is_tmem(kernel, buf: str) -> bool:
@@ -2302,18 +2307,7 @@ def is_tmem(kernel, buf: str) -> bool:
 def tmem_mma_bufs(kernel, process: int) -> tuple[tuple[str, bool], ...]:
     """(TMEM buffer, peer) of every accumulator stage the process's tcgen05.mma access, in its
     own CTA and, for cta_group::2, in the pair's other one."""
-    def compute():
-        from .ir import walk_stmts
-        out: set = set()
-        for st in walk_stmts(kernel.processes[process].body):
-            if isinstance(st, MmaRead):
-                for b, _ in st.reads:
-                    if is_tmem(kernel, b):
-                        out.add((b, False))
-                        if st.pair:
-                            out.add((b, True))
-        return tuple(sorted(out))
-    return kernel.memo(("tmem_mma_bufs", process), compute)
+    return _mma_stages(kernel, process, "tmem")
 
 
 def tmem_load_bufs(kernel, process: int) -> tuple[str, ...]:
@@ -2337,21 +2331,23 @@ COV_BITS = 30  # objects.BUFFER_STAGE `cov`
 def commit_bits(layout, process: int) -> dict[int, int]:
     """The first `cov` bit of each tcgen05.commit (by flat pc) of a process: one bit per element
     of its barrier array, in code order."""
-    out, n = {}, 0
-    for pc, ins in layout.flat[process].ops():
-        if isinstance(ins.stmt, Tcgen05Commit):
-            out[pc] = n
-            n += layout.kernel.mbarrier(ins.stmt.bar.name).size
-    return out
+    return _commit_bits(layout, process)[0]
 
 
 def _cov_bit_count(layout, process: int) -> int:
-    bits = commit_bits(layout, process)
-    if not bits:
-        return 0
-    pc = max(bits)
-    st = layout.flat[process].code[pc].stmt
-    return bits[pc] + layout.kernel.mbarrier(st.bar.name).size
+    return _commit_bits(layout, process)[1]
+
+
+def _commit_bits(layout, process: int) -> tuple[dict[int, int], int]:
+    """commit_bits and how many bits they take, once per kernel (its flattening is fixed)."""
+    def compute():
+        out, n = {}, 0
+        for pc, ins in layout.flat[process].ops():
+            if isinstance(ins.stmt, Tcgen05Commit):
+                out[pc] = n
+                n += layout.kernel.mbarrier(ins.stmt.bar.name).size
+        return out, n
+    return layout.kernel.memo(("commit_bits", process), compute)
 
 
 def tmem_mma_issuer_problem(c) -> str:
