@@ -97,6 +97,22 @@ def test_an_access_whose_data_is_not_followed_keeps_tmem_data_unchecked():
     assert "line 37" in r.reasons[0], r.reasons
 
 
+def test_data_followed_needs_a_tmem_buffer():
+    """A TMEM access that says its data is followed, in a kernel that declares no TMEM buffer
+    (hand-written SyncIR), is invalid IR: nothing would check the data it vouches for."""
+    from warpspin.syncir import validate
+    k = umma_acc(tiles=2)
+    mma = k.processes[0]
+    claims = replace(mma, body=tuple(
+        replace(s, body=tuple(replace(x, body=tuple(replace(y, data=True) if isinstance(
+            y, TmemAccess) else y for y in x.body)) if hasattr(x, "body") and not isinstance(
+            x, For) else x for x in s.body)) if isinstance(s, For) else s for s in mma.body))
+    assert claims != mma
+    problems = validate(replace(k, processes=(claims, *k.processes[1:])))
+    assert any("no TMEM buffer" in p.message for p in problems), problems
+    assert not validate(umma_acc(tiles=2, data=True))
+
+
 @pytest.mark.parametrize("bug", (None, "no-dealloc", "commit-wrong-stage", "over-alloc"))
 def test_plain_encoding_agrees(bug):
     k = umma_acc(tiles=2, bug=bug)

@@ -3448,6 +3448,8 @@ class TmemAccess(SyncOp):
 
     def problems(self, k):
         out = [] if self.what in TMEM_ACCESSES else [f"unknown TMEM access {self.what!r}"]
+        if self.data and not any(b.space == "tmem" for b in k.buffers):
+            out.append("a TMEM access whose data is followed, in a kernel with no TMEM buffer")
         return out + (_pair_problems(k) if self.pair else [])
 
     def footprint(self, k):
