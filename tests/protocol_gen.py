@@ -379,7 +379,10 @@ def protocols(draw, extra: str | None = None) -> Kernel:
     maps = (TensormapDecl("t"),) if "tensormap" in extras else ()
     buffers = ()
     if "buffer" in extras:
-        storers = tuple(i for i, p in enumerate(procs) if p.role == "p0")
+        # a second storing thread per CTA (a ping-pong epilogue) where p1 is one thread
+        second = draw(st.booleans())
+        storers = tuple(i for i, p in enumerate(procs) if p.role == "p0" or (
+            second and p.role == "p1" and p.instances == 1))
 
         def as_write(st):
             return (SmemWrite(st.buf, st.stage, st.loc),) if isinstance(st, TmaStore) else (st,)

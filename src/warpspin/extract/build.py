@@ -15,6 +15,7 @@ from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpA
 from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
+from ..syncir.objects import MAX_STORERS
 from ..syncir.printer import fmt_expr
 from ..syncir.validate import reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
@@ -374,7 +375,7 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
     """The staged buffers the model follows (name -> [label, loc, stages, stored]): a TMA store
     reads one of its stages, or a TMA load fills one; every write into its bytes is a staged
     write or fill of it; where TMA loads fill it, every access of its bytes is a staged one (a
-    fill, a wgmma or thread read); and one warp per CTA stores it. For every other TMA store or
+    fill, a wgmma or thread read); and at most two warps per CTA store it. For every other TMA store or
     fill the verdict states that it was not checked."""
     out, reported = {}, set()
     for key, (name, label, loc) in ctx.buffers.items():
@@ -391,8 +392,8 @@ def _staged_buffers(ctx: Context, walks: list) -> dict[str, list]:
             if fills or copies else []
         why = (f"{clash[0]} may write its bytes and is not a write of one of its stages"
                if clash else f"{used[0]} may access its bytes and is not a staged access of it"
-               if used else "more than one warp of a CTA stores it"
-               if len(set(stores)) != len(stores) else _cp_why(ctx, name, bodies, copies))
+               if used else f"more than {MAX_STORERS} warps of a CTA store it"
+               if any(stores.count(c) > MAX_STORERS for c in stores) else _cp_why(ctx, name, bodies, copies))
         if why is None:
             out[name] = [label, loc, count, bool(stores)]
         else:

@@ -30,11 +30,12 @@ from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, flatten, is
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
-                              ASYNC_COPY, BUFFER, BUFFER_STAGE, TMEM_STAGE_FIELDS, GLOBAL_COUNTER, GLOBAL_FLAG, SHARED_WORD,
-                              TENSORMAP, TMEM, ctype)
+                              ASYNC_COPY, BUFFER, BUFFER_STAGE, GLOBAL_COUNTER, GLOBAL_FLAG,
+                              SECOND_STORER_FIELDS, SHARED_WORD, TENSORMAP, TMEM,
+                              TMEM_STAGE_FIELDS, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
-                          NARROW_TYPES, async_word_arrays, uses_tmem)
+                          NARROW_TYPES, async_word_arrays, storers_in_cta, uses_tmem)
 from ..syncir.rules import (BufField, Carried, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live,
                             Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
                             any_of)
@@ -454,8 +455,11 @@ class _Lowering:
             # the accumulator fields only where a TMEM buffer has them (no rule of a shared-memory
             # stage names them)
             tmem_only = () if any(b.space == "tmem" for b in self.k.buffers) else TMEM_STAGE_FIELDS
-            out.insert(2, _typedef("BStage", BUFFER_STAGE, omit=tmem_only))
-            out.insert(3, _typedef("BBuf", BUFFER))
+            # and those of a second storing thread only where a CTA has one
+            second = () if any(len(storers_in_cta(self.k, b, c)) > 1 for b in self.k.buffers
+                               for c in range(self.k.num_ctas)) else SECOND_STORER_FIELDS
+            out.insert(2, _typedef("BStage", BUFFER_STAGE, omit=tmem_only + second))
+            out.insert(3, _typedef("BBuf", BUFFER, omit=second))
         for b in self.k.buffers:
             out.append(f"BStage {self.bufs[b.name]}_s[{b.stages * self.k.num_ctas}];  /* staged "
                        f"buffer {b.label or b.name}, per (CTA, stage) */")

@@ -199,9 +199,10 @@ class TensormapDecl:
 @dataclass(frozen=True)
 class BufferDecl:
     """A staged shared-memory buffer that TMA stores read (an epilogue's staging buffer): `stages`
-    stages, each written by threads through the generic proxy and stored by one thread of the
-    `storers` (process indices, one per CTA). `barrier`: the named barrier id whose
-    generations the storing warp waits in (bar.sync) hand writes over to it; None: none.
+    stages, each written by threads through the generic proxy and stored by the threads of the
+    `storers` (process indices of one instance each, at most two per CTA: a ping-pong
+    epilogue's warp groups). `barrier`: the named barrier id whose generations a storing warp
+    waits in (bar.sync) hand writes over to it; None: none.
     `other_barriers`: the other ids it waits on (a write released on one of them is not
     followed: unsupported). `label` names it as the user wrote it. `space` "tmem": the stages
     are column ranges of tensor memory (an MMA accumulator: tcgen05.mma writes them,

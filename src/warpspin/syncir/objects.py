@@ -147,8 +147,12 @@ BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
               "its last release) not yet handed over to the storing thread"),
     FieldDecl("raw", 0, _BATCHES, 0, "batches handed over without a fence.proxy.async between "
               "the write and the hand-over (until the storing thread fences)"),
-    FieldDecl("lost", 0, _BATCHES, 0, "batches released in a barrier generation the storing "
-              "thread did not wait in (their order before its stores is not followed)"),
+    FieldDecl("lost", 0, _BATCHES, 0, "unfenced batches released in a barrier generation the "
+              "storing thread did not wait in (whether a fence lies on their way to its stores "
+              "is not followed); all such batches where a writer may synchronize between a "
+              "write and its fence"),
+    FieldDecl("raw1", 0, _BATCHES, 0, "`raw` of the CTA's second storing thread"),
+    FieldDecl("lost1", 0, _BATCHES, 0, "`lost` of the CTA's second storing thread"),
     FieldDecl("cf", 0, _BATCHES, 0, "fenced batches released in the open generation of the "
               "buffer's barrier"),
     FieldDecl("cu", 0, _BATCHES, 0, "unfenced batches released in that generation"),
@@ -177,7 +181,18 @@ TMEM_STAGE_FIELDS = ("tld", "mip", "cov")
 BUFFER = ObjectKind("buffer", "cta", (
     FieldDecl("swait", 0, 1, 0, "the storing thread waits in the open generation of the "
               "buffer's barrier"),
+    FieldDecl("swait1", 0, 1, 0, "`swait` of the CTA's second storing thread"),
 ), "what a staged buffer records once (not per stage), per CTA")
+
+# a CTA has at most two storing threads per buffer (the warp groups of a ping-pong epilogue);
+# the fields of the second, per slot, and only kernels with a second storing thread have them
+MAX_STORERS = 2
+SECOND_STORER_FIELDS = ("raw1", "lost1", "swait1")
+
+
+def storer_field(field: str, slot: int) -> str:
+    """The name of `field` (swait, raw, lost) of storing slot `slot` of a CTA."""
+    return field if slot == 0 else f"{field}{slot}"
 
 TMEM_COLUMNS = 512
 TMEM = ObjectKind("tmem", "cta", (

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef,
                  For, While, _lift_fields, expr_vars, lift, stmt_bodies)
-from .objects import LIMITS, TMEM_COLUMNS
+from .objects import LIMITS, TMEM_COLUMNS, storer_field
 from .rules import (BufField, Call, Carried, ClusterField, CounterField, El, Fail, FlagField, Hook, Inflight, Live, Local, NamedField, Obs,
                     Rule, Self, Set, TmapField, TmemField, When, WordField, add, all_of, any_of, sub)
 
@@ -1964,7 +1964,9 @@ def buffer_releases(c, bid: Expr, sync: bool) -> list:
                               [When(_eq(f, 1), [batches_bound(cf, Const(1)), add(cf, 1)])]),
                          Set(u, Const(0)), Set(f, Const(0))]
         if sync and c.process in b.storers:
-            body.append(Set(BufField(b.name, Const(c.cta), None, "swait"), Const(1)))
+            slot = storer_slot(c.kernel, b, c.process)
+            body.append(Set(BufField(b.name, Const(c.cta), None, storer_field("swait", slot)),
+                            Const(1)))
         if not body or (isinstance(bid, Const) and bid.value != b.barrier):
             continue
         out += body if isinstance(bid, Const) else [When(_eq(bid, b.barrier), body)]
@@ -1973,26 +1975,91 @@ def buffer_releases(c, bid: Expr, sync: bool) -> list:
 
 def buffer_handover(c, bid: Expr) -> list:
     """A generation of named barrier `bid` completes: on a buffer's barrier, its batches are
-    handed over to the storing thread if it waited in this generation (unfenced ones become
-    raw), else they are lost (their order before later stores is not followed)."""
+    released (pend drops by them), and for each storing thread of the CTA handed over if it
+    waited in this generation (unfenced ones become its raw), else lost to it where no fence is
+    known to lie on their way to its stores (the unfenced ones; all of them where a writer may
+    synchronize between a write and its fence). A fenced batch lost to a storing thread reaches
+    its stores only through other synchronization: the stage's `unret` check of the write
+    makes every store that the write is not ordered before a race (docs/semantics.md, "Several
+    storing threads")."""
     out = []
     for b in c.kernel.buffers:
         if b.barrier is None or (isinstance(bid, Const) and bid.value != b.barrier):
             continue
-        swait = BufField(b.name, Const(c.cta), None, "swait")
-        given, lost = [], []
+        body = []
         for s in range(b.stages):
             st = lambda f, s=s: _stage(c, b.name, Const(s), f)  # noqa: E731
-            moved = _plus(st("cf"), st("cu"))
-            given += [Set(st("pend"), _minus(st("pend"), moved)), batches_bound(st("raw"), st("cu")),
-                      add_expr(st("raw"), st("cu"))]
-            lost += [Set(st("pend"), _minus(st("pend"), moved)), batches_bound(st("lost"), moved),
-                     add_expr(st("lost"), moved)]
-        clear = [Set(_stage(c, b.name, Const(s), f), Const(0))
+            body.append(Set(st("pend"), _minus(st("pend"), _plus(st("cf"), st("cu")))))
+        unknown = (lambda st: st("cu")) if fence_first(c.kernel, b.name) else \
+            (lambda st: _plus(st("cf"), st("cu")))
+        for slot, _ in enumerate(storers_in_cta(c.kernel, b, c.cta)):
+            swait = BufField(b.name, Const(c.cta), None, storer_field("swait", slot))
+            raw, lost = storer_field("raw", slot), storer_field("lost", slot)
+            given, gone = [], []
+            for s in range(b.stages):
+                st = lambda f, s=s: _stage(c, b.name, Const(s), f)  # noqa: E731
+                given += [batches_bound(st(raw), st("cu")), add_expr(st(raw), st("cu"))]
+                gone += [batches_bound(st(lost), unknown(st)), add_expr(st(lost), unknown(st))]
+            body += [When(_eq(swait, 1), given, gone), Set(swait, Const(0))]
+        body += [Set(_stage(c, b.name, Const(s), f), Const(0))
                  for s in range(b.stages) for f in ("cf", "cu")]
-        body = [When(_eq(swait, 1), given, lost), *clear, Set(swait, Const(0))]
         out += body if isinstance(bid, Const) else [When(_eq(bid, b.barrier), body)]
     return out
+
+
+def storers_in_cta(kernel, b, cta: int) -> list[int]:
+    """The storing processes of buffer `b` in CTA `cta`, in slot order."""
+    return [i for i in b.storers if kernel.processes[i].cta == cta]
+
+
+def storer_slot(kernel, b, process: int) -> int:
+    """Which storing thread of its CTA `process` is (0 or 1; objects.storer_field)."""
+    return storers_in_cta(kernel, b, kernel.processes[process].cta).index(process)
+
+
+_FENCE_FIRST: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def fence_first(kernel, buf: str) -> bool:
+    """Whether every write of `buf` meets its writer's next fence.proxy.async (or a release on
+    the buffer's barrier, which hands it over unfenced) before any other synchronization op of
+    the writer, on every path (loops twice): a fence of such a write then lies on every path
+    along which the write is ordered before anything."""
+    memo = _FENCE_FIRST.setdefault(kernel, {})
+    if buf not in memo:
+        bid = kernel.buffer(buf).barrier
+        memo[buf] = all(_fence_first_in(p.body, buf, bid) for p in kernel.processes)
+    return memo[buf]
+
+
+def _fence_first_in(body, buf: str, bid) -> bool:
+    from .ir import For, If, Lanes, While
+
+    def scan(stmts, pending: bool):
+        for st in stmts:
+            if isinstance(st, SmemWrite) and st.buf == buf:
+                pending = True
+            elif isinstance(st, FenceProxyAsync) or (
+                    isinstance(st, (BarSync, BarArrive)) and st.barrier_id == Const(bid)):
+                pending = False  # fenced, or released unfenced (then lost as such)
+            elif isinstance(st, (For, While)):
+                for _ in range(2):
+                    pending = scan(st.body, pending)
+                    if pending is None:
+                        return None
+            elif isinstance(st, If):
+                a, b = scan(st.then, pending), scan(st.else_, pending)
+                if a is None or b is None:
+                    return None
+                pending = a or b
+            elif isinstance(st, Lanes):
+                pending = scan(st.body, pending)
+                if pending is None:
+                    return None
+            elif isinstance(st, SyncOp) and pending and not isinstance(st, _FENCE_NEUTRAL):
+                return None
+        return pending
+    return scan(tuple(body), False) is not None
 
 
 def add_expr(place, value: Expr) -> Set:
@@ -2129,7 +2196,8 @@ class FenceProxyAsync(SyncOp):
                     body.append(When(_eq(u, 1), [Set(Local(bw_fenced(b.name, s)), Const(1)),
                                                  Set(u, Const(0))]))
             if c.process in b.storers:
-                body += [Set(_stage(c, b.name, Const(s), "raw"), Const(0))
+                raw = storer_field("raw", storer_slot(c.kernel, b, c.process))
+                body += [Set(_stage(c, b.name, Const(s), raw), Const(0))
                          for s in range(b.stages)]
         return Rule(body)
 
@@ -2151,7 +2219,8 @@ class TmaStore(_OneStage, SyncOp):
     summary: ClassVar[str] = ("fly > 0: race (a TMA load still fills the stage); pend > 0 on the "
                               "stage: race (a write not ordered before the "
                               "store); lost > 0: unsupported; raw > 0: proxy-race (handed over "
-                              "without fence.proxy.async); then unret += threads, and the "
+                              "without fence.proxy.async; lost1/raw1 for the CTA's second "
+                              "storing thread); then unret += threads, and the "
                               "thread's open stores of the stage too")
     # R6, R8, R11: it reads and writes only staged-buffer state and its own locals (docs/semantics.md)
     proven: ClassVar[frozenset[str]] = ALL
@@ -2161,8 +2230,11 @@ class TmaStore(_OneStage, SyncOp):
                          retired_by="cp.async.bulk.wait_group.read of the issuing thread")
 
     def rule(self, c):
-        label = c.kernel.buffer(self.buf).label or self.buf
+        b = c.kernel.buffer(self.buf)
+        label = b.label or self.buf
         T = c.threads
+        slot = storer_slot(c.kernel, b, c.process) if c.process in b.storers else 0
+        raw, lost = storer_field("raw", slot), storer_field("lost", slot)
 
         def body(s):
             st = lambda f: _stage(c, self.buf, Const(s), f)  # noqa: E731
@@ -2172,11 +2244,12 @@ class TmaStore(_OneStage, SyncOp):
                         "write(s) of it are not ordered before the store: their writers have not "
                         "released them on the buffer's named barrier in a generation this thread "
                         "waited in", (st("pend"),))]),
-                    When(_gt(st("lost"), 0), [Fail(
+                    When(_gt(st(lost), 0), [Fail(
                         "unsupported", f"{{who}} issues a TMA store of stage {s} of {label} after "
-                        "a write of it was released in a barrier generation this thread did not "
-                        "wait in: orders through other threads are not followed")]),
-                    When(_gt(st("raw"), 0), [Fail(
+                        "a write of it was released with no fence.proxy.async known on its way "
+                        "in a barrier generation this thread did not wait in: whether a fence "
+                        "orders it before the store through other threads is not followed")]),
+                    When(_gt(st(raw), 0), [Fail(
                         "proxy-race", f"{{who}} issues a TMA store (async proxy) of stage {s} of "
                         f"{label}, written through the generic proxy and handed over with no "
                         "fence.proxy.async between the write and the store")]),
@@ -2773,16 +2846,23 @@ def stores_pending_at_exit(c) -> list:
     """The storing instance of a buffer exiting with TMA stores of it not retired (PTX
     9.7.9.26.5.2: only cp.async.bulk.wait_group.read retires a store's read of shared memory, and
     the CTA's shared memory may belong to another CTA once its threads have exited)."""
+    from .ir import walk_stmts
     out = []
     for b in c.kernel.buffers:
         if c.process in b.storers:
             label = b.label or b.name
+            body = c.kernel.processes[c.process].body
             for s in range(b.stages):
-                unret = _stage(c, b.name, Const(s), "unret")
-                out.append(When(_gt(unret, 0), [Fail(
+                # its own stores (another storing thread of the CTA may still be storing)
+                depth = max((x.depth for x in walk_stmts(body) if isinstance(x, _BulkGroups)
+                             and (b.name, s) in x.stages), default=0)
+                own = Local(bs_open(b.name, s))
+                for i in range(depth):
+                    own = _plus(own, Local(bs_group(b.name, s, i)))
+                out.append(When(_gt(own, 0), [Fail(
                     "pending-at-exit", f"{{who}} exits while {{0}} TMA store(s) of stage {s} of "
                     f"{label} may still read it: no cp.async.bulk.wait_group.read retired them",
-                    (unret,))]))
+                    (own,))]))
     return out
 
 
@@ -3858,3 +3938,10 @@ class Unsupported(SyncOp):
     def rule(self, c):
         return Rule([Fail("unsupported", f"{self.what} is not modelled")])
 
+
+
+# ops that publish nothing of the executing thread's earlier writes to other threads (accesses
+# of buffer stages, the proxy fence, issuing and waiting for its own async units): a write
+# followed only by these before its fence has the fence on every path it is ordered along
+_FENCE_NEUTRAL = (SmemWrite, SmemRead, FenceProxyAsync, TmaStore, BulkCommit, BulkWaitRead,
+                  WgmmaRead, TmemLoad)

@@ -433,6 +433,63 @@ def epilogue(warps: int = 2, subtiles: int = 3, stages: int = 2, bug: str | None
                   buffers=(BufferDecl("sD", stages, (0,), 1, L(5), "sD"),))
 
 
+PINGPONG_FILE = "pingpong_epilogue.py"
+PINGPONG_BUGS = ("no-order", "order-before-wait", "storer-fence", "no-final-wait",
+                 "unfenced-second")
+# what each bug must be reported as, and at which line of pingpong_epilogue.py (None: any)
+PINGPONG_BUG_EXPECT = {
+    "no-order": ("race", None), "order-before-wait": ("race", 20),
+    "storer-fence": ("unsupported", 23), "no-final-wait": ("pending-at-exit", None),
+    "unfenced-second": ("proxy-race", 23),
+}
+
+
+def pingpong_epilogue(bug: str | None = None, subtiles: int = 2, stages: int = 2) -> Kernel:
+    """The epilogue of quack's and CUTLASS's ping-pong Hopper GEMMs: two warp groups (here a
+    storing warp and a writing warp each) take turns on one staging buffer, each running the
+    TMA-store epilogue of `epilogue` with its own storing thread on the same named barrier 1.
+    Group 0 runs first; after its last `wait_group.read 0` its warps arrive on named barrier 2,
+    and group 1 starts after its bar.sync there. `bug`: "no-order" (no barrier 2: the groups
+    overlap), "order-before-wait" (group 0 arrives on barrier 2 before its final wait, so group
+    1 may write a stage that group 0's last store still reads), "storer-fence" (writers do not
+    fence, each storing warp fences after the hand-over: the writes group 0's storing thread
+    received reach group 1's through barrier 2 with no fence the model follows: unsupported),
+    "no-final-wait" (group 1's storing warp exits with its stores reading the buffer),
+    "unfenced-second" (group 1 neither fences its writes nor has its storer fence)."""
+    from .ir import BufferDecl
+    from .ops import BarArrive, BulkCommit, BulkWaitRead, FenceProxyAsync, SmemWrite, TmaStore
+    if bug is not None and bug not in PINGPONG_BUGS:
+        raise ValueError(f"unknown ping-pong epilogue bug {bug!r}; one of {PINGPONG_BUGS}")
+    L = lambda n: Loc(PINGPONG_FILE, n)  # noqa: E731
+    n, depth = stages - 1, stages
+    srcs = tuple(("sD", s) for s in range(stages))
+    stage = Var("i") % stages
+
+    def body(group: int, storer: bool):
+        writer_fence = bug != "storer-fence" and not (bug == "unfenced-second" and group == 1)
+        acquire = (BulkWaitRead(n, stages=srcs, depth=depth, loc=L(18)),) if storer else ()
+        store = (*((FenceProxyAsync(L(24)),) if bug == "storer-fence" else ()),
+                 TmaStore("sD", stage, L(23)),
+                 BulkCommit(stages=srcs, depth=depth, loc=L(25))) if storer else ()
+        final = (BulkWaitRead(0, stages=srcs, depth=depth, loc=L(30)),) \
+            if storer and not (bug == "no-final-wait" and group == 1) else ()
+        order = () if bug == "no-order" else \
+            (BarArrive(Const(2), Const(128), L(31)),) if group == 0 else \
+            (BarSync(Const(2), Const(128), L(16)),)
+        loop = For("i", 0, subtiles, (
+            *acquire, BarSync(Const(1), Const(64), L(19)), SmemWrite("sD", stage, L(20)),
+            *((FenceProxyAsync(L(21)),) if writer_fence else ()),
+            BarSync(Const(1), Const(64), L(22)), *store), loc=L(17))
+        if group == 0:
+            tail = final + order if bug != "order-before-wait" else order + final
+            return (loop, *tail)
+        return (*order, loop, *final)
+    procs = [Process(f"wg{g}_{'store' if st else 'epi'}", body(g, st), warps=(w, w + 1))
+             for w, (g, st) in enumerate(((0, True), (0, False), (1, True), (1, False)))]
+    return Kernel("pingpong_epilogue" + (f"_{bug}" if bug else ""), tuple(procs), (),
+                  buffers=(BufferDecl("sD", stages, (0, 2), 1, L(5), "sD"),))
+
+
 ALIASED_FILE = "aliased.py"
 ALIASED_BUGS = ("no-wgmma-wait", "no-full-wait")
 # what each bug must be reported as, and at which line of aliased.py

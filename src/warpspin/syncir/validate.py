@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 
 from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, While,
                  expr_vars, stmt_exprs, walk_stmts)
-from .objects import LIMITS
+from .objects import LIMITS, MAX_STORERS
 from .printer import fmt_expr
 from .ops import (OPS, AtomInc, GlobalAdd, StAsync, BarArrive, BarSync, ClusterArrive, ClusterWait, DsmemStore, Exit,
                   MbarTestWait, SmemLoad, SyncOp, Unsupported)
@@ -257,10 +257,13 @@ def _buffer_problems(k: Kernel) -> list[Problem]:
             elif k.processes[i].instances != 1:
                 out.append(Problem(f"staged buffer {b.name}: its storing process "
                                    f"{k.processes[i].role} has {k.processes[i].instances} "
-                                   "instances (one storing thread per CTA is modelled)", b.loc))
+                                   "instances (a storing process is one thread)", b.loc))
         ctas = [k.processes[i].cta for i in b.storers if 0 <= i < len(k.processes)]
-        if len(set(ctas)) != len(ctas):
-            out.append(Problem(f"staged buffer {b.name}: two storing processes in one CTA", b.loc))
+        if any(ctas.count(c) > MAX_STORERS for c in ctas):
+            out.append(Problem(f"staged buffer {b.name}: more than {MAX_STORERS} storing "
+                               "processes in one CTA", b.loc))
+        if len(set(b.storers)) != len(b.storers):
+            out.append(Problem(f"staged buffer {b.name}: a storing process named twice", b.loc))
         for pi, p in enumerate(k.processes):
             for s in walk_stmts(p.body):
                 if isinstance(s, TmaStore) and s.buf == b.name and pi not in b.storers:
