@@ -91,6 +91,64 @@ class StagedStoreNoFence(_StagedStore):
 LITMUS = [StagedStoreHandedOver, StagedStoreNoWait, StagedStoreNoHandover, StagedStoreNoFence]
 
 
+class _TwoStorers(_StagedStore):
+    """The ping-pong epilogue: warp groups (warps 0-1, warps 2-3) take turns on the buffer, each
+    writing two tiles, fencing, meeting on named barrier 1 (64 threads) and storing with its own
+    storing warp (warp 0, warp 2). Group 0's warps arrive on named barrier 2 after warp 0's
+    `wait_group.read 0`; group 1 waits there first."""
+    warps = 4
+    early_order = False
+
+    @cute.jit
+    def body(self):
+        staged = cute.make_tensor(self.buf, cute.make_layout((32, 2), stride=(1, 32)))
+        g = cute.local_tile(self.tma_x, (32,), (None,))
+        ts, tg = cpasync.tma_partition(self.atom, 0, cute.make_layout(1),
+                                       cute.group_modes(staged, 0, 1), cute.group_modes(g, 0, 1))
+        group = self.warp // 2
+        if group == 1:
+            cute.arch.barrier(barrier_id=2, number_of_threads=128)
+        for i in cutlass.range_constexpr(2):
+            cute.arch.barrier(barrier_id=1, number_of_threads=64)
+            stage = staged[None, i]
+            if self.lane < 16:
+                stage[(self.warp % 2) * 16 + self.lane] = cutlass.Int32(i * 32 + self.lane)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=1, number_of_threads=64)
+            if self.warp % 2 == 0:
+                cute.copy(self.atom, ts[None, i], tg[None, i])
+                cute.arch.cp_async_bulk_commit_group()
+        if group == 0:
+            if cutlass.const_expr(self.early_order):
+                cute.arch.barrier_arrive(barrier_id=2, number_of_threads=128)
+            if self.warp == 0:
+                cute.arch.cp_async_bulk_wait_group(0, read=True)
+            if cutlass.const_expr(not self.early_order):
+                cute.arch.barrier_arrive(barrier_id=2, number_of_threads=128)
+        if self.warp == 2:
+            cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
+class StagedStoreTwoStorers(_TwoStorers):
+    """Group 1 writes a stage only after group 0's storing warp retired its stores and group 0
+    arrived on barrier 2: each storing warp's stores read writes handed over to it, fenced.
+    Completes. Hardware question: none beyond completing; this is quack's ping-pong epilogue."""
+    rules = ("buffer.two-storers",)
+    expect = "verified"
+
+
+class StagedStoreTwoStorersEarlyOrder(_TwoStorers):
+    """Group 0 arrives on barrier 2 before warp 0's `wait_group.read 0`: group 1 may rewrite
+    stage 0 while warp 0's store still reads it (PTX 9.7.9.26.5.2). warpspin: race at the
+    write."""
+    rules = ("buffer.two-storers",)
+    expect = "race"
+    early_order = True
+
+
+LITMUS += [StagedStoreTwoStorers, StagedStoreTwoStorersEarlyOrder]
+
+
 class _FilledRead(TmaLitmus):
     """Warp 0 TMA-loads tile 0 of x into the buffer (mbarrier 0, 128 bytes), waits until warp 1
     releases it (mbarrier 1) and loads tile 1 into the same bytes. Warp 1 waits for each fill

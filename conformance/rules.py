@@ -95,6 +95,10 @@ RULES: dict[str, tuple[str, str, str]] = {
     "buffer.handover": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.1",
         "writes of a stage reach a TMA store only through a named barrier generation the storing "
         "thread waits in after them; a store before that: race"),
+    "buffer.two-storers": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.1",
+        "two storing threads in a CTA (a ping-pong epilogue): each store needs the stage's writes "
+        "handed over to its own thread; a write its turn's barrier does not order after the other "
+        "thread's retired stores: race"),
     "buffer.proxy": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.4",
         "generic-proxy writes of a stage need a fence.proxy.async between them and the TMA store "
         "(async proxy); without it: proxy-race"),

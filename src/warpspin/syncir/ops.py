@@ -2849,9 +2849,10 @@ def stores_pending_at_exit(c) -> list:
     from .ir import walk_stmts
     out = []
     for b in c.kernel.buffers:
-        if c.process in b.storers:
+        body = c.kernel.processes[c.process].body
+        if c.process in b.storers and any(isinstance(x, TmaStore) and x.buf == b.name
+                                          for x in walk_stmts(body)):
             label = b.label or b.name
-            body = c.kernel.processes[c.process].body
             for s in range(b.stages):
                 # its own stores (another storing thread of the CTA may still be storing)
                 depth = max((x.depth for x in walk_stmts(body) if isinstance(x, _BulkGroups)
