@@ -221,12 +221,16 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         # cp.async copies of the thread into its own part of a two-stage buffer, their groups
         # (two told apart), and reads and writes through that part
         stage = draw(st.sampled_from([Const(0), Var("k") % 2]))
-        which = draw(st.sampled_from(["copy", "copy", "commit", "wait", "read", "write"]))
+        # (two told apart), and reads and writes through that part, and reads of the whole
+        # stage by any thread (`shared`: a broadcast view of what every thread copied)
+        which = draw(st.sampled_from(["copy", "copy", "commit", "wait", "read", "write",
+                                      "shared"]))
         return {"copy": lambda: CpAsync("sc", stage, loc),
                 "commit": lambda: CpAsyncCommit(("sc",), 2, loc),
                 "wait": lambda: CpAsyncWait(draw(st.integers(0, 1)), ("sc",), 2, loc),
                 "read": lambda: SmemOwn("sc", stage, False, 2, loc),
-                "write": lambda: SmemOwn("sc", stage, True, 2, loc)}[which]()
+                "write": lambda: SmemOwn("sc", stage, True, 2, loc),
+                "shared": lambda: SmemOwn("sc", stage, False, 2, loc, shared=True)}[which]()
     if kind == "tcgen05":
         # an elected lane's tcgen05.commit (its arrive lands later; multicast with two CTAs), a
         # whole warp's (32 arrives), TMEM allocation by a warp (blocks past 512 columns),

@@ -98,7 +98,7 @@ def test_well_synchronized_protocols_and_their_mutants_agree(k, rnd):
 RING_MUTANTS = [P.ring(stages=2, trips=3, consumers=2), peek_ring(2, 3, 1, expect_first=True),
                 named_pingpong(2, 1), cluster_multicast(2, 2), P.exchange(2),
                 P.umma_mainloop(stages=2, ktiles=3), P.umma_acc(tiles=3, epi_warps=2, data=True),
-                P.pingpong_epilogue()]
+                P.pingpong_epilogue(), P.shared_vector()]
 
 
 @pytest.mark.parametrize("k", RING_MUTANTS, ids=[k.name for k in RING_MUTANTS])

@@ -214,7 +214,8 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
             ctx.assumptions.add(f"TMEM buffer {label}: a slice, tile or partition of a tensor "
                                 "of tensor memory stays inside the tensor's columns (its "
                                 "coordinates are in range)")
-    walks = [(cta, warp, lanes, _without_idle_groups(_only_buffers(body, staged)), labels)
+    walks = [(cta, warp, lanes, _without_idle_groups(_only_buffers(_shared_marked(body, ctx),
+                                                                   staged)), labels)
              for cta, warp, lanes, body, labels in walks]
 
     # consecutive warps of one CTA with the same body and width form one process
@@ -437,14 +438,43 @@ def _alloc_label(ctx: Context, alloc, rng) -> str:
 def _cp_why(ctx: Context, name: str, bodies: list, copies: bool) -> Optional[str]:
     """Why a buffer that cp.async copies write is not followed (None: it is): every copy and
     access through one partition, and nothing else of the model touches it."""
-    if len(ctx.cp_partitions.get(name, ())) > 1:
-        return ("its threads copy into it or access it through more than one partition (their "
-                "parts may overlap)")
+    if len(ctx.cp_partitions.get(name, ())) > 1 or \
+            any(part is None for part, _, _ in ctx.cp_uses.get(name, ())):
+        shared = _shared_reads(ctx, name)
+        if shared is None:
+            return ("its threads copy into it or write it through more than one partition, or "
+                    "one line accesses it through two (their parts may overlap)")
+        ctx.cp_shared[name] = shared
     other = (SmemWrite, TmaStore, SmemRead, WgmmaRead, MmaRead) if copies else (SmemOwn,)
     if any(isinstance(s, other) and name in _bufs_of(s) for _, b in bodies for s in b) or \
             any(isinstance(s, TmaLoad) and s.dst == name for _, b in bodies for s in b) and copies:
         return "cp.async copies and other async units or staged accesses share it"
     return None
+
+
+def _shared_reads(ctx: Context, name: str) -> Optional[set]:
+    """The lines that read buffer `name` through another partition than its cp.async copies'
+    (a vector every thread reads whole, copied in parts: quack's row and column vectors), when
+    every copy goes through one partition, no thread writes it and no line uses both (None
+    otherwise)."""
+    uses = ctx.cp_uses.get(name, [])
+    own = {p for p, kind, _ in uses if kind != "read"}
+    if len(own) != 1 or any(kind == "write" for _, kind, _ in uses):
+        return None  # a thread's own writes would race with the others' reads: not followed
+    other = {loc for p, _, loc in uses if p not in own}
+    if other & {loc for p, _, loc in uses if p in own}:
+        return None
+    return other
+
+
+def _shared_marked(body: tuple, ctx: Context) -> tuple:
+    """Each read through another partition than the copies' marked `shared` (its check is
+    then every thread's copies in flight, not only its own)."""
+    def mark(st):
+        if isinstance(st, SmemOwn) and st.loc in ctx.cp_shared.get(st.buf, ()):
+            return (replace(st, shared=True),)
+        return (st,)
+    return rewrite_stmts(body, mark) if ctx.cp_shared else body
 
 
 def _only_buffers(body: tuple, staged: dict) -> tuple:

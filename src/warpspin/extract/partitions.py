@@ -92,10 +92,12 @@ def _tiler_size(text: str) -> Optional[int]:
     return n
 
 
-def one_to_one(k: TracedKernel, op) -> bool:
-    """A partition op gives each thread of the CTA its own bytes: the coordinate is the thread
-    index, the CTA has at most as many threads as the copy's thread mode, the thread-value
-    layout is one-to-one into the tile, and the tensor's layout is one-to-one."""
+def one_to_one(k: TracedKernel, op, max_tid: Optional[int] = None) -> bool:
+    """A partition op gives each thread that uses it its own bytes: the coordinate is the
+    thread index, every thread of the CTA (or, with `max_tid`, of the ones that use it: thread
+    indices up to `max_tid`) is below the copy's thread mode (a larger index would wrap onto a
+    smaller one's part), the thread-value layout is one-to-one into the tile, and the tensor's
+    layout is one-to-one."""
     if len(op.operands) < 3 or not ct.is_smem(op.operand_types[1]):
         return False
     coord = _def(k, op.operands[2])
@@ -122,25 +124,28 @@ def one_to_one(k: TracedKernel, op) -> bool:
     fl = ct.flat_layout(f'"{tv.group(1)}"')
     tensor = _layout_of(op.operand_types[1])
     t_image, t_fl = (image(tensor), ct.flat_layout(f'"{tensor}"')) if tensor else (None, None)
-    return (k.threads_per_block <= threads and tv_image is not None and tile is not None
+    users = k.threads_per_block if max_tid is None else max_tid + 1
+    return (users <= threads and tv_image is not None and tile is not None
             and len(tv_image) == prod(fl[0]) and max(tv_image) < tile
             and t_image is not None and len(t_image) == prod(t_fl[0]))
 
 
-def thread_partition(k: TracedKernel, vid: int, depth: int = 0) -> Optional[int]:
-    """The one-to-one partition op (its result value) `vid` is a view inside, else None."""
+def thread_partition(k: TracedKernel, vid: int, depth: int = 0,
+                     max_tid: Optional[int] = None) -> Optional[int]:
+    """The one-to-one partition op (its result value) `vid` is a view inside, else None; with
+    `max_tid`, one-to-one among the threads up to that index (the ones that use it)."""
     op = _def(k, vid)
     if op is None or depth > 24:
         return None
     if op.name in PARTITIONS:
-        return vid if one_to_one(k, op) else None
+        return vid if one_to_one(k, op, max_tid) else None
     if op.name == "cute.slice":
-        return thread_partition(k, op.operands[0], depth + 1)
+        return thread_partition(k, op.operands[0], depth + 1, max_tid)
     if op.name in ("cute.group_modes", "cute.logical_divide"):
         src = op.operands[0]
-        return thread_partition(k, src, depth + 1) if _within(k, vid, src) else None
+        return thread_partition(k, src, depth + 1, max_tid) if _within(k, vid, src) else None
     if op.name == "cute.make_view":
         it = _def(k, op.operands[0])
         if it is not None and it.name == "cute.get_iter" and _within(k, vid, it.operands[0]):
-            return thread_partition(k, it.operands[0], depth + 1)
+            return thread_partition(k, it.operands[0], depth + 1, max_tid)
     return None

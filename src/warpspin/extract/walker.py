@@ -543,6 +543,9 @@ class Context:
     plain_buffers: frozenset = frozenset()
     unchecked: list = field(default_factory=list)  # Unchecked: properties not followed
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
+    # buffer name -> (partition, "copy" | "read" | "write", loc) of each access through one
+    cp_uses: dict = field(default_factory=dict)
+    cp_shared: dict = field(default_factory=dict)  # buffer name -> locs of its shared reads
     alloc_fields: dict = field(default_factory=dict)  # allocation uid -> its struct fields
     alloc_names: dict = field(default_factory=dict)  # allocation uid -> `sX` of `sX = ...alloc...`
     # TMEM buffers (extract/tmem.py): TmemStage.buffer -> [name, label, loc]; the TMEM accesses
@@ -2413,7 +2416,8 @@ class WarpWalker:
         elif "tma_bar" in t or "mbar" in t:
             out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
         elif len(op.operands) > 2:  # a copy from / into a buffer stage reads / writes it
-            if not self.own_access(op, op.operands[1], False, out):
+            if not self.own_access(op, op.operands[1], False, out) and \
+                    not self.shared_cp_read(op, op.operands[1], out):
                 self.staged_read(op, op.operands[1], out)
             if not self.own_access(op, op.operands[2], True, out):
                 self.staged_write(op, op.operands[2], out)
@@ -2444,7 +2448,8 @@ class WarpWalker:
         """The buffer `vid` is the executing thread's own part of (a one-to-one tiled-copy
         partition at the thread index, extract/partitions.py), with `op`'s recorded accesses of
         it attributed; None if it is no such view."""
-        part = thread_partition(self.ctx.kernel, vid)
+        # one-to-one among the threads that use it: this warp's (each warp's walk checks its own)
+        part = thread_partition(self.ctx.kernel, vid, max_tid=32 * self.warp + self.lanes - 1)
         if part is None:
             return None
         parent = self.val(self.ctx.kernel.value_info[part].op.operands[1])
@@ -2453,6 +2458,7 @@ class WarpWalker:
         lo, hi = parent.byte_range
         name = self.claim(op, Stage(Const(0), 1, hi - lo, parent.ptr.alloc.uid, lo, hi))
         self.ctx.cp_partitions.setdefault(name, set()).add(part)
+        self._own_part = part
         return name
 
     def cp_async(self, op: Op, out) -> None:
@@ -2464,14 +2470,36 @@ class WarpWalker:
                 "race", "the cp.async's destination", "not a thread's own part of a shared-memory "
                 "tensor (a one-to-one tiled-copy partition at the thread index)", self.loc(op)))
             return
+        self.ctx.cp_uses.setdefault(name, []).append((self._own_part, "copy", self.loc(op)))
         out.append(CpAsync(name, Const(0), self.loc(op)))
 
     def own_access(self, op: Op, vid: int, write: bool, out) -> bool:
         """A read or write by the executing threads of their own part of a buffer."""
         name = self.own_buffer(op, vid)
         if name is not None:
+            self.ctx.cp_uses.setdefault(name, []).append(
+                (self._own_part, "write" if write else "read", self.loc(op)))
             out.append(SmemOwn(name, Const(0), write, loc=self.loc(op)))
         return name is not None
+
+    def shared_cp_read(self, op: Op, vid: int, out) -> bool:
+        """A read by the executing threads of bytes of a buffer that cp.async copies write
+        through another partition (a vector each thread copies a part of and every thread reads
+        whole, through a broadcast layout): the buffer's one stage, read `shared` (every
+        thread's copies must be retired and ordered before it; build.py keeps it only if the
+        buffer's copies and writes all go through one partition)."""
+        where = self._bytes(self.val(vid))
+        if where is None:
+            return False
+        alloc, lo, hi = where
+        for key, (name, _, _) in list(self.ctx.buffers.items()):
+            if name in self.ctx.cp_partitions and key[0] == alloc and key[1] <= lo and \
+                    hi <= key[2]:
+                self.claim(op, Stage(Const(0), 1, key[2] - key[1], alloc, key[1], key[2]))
+                self.ctx.cp_uses.setdefault(name, []).append((None, "read", self.loc(op)))
+                out.append(SmemOwn(name, Const(0), False, loc=self.loc(op), shared=True))
+                return True
+        return False
 
     def cp_async_commit(self, op: Op, out) -> None:
         out.append(CpAsyncCommit(loc=self.loc(op)))

@@ -31,11 +31,12 @@ from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
                               ASYNC_COPY, BUFFER, BUFFER_STAGE, GLOBAL_COUNTER, GLOBAL_FLAG,
-                              SECOND_STORER_FIELDS, SHARED_WORD, TENSORMAP, TMEM,
+                              SECOND_STORER_FIELDS, SHARED_COPY_FIELDS, SHARED_WORD, TENSORMAP, TMEM,
                               TMEM_STAGE_FIELDS, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
-                          NARROW_TYPES, async_word_arrays, storers_in_cta, uses_tmem)
+                          NARROW_TYPES, async_word_arrays, shared_copies, storers_in_cta,
+                          uses_tmem)
 from ..syncir.rules import (BufField, Carried, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live,
                             Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
                             any_of)
@@ -458,7 +459,10 @@ class _Lowering:
             # and those of a second storing thread only where a CTA has one
             second = () if any(len(storers_in_cta(self.k, b, c)) > 1 for b in self.k.buffers
                                for c in range(self.k.num_ctas)) else SECOND_STORER_FIELDS
-            out.insert(2, _typedef("BStage", BUFFER_STAGE, omit=tmem_only + second))
+            # and the count of copies in flight only where threads read another's cp.async copies
+            copied = () if any(shared_copies(self.k, b.name) for b in self.k.buffers) \
+                else SHARED_COPY_FIELDS
+            out.insert(2, _typedef("BStage", BUFFER_STAGE, omit=tmem_only + second + copied))
             out.insert(3, _typedef("BBuf", BUFFER, omit=second))
         for b in self.k.buffers:
             out.append(f"BStage {self.bufs[b.name]}_s[{b.stages * self.k.num_ctas}];  /* staged "

@@ -169,6 +169,9 @@ BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
     FieldDecl("cov", 0, (1 << 30) - 1, 0, "of a TMEM buffer: the commit slots (a bit each) "
               "issued after the stage's last tcgen05.mma access; the landing of any of them "
               "completes it (a race monitor)"),
+    FieldDecl("cpw", 0, _MAX_INSTANCES, 0, "of a buffer other threads read than the ones "
+              "whose cp.async copies write it: instances with copies into the stage not yet "
+              "retired by their cp.async.wait_group"),
     FieldDecl("gr", 0, _MAX_INSTANCES, 0, "instances that read the stage through the generic "
               "proxy and have not executed fence.proxy.async since (a TMA load may not refill it)"),
 ), "one stage of a staged shared-memory buffer: TMA stores read it (PTX 9.7.9.25 "
@@ -177,6 +180,8 @@ BUFFER_STAGE = ObjectKind("buffer-stage", "cta", (
 
 # the stage fields only a TMEM buffer (an accumulator) uses
 TMEM_STAGE_FIELDS = ("tld", "mip", "cov")
+# the stage field only a cp.async buffer that other threads read uses
+SHARED_COPY_FIELDS = ("cpw",)
 
 BUFFER = ObjectKind("buffer", "cta", (
     FieldDecl("swait", 0, 1, 0, "the storing thread waits in the open generation of the "

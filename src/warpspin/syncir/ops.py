@@ -2820,6 +2820,21 @@ def _copies_into(c, buf: str) -> bool:
                for s in walk_stmts(c.kernel.processes[c.process].body))
 
 
+_SHARED_COPIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def shared_copies(kernel, buf: str) -> bool:
+    """Whether threads read `buf` through another partition than its cp.async copies' (a
+    `shared` smem.own): its stages then count the instances with copies in flight (`cpw`)."""
+    memo = _SHARED_COPIES.get(kernel)
+    if memo is None:
+        from .ir import walk_stmts
+        memo = _SHARED_COPIES[kernel] = {s.buf for p in kernel.processes
+                                         for s in walk_stmts(p.body)
+                                         if isinstance(s, SmemOwn) and s.shared}
+    return buf in memo
+
+
 def cp_depth(c) -> int:
     """The cp.async groups told apart in the executing process (its commits' and waits' depth)."""
     from .ir import walk_stmts
@@ -2898,12 +2913,21 @@ class CpAsync(_OneStage, SyncOp):
         return (cp_open(self.buf),)
 
     def footprint(self, k):
-        return Footprint((), retired_by="cp.async.wait_group of the issuing thread")
+        shared = ((_acc("buffer-stage", "rw", "cta"),) if shared_copies(k, self.buf) else ())
+        return Footprint(shared, retired_by="cp.async.wait_group of the issuing thread")
 
     def rule(self, c):
         open_ = Local(cp_open(self.buf))
-        return Rule(_per_stage(c, self.buf, self.stage, "copies into",
-                               lambda s: [Set(open_, BinOp("|", open_, Const(1 << s)))]))
+        counted = shared_copies(c.kernel, self.buf)
+        pending = cp_pending(self.buf, cp_depth(c))
+
+        def body(s):
+            out = []
+            if counted:  # the thread's first copy of the stage not yet retired
+                out.append(When(UnOp("not", _bit(pending, s)),
+                                [add(_stage(c, self.buf, Const(s), "cpw"), 1)]))
+            return out + [Set(open_, BinOp("|", open_, Const(1 << s)))]
+        return Rule(_per_stage(c, self.buf, self.stage, "copies into", body))
 
 
 @sync_op
@@ -2973,8 +2997,21 @@ class CpAsyncWait(_CpGroups, SyncOp):
     def problems(self, k): return self._wait_problems(k)
 
     def rule(self, c):
-        return Rule([Set(Local(cp_group(b, i)), Const(0))
-                     for b in self.bufs for i in range(self.n, self.depth)])
+        body = []
+        for b in self.bufs:
+            if shared_copies(c.kernel, b) and self.n < self.depth:
+                # a stage none of the kept groups (nor the open copies) holds is retired
+                kept: Expr = Local(cp_open(b))
+                for i in range(self.n):
+                    kept = BinOp("|", kept, Local(cp_group(b, i)))
+                gone: Expr = Const(0)
+                for i in range(self.n, self.depth):
+                    gone = BinOp("|", gone, Local(cp_group(b, i)))
+                for s in range(c.kernel.buffer(b).stages):
+                    body.append(When(all_of(_bit(gone, s), UnOp("not", _bit(kept, s))),
+                                     [sub(_stage(c, b, Const(s), "cpw"), 1)]))
+        return Rule(body + [Set(Local(cp_group(b, i)), Const(0))
+                            for b in self.bufs for i in range(self.n, self.depth)])
 
 
 @sync_op
@@ -2989,12 +3026,15 @@ class SmemOwn(SyncOp):
     write: bool = False
     depth: int = 1
     loc: Loc = NOLOC
+    shared: bool = False
     mnemonic: ClassVar[str] = "smem.own"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.3 (cp.async), 9.7.9.8-9 (ld.shared, st.shared)"
     summary: ClassVar[str] = ("the stage in the thread's open cp.async group or one of its "
-                              "committed groups: race (its own copy may still write the bytes)")
-    # R6, R8, R11: it reads only its own locals
+                              "committed groups: race (its own copy may still write the bytes); "
+                              "`shared` (a read through another partition, of bytes other "
+                              "threads copy): cpw > 0 on the stage: race")
+    # R6, R8, R11: it reads only its own locals and, `shared`, the stage's cpw (docs/semantics.md)
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -3005,16 +3045,18 @@ class SmemOwn(SyncOp):
 
     def fmt(self):
         return (f"smem.own {'write' if self.write else 'read'} {self.buf}[{_e(self.stage)}], "
-                f"depth={self.depth}")
+                f"depth={self.depth}" + (", shared" if self.shared else ""))
 
     def problems(self, k):
         out = _stage_problems(k, self.buf, self.stage)
         if self.depth < 1:
             out.append(f"smem.own with depth {self.depth}")
+        if self.shared and self.write:
+            out.append("smem.own shared is a read (another partition's writes are not followed)")
         return out
 
     def footprint(self, k):
-        return Footprint(())
+        return Footprint((_acc("buffer-stage", "read", "cta"),) if self.shared else ())
 
     def rule(self, c):
         label = c.kernel.buffer(self.buf).label or self.buf
@@ -3022,6 +3064,12 @@ class SmemOwn(SyncOp):
         what = "writes" if self.write else "reads"
 
         def body(s):
+            if self.shared:
+                cpw = _stage(c, self.buf, Const(s), "cpw")
+                return [When(_gt(cpw, 0), [Fail(
+                    "race", f"{{who}} reads stage {s} of {label} while cp.async copies of {{0}} "
+                    "thread(s) into it may still be in flight: no cp.async.wait_group of the "
+                    "copying thread, and nothing after it, orders the read after them", (cpw,))])]
             return [When(_bit(pending, s), [Fail(
                 "race", f"{{who}} {what} its part of stage {s} of {label} while its own cp.async "
                 "copies into it may still be in flight: no cp.async.wait_group of this thread "

@@ -717,6 +717,43 @@ def cp_async_loop(warps: int = 2, max_tiles: int = 3, bug: str | None = None) ->
                   buffers=(BufferDecl("sX", 2, loc=L(5), label="sX"),))
 
 
+SHARED_VECTOR_FILE = "shared_vector.py"
+SHARED_VECTOR_BUGS = ("no-wait", "no-barrier", "wait-after-barrier", "no-reuse-barrier")
+# what each bug must be reported as, and at which line of shared_vector.py
+SHARED_VECTOR_BUG_EXPECT = {
+    "no-wait": ("race", 25), "no-barrier": ("race", 25), "wait-after-barrier": ("race", 25),
+    "no-reuse-barrier": ("race", 25),
+}
+
+
+def shared_vector(warps: int = 2, tiles: int = 2, bug: str | None = None) -> Kernel:
+    """quack's row-vector epilogue (`RowVecLoad`): per tile, each thread copies its part of a
+    vector into shared memory with cp.async, commits and waits (`cp.async.wait_group 0`), the
+    warps meet on named barrier 1, and every thread reads the whole vector (a broadcast view:
+    `smem.own read ..., shared`); the warps meet again before the next tile's copies.
+    `bug`: "no-wait" (no wait: the barrier orders the issue, not the copy), "no-barrier" (each
+    thread waits for its own copies only), "wait-after-barrier" (the wait after the barrier:
+    the other threads' copies may still land during the read), "no-reuse-barrier" (the next
+    tile's copies start while a slower thread still reads the vector)."""
+    from .ir import BufferDecl
+    from .ops import CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn
+    if bug is not None and bug not in SHARED_VECTOR_BUGS:
+        raise ValueError(f"unknown shared-vector bug {bug!r}; one of {SHARED_VECTOR_BUGS}")
+    L = lambda n: Loc(SHARED_VECTOR_FILE, n)  # noqa: E731
+    bufs = ("vec",)
+    threads = 32 * warps
+    wait = () if bug == "no-wait" else (CpAsyncWait(0, bufs, 1, L(22)),)
+    meet = () if bug == "no-barrier" else (BarSync(Const(1), Const(threads), L(23)),)
+    handed = meet + wait if bug == "wait-after-barrier" else wait + meet
+    reuse = () if bug == "no-reuse-barrier" else (BarSync(Const(1), Const(threads), L(26)),)
+    step = (CpAsync("vec", Const(0), L(20)), CpAsyncCommit(bufs, 1, L(21)), *handed,
+            SmemOwn("vec", Const(0), False, 1, L(25), shared=True), *reuse)
+    return Kernel("shared_vector" + (f"_{bug}" if bug else ""),
+                  (Process("epi", (For("t", 0, tiles, step, loc=L(19)),), warps=(0, warps),
+                           instances=warps),), (),
+                  buffers=(BufferDecl("vec", 1, loc=L(5), label="vec"),))
+
+
 UMMA_FILE = "umma_acc.py"
 UMMA_BUGS = ("no-dealloc", "double-dealloc", "alloc-after-relinquish", "over-alloc",
              "commit-wrong-stage", "commit-by-warp", "no-acc-release-on-empty", "commit-no-init",

@@ -11,7 +11,7 @@ from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, Whi
 from .objects import LIMITS, MAX_STORERS
 from .printer import fmt_expr
 from .ops import (OPS, AtomInc, GlobalAdd, StAsync, BarArrive, BarSync, ClusterArrive, ClusterWait, DsmemStore, Exit,
-                  MbarTestWait, SmemLoad, SyncOp, Unsupported)
+                  MbarTestWait, SmemLoad, SmemOwn, SyncOp, Unsupported)
 
 DEST_OPS = (MbarTestWait, SmemLoad, AtomInc, GlobalAdd)  # ops that may assign a local (`dest`)
 
@@ -240,6 +240,12 @@ def _buffer_problems(k: Kernel) -> list[Problem]:
     if len({b.name for b in k.buffers}) != len(k.buffers):
         out.append(Problem("two staged buffers share a name", k.loc))
     for b in k.buffers:
+        owns = [s for p in k.processes for s in walk_stmts(p.body)
+                if isinstance(s, SmemOwn) and s.buf == b.name]
+        if any(s.shared for s in owns) and any(s.write for s in owns):
+            out.append(Problem(f"buffer {b.name}: threads read it whole (smem.own shared) and "
+                               "write their own parts: only cp.async copies may write it then",
+                               b.loc))
         if b.stages < 1:
             out.append(Problem(f"staged buffer {b.name} has {b.stages} stages", b.loc))
         if b.space not in ("smem", "tmem"):

@@ -291,9 +291,15 @@ def _places(an: Analysis) -> list[Failure]:
                 # race monitor sees the other poised at its access)
                 both = [p for p in (_pred(an, a), _pred(an, node) if node.is_event else None)
                         if p is not None]
-                out.append(Failure("race", f"{race.name} and {node.name} both access "
-                                   f"{_place_name(an, key)} (one writes it) and nothing orders "
-                                   "them", a, node, [both, _targets(node)], [a]))
+                msg = (f"{race.name} and {node.name} both access {_place_name(an, key)} (one "
+                       "writes it) and nothing orders them")
+                out.append(Failure("race", msg, a, node, [both, _targets(node)], [a]))
+                # and the other order with the first one's actor stopped right after it: a
+                # monitor of an access still in flight (a copy, a store's read) sees the
+                # later one land while it is pending
+                nxt = _succ(an, a) if a.is_event else None
+                if nxt is not None:
+                    out.append(Failure("race", msg, a, node, [[a], _targets(node)], [nxt]))
                 break
             frontier = keep + [(node, mode)]
     return out
@@ -323,6 +329,14 @@ def _tmem_stages(an: Analysis) -> list[Failure]:
                                    [[a, *([p] if p is not None else [])], _targets(r)], []))
                 return out
     return out
+
+
+def _succ(an: Analysis, node: Node) -> Node | None:
+    actor, count = node.own
+    for n in an.nodes[int(node.pos) + 1:]:
+        if n.own == (actor, count + 1):
+            return n
+    return None
 
 
 def _targets(node: Node) -> list[Node]:
