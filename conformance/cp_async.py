@@ -67,3 +67,47 @@ class CpAsyncUndrainedExit(_CopyOwnWord):
     wait = False
     read = False
 LITMUS = [CpAsyncWaited, CpAsyncReadBeforeWait, CpAsyncUncommitted, CpAsyncUndrainedExit]
+
+
+class _CopyVectorShared(Litmus):
+    """Two warps: each thread copies word tidx of x into word tidx of the litmus buffer (its own
+    part of a tiled copy: 4-byte cp.async), commits and waits for its groups; the warps meet on
+    named barrier 1, and every thread then reads the whole 64-word vector (a broadcast of what
+    all threads copied: quack's row-vector epilogue)."""
+    warps = 2
+    nbars = 1
+    probes = 0
+    barrier = True
+
+    @cute.jit
+    def body(self):
+        tidx, _, _ = cute.arch.thread_idx()
+        s = cute.make_tensor(self.buf, cute.make_layout(64))
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), Int32, num_bits_per_copy=32)
+        tiled = cute.make_tiled_copy_tv(atom, cute.make_layout(64), cute.make_layout(1))
+        thr = tiled.get_slice(tidx)
+        cute.copy(tiled, thr.partition_S(cute.local_tile(self.x, (64,), (0,))), thr.partition_D(s))
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+        if cutlass.const_expr(self.barrier):
+            cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        r = cute.make_rmem_tensor_like(s)
+        cute.autovec_copy(s, r)
+
+
+class CpAsyncVectorShared(_CopyVectorShared):
+    """Copy, commit, wait, meet, read the whole vector: every thread's copy is complete before
+    its own barrier arrival, so before every read. Completes. warpspin: verified."""
+    rules = ("cp_async.shared",)
+    expect = "verified"
+
+
+class CpAsyncVectorNoBarrier(_CopyVectorShared):
+    """The same without the barrier: a thread's wait covers its own copies only, so another
+    thread's word may land after the read (PTX 9.7.9.24.5). warpspin: race at the read."""
+    rules = ("cp_async.shared",)
+    expect = "race"
+    barrier = False
+
+
+LITMUS += [CpAsyncVectorShared, CpAsyncVectorNoBarrier]

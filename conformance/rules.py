@@ -110,6 +110,9 @@ RULES: dict[str, tuple[str, str, str]] = {
         "a thread's cp.async copies are complete and visible to it only after a "
         "cp.async.wait_group of the thread retires their group (committed groups only); an "
         "access of the bytes before that: race"),
+    "cp_async.shared": ("cp.async groups (race, pending-at-exit)", "9.7.9.24.5",
+        "bytes other threads copy with cp.async are visible to a reader only after each copying "
+        "thread's cp.async.wait_group and a barrier from it to the reader; a read before: race"),
     "cp_async.exit": ("cp.async groups (race, pending-at-exit)", "9.7.9.24.3",
         "a thread that exits with cp.async copies not retired leaves them writing shared memory "
         "its CTA may no longer own: pending-at-exit"),

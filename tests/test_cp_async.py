@@ -9,7 +9,8 @@ from warpspin.syncir import Const, Kernel, Process, check
 from warpspin.syncir.interp import explore
 from warpspin.syncir.ir import BufferDecl, For, Param, Var
 from warpspin.syncir.ops import CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn
-from warpspin.syncir.protocols import CP_ASYNC_BUG_EXPECT, CP_ASYNC_BUGS, cp_async_loop
+from warpspin.syncir.protocols import (CP_ASYNC_BUG_EXPECT, CP_ASYNC_BUGS, SHARED_VECTOR_BUG_EXPECT,
+                                      SHARED_VECTOR_BUGS, cp_async_loop, shared_vector)
 from warpspin.syncir.validate import InvalidKernel
 
 
@@ -112,3 +113,36 @@ def test_cp_async_buffers_stay_when_load_races_are_not_checked():
     check(out)
     assert [b.name for b in out.buffers] == ["sX"]
     assert verify_kernel(both).violations[0].kind == "race"
+
+
+@pytest.mark.parametrize("bug", (None, *SHARED_VECTOR_BUGS))
+def test_shared_vector_agrees_in_every_engine(bug):
+    """A vector every thread copies a part of and reads whole (quack's row-vector epilogue):
+    the interpreter's exhaustive search, SPIN (reduced and plain) and the happens-before
+    engine give the same verdict and kind, at the read."""
+    from warpspin.engine import hb
+    k = shared_vector(bug=bug)
+    check(k)
+    kind, line = SHARED_VECTOR_BUG_EXPECT.get(bug, (None, None))
+    out = explore(k)
+    _, a = lower_and_check(k, timeout_s=60)
+    _, b = lower_and_check(k, reduce=False, timeout_s=60)
+    h = hb.check(k)
+    if kind is None:
+        assert out.violation is None and a.kind is None and b.kind is None
+        assert h.verdict == "verified" and verify_kernel(k).verdict == "verified"
+        return
+    assert out.violation is not None and (out.violation.kind, out.violation.loc.line) == (kind, line)
+    assert a.kind == kind and b.kind == kind
+    assert h.verdict == "violation" and h.kind == kind
+
+
+def test_shared_reads_and_own_writes_of_one_buffer_are_invalid():
+    """A thread writing its own part while others read the whole: the others' reads would race
+    with that write, which `cpw` does not count, so such a kernel is refused."""
+    body = (CpAsync("v", Const(0)), SmemOwn("v", Const(0), True),
+            SmemOwn("v", Const(0), False, shared=True))
+    k = Kernel("k", (Process("t", body, warps=(0, 2), instances=2),), (),
+               buffers=(BufferDecl("v", 1),))
+    with pytest.raises(InvalidKernel, match="only cp.async copies may write it"):
+        check(k)
