@@ -2905,12 +2905,21 @@ class CpAsync(_OneStage, SyncOp):
     mnemonic: ClassVar[str] = "cp.async"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.3 (cp.async)"
-    summary: ClassVar[str] = "the stage joins the thread's open cp.async group (a bit mask)"
-    # R6, R8, R11: it writes only its own locals; R10 mover: no guard, no object
+    summary: ClassVar[str] = ("the stage joins the thread's open cp.async group (a bit mask); "
+                              "of a buffer read `shared`: cpw += 1 unless the thread already "
+                              "holds the stage in a mask")
+    # R6, R8, R11: it writes only its own locals and a stage's cpw (no mbarrier, counter or
+    # word); R10 mover: no guard, and no object unless the buffer is read `shared` (facts_in)
     proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
 
     def own_locals(self, pc):
         return (cp_open(self.buf),)
+
+    def facts_in(self, kernel, process):
+        """Not an R10 mover where it counts in `cpw`, which other threads' reads check."""
+        if shared_copies(kernel, self.buf):
+            return self.facts() - {RESUME_MOVER}
+        return self.facts()
 
     def footprint(self, k):
         shared = ((_acc("buffer-stage", "rw", "cta"),) if shared_copies(k, self.buf) else ())
@@ -2985,8 +2994,15 @@ class CpAsyncWait(_CpGroups, SyncOp):
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.5 (cp.async.wait_group)"
     summary: ClassVar[str] = ("per buffer the thread copies into: the masks of the groups older "
-                              "than the n newest are cleared")
+                              "than the n newest are cleared; of a buffer read `shared`, cpw -= 1 "
+                              "per stage no kept mask holds any more")
+    # R10 mover unless it lowers a `shared` buffer's cpw (facts_in)
     proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
+
+    def facts_in(self, kernel, process):
+        if any(shared_copies(kernel, b) for b in self.bufs):
+            return self.facts() - {RESUME_MOVER}
+        return self.facts()
 
     @classmethod
     def example(cls):
