@@ -2,6 +2,7 @@
 backends, quack's TMA-store epilogue protocol with each way to break it, and validity."""
 import pytest
 
+from backends import assert_every_engine
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import Const, Kernel, Process, check
@@ -121,24 +122,9 @@ def test_write_published_before_its_fence_is_not_counted_fenced():
 def test_pingpong_epilogue_two_storers_agree_in_every_engine(bug):
     """Two storing threads per CTA (a ping-pong epilogue): the interpreter's exhaustive search,
     SPIN (reduced and plain) and the happens-before engine give the same verdict and kind."""
-    from warpspin.engine import hb
     k = pingpong_epilogue(bug)
     check(k)
-    kind, line = PINGPONG_BUG_EXPECT.get(bug, (None, None))
-    out = explore(k)
-    _, a = lower_and_check(k, timeout_s=60)
-    _, b = lower_and_check(k, reduce=False, timeout_s=60)
-    h = hb.check(k)
-    if kind is None:
-        assert out.violation is None and a.kind is None and b.kind is None
-        assert h.verdict == "verified"
-        assert verify_kernel(k).verdict == "verified"
-        return
-    assert out.violation is not None and out.violation.kind == kind
-    assert a.kind == kind and b.kind == kind
-    assert h.verdict == "violation" and h.kind == kind
-    if line is not None:
-        assert out.violation.loc.line == line
+    assert_every_engine(k, *PINGPONG_BUG_EXPECT.get(bug, (None, None)))
 
 
 def test_three_storers_in_a_cta_or_one_named_twice_are_invalid():

@@ -3,6 +3,7 @@ commits and waits, the accesses through that partition and its exit. The SyncIR 
 backends, an Ampere-style double-buffered loop with each way to break it, validity."""
 import pytest
 
+from backends import assert_every_engine
 from warpspin.api import verify_kernel
 from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import Const, Kernel, Process, check
@@ -120,21 +121,9 @@ def test_shared_vector_agrees_in_every_engine(bug):
     """A vector every thread copies a part of and reads whole (quack's row-vector epilogue):
     the interpreter's exhaustive search, SPIN (reduced and plain) and the happens-before
     engine give the same verdict and kind, at the read."""
-    from warpspin.engine import hb
     k = shared_vector(bug=bug)
     check(k)
-    kind, line = SHARED_VECTOR_BUG_EXPECT.get(bug, (None, None))
-    out = explore(k)
-    _, a = lower_and_check(k, timeout_s=60)
-    _, b = lower_and_check(k, reduce=False, timeout_s=60)
-    h = hb.check(k)
-    if kind is None:
-        assert out.violation is None and a.kind is None and b.kind is None
-        assert h.verdict == "verified" and verify_kernel(k).verdict == "verified"
-        return
-    assert out.violation is not None and (out.violation.kind, out.violation.loc.line) == (kind, line)
-    assert a.kind == kind and b.kind == kind
-    assert h.verdict == "violation" and h.kind == kind
+    assert_every_engine(k, *SHARED_VECTOR_BUG_EXPECT.get(bug, (None, None)))
 
 
 def test_shared_reads_and_own_writes_of_one_buffer_are_invalid():
