@@ -10,8 +10,10 @@ Variants:
   correct           the reference protocol
   wrong_init_count  ``full`` expects 1 arrival but 32 lanes arrive -> over-arrival / early phase
   wrong_parity      consumer waits on the wrong parity               -> reads before the data lands
+                    (the race is the first violation; on the GPU the ring then hangs)
   missing_arrive    consumer never arrives on ``empty``              -> producer hangs
   no_init_sync      no fence/sync between init and first use         -> use before init
+  read_before_wait  consumer reads a slot before waiting on ``full``  -> race with the producer
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import cutlass.cute as cute
 from cutlass import Float32, Int64
 
 STAGES = 2
-BUGS = ("wrong_init_count", "wrong_parity", "missing_arrive", "no_init_sync")
+BUGS = ("wrong_init_count", "wrong_parity", "missing_arrive", "no_init_sync", "read_before_wait")
 
 
 class RawRing:
@@ -79,8 +81,11 @@ class RawRing:
                 parity = (k // stages) % 2
                 if cutlass.const_expr(self.bug == "wrong_parity"):
                     parity = parity ^ 1                                      # BUG
+                if cutlass.const_expr(self.bug == "read_before_wait"):
+                    acc = acc + buf[s * 32 + lane]                           # BUG: too early
                 cute.arch.mbarrier_wait(full + s, parity)
-                acc = acc + buf[s * 32 + lane]
+                if cutlass.const_expr(self.bug != "read_before_wait"):
+                    acc = acc + buf[s * 32 + lane]                           # after the wait
                 if cutlass.const_expr(self.bug != "missing_arrive"):
                     cute.arch.mbarrier_arrive(empty + s)                     # BUG: dropped
             out[lane] = acc
@@ -114,16 +119,22 @@ def no_init_sync(**kw):
     return variant("no_init_sync", **kw)
 
 
+def read_before_wait(**kw):
+    return variant("read_before_wait", **kw)
+
+
 VARIANTS = {"correct": correct, **{b: globals()[b] for b in BUGS}}
 # what `warpspin check` must say (make demo and tests/test_examples.py check it)
-# correct: no violation, but races on the data the producer writes into `buf` are not checked
-# (data threads write into shared memory is followed only in buffers TMA stores or loads use)
-EXPECT = {"correct": "not-checked", "wrong_init_count": "arrival-mismatch", "wrong_parity": "deadlock",
-          "missing_arrive": "deadlock", "no_init_sync": "uninitialized-barrier"}
+# (the slots `buf[s * 32 + lane]`, s = k % stages, are data cells: one per element, indexed by
+# the loop counter)
+EXPECT = {"correct": "verified", "wrong_init_count": "arrival-mismatch", "wrong_parity": "race",
+          "missing_arrive": "deadlock", "no_init_sync": "uninitialized-barrier",
+          "read_before_wait": "race"}
 EXPECT_AT = {"wrong_init_count": "cute.arch.mbarrier_arrive(full + s)",
-             "wrong_parity": "cute.arch.mbarrier_wait(full + s, parity)",
+             "wrong_parity": "acc = acc + buf[s * 32 + lane]                           # after the wait",
              "missing_arrive": "cute.arch.mbarrier_wait(empty + s, ((k // stages) % 2) ^ 1)",
-             "no_init_sync": "cute.arch.mbarrier_wait(full + s, parity)"}
+             "no_init_sync": "cute.arch.mbarrier_wait(full + s, parity)",
+             "read_before_wait": "acc = acc + buf[s * 32 + lane]                           # BUG: too early"}
 
 
 def run_on_device(name: str, steps: int = 6) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..syncir.ops import DATA_DEST
-from ..syncir.ir import (Unchecked, Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
+from ..syncir.ir import (BinOp, Expr, Unchecked, Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
                          TmaStore, WordRef, WordsDecl, rewrite_stmts, walk_stmts)
 from .cleanup import finish
 
@@ -37,6 +37,11 @@ class DataAccess(Stmt):
     bar: Optional[MBarRef] = None  # an st.async: its bytes complete on this barrier (its CTA's)
     nbytes: int = 0
     lanes: tuple[tuple[int, int, int], ...] = ()  # (lane, lo, hi): the bytes each lane touches
+    # an address over loop counters or launch values too: `spans` and `lanes` are relative to
+    # the lane-free byte offset `base` (an Expr), inside the indexed tensor's bytes `extent`
+    base: Optional[Expr] = None
+    elem: int = 0
+    extent: Optional[tuple[int, int]] = None
 
 
 def spans_of(offsets: list[int], size: int) -> tuple[tuple[int, int], ...]:
@@ -72,10 +77,19 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         unplaced = next((a for a in acc if a.spans is None), None)
         if unplaced is not None:
             ctx.data_why[alloc] = (f"the element access at {_at(unplaced.loc)} has an address "
-                                   "that is not a function of the lane alone")
+                                   "that is neither a function of the lane alone nor a "
+                                   "lane-free offset plus one")
             continue
-        lo = min(s[0] for a in acc for s in a.spans)
-        hi = max(s[1] for a in acc for s in a.spans)
+        dynamic = any(a.base is not None for a in acc)
+        if dynamic:
+            why = _element_cells_why(acc)
+            if why is not None:
+                ctx.data_why[alloc] = why
+                continue
+            lo, hi = next(a.extent for a in acc if a.base is not None)
+        else:
+            lo = min(s[0] for a in acc for s in a.spans)
+            hi = max(s[1] for a in acc for s in a.spans)
         mine = {r for a in acc for r in a.records}
         others = [("w", i) for i, (al, rng, _) in enumerate(ctx.smem_writes)
                   if (al is None or (al == alloc and _overlaps(rng, lo, hi)))
@@ -92,7 +106,8 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         if _buffer_here(ctx, busy, alloc, lo, hi):
             ctx.data_why[alloc] = "a TMA or cp.async buffer shares its bytes"
             continue
-        parts = _cells(acc)
+        elem = acc[0].elem
+        parts = [(x, x + elem) for x in range(lo, hi, elem)] if dynamic else _cells(acc)
         if any(a.bar is not None and not _whole_cells(a, parts) for a in acc):
             ctx.data_why[alloc] = "an st.async writes part of a cell"
             continue
@@ -117,6 +132,13 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         if st.alloc not in cells:
             return () if st.bar is None else (TmaLoad(st.bar, Const(st.nbytes), st.loc),)
         name, parts = cells[st.alloc]
+        if st.base is not None:  # cell (base + the lane's offset - lo) / elem, per element
+            lo, elem = parts[0][0], parts[0][1] - parts[0][0]
+            idx = [BinOp("//", BinOp("+", st.base, Const(x - lo)), Const(elem))
+                   for x in sorted({x for a, b in st.spans for x in range(a, b, elem)})]
+            if st.write:
+                return tuple(SmemStore(WordRef(name, i), Const(0), st.loc) for i in idx)
+            return tuple(SmemLoad(DATA_DEST, WordRef(name, i), st.loc) for i in idx)
         hit = [c for c, (a, b) in enumerate(parts) if any(x < b and a < y for x, y in st.spans)]
         if st.bar is not None:  # consecutive whole cells, one word each
             return (StAsync(WordRef(name, Const(hit[0])), (Const(0),) * len(hit), st.bar, st.loc,
@@ -165,10 +187,51 @@ def _lane_handoff(body: tuple, alloc: int) -> Optional[Loc]:
 
 def _cross_lane(a: DataAccess, b: DataAccess) -> bool:
     """Whether a byte one lane of `a` touches is touched by another lane of `b` (unknown lanes:
-    whenever their bytes overlap)."""
+    whenever their bytes overlap; addresses over loop counters: unless both are at the same
+    lane-free offset)."""
+    if a.base is not None or b.base is not None:
+        if a.base != b.base:
+            return True
     if not a.lanes or not b.lanes:
         return any(x < hi and lo < y for x, y in a.spans or () for lo, hi in b.spans or ())
     return any(la != lb and x < hi and lo < y for la, x, y in a.lanes for lb, lo, hi in b.lanes)
+
+
+def _element_cells_why(acc: list[DataAccess]) -> Optional[str]:
+    """Why an allocation with accesses at addresses over loop counters cannot be split into one
+    cell per element (None: it can): every access has one element size, the ones over loop
+    counters index one tensor whose bytes the others lie in, each lane-free offset is a
+    multiple of the element size past the tensor's start, and every access is element-aligned."""
+    elem = acc[0].elem
+    extents = {a.extent for a in acc if a.base is not None}
+    if elem <= 0 or any(a.elem != elem for a in acc) or len(extents) != 1:
+        return "its element accesses over loop counters use several element sizes or tensors"
+    lo, hi = extents.pop()
+    if (hi - lo) % elem:
+        return "its tensor is not a whole number of elements"
+    for a in acc:
+        if a.bar is not None:
+            return "an st.async writes it at an address over loop counters"
+        if a.base is None:
+            if any(x < lo or y > hi or (x - lo) % elem for x, y in a.spans):
+                return f"the element access at {_at(a.loc)} is outside its tensor's elements"
+        elif not _multiple(BinOp("-", a.base, Const(lo)), elem) or \
+                any(x % elem for x, _ in a.spans):
+            return (f"the element access at {_at(a.loc)} may not fall on an element boundary "
+                    "(its offset over loop counters is not a known multiple of the size)")
+    return None
+
+
+def _multiple(e: Expr, n: int) -> bool:
+    """Whether `e` is, structurally, a multiple of `n` for every value of its variables."""
+    if isinstance(e, Const):
+        return e.value % n == 0
+    if isinstance(e, BinOp) and e.op in ("+", "-"):
+        return _multiple(e.lhs, n) and _multiple(e.rhs, n)
+    if isinstance(e, BinOp) and e.op == "*":
+        return any(isinstance(x, Const) and x.value % n == 0 for x in (e.lhs, e.rhs)) or \
+            _multiple(e.lhs, n) or _multiple(e.rhs, n)
+    return False
 
 
 def _at(loc: Loc) -> str:

@@ -348,3 +348,36 @@ def subst(e: Expr, env: dict[str, int], folder: Folder) -> Expr:
         return folder.select(subst(e.cond, env, folder), subst(e.then, env, folder),
                              subst(e.else_, env, folder))
     return e
+
+
+def split_lane(e: Expr) -> Optional[tuple[Expr, Expr]]:
+    """`e` as `free + per_lane`: `free` over no lane, `per_lane` over the lane alone (sums,
+    differences and products by constants distributed); None when the lane is inside anything
+    else (a product of two lane-free values, a division)."""
+    terms = _lane_terms(e, 1)
+    if terms is None:
+        return None
+    free: Expr = Const(0)
+    lane: Expr = Const(0)
+    for coef, t in terms:
+        part = t if coef == 1 else BinOp("*", t, Const(coef))
+        if LANE in expr_vars(t):
+            lane = part if lane == Const(0) else BinOp("+", lane, part)
+        else:
+            free = part if free == Const(0) else BinOp("+", free, part)
+    return free, lane
+
+
+def _lane_terms(e: Expr, coef: int) -> Optional[list[tuple[int, Expr]]]:
+    vs = expr_vars(e)
+    if LANE not in vs or vs == {LANE}:
+        return [(coef, e)]
+    if isinstance(e, BinOp) and e.op in ("+", "-"):
+        a = _lane_terms(e.lhs, coef)
+        b = _lane_terms(e.rhs, coef if e.op == "+" else -coef)
+        return None if a is None or b is None else a + b
+    if isinstance(e, BinOp) and e.op == "*":
+        for k, x in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            if isinstance(k, Const):
+                return _lane_terms(x, coef * k.value)
+    return None

@@ -32,7 +32,7 @@ from .cleanup import reads_var, subst_stmts
 from .data import DataAccess, spans_of
 from .descriptors import TENSORMAP_CASTS, address, same_descriptor
 from .partitions import thread_partition
-from .values import (ELECT, LANE, Alloc, ClcResponse, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
+from .values import (split_lane, ELECT, LANE, Alloc, ClcResponse, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
                      SliceCoord, Stage, Unknown, Value, View, lane_values, opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque, subst)
 
@@ -1081,8 +1081,13 @@ class WarpWalker:
         producer_tail, do not nest without bound)."""
         if _size(e) > BIG_EXPR and expr_vars(e) - set(self.ctx.params) - {LANE}:
             name = f"v{op.uid}" if result is None else f"v{op.uid}_{result}"
-            out.append(Assign(name, e, self.loc(op)))
-            e = Var(name)
+            split = split_lane(e) if LANE in expr_vars(e) else None
+            if split is not None:  # the local holds the lane-free part; the lane's stays inline
+                out.append(Assign(name, split[0], self.loc(op)))
+                e = self.f.binop("+", Var(name), split[1])
+            else:
+                out.append(Assign(name, e, self.loc(op)))
+                e = Var(name)
         self.env[op.result if result is None else result] = e
 
     def tuple_arith(self, op: Op, out) -> None:
@@ -1674,16 +1679,25 @@ class WarpWalker:
             for x, d in zip(coords, view.stride):
                 off = self.f.binop("+", off, self.f.binop("*", x, Const(d * view.elem)))
             per_lane = lane_values(off, self.lanes)
+            base = None
+            split = split_lane(off) if per_lane is None else None
+            if split is not None and view.byte_range is not None and \
+                    not opaque_reasons(split[0]):
+                # an address over loop counters too: bytes relative to the lane-free part
+                per_lane, base = lane_values(split[1], self.lanes), split[0]
             a = self.active
             if per_lane is not None and (a.exact or len({per_lane[i] for i in a.lanes}) == 1):
                 spans = spans_of([per_lane[i] for i in a.lanes], view.elem)
                 if a.exact:  # (an elected lane: which one is not known; () overlaps by bytes)
                     lanes = tuple((i, per_lane[i], per_lane[i] + view.elem)
                                   for i in sorted(a.lanes))
+            else:
+                base = None
         records = tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
             tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
         out.append(DataAccess(view.ptr.alloc.uid, spans, write, records, self.loc(op),
-                              lanes=lanes))
+                              lanes=lanes, base=base, elem=view.elem,
+                              extent=view.byte_range if base is not None else None))
 
     def memref_store(self, op: Op, out) -> None:
         """A store into shared memory: a word value (`SmemStore`) when the model can follow it;
