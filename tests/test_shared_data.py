@@ -18,6 +18,7 @@ from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.extract import extract  # noqa: E402
 from warpspin.frontend import fake_tensor, trace  # noqa: E402
 from warpspin.syncir import SmemLoad, SmemStore, walk_stmts  # noqa: E402
+from warpspin.syncir.ir import expr_vars  # noqa: E402
 
 WARPS = 4
 
@@ -93,13 +94,39 @@ def test_unordered_accesses_of_the_partials_are_a_race_in_both_engines(mode, lin
             or line_of(__file__, "# @write") in lines, (engine, lines)
 
 
+def test_an_index_over_a_loop_counter_is_one_cell_per_element_and_races_are_found():
+    """`red[row_idx, i % 2]` in a loop: the address's lane-free part is over the loop counter,
+    so the buffer is split into one cell per element, indexed by it; the two warps of a row both
+    write both columns with no barrier between: a race, in both engines."""
+    k = _kernel("loop_index")
+    (w,) = k.words
+    assert w.size == 4  # the stage-0 slice red: 2 x 2 elements
+    stores = [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, SmemStore)]
+    assert any(expr_vars(s.ref.index) for s in stores)  # indexed by the loop counter
+    for engine in ("hb", "spin"):
+        r = _check(k, engine)
+        assert r.outcome == "race", (engine, r.outcome, r.reasons)
+        (v,) = r.violations
+        lines = {v.locations[0].line} | {n.location.line for n in v.notes if n.location}
+        assert line_of(__file__, "# an index over a loop") in lines, (engine, lines)
+
+
+def test_split_lane_distributes_constant_products_and_refuses_the_rest():
+    from warpspin.extract.values import LANE, split_lane
+    from warpspin.syncir.ir import BinOp, Const, Var
+    k, lane = Var("k"), Var(LANE)
+    free, per_lane = split_lane(BinOp("*", BinOp("+", BinOp("*", k, Const(32)), lane), Const(4)))
+    assert LANE not in expr_vars(free) and expr_vars(per_lane) == {LANE}
+    assert split_lane(BinOp("*", k, lane)) is None
+    assert split_lane(BinOp("//", BinOp("+", k, lane), Const(2))) is None
+
+
 def test_a_second_reduction_after_a_barrier_verifies():
     r = _check(_kernel("reuse_fenced"), "auto")
     assert r.verdict == "verified", r.reasons
 
 
-@pytest.mark.parametrize("mode,why", [("loop_index", "not a function of the lane alone"),
-                                      ("copy", "is not an element store or load")])
+@pytest.mark.parametrize("mode,why", [("copy", "is not an element store or load")])
 def test_a_buffer_the_extractor_cannot_place_is_not_checked(mode, why):
     k = _kernel(mode)
     assert not k.words
