@@ -65,6 +65,9 @@ Equivalence rules (checked on the edit, not on the verdict):
   and none of those runs executes the op. The mutant's executions are the kernel's. For a swap
   whose first statement is compound (a loop, a branch, a lane subset) with no exit in it, the
   second one unreached means the first's place is unreached too.
+* `independent loads`: two neighbouring word loads (`ld.shared`) swapped, into different locals,
+  neither's index reading the other's result: each reads the word it read before, with the
+  same synchronization around it.
 * `data accesses commute`: two neighbouring accesses of shared data cells (`ld.shared` whose
   value nothing reads, `st.shared` of a value the model does not follow) of one thread swapped:
   each keeps the same synchronization before and after it, so the accesses of other threads it
@@ -155,6 +158,13 @@ REVIEWED = {
     ('kernel_quackgemm_default_epiGemmDefaultSm100',
      'process 0: `tcgen05.ld.read tmem0[wf836_9]` (gemm_sm100.py:2348) swapped with `bulk.wait_group.read 3 [buf0[0], buf0[1], buf0[2], buf0[3]], depth=4`'):
         "the load's accumulator read is recorded after the thread's wait for its own older TMA stores, which touches only the staging buffer and cannot block for good; it stays after the acc.full wait and before the stage's release",
+    ('kernel_quackgemm_default_epiGemmDefaultSm90',
+     'process 3: `For` (gemm_sm90.py:1646) swapped with `bar.arrive 3, threads=256`'):
+        "in the pingpong GEMM, warp group 1's arrive on the MMA-order barrier 3 moves before its "
+        "k-tile loop: the barrier only takes turns between the groups' tensor-core work (each "
+        "group's operands come through its own full-barrier waits and stage releases, its "
+        "accumulator is its own registers): arriving earlier lets the groups' MMAs overlap, "
+        "which changes timing, not the order of any access the properties observe",
     ("cluster_multicast_s1_k2", "process 2: `barrier.cluster.wait` (wellsync.py:44) swapped "
                                 "with `For`"):
         "CTA 1's producer waits for the cluster barrier after its loop instead of before: the "
@@ -255,7 +265,17 @@ def equivalence(kernel, mutant, edit) -> str | None:
     if edit.what == "swapped" and _data_access(kernel, edit.stmt) and \
             _data_access(kernel, edit.other):
         return "data accesses commute"
+    if edit.what == "swapped" and _independent_loads(edit.stmt, edit.other):
+        return "independent loads"
     return None
+
+
+def _independent_loads(a, b) -> bool:
+    """Two word loads into different locals, neither's index reading the other's local: each
+    reads the same word as before, ordered against the same stores (nothing between them)."""
+    from warpspin.syncir.ir import expr_vars
+    return isinstance(a, SmemLoad) and isinstance(b, SmemLoad) and a.dest != b.dest and \
+        a.dest not in expr_vars(b.ref.index) and b.dest not in expr_vars(a.ref.index)
 
 
 _RUNS: dict[int, tuple[object, "Runs | None"]] = {}
