@@ -158,6 +158,11 @@ def _rewrite(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> tuple[Stmt, .
     out: list[Stmt] = []
     for s in body:
         why = _problem(s, bad)
+        if why is not None and hasattr(s, "unplaced"):
+            # a data access at an address over a value not modelled: its bytes are unknown (the
+            # allocation's races are then not checked, extract/data.py), not an op not modelled
+            out.append(s.unplaced())
+            continue
         if why is not None and isinstance(s, If) and _only_checks(s):
             # a cp.async or TMEM access issued where the model cannot tell whether it runs is
             # taken to run: a copy only sets its thread's pending bits, and a tcgen05.ld its

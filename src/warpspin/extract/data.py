@@ -13,7 +13,7 @@ accesses go and the verdict says that races on it were not checked.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from ..syncir.ops import DATA_DEST
@@ -42,6 +42,10 @@ class DataAccess(Stmt):
     base: Optional[Expr] = None
     elem: int = 0
     extent: Optional[tuple[int, int]] = None
+
+    def unplaced(self) -> "DataAccess":
+        """The access with its bytes unknown (its offset reads a value not modelled)."""
+        return replace(self, spans=None, lanes=(), base=None, extent=None)
 
 
 def spans_of(offsets: list[int], size: int) -> tuple[tuple[int, int], ...]:
