@@ -110,9 +110,8 @@ def producer_caps():
 
 VARIANTS = {"correct": correct, "producer_caps": producer_caps}
 # what `warpspin check` must say (make demo and tests/test_examples.py check it)
-# correct: no violation, but races on the data written into `buf` are not checked (data threads
-# write into shared memory is followed only in buffers TMA stores or loads use)
-EXPECT = {"correct": "not-checked", "producer_caps": "deadlock"}
+# (the slots `buf[s * 32 + lane]`, s = k % STAGES, are data cells, one per element)
+EXPECT = {"correct": "verified", "producer_caps": "deadlock"}
 EXPECT_AT = {"producer_caps": "cute.arch.mbarrier_wait(full + s, (k // STAGES) % 2)"}
 
 

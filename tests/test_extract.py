@@ -71,9 +71,10 @@ def test_raw_ring_shape():
 @pytest.mark.parametrize("name,kind", [
     ("correct", "ok"),
     ("wrong_init_count", "arrival-mismatch"),
-    ("wrong_parity", "deadlock"),
+    ("wrong_parity", "race"),  # it reads the slot before the data lands, then hangs
     ("missing_arrive", "deadlock"),
     ("no_init_sync", "uninitialized-barrier"),
+    ("read_before_wait", "race"),
 ])
 def test_raw_ring_verdicts(name, kind):
     assert verdict(sk_of(rm.VARIANTS[name])) == kind
