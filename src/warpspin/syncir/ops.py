@@ -2017,19 +2017,14 @@ def storer_slot(kernel, b, process: int) -> int:
     return storers_in_cta(kernel, b, kernel.processes[process].cta).index(process)
 
 
-_FENCE_FIRST: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def fence_first(kernel, buf: str) -> bool:
     """Whether every write of `buf` meets its writer's next fence.proxy.async (or a release on
     the buffer's barrier, which hands it over unfenced) before any other synchronization op of
     the writer, on every path (loops twice): a fence of such a write then lies on every path
     along which the write is ordered before anything."""
-    memo = _FENCE_FIRST.setdefault(kernel, {})
-    if buf not in memo:
-        bid = kernel.buffer(buf).barrier
-        memo[buf] = all(_fence_first_in(p.body, buf, bid) for p in kernel.processes)
-    return memo[buf]
+    bid = kernel.buffer(buf).barrier
+    return kernel.memo(("fence_first", buf), lambda: all(
+        _fence_first_in(p.body, buf, bid) for p in kernel.processes))
 
 
 def _fence_first_in(body, buf: str, bid) -> bool:
@@ -2820,19 +2815,14 @@ def _copies_into(c, buf: str) -> bool:
                for s in walk_stmts(c.kernel.processes[c.process].body))
 
 
-_SHARED_COPIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def shared_copies(kernel, buf: str) -> bool:
     """Whether threads read `buf` through another partition than its cp.async copies' (a
     `shared` smem.own): its stages then count the instances with copies in flight (`cpw`)."""
-    memo = _SHARED_COPIES.get(kernel)
-    if memo is None:
+    def compute():
         from .ir import walk_stmts
-        memo = _SHARED_COPIES[kernel] = {s.buf for p in kernel.processes
-                                         for s in walk_stmts(p.body)
-                                         if isinstance(s, SmemOwn) and s.shared}
-    return buf in memo
+        return frozenset(s.buf for p in kernel.processes for s in walk_stmts(p.body)
+                         if isinstance(s, SmemOwn) and s.shared)
+    return buf in kernel.memo("shared_copies", compute)
 
 
 def cp_depth(c) -> int:
@@ -2868,10 +2858,10 @@ def stores_pending_at_exit(c) -> list:
         if c.process in b.storers and any(isinstance(x, TmaStore) and x.buf == b.name
                                           for x in walk_stmts(body)):
             label = b.label or b.name
+            groups = [x for x in walk_stmts(body) if isinstance(x, _BulkGroups)]
             for s in range(b.stages):
                 # its own stores (another storing thread of the CTA may still be storing)
-                depth = max((x.depth for x in walk_stmts(body) if isinstance(x, _BulkGroups)
-                             and (b.name, s) in x.stages), default=0)
+                depth = max((x.depth for x in groups if (b.name, s) in x.stages), default=0)
                 own = Local(bs_open(b.name, s))
                 for i in range(depth):
                     own = _plus(own, Local(bs_group(b.name, s, i)))
@@ -3017,9 +3007,7 @@ class CpAsyncWait(_CpGroups, SyncOp):
         for b in self.bufs:
             if shared_copies(c.kernel, b) and self.n < self.depth:
                 # a stage none of the kept groups (nor the open copies) holds is retired
-                kept: Expr = Local(cp_open(b))
-                for i in range(self.n):
-                    kept = BinOp("|", kept, Local(cp_group(b, i)))
+                kept = cp_pending(b, self.n)
                 gone: Expr = Const(0)
                 for i in range(self.n, self.depth):
                     gone = BinOp("|", gone, Local(cp_group(b, i)))
