@@ -10,7 +10,7 @@ partition, and reads and writes through that same partition, then conflict only 
 from __future__ import annotations
 
 import re
-from itertools import product
+from functools import lru_cache
 from math import prod
 from typing import Optional
 
@@ -23,6 +23,7 @@ CASTS = ("arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast", "arit
 MAX_POINTS = 1 << 16
 
 
+@lru_cache(maxsize=4096)
 def image(layout_text: str) -> Optional[frozenset[int]]:
     """The offsets a static layout ``"(4,16):(1,256)"`` maps its domain to (None: dynamic or
     larger than MAX_POINTS)."""
@@ -33,8 +34,10 @@ def image(layout_text: str) -> Optional[frozenset[int]]:
     n = prod(shape)
     if n > MAX_POINTS or any(s < 1 for s in shape):
         return None
-    return frozenset(sum(c * d for c, d in zip(coord, stride))
-                     for coord in product(*(range(s) for s in shape)))
+    points = {0}
+    for s, d in zip(shape, stride):
+        points = {x + c * d for x in points for c in range(s)}
+    return frozenset(points)
 
 
 def _layout_of(type_str: str) -> Optional[str]:

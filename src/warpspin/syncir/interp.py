@@ -421,6 +421,13 @@ class Machine:
             c = self._steps[key] = (self._expr(rule.guard, gid), self._body(rule.body, gid, loc))
         return c
 
+    def forget_compiled(self) -> None:
+        """Drop the compiled rules (compiled again when next needed)."""
+        self._steps.clear()
+        self._completions.clear()
+        self._subrules.clear()
+        self.__dict__.pop("_word_waiting", None)
+
     def _compiled_completion(self, slot: int):
         c = self._completions.get(slot)
         if c is None:

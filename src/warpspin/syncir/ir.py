@@ -516,24 +516,34 @@ def map_exprs(s: Stmt, fn) -> Stmt:
     them, mbarrier index and CTA, word index); nested bodies are left as they are."""
     from dataclasses import replace
     changes = {}
-    for f in fields(s):
-        v = getattr(s, f.name)
+    for name in _field_names(type(s)):
+        v = getattr(s, name)
         if isinstance(v, Expr):
-            changes[f.name] = fn(v)
+            changes[name] = fn(v)
         elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
-            changes[f.name] = tuple(fn(x) for x in v)
+            changes[name] = tuple(fn(x) for x in v)
         elif isinstance(v, MBarRef):
-            changes[f.name] = MBarRef(v.name, fn(v.index), None if v.cta is None else fn(v.cta))
+            changes[name] = MBarRef(v.name, fn(v.index), None if v.cta is None else fn(v.cta))
         elif isinstance(v, WordRef):
-            changes[f.name] = WordRef(v.name, fn(v.index))
+            changes[name] = WordRef(v.name, fn(v.index))
     return replace(s, **changes) if changes else s
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 def stmt_exprs(s: Stmt):
     """The expressions a statement reads itself (not those of nested bodies): its Expr fields
     and tuples of them, the index and CTA of the mbarrier it names, the index of its word."""
-    for f in fields(s):
-        v = getattr(s, f.name)
+    for name in _field_names(type(s)):
+        v = getattr(s, name)
         if isinstance(v, Expr):
             yield v
         elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):

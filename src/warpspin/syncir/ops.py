@@ -3957,16 +3957,18 @@ class Exit(SyncOp):
                 body.append(When(all_of(_ne(carr, 0), _eq(cgen, ClusterField("gen"))),
                                  [sub(ClusterField("arr"), T)]))
             body.append(cluster_try_complete(c))
-        sites: dict[tuple[int, int], list] = {}  # one check per issuing op: short d_steps
+        # one check per message (the issuing op's kind, line and barrier): the same line issued
+        # by every warp of a cluster is one check, not one per warp and target CTA
+        sites: dict[str, list] = {}
         for (pi, pc, cta, idx), st in c.async_into(c.cta):
-            sites.setdefault((pi, pc), []).append((st, Inflight(pi, pc, Const(cta), Const(idx))))
-        for keys in sites.values():
-            st = keys[0][0]
             label = c.kernel.mbarrier(st.bar.name).label or st.bar.name
-            body.append(When(all_of(_eq(live, 0), any_of(*(_gt(i, 0) for _, i in keys))), [
-                Fail("pending-at-exit", f"the last threads of CTA {c.cta} exit while "
-                     f"{'an arrive of the tcgen05.commit' if isinstance(st, Tcgen05Commit) else 'a copy'}"
-                     f" issued at {st.loc} into {label} is still in flight")]))
+            what = 'an arrive of the tcgen05.commit' if isinstance(st, Tcgen05Commit) else 'a copy'
+            sites.setdefault(f"the last threads of CTA {c.cta} exit while {what} issued at "
+                             f"{st.loc} into {label} is still in flight", []).append(
+                Inflight(pi, pc, Const(cta), Const(idx)))
+        for message, keys in sites.items():
+            body.append(When(all_of(_eq(live, 0), any_of(*(_gt(i, 0) for i in keys))),
+                             [Fail("pending-at-exit", message)]))
         return Rule([*cp_pending_at_exit(c), *stores_pending_at_exit(c), *body,
                      *tmem_freed_at_exit(c)])
 

@@ -232,24 +232,23 @@ def sub(p: Place, delta) -> Set:
     return Set(p, BinOp("-", p, lift(delta)))
 
 
+def _tree(op: str, es: list) -> Expr:
+    """`es` joined by `op`, left to right, as a balanced tree: an exit checks hundreds of
+    in-flight counts, and a chain that long would be as deep."""
+    if len(es) == 1:
+        return es[0]
+    mid = len(es) // 2
+    return BinOp(op, _tree(op, es[:mid]), _tree(op, es[mid:]))
+
+
 def any_of(*es) -> Expr:
     es = [lift(e) for e in es if not (isinstance(e, Const) and e.value == 0)]
-    if not es:
-        return Const(0)
-    out = es[0]
-    for e in es[1:]:
-        out = BinOp("or", out, e)
-    return out
+    return _tree("or", es) if es else Const(0)
 
 
 def all_of(*es) -> Expr:
     es = [lift(e) for e in es if not (isinstance(e, Const) and e.value != 0)]
-    if not es:
-        return Const(1)
-    out = es[0]
-    for e in es[1:]:
-        out = BinOp("and", out, e)
-    return out
+    return _tree("and", es) if es else Const(1)
 
 
 def walk_rule(stmts):
@@ -262,22 +261,23 @@ def walk_rule(stmts):
 
 
 def expr_places(e: Expr):
-    """Every place an expression reads (also inside places' own index expressions)."""
-    if isinstance(e, Place):
-        yield e
-        for f in ("cta", "index", "bid"):
-            sub_ = getattr(e, f, None)
-            if isinstance(sub_, Expr):
-                yield from expr_places(sub_)
-    elif isinstance(e, BinOp):
-        yield from expr_places(e.lhs)
-        yield from expr_places(e.rhs)
-    elif isinstance(e, UnOp):
-        yield from expr_places(e.arg)
-    elif isinstance(e, Select):
-        yield from expr_places(e.cond)
-        yield from expr_places(e.then)
-        yield from expr_places(e.else_)
+    """Every place an expression reads (also inside places' own index expressions), left to
+    right. Iterative: `any_of` over hundreds of in-flight counts is a chain that deep."""
+    todo = [e]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, Place):
+            yield e
+            for f in ("bid", "index", "cta"):
+                sub_ = getattr(e, f, None)
+                if isinstance(sub_, Expr):
+                    todo.append(sub_)
+        elif isinstance(e, BinOp):
+            todo += (e.rhs, e.lhs)
+        elif isinstance(e, UnOp):
+            todo.append(e.arg)
+        elif isinstance(e, Select):
+            todo += (e.else_, e.then, e.cond)
 
 
 def rule_exprs(rule: Rule, subrules: dict | None = None):

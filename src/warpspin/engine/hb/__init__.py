@@ -95,6 +95,13 @@ def _runs(kernel: Kernel, res: Outcome, deadline: float) -> bool:
     """Check every launch-value choice of `kernel` (all parameters bounded): True when each is
     verified; else `res` holds the violation, or the verdict inconclusive at the time limit."""
     runner = Runner(kernel)
+    try:
+        return _runs_of(runner, res, deadline)
+    finally:
+        runner.close()
+
+
+def _runs_of(runner: Runner, res: Outcome, deadline: float) -> bool:
     _only_incs_read_taken_counters(runner)
     starts = runner.starts()
     if len(starts) > MAX_RUNS:

@@ -180,8 +180,7 @@ def _waited(an: Analysis, ev: Event, fam: str, op, gid: int, pair_gen):
         g = pair_gen[lead] - 1  # the generation its issue joined has completed
         return _done(an, "pair", lead, g, op), ("pair", lead, g)
     if fam == "completion":
-        slot = ev.actor - an.runner.n_inst
-        units = an.units[slot]
+        units = an.units[an.runner.slot_of(ev.actor)]
         j = sum(1 for u in units if u.done is not None)
         if j >= len(units):
             raise OutsideClass("an async copy completes with none issued")
@@ -320,7 +319,8 @@ def _phase_members(an: Analysis, ph: Phase) -> list[Node]:
     out = [c.node for c in ph.contributions]
     for c in ph.contributions:
         if c.node.own[0] >= an.runner.n_inst:
-            out += [u.issue for u in an.units[c.node.own[0] - an.runner.n_inst] if u.done is c.node]
+            out += [u.issue for u in an.units.get(an.runner.slot_of(c.node.own[0]), ())
+                    if u.done is c.node]
     return out
 
 
@@ -399,7 +399,7 @@ def _accesses(an: Analysis, walker: Walker, ev: Event, node: Node, fam: str, op,
     elif fam == "completion":
         # an st.async's completion clears the words its own unit marked: no other word holds
         # its mark (one unit of an op in flight at a time: conditions A3)
-        unit = next(u for u in an.units[ev.actor - an.runner.n_inst] if u.done is node)
+        unit = next(u for u in an.units[an.runner.slot_of(ev.actor)] if u.done is node)
         marks = an.word_marks.get(unit.issue, set())
         accs = [a for a in accs if not (a.key[0] == "w" and a.key[4] == "pend")
                 or a.key in marks]

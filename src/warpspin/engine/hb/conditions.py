@@ -165,7 +165,7 @@ def _issue_of(an: Analysis, node: Node) -> Node:
     """For an async completion, the issue its condition is checked on (see `_mbarriers`)."""
     if node.own[0] < an.runner.n_inst:
         return node
-    for u in an.units[node.own[0] - an.runner.n_inst]:
+    for u in an.units.get(an.runner.slot_of(node.own[0]), ()):
         if u.done is node:
             return u.issue
     return node

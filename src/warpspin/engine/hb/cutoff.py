@@ -314,8 +314,16 @@ def decide(kernel: Kernel, closed, expired) -> Decided | None:
     if ranged:
         raise OutsideClass(f"{', '.join(ranged)}: the cutoff decides a kernel whose other "
                            "parameters have one value each (decide_each fixes them)")
-    name = free[0].name
-    fam = Family(kernel, name)
+    fam = Family(kernel, free[0].name)
+    try:
+        return _decide(fam, closed, expired)
+    finally:
+        fam.runner.close()
+        fam.abstract.close()
+
+
+def _decide(fam: Family, closed, expired) -> Decided | None:
+    kernel, name = fam.kernel, fam.name
     checked: set[int] = set()
 
     def check(k: int) -> bool:

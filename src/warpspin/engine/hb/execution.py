@@ -1,9 +1,9 @@
 """One execution of a kernel in the reference interpreter, recorded for the happens-before
 engine: every event with its actor, its occurrence and the states around it.
 
-Actors are the instances (their global numbers), the async in-flight slots (after them: the
-j-th completion of a slot is that slot's j-th event) and, last, one per global counter: the CTAs
-outside the model that take values from it. Takes happen only where a run's choices put them,
+Actors are the instances (their global numbers), one per global counter after them (the CTAs
+outside the model that take values from it) and, last, the async in-flight slots, numbered as
+they first complete (the j-th completion of a slot is that slot's j-th event). Takes happen only where a run's choices put them,
 right before an atom.inc of the counter (the counter is read by nothing else, so that covers
 every value the incs can return). A test-wait is taken as T(K) takes it
 (peek.py): as failed, changing nothing but its result, with a shadow of the passed path that
@@ -13,6 +13,8 @@ the class.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress, islice
+from operator import itemgetter
 
 from ...syncir.interp import Machine, ModelError, State, Violation
 from ...syncir.ir import Kernel, Loc
@@ -67,6 +69,22 @@ class _Hooks:
         self.seen.append((name, element))
 
 
+class _Reads:
+    """A state that records which places a guard reads."""
+    __slots__ = ("s", "read")
+
+    def __init__(self, s: State):
+        self.s, self.read = s, []
+
+    def __getitem__(self, i):
+        self.read.append(i)
+        return self.s[i]
+
+
+def _nothing(s: State) -> tuple:
+    return ()
+
+
 class Runner:
     """Executions of one kernel: the default schedule, or one that a witness directs."""
 
@@ -77,17 +95,41 @@ class Runner:
         self.n_slots = len(self.m.layout.async_keys)
         self.counters = {name: i for i, name in enumerate(self.m.layout.counters)}
         self.current: Step | Complete | Take | None = None   # the event being executed
+        # slots are numbered as actors when they first complete: a kernel has thousands (one
+        # per copy site, target CTA and barrier element), an execution uses a few hundred, and
+        # every clock of the analysis is as long as the actors numbered
+        self._slot_actor: dict[int, int] = {}
+        self._slots: list[int] = []
+        self._guards: dict[int, tuple] = {}  # gid -> (pc, getter, values read, guard's value)
+
+    def close(self) -> None:
+        """Drop the machine's compiled rules: they hold the machine in reference cycles, and
+        with the cyclic collector paused (contract.cycle_collector_paused) its first collection
+        afterwards would walk every one of them."""
+        self.m.forget_compiled()
+        self._guards.clear()
 
     @property
     def actors(self) -> int:
-        return self.n_inst + self.n_slots + len(self.counters)
+        """Actors numbered so far: the clocks of an analysis made now cover its execution's."""
+        return self.n_inst + len(self.counters) + len(self._slots)
 
     def actor_of(self, ev: Step | Complete | Take) -> int:
         if isinstance(ev, Step):
             return self.m.gid[(ev.process, ev.instance)]
         if isinstance(ev, Take):
-            return self.n_inst + self.n_slots + self.counters[ev.counter]
-        return self.n_inst + self.m.layout.async_slot[(ev.process, ev.pc, ev.cta, ev.index)]
+            return self.n_inst + self.counters[ev.counter]
+        slot = self.m.layout.async_slot[(ev.process, ev.pc, ev.cta, ev.index)]
+        actor = self._slot_actor.get(slot)
+        if actor is None:
+            actor = self._slot_actor[slot] = self.actors
+            self._slots.append(slot)
+        return actor
+
+    def slot_of(self, actor: int) -> int | None:
+        """The async in-flight slot whose completions `actor` is (None: an instance or a take)."""
+        first = self.n_inst + len(self.counters)
+        return self._slots[actor - first] if actor >= first else None
 
     def take_before(self, s: State, ev) -> Take | None:
         """The take that may go before step `ev`: `ev` is an atom.inc of a counter from which
@@ -105,17 +147,37 @@ class Runner:
         m, out = self.m, []
         for inst in m.instances:
             gid = inst.gid
-            if m.ended(s, gid) or not m.is_enabled(s, gid):
+            if m.ended(s, gid) or not self._guard(s, gid):
                 continue
             out.append(Step(inst.process, inst.index, m.pc(s, gid)))
             if first:
                 return out
-        for slot, key in enumerate(m.layout.async_keys):
-            if s[m.sl.infl + slot] > 0:
-                out.append(Complete(*key))
-                if first:
-                    return out
+        infl = m.sl.infl
+        for slot in compress(range(self.n_slots), islice(s, infl, infl + self.n_slots)):
+            out.append(Complete(*m.layout.async_keys[slot]))  # in-flight counts are >= 0
+            if first:
+                return out
         return out
+
+    def _guard(self, s: State, gid: int) -> bool:
+        """Whether instance `gid`'s next step is enabled in `s`. The guard is a function of the
+        state places it reads, so its value is kept with the values it read: when none of them
+        changed, it is the same (re-evaluating the guards of the instances blocked ahead of the
+        scheduled one, at every step, was most of a long execution's time)."""
+        m = self.m
+        pc = m.pc(s, gid)
+        kept = self._guards.get(gid)
+        if kept is not None and kept[0] == pc and kept[1](s) == kept[2]:
+            return kept[3]
+        guard, _ = m._compiled_step(gid, pc)
+        rec = _Reads(s)
+        value = bool(guard(rec))
+        if rec.read:
+            get = itemgetter(*rec.read)
+            self._guards[gid] = (pc, get, get(s), value)
+        else:
+            self._guards[gid] = (pc, _nothing, (), value)
+        return value
 
     def _settle(self, s: State, gids, occ, shadows, ex: Execution) -> State:
         """Every instance of `gids` resting at a test-wait takes it as T(K) does (peek.py): no
