@@ -355,11 +355,21 @@ LITMUS = [ClusterBarrier, ClusterBarrierMissingWarp, ClusterRelaxed, ClusterExit
 ST_CLUSTER = "st.shared::cluster.u32 [$0], $1;"
 
 
+@cute.jit
+def _copy_first(src: cute.Tensor, dst: cute.Tensor, lane) -> None:
+    """dst[0] = src[0], read as each lane's word of src (lane 0's is the one kept): a warp's
+    element loads at per-lane addresses are what the model follows as shared data."""
+    mine = src[lane]
+    if lane == 0:
+        dst[0] = mine
+
+
 class _DsmemHandoff(Litmus):
     """bar(0) (count 1) of each CTA is initialized and published; one lane of CTA 0 stores a word
     into CTA 1's litmus buffer (st.shared::cluster through mapa) and arrives on CTA 1's bar(0);
-    CTA 1 waits for that phase and reads the word. What a release at the wrong scope could
-    corrupt is the word read, which no probe here follows; these show that the protocol
+    CTA 1 waits for that phase and copies the word to out[0] (or, `read_early`, copies it
+    first). What a release at the wrong scope or an early read could corrupt is that word,
+    which no probe here follows (out[0] is 7 on a correct run); these show that the protocol
     completes and what warpspin says of it."""
     warps = 1
     cluster = 2
@@ -367,6 +377,7 @@ class _DsmemHandoff(Litmus):
     probes = 0
     scope = "cluster"
     by_llvm_store = False
+    read_early = False
 
     @cute.jit
     def body(self):
@@ -374,6 +385,7 @@ class _DsmemHandoff(Litmus):
         from cutlass._mlir.dialects import nvvm
 
         _init_published(self.warp, self.bar(0))
+        word = cute.make_tensor(self.buf, cute.make_layout(32))
         if self.rank == 0:
             with cute.arch.elect_one():
                 remote = cute.arch.map_dsmem_ptr(self.buf, 1)
@@ -388,15 +400,19 @@ class _DsmemHandoff(Litmus):
                 else:
                     cute.arch.mbarrier_arrive(self.bar(0), 1)
         else:
+            if cutlass.const_expr(self.read_early):
+                _copy_first(word, self.out, self.lane)
             cute.arch.mbarrier_wait(self.bar(0), 0)
-            self.buf.load()
+            if cutlass.const_expr(not self.read_early):
+                _copy_first(word, self.out, self.lane)
         _cluster_sync()
 
 
 class DsmemReleasedAtClusterScope(_DsmemHandoff):
-    """The arrive releases the store at cluster scope. warpspin: verified."""
-    rules = ("dsmem.release-scope",)
-    expect = "not-checked"  # no violation; the data it hands over is not followed
+    """The arrive releases the store at cluster scope; CTA 1 reads the word after its wait.
+    warpspin: verified."""
+    rules = ("dsmem.release-scope", "dsmem.data")
+    expect = "verified"
 
 
 class DsmemReleasedAtCtaScope(_DsmemHandoff):
@@ -418,5 +434,14 @@ class DsmemLlvmStoreReleasedAtCtaScope(DsmemReleasedAtCtaScope):
     by_llvm_store = True
 
 
-LITMUS += [DsmemReleasedAtClusterScope, DsmemReleasedAtCtaScope,
+class DsmemReadBeforeWait(_DsmemHandoff):
+    """CTA 1 reads the word before it waits for the hand-off: nothing orders the read after
+    CTA 0's store. warpspin: race at the read."""
+    rules = ("dsmem.data",)
+    expect = "race"
+    read_early = True
+    awaiting_h200 = "written on 2026-12-05 while no device machine could be started"
+
+
+LITMUS += [DsmemReleasedAtClusterScope, DsmemReleasedAtCtaScope, DsmemReadBeforeWait,
            DsmemLlvmStoreReleasedAtClusterScope, DsmemLlvmStoreReleasedAtCtaScope]

@@ -120,6 +120,10 @@ RULES: dict[str, tuple[str, str, str]] = {
         "a store into a peer CTA's shared memory (st.shared::cluster) reaches threads of that CTA "
         "through an arrive on its barrier only if the arrive releases at cluster scope; at CTA "
         "scope or relaxed: scope"),
+    "dsmem.data": ("DSMEM stores released to a peer CTA (race)", "8.5, 9.7.9.9",
+        "the bytes a store into a peer CTA's shared memory writes are that CTA's shared data: a "
+        "read or write of them there that no barrier orders after the store (an arrive that "
+        "releases it at cluster scope, the phase's completion, the reader's wait): race"),
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),

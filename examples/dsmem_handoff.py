@@ -20,6 +20,8 @@ Variants:
   correct          the remote arrive at cluster scope
   cta_scope        the remote arrive at the DSL's default CTA scope -> scope, at the arrive
   no_arrive        no arrive: CTA 1 waits forever -> deadlock
+  read_before_wait CTA 1 reads its box before waiting for the hand-off -> race, at the read
+  store_after_arrive  CTA 0 arrives first and stores after -> race, at the store
   store_correct    correct, the store written as llvm.store
   store_cta_scope  cta_scope, the store written as llvm.store -> scope
   copy_correct     correct, the store written as cute.copy
@@ -35,7 +37,7 @@ from cutlass import Int32, Int64
 from cutlass._mlir.dialects import llvm, nvvm
 
 CLUSTER = 2
-BUGS = ("cta_scope", "no_arrive")
+BUGS = ("cta_scope", "no_arrive", "read_before_wait", "store_after_arrive")
 ST_CLUSTER = "st.shared::cluster.u32 [$0], $1;"
 
 
@@ -73,6 +75,8 @@ class DsmemHandoff:
         if rank == 0:
             value = x[lane] * 2 + 1
             remote = cute.arch.map_dsmem_ptr(storage.box.data_ptr() + lane, 1)
+            if cutlass.const_expr(self.bug == "store_after_arrive"):
+                cute.arch.mbarrier_arrive(bar, 1, scope=nvvm.MemScopeKind.CLUSTER)  # BUG: early
             if cutlass.const_expr(self.spelling == "ptx"):
                 cute.arch.inline_ptx(ST_CLUSTER, read_only_args=[Int32(remote.toint()), value])
             elif cutlass.const_expr(self.spelling == "store"):
@@ -84,11 +88,14 @@ class DsmemHandoff:
                           cute.make_tensor(remote, cute.make_layout(1)))
             if cutlass.const_expr(self.bug == "cta_scope"):
                 cute.arch.mbarrier_arrive(bar, 1)                          # BUG: CTA scope
-            elif cutlass.const_expr(self.bug is None):
+            elif cutlass.const_expr(self.bug in (None, "read_before_wait")):
                 cute.arch.mbarrier_arrive(bar, 1, scope=nvvm.MemScopeKind.CLUSTER)
         if rank == 1:
+            if cutlass.const_expr(self.bug == "read_before_wait"):
+                out[lane] = box[lane]                                # BUG: before the wait
             cute.arch.mbarrier_wait(bar, 0)
-            out[lane] = box[lane]
+            if cutlass.const_expr(self.bug != "read_before_wait"):
+                out[lane] = box[lane]                                # the hand-off's read
         cute.arch.cluster_arrive()
         cute.arch.cluster_wait()
 
@@ -112,6 +119,14 @@ def no_arrive():
     return variant("no_arrive")
 
 
+def read_before_wait():
+    return variant("read_before_wait")
+
+
+def store_after_arrive():
+    return variant("store_after_arrive")
+
+
 def store_correct():
     return variant(None, "store")
 
@@ -129,12 +144,16 @@ def copy_cta_scope():
 
 
 VARIANTS = {"correct": correct, "cta_scope": cta_scope, "no_arrive": no_arrive,
+            "read_before_wait": read_before_wait, "store_after_arrive": store_after_arrive,
             "store_correct": store_correct, "store_cta_scope": store_cta_scope,
             "copy_correct": copy_correct, "copy_cta_scope": copy_cta_scope}
-EXPECT = {"correct": "not-checked", "cta_scope": "scope", "no_arrive": "deadlock",
-          "store_correct": "not-checked", "store_cta_scope": "scope",
-          "copy_correct": "not-checked", "copy_cta_scope": "scope"}
+EXPECT = {"correct": "verified", "cta_scope": "scope", "no_arrive": "deadlock",
+          "read_before_wait": "race", "store_after_arrive": "race",
+          "store_correct": "verified", "store_cta_scope": "scope",
+          "copy_correct": "verified", "copy_cta_scope": "scope"}
 EXPECT_AT = {"cta_scope": "# BUG: CTA scope", "no_arrive": "cute.arch.mbarrier_wait(bar, 0)",
+             "read_before_wait": "# BUG: before the wait",
+             "store_after_arrive": "# the hand-off's read",
              "store_cta_scope": "# BUG: CTA scope", "copy_cta_scope": "# BUG: CTA scope"}
 
 

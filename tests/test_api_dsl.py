@@ -16,16 +16,16 @@ sys.path.insert(0, EXAMPLES)
 
 
 def test_verify_api_on_a_real_kernel():
-    import dsmem_handoff
+    import grid_flag
     import raw_mbarrier
     fn, args = raw_mbarrier.correct()
     r = warpspin.verify(fn, *args)
     # its slots `buf[s * 32 + lane]` are followed as data: VERIFIED with races checked
     assert r.verdict == "verified" and (r.stats.states > 0 or r.stats.hb_ops > 0), str(r)
     assert r.stats.seconds["trace"] > 0 and r.stats.seconds["check"] > 0
-    fn, args = dsmem_handoff.correct()
+    fn, args = grid_flag.correct()
     r = warpspin.verify(fn, *args)
-    # complete with no violation; the bytes stored into the peer CTA are not checked for races
+    # complete with no violation; the data the global flag hands over is not checked for races
     assert r.outcome == "not-checked", str(r)
     assert any("NOT CHECKED on" in why for why in r.reasons), r.reasons
     fn, args = raw_mbarrier.missing_arrive()

@@ -101,3 +101,49 @@ def test_a_dsmem_store_the_extractor_does_not_read_is_unsupported():
         k = extract(trace(TwoStores(form), fake_tensor(Int32, (32,), align=16))[0])
         r = verify_kernel(k)
         assert r.verdict == "unsupported", (form, r)
+
+
+def data_handoff(bug=None):
+    """The hand-off with its data: CTA 0 stores word d[0] of CTA 1 (st.shared @cta(1)) beside
+    its DsmemStore, and CTA 1 reads d[0] after its wait; `bug`: "read_early" reads before the
+    wait, "store_late" stores after the arrive."""
+    from warpspin.syncir.ir import Loc, SmemLoad, SmemStore, WordRef, WordsDecl
+    from warpspin.syncir.ops import DATA_DEST
+    L = lambda n: Loc("data_handoff.py", n)  # noqa: E731
+    init = (Elect((MbarInit(MBarRef("b"), 32),)), MbarInitFence(), ClusterArrive(relaxed=True),
+            ClusterWait())
+    store = (DsmemStore(Const(1), data=True), SmemStore(WordRef("d", Const(0), Const(1)),
+                                                        Const(0), L(10)))
+    arrive = (MbarArrive(MBarRef("b", cta=Const(1)), 1, scope="cluster"),)
+    sender = (*init, *(arrive + store if bug == "store_late" else store + arrive),
+              ClusterArrive(), ClusterWait())
+    read, wait = (SmemLoad(DATA_DEST, WordRef("d", Const(0)), L(20)),), (MbarWait(MBarRef("b"), 0),)
+    reader = (*init, *(read + wait if bug == "read_early" else wait + read), ClusterArrive(),
+              ClusterWait())
+    return Kernel("data_handoff", (Process("sender", sender, cta=0, warps=(0, 1)),
+                                   Process("reader", reader, cta=1, warps=(0, 1))),
+                  (MBarrierDecl("b", 1),), num_ctas=2,
+                  words=(WordsDecl("d", 1, L(1), "box", data=True),))
+
+
+@pytest.mark.parametrize("bug,kind", [(None, None), ("read_early", "race"),
+                                      ("store_late", "race")])
+def test_the_bytes_stored_into_a_peer_cta_are_its_shared_data(bug, kind):
+    """A store into CTA 1's word is a write of CTA 1's cell: every engine orders it against the
+    reader's load through the hand-off, and finds it unordered when the read comes before the
+    wait or the store after the arrive."""
+    from backends import assert_every_engine
+    k = data_handoff(bug)
+    check(k)
+    assert_every_engine(k, kind)
+
+
+def test_a_peer_word_outside_the_cluster_is_invalid():
+    from warpspin.syncir.ir import SmemLoad, SmemStore, WordRef
+    k = data_handoff()
+    for st in (SmemStore(WordRef("d", Const(0), Const(2)), Const(0)),
+               SmemLoad("x", WordRef("d", Const(0), Const(1)))):
+        bad = Kernel(k.name, (Process("p", (st,), cta=0, warps=(0, 1)), k.processes[1]),
+                     k.mbarriers, num_ctas=2, words=k.words)
+        with pytest.raises(InvalidKernel):
+            check(bad)

@@ -36,25 +36,25 @@ def test_a_plain_shared_tensor_stored_by_tma_is_followed(engine):
     assert r.verdict == "verified", render_text(r)
 
 
-def _dsmem(variant: str):
+def _grid_flag(variant: str):
     from warpspin.api import check_target
-    return lambda opts: check_target(f"examples/dsmem_handoff.py:{variant}", opts)[0]
+    return lambda opts: check_target(f"examples/grid_flag.py:{variant}", opts)[0]
 
 
 @pytest.mark.parametrize("engine", ["auto", "spin"])
 def test_an_object_not_followed_makes_the_verdict_inconclusive(engine):
-    """Bytes stored into a peer CTA are not checked for races: no violation, and the headline
-    says what was not checked, where, with exit code 2's verdict."""
-    r = _dsmem("correct")(CheckOptions(engine=engine, timeout_s=120))
+    """The data a global flag hands over is not checked for races: no violation, and the
+    headline says what was not checked, where, with exit code 2's verdict."""
+    r = _grid_flag("correct")(CheckOptions(engine=engine, timeout_s=120))
     assert r.verdict == "inconclusive", render_text(r)
     first = r.reasons[0]
     assert first.startswith("no deadlock in any interleaving; races NOT CHECKED on ") and \
-        "DSMEM" in first, first
+        "global data flag" in first, first
     assert "NOT CHECKED" in render_text(r).splitlines()[1]
 
 
 def test_asking_for_deadlock_alone_verifies_what_was_asked():
-    r = _dsmem("correct")(CheckOptions(properties=("deadlock",)))
+    r = _grid_flag("correct")(CheckOptions(properties=("deadlock",)))
     assert r.verdict == "verified" and r.config["properties"] == ["deadlock"], render_text(r)
 
 

@@ -332,7 +332,8 @@ def _words(ctx: Context, procs: list[Process], data: tuple[WordsDecl, ...] = ()
                                            f"is_canceled is followed)@{os.path.basename(st.loc.file)}:"
                                            f"{st.loc.line}"), st.loc),)
         f = Folder()
-        return (replace(st, ref=WordRef(name, f.binop("-", st.ref.index, Const(rebase[name])))),)
+        return (replace(st, ref=replace(st.ref, index=f.binop("-", st.ref.index,
+                                                               Const(rebase[name])))),)
 
     procs = [replace(p, body=finish(list(rewrite_stmts(p.body, fix)))) for p in procs]
     return tuple(decls), procs

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from ..syncir.ops import DATA_DEST
+from ..syncir.ops import DATA_DEST, DsmemStore
 from ..syncir.ir import (BinOp, Expr, Unchecked, Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
                          TmaStore, WordRef, WordsDecl, rewrite_stmts, walk_stmts)
 from .cleanup import finish
@@ -42,6 +42,9 @@ class DataAccess(Stmt):
     base: Optional[Expr] = None
     elem: int = 0
     extent: Optional[tuple[int, int]] = None
+    # a generic store into the peer CTA `cta` (st.shared::cluster): it stays a DsmemStore, with
+    # its bytes as that CTA's data when the allocation is followed
+    cta: Optional[Expr] = None
 
     def unplaced(self) -> "DataAccess":
         """The access with its bytes unknown (its offset reads a value not modelled)."""
@@ -133,6 +136,12 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
     def rewrite(st):
         if not isinstance(st, DataAccess):
             return (st,)
+        if st.cta is not None:
+            if st.alloc not in cells:
+                return (DsmemStore(st.cta, st.loc),)
+            return (DsmemStore(st.cta, st.loc, data=True),
+                    *(replace(s, ref=replace(s.ref, cta=st.cta))
+                      for s in rewrite(replace(st, cta=None))))
         if st.alloc not in cells:
             return () if st.bar is None else (TmaLoad(st.bar, Const(st.nbytes), st.loc),)
         name, parts = cells[st.alloc]

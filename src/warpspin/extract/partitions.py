@@ -45,7 +45,7 @@ def _layout_of(type_str: str) -> Optional[str]:
     return qs[-1] if qs and ":" in qs[-1] else None
 
 
-def _elem(type_str: str) -> Optional[str]:
+def element_type(type_str: str) -> Optional[str]:
     m = re.match(r"!cute\.(?:memref|ptr)<(\w+)", type_str)
     return m.group(1) if m else None
 
@@ -53,7 +53,7 @@ def _elem(type_str: str) -> Optional[str]:
 def _within(k: TracedKernel, inner: int, outer: int) -> bool:
     """The view `inner`, at the same iterator as `outer`, maps into `outer`'s offsets."""
     ti, to = k.type_of(inner), k.type_of(outer)
-    if _elem(ti) is None or _elem(ti) != _elem(to):
+    if element_type(ti) is None or element_type(ti) != element_type(to):
         return False
     li, lo = _layout_of(ti), _layout_of(to)
     a, b = (image(li) if li else None), (image(lo) if lo else None)

@@ -31,7 +31,7 @@ from . import tmem
 from .cleanup import reads_var, subst_stmts
 from .data import DataAccess, spans_of
 from .descriptors import TENSORMAP_CASTS, address, same_descriptor
-from .partitions import thread_partition
+from .partitions import element_type, image, thread_partition
 from .values import (split_lane, ELECT, LANE, Alloc, ClcResponse, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
                      SliceCoord, Stage, Unknown, Value, View, lane_values, opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque, subst)
@@ -139,6 +139,7 @@ def _one_st_async(text: str) -> bool:
 
 
 PTX_OPERAND = re.compile(r"^\{?\$r?(\d+)\}?$")
+_SCALAR_BYTES = {"i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4, "i64": 8, "f64": 8}
 ASM_ST_CLUSTER = re.compile(r"^\s*st\.shared::cluster(?:\.v[248])?\.[bsuf]\d+\s+"
                             r"\[\{?\$r?(\d+)\}?\]\s*,\s*[^;\[]+;\s*$")
 ASM_IGNORED = re.compile(r"^\s*griddepcontrol\.(wait|launch_dependents)\s*;\s*$")
@@ -993,7 +994,7 @@ class WarpWalker:
                 out.append(Unsupported(f"{op.name}: a store into distributed shared memory the "
                                        "model does not follow", self.loc(op)))
             else:
-                out.append(store)
+                self.dsmem_write(op, *store, out)
                 self.fence_scope = None
                 return
         fenced = self.fence_scope
@@ -1672,32 +1673,43 @@ class WarpWalker:
         if view.ptr.alloc is None or view.ptr.cta is not None:
             return
         coords = self.element_coords(view, coord, op.operand_types[0]) or []
-        spans, lanes = None, ()
+        off: Optional[Expr] = None
         if len(coords) == len(view.shape) and all(isinstance(x, Expr) and not opaque_reasons(x)
                                                   for x in coords):
-            off: Expr = lin_expr(view.ptr.lin, view.ptr.const, self.f)
+            off = lin_expr(view.ptr.lin, view.ptr.const, self.f)
             for x, d in zip(coords, view.stride):
                 off = self.f.binop("+", off, self.f.binop("*", x, Const(d * view.elem)))
-            per_lane = lane_values(off, self.lanes)
-            base = None
-            split = split_lane(off) if per_lane is None else None
-            if split is not None and view.byte_range is not None and \
-                    not opaque_reasons(split[0]):
-                # an address over loop counters too: bytes relative to the lane-free part
-                per_lane, base = lane_values(split[1], self.lanes), split[0]
-            a = self.active
-            if per_lane is not None and (a.exact or len({per_lane[i] for i in a.lanes}) == 1):
-                spans = spans_of([per_lane[i] for i in a.lanes], view.elem)
-                if a.exact:  # (an elected lane: which one is not known; () overlaps by bytes)
-                    lanes = tuple((i, per_lane[i], per_lane[i] + view.elem)
-                                  for i in sorted(a.lanes))
-            else:
-                base = None
-        records = tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
-            tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
-        out.append(DataAccess(view.ptr.alloc.uid, spans, write, records, self.loc(op),
-                              lanes=lanes, base=base, elem=view.elem,
+        spans, lanes, base = self.element_bytes(off, view.elem, view.byte_range)
+        out.append(DataAccess(view.ptr.alloc.uid, spans, write, self.records_since_op(),
+                              self.loc(op), lanes=lanes, base=base, elem=view.elem,
                               extent=view.byte_range if base is not None else None))
+
+    def element_bytes(self, off: Optional[Expr], elem: int, extent):
+        """(spans, lanes, base) of an element access at byte offset `off` by the executing lanes
+        (DataAccess's fields): the bytes when `off` is a function of the lane alone, or of the
+        lane plus a lane-free part `base` (inside the tensor's bytes `extent`); spans None when
+        neither."""
+        if off is None:
+            return None, (), None
+        per_lane = lane_values(off, self.lanes)
+        base = None
+        split = split_lane(off) if per_lane is None else None
+        if split is not None and extent is not None and not opaque_reasons(split[0]):
+            # an address over loop counters too: bytes relative to the lane-free part
+            per_lane, base = lane_values(split[1], self.lanes), split[0]
+        a = self.active
+        if per_lane is None or not (a.exact or len({per_lane[i] for i in a.lanes}) == 1):
+            return None, (), None
+        spans = spans_of([per_lane[i] for i in a.lanes], elem)
+        lanes = ()
+        if a.exact:  # (an elected lane: which one is not known; () overlaps by bytes)
+            lanes = tuple((i, per_lane[i], per_lane[i] + elem) for i in sorted(a.lanes))
+        return spans, lanes, base
+
+    def records_since_op(self) -> tuple:
+        """The smem_writes / smem_uses entries the current op recorded."""
+        return tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
+            tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
 
     def memref_store(self, op: Op, out) -> None:
         """A store into shared memory: a word value (`SmemStore`) when the model can follow it;
@@ -1980,22 +1992,39 @@ class WarpWalker:
             out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
         self.set_unknown_results(op)
 
-    def dsmem_store(self, op: Op) -> Optional[DsmemStore]:
+    def dsmem_store(self, op: Op) -> Optional[tuple[Ptr, Optional[int]]]:
         """``llvm.store v, p`` or a universal-atom ``cute.copy`` into a tensor over ``p``, where
         ``p`` is a mapa address of this kernel's shared memory: the generic store of
-        ``st.shared::cluster`` into the CTA ``p`` names. None for anything else."""
+        ``st.shared::cluster`` into the CTA ``p`` names, as (p, the bytes of the one element it
+        stores, or None when not one element of a known size). None for anything else."""
         if op.name == "llvm.store" and len(op.operands) == 2 and \
                 not ct.is_cluster_smem(op.operand_types[0]):
             p = self.val(op.operands[1])
+            elem = _SCALAR_BYTES.get(op.operand_types[0])
         elif op.name == "cute.copy" and len(op.operands) == 3 and \
                 ct.atom_kind(op.operand_types[0]) == "universal_copy" and \
                 not ct.is_cluster_smem(op.operand_types[1]):
             p = self.dsmem_view_ptr(op.operands[2])
+            layout = ct.quoted(op.operand_types[2])
+            one = layout and ":" in layout[-1] and image(layout[-1]) == frozenset({0})
+            elem = _SCALAR_BYTES.get(element_type(op.operand_types[2]) or "") if one else None
         else:
             return None
         if not isinstance(p, Ptr) or p.cta is None or p.alloc is None:
             return None
-        return DsmemStore(p.cta, self.loc(op))
+        return p, elem
+
+    def dsmem_write(self, op: Op, p: Ptr, elem: Optional[int], out) -> None:
+        """A generic store of one element of `elem` bytes into the peer CTA `p.cta`, through the
+        mapa address `p`: a DsmemStore, and its bytes as data of that CTA's allocation
+        (extract/data.py) when the executing lanes' offsets are known."""
+        off = lin_expr(p.lin, p.const, self.f) if elem else None
+        extent = next(((o, o + size) for _, size, o in p.alloc.fields if o <= p.const < o + size),
+                      (0, p.alloc.size))
+        spans, lanes, base = self.element_bytes(off, elem or 0, extent)
+        out.append(DataAccess(p.alloc.uid, spans, True, self.records_since_op(), self.loc(op),
+                              lanes=lanes, base=base, elem=elem or 0,
+                              extent=extent if base is not None else None, cta=p.cta))
 
     def dsmem_view_ptr(self, vid: int, depth: int = 0):
         """The pointer a tensor in distributed shared memory is a view over (through slices,
@@ -2018,7 +2047,12 @@ class WarpWalker:
             out.append(Unsupported("st.shared::cluster to an address the model does not follow",
                                    self.loc(op)))
             return
-        out.append(DsmemStore(p.cta, self.loc(op)))
+        if p.alloc is None:
+            out.append(DsmemStore(p.cta, self.loc(op)))
+            return
+        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+        width = re.match(r"\s*st\.shared::cluster\.[bsuf](\d+)\s", text)
+        self.dsmem_write(op, p, int(width.group(1)) // 8 if width else None, out)
 
     # -- bulk async-groups and tensormaps rewritten in global memory (docs/semantics.md)
     def tensormap_op(self, op: Op, stmt, out) -> None:
@@ -2239,9 +2273,8 @@ class WarpWalker:
             return False
         span = (p.const, p.const + nbytes)
         self.place_st_async(op, p.alloc.uid, span, mbar)
-        records = tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
-            tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
-        out.append(DataAccess(p.alloc.uid, (span,), True, records, self.loc(op), ref, nbytes))
+        out.append(DataAccess(p.alloc.uid, (span,), True, self.records_since_op(), self.loc(op),
+                              ref, nbytes))
         return True
 
     def place_st_async(self, op: Op, alloc: int, span: Optional[tuple[int, int]], mbar: int):

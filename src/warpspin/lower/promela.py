@@ -598,7 +598,8 @@ class _Lowering:
         counts it in the race monitor before any process takes a step."""
         acc = self.lay.word_ops[pi].get(0)
         return acc is not None and isinstance(self.flat[pi].code[0], Op) and \
-            isinstance(_fold(acc[1].index), Const)
+            isinstance(_fold(acc[1].index), Const) and \
+            (acc[1].cta is None or isinstance(_fold(acc[1].cta), Const))
 
     def runs_of(self, pi: int) -> list[str]:
         """init's `run`s of symmetric process pi: one per record slot when they are shared."""
@@ -1201,13 +1202,18 @@ class _Ctx(_GlobalCtx):
             return []
         kind, ref = acc
         a = self.low.wat[ref.name]
-        i = (f"({self.e(self.low.word_index(ref.name, Const(self.p.cta), ref.index))}) * 2 + "
+        cta = Const(self.p.cta) if ref.cta is None else ref.cta
+        i = (f"({self.e(self.low.word_index(ref.name, cta, ref.index))}) * 2 + "
              f"{1 if kind == 'st' else 0}")
         count = f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"
+        inside = []  # an index or CTA outside is the access's own invalid-operand: not counted
         if not isinstance(_fold(ref.index), Const):
-            # an index outside the array is the access's own invalid-operand: not counted
             x, n = self.e(ref.index), self.low.k.word_array(ref.name).size
-            count = f"if :: (0 <= {x} && {x} < {n}) -> {count} :: else -> skip fi;"
+            inside.append(f"0 <= {x} && {x} < {n}")
+        if not isinstance(_fold(cta), Const):
+            inside.append(f"0 <= {self.e(cta)} && {self.e(cta)} < {self.low.k.num_ctas}")
+        if inside:
+            count = f"if :: ({' && '.join(inside)}) -> {count} :: else -> skip fi;"
         return [count]
 
     # -- local code after a visible instruction, up to the next visible one(s)

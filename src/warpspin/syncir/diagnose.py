@@ -226,7 +226,7 @@ def concrete_op(stmt, env, kernel=None) -> str:
                 named.append((f"{ref.name}[{ref.index.value}]",
                               kernel.mbarrier(ref.name).element_name(ref.index.value)))
         elif isinstance(v, WordRef):
-            ref = WordRef(v.name, ev(v.index))
+            ref = WordRef(v.name, ev(v.index), None if v.cta is None else ev(v.cta))
             changes[f.name] = ref
             if kernel is not None and isinstance(ref.index, Const):
                 named.append((f"{ref.name}[{ref.index.value}]",

@@ -250,7 +250,10 @@ class Machine:
                         ref.index.value != fixed_idx:
                     continue  # another word, whatever the state
                 for inst in self._insts_of.get(pi, ()):
-                    if fixed_cta is None or inst.cta == fixed_cta:
+                    if ref.cta is not None:  # a store into a peer CTA: its CTA is a value
+                        every.append((inst.gid, self._expr(ref.cta, inst.gid), pc,
+                                      self._expr(ref.index, inst.gid)))
+                    elif fixed_cta is None or inst.cta == fixed_cta:
                         every.append((inst.gid, inst.cta, pc, self._expr(ref.index, inst.gid)))
             self.__dict__.setdefault("_word_waiting", {})[key] = every
         waiting = [w for w in every if w[0] != gid]
@@ -258,7 +261,9 @@ class Machine:
 
         def count(v):
             c, i = cta(v), idx(v)
-            return sum(1 for g, gc, pc, ix in waiting if gc == c and v[base[g]] == pc and ix(v) == i)
+            return sum(1 for g, gc, pc, ix in waiting
+                       if (gc if isinstance(gc, int) else gc(v)) == c and v[base[g]] == pc
+                       and ix(v) == i)
         return count
 
     def _place(self, p, gid: int):

@@ -10,7 +10,7 @@ Semantics: docs/semantics.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Union
+from typing import Optional, Union
 
 
 @dataclass(frozen=True)
@@ -162,12 +162,16 @@ class MBarrierDecl:
 
 @dataclass(frozen=True)
 class WordRef:
-    """Word `name[index]` of a shared-memory word array, in the executing thread's CTA."""
+    """Word `name[index]` of a shared-memory word array, in the executing thread's CTA (cta=None)
+    or, for a store, in CTA `cta` of the cluster (st.shared::cluster through a mapa address)."""
     name: str
     index: Expr = Const(0)
+    cta: Optional[Expr] = None
 
     def __post_init__(self):
         object.__setattr__(self, "index", lift(self.index))
+        if self.cta is not None:
+            object.__setattr__(self, "cta", lift(self.cta))
 
 
 @dataclass(frozen=True)
@@ -525,7 +529,7 @@ def map_exprs(s: Stmt, fn) -> Stmt:
         elif isinstance(v, MBarRef):
             changes[name] = MBarRef(v.name, fn(v.index), None if v.cta is None else fn(v.cta))
         elif isinstance(v, WordRef):
-            changes[name] = WordRef(v.name, fn(v.index))
+            changes[name] = WordRef(v.name, fn(v.index), None if v.cta is None else fn(v.cta))
     return replace(s, **changes) if changes else s
 
 
@@ -554,6 +558,8 @@ def stmt_exprs(s: Stmt):
                 yield v.cta
         elif isinstance(v, WordRef):
             yield v.index
+            if v.cta is not None:
+                yield v.cta
 
 
 def stmt_bodies(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:

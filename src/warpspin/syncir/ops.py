@@ -403,6 +403,7 @@ class DsmemStore(SyncOp):
     (or a cluster barrier arrive comes between)."""
     cta: Expr
     loc: Loc = NOLOC
+    data: bool = False   # its bytes are followed: the st.shared @cta(...) of data after it
     mnemonic: ClassVar[str] = "st.shared::cluster"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9 (st.shared::cluster), 8.5 (scopes)"
@@ -417,7 +418,7 @@ class DsmemStore(SyncOp):
 
     def __post_init__(self): _lift_fields(self, "cta")
 
-    def fmt(self): return f"st.shared::cluster @cta({_e(self.cta)})"
+    def fmt(self): return f"st.shared::cluster @cta({_e(self.cta)}){', data' if self.data else ''}"
 
     def own_locals(self, pc): return (DSMEM_STORED,)
 
@@ -1180,10 +1181,16 @@ class TmaLoad(_CompletesBytes, SyncOp):
 # ----------------------------------------------------------------------------- shared words
 
 def _word(c, ref: WordRef) -> tuple[WordField, list]:
-    """The word `ref` names in the executing CTA, and the check that it exists."""
+    """The word `ref` names (in the executing CTA, or in CTA `ref.cta` of the cluster), and the
+    checks that it exists."""
     size = c.kernel.word_array(ref.name).size
     checks = _index_checks(ref.name, ref.index, size, " words")
-    return WordField(ref.name, Const(c.cta), ref.index, "val"), checks
+    cta = Const(c.cta) if ref.cta is None else ref.cta
+    if ref.cta is not None and not isinstance(ref.cta, Const):
+        checks.append(When(any_of(_lt(cta, 0), _ge(cta, c.kernel.num_ctas)),
+                           [Fail("invalid-operand", "{who} stores into CTA {0} of a cluster of "
+                                 f"{c.kernel.num_ctas}", (cta,))]))
+    return WordField(ref.name, cta, ref.index, "val"), checks
 
 
 def _word_problems(k, ref: WordRef) -> list[str]:
@@ -1193,6 +1200,8 @@ def _word_problems(k, ref: WordRef) -> list[str]:
         return [f"undeclared shared-word array {ref.name!r}"]
     if isinstance(ref.index, Const) and not 0 <= ref.index.value < size:
         return [f"{ref.name}[{ref.index.value}] is outside the array of {size} words"]
+    if isinstance(ref.cta, Const) and not 0 <= ref.cta.value < k.num_ctas:
+        return [f"{ref.name} in CTA {ref.cta.value} of a cluster of {k.num_ctas}"]
     return []
 
 
@@ -1234,15 +1243,18 @@ DATA_DEST = "data_ld"  # the local a load of shared data writes (0; read by noth
 
 
 def fmt_word(ref: WordRef) -> str:
-    return f"{ref.name}[{_e(ref.index)}]"
+    at = "" if ref.cta is None else f" @cta({_e(ref.cta)})"
+    return f"{ref.name}[{_e(ref.index)}]{at}"
 
 
 @sync_op
 @dataclass(frozen=True)
 class SmemStore(SyncOp):
     """st.shared of a value into a shared-memory word (the same value from every executing
-    thread). Another instance whose next step loads or stores the same word makes it a race:
-    nothing orders the two accesses."""
+    thread), of the executing CTA or, with `ref.cta`, of that CTA of the cluster (the data an
+    st.shared::cluster writes; its DsmemStore beside it carries the release's scope). Another
+    instance whose next step loads or stores the same word makes it a race: nothing orders the
+    two accesses."""
     ref: WordRef
     value: Expr
     loc: Loc = NOLOC
@@ -1264,7 +1276,8 @@ class SmemStore(SyncOp):
     def problems(self, k): return _word_problems(k, self.ref)
 
     def footprint(self, k):
-        return Footprint((_acc("shared-word", "write", "cta"),))
+        return Footprint((_acc("shared-word", "write",
+                               "cta" if self.ref.cta is None else "cluster"),))
 
     def rule(self, c):
         w, checks = _word(c, self.ref)
@@ -1304,7 +1317,10 @@ class SmemLoad(SyncOp):
         dest = "" if self.dest == DATA_DEST else f"{self.dest} = "
         return f"{dest}ld.shared {fmt_word(self.ref)}"
 
-    def problems(self, k): return _word_problems(k, self.ref)
+    def problems(self, k):
+        if self.ref.cta is not None:
+            return ["ld.shared of a word in another CTA (ld.shared::cluster) is not modelled"]
+        return _word_problems(k, self.ref)
 
     def footprint(self, k):
         return Footprint((_acc("shared-word", "read", "cta"),))

@@ -26,7 +26,8 @@ def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
                                  "in a loop, or in several warps): an access to columns one "
                                  "allocation freed while another is held is not checked",
                                  tmem.loc))
-    dsmem = _first(kernel, DsmemStore)
+    dsmem = next((s for p in kernel.processes for s in walk_stmts(p.body)
+                  if isinstance(s, DsmemStore) and not s.data), None)
     if dsmem is not None:
         out.append(Unchecked("race", "the bytes stored into a peer CTA (DSMEM)", "the model "
                              "checks the scope of the release after st.shared::cluster, not the "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import compress, islice
-from operator import itemgetter
+from operator import is_, itemgetter
 
 from ...syncir.interp import Machine, ModelError, State, Violation
 from ...syncir.ir import Kernel, Loc
@@ -167,16 +167,16 @@ class Runner:
         m = self.m
         pc = m.pc(s, gid)
         kept = self._guards.get(gid)
-        if kept is not None and kept[0] == pc and kept[1](s) == kept[2]:
+        # the same objects, not equal ones: a state's unchanged places are the objects of the
+        # state it was made from, and the cutoff's symbolic values refuse to be compared
+        if kept is not None and kept[0] == pc and all(map(is_, kept[1](s), kept[2])):
             return kept[3]
         guard, _ = m._compiled_step(gid, pc)
         rec = _Reads(s)
         value = bool(guard(rec))
-        if rec.read:
-            get = itemgetter(*rec.read)
-            self._guards[gid] = (pc, get, get(s), value)
-        else:
-            self._guards[gid] = (pc, _nothing, (), value)
+        get = itemgetter(*rec.read) if len(rec.read) > 1 else \
+            (lambda v, i=rec.read[0]: (v[i],)) if rec.read else _nothing
+        self._guards[gid] = (pc, get, get(s), value)
         return value
 
     def _settle(self, s: State, gids, occ, shadows, ex: Execution) -> State:
