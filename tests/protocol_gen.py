@@ -156,9 +156,13 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
     if kind == "dsmem":
         # a store into a CTA's shared memory through a mapa address, and arrives on a peer's
         # barrier that release it at cluster scope, at CTA scope or not at all
-        which = draw(st.sampled_from(["store", "store", "arrive"]))
+        which = draw(st.sampled_from(["store", "store", "data", "arrive"]))
         if which == "store":
             return DsmemStore(draw(st.sampled_from([Const(0), Const(1), Var("k") % 2])), loc)
+        if which == "data":  # with its word: a cell of that CTA's shared data ("w")
+            cta = draw(st.sampled_from([Const(0), Const(1), Var("k") % 2]))
+            ref = WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2])), cta)
+            return Elect((DsmemStore(cta, loc, data=True), SmemStore(ref, Const(0), loc)), loc)
         scope = draw(st.sampled_from(["cluster", "cluster", "cta", "relaxed"]))
         return Elect((MbarArrive(draw(bar_ref(sizes, num_ctas)), 1, loc, scope),), loc)
     if kind == "store":
@@ -379,7 +383,7 @@ def protocols(draw, extra: str | None = None) -> Kernel:
         params.append(Param("N", 0, 2))
     if uses_mask_param(procs):
         params.append(Param("M", 1, 3))
-    words = (WordsDecl("w", 2),) if {"store", "load", "stasync"} & set(extras) else ()
+    words = (WordsDecl("w", 2),) if {"store", "load", "stasync", "dsmem"} & set(extras) else ()
     maps = (TensormapDecl("t"),) if "tensormap" in extras else ()
     buffers = ()
     if "buffer" in extras:

@@ -34,7 +34,7 @@ from warpspin.lower import lower
 from warpspin.syncir import interp, validate
 from warpspin.syncir.ir import (Tcgen05Commit, BarArrive, ClusterArrive, ClusterWait, Const, Elect, Exit, Kernel,
                                 Lanes, MBarRef, MBarrierDecl, MbarArrive, MbarArriveExpectTx, MbarInit,
-                                MbarInitFence, MbarTestWait, MbarWait, Process, TmaLoad,
+                                MbarInitFence, MbarTestWait, MbarWait, Process, SmemStore, TmaLoad,
                                 walk_stmts)
 from warpspin.lower import promela
 from warpspin.syncir.protocols import PREFIX_BUG_EXPECT, PREFIX_BUGS, RING_BUGS, prefix_ring, ring
@@ -180,8 +180,8 @@ def test_cp_async_protocols_match_interpreter(k):
 @diff_settings(max(20, EXAMPLES // 4))
 @given(protocols(extra="dsmem"))
 def test_dsmem_protocols_match_interpreter(k):
-    """Two CTAs: stores into a CTA's shared memory and the scope of the arrives that release
-    them to the peer."""
+    """Two CTAs: stores into a CTA's shared memory (some with their word: a cell of that CTA's
+    shared data) and the scope of the arrives that release them to the peer."""
     spin_agrees(k, reduce=True, fuse=True, stats="DSMEM vs interpreter")
 
 
@@ -509,6 +509,7 @@ def test_flag_protocols_cover_every_flag_op():
 
 def test_dsmem_protocols_cover_stores_and_every_scope():
     assert not _missing("dsmem", 200, (
-        "DsmemStore", "arrive(cluster)", "arrive(cta)", "arrive(relaxed)"),
+        "DsmemStore", "arrive(cluster)", "arrive(cta)", "arrive(relaxed)", "data(peer word)"),
         lambda s: f"arrive({s.scope})" if isinstance(s, MbarArrive) and s.bar.cta is not None
+        else "data(peer word)" if isinstance(s, SmemStore) and s.ref.cta is not None
         else None)

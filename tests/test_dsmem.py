@@ -147,3 +147,21 @@ def test_a_peer_word_outside_the_cluster_is_invalid():
                      k.mbarriers, num_ctas=2, words=k.words)
         with pytest.raises(InvalidKernel):
             check(bad)
+
+
+def test_a_store_into_a_peer_keeps_every_cta_in_the_model():
+    """Regression (make fuzz): two CTAs whose only cross-CTA op is `st.shared::cluster @cta(k %
+    2)` in a loop. The CTAs looked independent (R2: CTA 0 checked alone), and the reduced model
+    then called the store into CTA 1 an invalid-operand that the interpreter and the plain model
+    never reach. The store is not covered by R2's proof."""
+    from warpspin.syncir.ir import BarSync, For, Var
+    from warpspin.lower.reductions import independent_ctas
+    body = (BarSync(), For("k", 0, 2, (DsmemStore(Var("k") % 2),)))
+    k = Kernel("peer_loop", tuple(Process("p", body, cta=c, warps=(0, 1)) for c in (0, 1)),
+               (MBarrierDecl("b", 1),), num_ctas=2)
+    check(k)
+    assert not independent_ctas(k)[0].applied
+    assert explore(k).violation is None
+    _, a = lower_and_check(k, timeout_s=60)
+    _, b = lower_and_check(k, reduce=False, timeout_s=60)
+    assert a.kind is None and b.kind is None

@@ -409,8 +409,10 @@ class DsmemStore(SyncOp):
     ptx: ClassVar[str] = "9.7.9.9 (st.shared::cluster), 8.5 (scopes)"
     summary: ClassVar[str] = ("a CTA outside the cluster: invalid-operand; a peer CTA: its bit "
                               "joins the instance's unreleased DSMEM stores")
-    # R6, R8, R11: it writes only its own local; R10 mover: no guard, no object
-    proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
+    # R6, R8, R11: it writes only its own local; R10 mover: no guard, no object. Not R2: which
+    # CTAs are peers, and which exist (invalid-operand), is the cluster's: CTA 0 checked alone
+    # would take a store into CTA 1 for one outside the cluster
+    proven: ClassVar[frozenset[str]] = (ALL - {INDEPENDENT_CTAS}) | {RESUME_MOVER}
 
     @classmethod
     def example(cls):
