@@ -47,7 +47,8 @@ Equivalence rules (checked on the edit, not on the verdict):
   property reads; no other thread's access and no synchronization moves.
 * `one instruction`: the two steps the extractor makes of one tcgen05 instruction swapped (its
   `tmem.access`, which checks the allocation is held, and its data access of an accumulator
-  stage, on the same source line). No source edit makes this mutant: both orders model the same
+  stage, on the same source line), or of one `st.shared::cluster` (its `DsmemStore`, the
+  unreleased-store bit, and the peer cell it writes). No source edit makes this mutant: both orders model the same
   instruction, whose issue is one event; each step touches its own object (the CTA's TMEM
   allocation, the stage) and neither blocks.
 * `bytes before expect`: a TMA load (or `st.async`) swapped with the `arrive.expect_tx` on the
@@ -125,6 +126,12 @@ SIGNALS = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx, BarArrive, Cl
 GROUP_WAITS = (BulkWaitRead, WgmmaWait, CpAsyncWait)
 # (kernel name, the edit as fmt_edit writes it) -> why the mutant is correct
 REVIEWED = {
+    ('kernel_warpspin_catalog_dsmem_handoffDsmemHandof',
+     'process 1: `barrier.cluster.wait` (dsmem_handoff.py:73) swapped with `mbarrier.wait bar[0], '
+     'parity=0`'):
+        "CTA 1 waits on its own barrier before the cluster wait: it initialized and fenced the "
+        "barrier itself and has arrived on the cluster barrier, so CTA 0 still passes its "
+        "cluster wait, stores and arrives; CTA 1's read stays after the phase's completion",
     ('kernel_quackgemm_default_epiGemmDefaultSm100',
      'process 2: `While` (gemm_sm100.py:1759) swapped with `bar.arrive 7, threads=160`'):
         "the MMA warp's arrive on the TMEM barrier moves before its tile loop; it still joins the "
@@ -411,8 +418,12 @@ def _data_access(kernel, s) -> bool:
 def _one_instruction(a, b) -> bool:
     """The two steps the extractor makes of one tcgen05 instruction (same source line): its
     `tmem.access` (the allocation is held at the issue) and its data access of an accumulator
-    stage (`tcgen05.mma.read`, `tcgen05.ld.read`)."""
+    stage (`tcgen05.mma.read`, `tcgen05.ld.read`); or of one st.shared::cluster: its release
+    bookkeeping (`DsmemStore`) and the peer cell it writes (`st.shared @cta(t)`)."""
     pair = {type(a).__name__, type(b).__name__}
+    if pair == {"DsmemStore", "SmemStore"}:  # st.shared::cluster and the peer cell it writes
+        d, w = (a, b) if type(a).__name__ == "DsmemStore" else (b, a)
+        return d.data and w.ref.cta == d.cta and d.loc == w.loc
     return pair in ({"TmemAccess", "MmaRead"}, {"TmemAccess", "TmemLoad"}) and \
         getattr(a, "loc", None) == getattr(b, "loc", None)
 
