@@ -443,5 +443,34 @@ class DsmemReadBeforeWait(_DsmemHandoff):
     awaiting_h200 = "written on 2026-12-05 while no device machine could be started"
 
 
+class DsmemStoreBeforeClusterWait(Litmus):
+    """One lane of CTA 0 stores a word into CTA 1's litmus buffer between its
+    barrier.cluster.arrive.relaxed and its wait: nothing yet shows that CTA 1 is running, and a
+    CTA's shared memory is its own only once it runs (CUDA: cluster.sync() before the first
+    distributed shared memory access). The cluster barrier then completes and both CTAs exit
+    after a second one. warpspin: cluster-lifetime at the store."""
+    rules = ("dsmem.peer-running",)
+    expect = "cluster-lifetime"
+    awaiting_h200 = "written on 2026-12-05 while no device machine could be started"
+    warps = 1
+    cluster = 2
+    nbars = 1
+    probes = 0
+
+    @cute.jit
+    def body(self):
+        from cutlass import Int32
+
+        cute.arch.cluster_arrive_relaxed()
+        if self.rank == 0:
+            with cute.arch.elect_one():
+                remote = cute.arch.map_dsmem_ptr(self.buf, 1)
+                cute.arch.inline_ptx(ST_CLUSTER, read_only_args=[Int32(remote.toint()),
+                                                                Int32(7)])
+        cute.arch.cluster_wait()
+        _cluster_sync()
+
+
 LITMUS += [DsmemReleasedAtClusterScope, DsmemReleasedAtCtaScope, DsmemReadBeforeWait,
+           DsmemStoreBeforeClusterWait,
            DsmemLlvmStoreReleasedAtClusterScope, DsmemLlvmStoreReleasedAtCtaScope]

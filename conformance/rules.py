@@ -124,6 +124,10 @@ RULES: dict[str, tuple[str, str, str]] = {
         "the bytes a store into a peer CTA's shared memory writes are that CTA's shared data: a "
         "read or write of them there that no barrier orders after the store (an arrive that "
         "releases it at cluster scope, the phase's completion, the reader's wait): race"),
+    "dsmem.peer-running": ("DSMEM stores released to a peer CTA (cluster-lifetime)", "9.7.9.9, "
+        "CUDA cluster.sync", "a store into a peer CTA's shared memory before the storing thread "
+        "passed a cluster wait: nothing shows the peer is running, and its shared memory is its "
+        "own only once it runs: cluster-lifetime"),
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),

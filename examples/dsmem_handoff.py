@@ -21,7 +21,9 @@ Variants:
   cta_scope        the remote arrive at the DSL's default CTA scope -> scope, at the arrive
   no_arrive        no arrive: CTA 1 waits forever -> deadlock
   read_before_wait CTA 1 reads its box before waiting for the hand-off -> race, at the read
-  store_after_arrive  CTA 0 arrives first and stores after -> race, at the store
+  store_after_arrive  CTA 0 arrives first and stores after -> race (at CTA 1's read)
+  store_before_cluster_wait  the first cluster wait comes after CTA 0's store: nothing shows
+                   that CTA 1 is running when CTA 0 writes its shared memory -> cluster-lifetime
   store_correct    correct, the store written as llvm.store
   store_cta_scope  cta_scope, the store written as llvm.store -> scope
   copy_correct     correct, the store written as cute.copy
@@ -37,7 +39,8 @@ from cutlass import Int32, Int64
 from cutlass._mlir.dialects import llvm, nvvm
 
 CLUSTER = 2
-BUGS = ("cta_scope", "no_arrive", "read_before_wait", "store_after_arrive")
+BUGS = ("cta_scope", "no_arrive", "read_before_wait", "store_after_arrive",
+        "store_before_cluster_wait")
 ST_CLUSTER = "st.shared::cluster.u32 [$0], $1;"
 
 
@@ -70,7 +73,8 @@ class DsmemHandoff:
             cute.arch.mbarrier_init(bar, 32)              # one arrival per lane of CTA 0
         cute.arch.mbarrier_init_fence()
         cute.arch.cluster_arrive_relaxed()
-        cute.arch.cluster_wait()
+        if cutlass.const_expr(self.bug != "store_before_cluster_wait"):
+            cute.arch.cluster_wait()
 
         if rank == 0:
             value = x[lane] * 2 + 1
@@ -90,6 +94,8 @@ class DsmemHandoff:
                 cute.arch.mbarrier_arrive(bar, 1)                          # BUG: CTA scope
             elif cutlass.const_expr(self.bug in (None, "read_before_wait")):
                 cute.arch.mbarrier_arrive(bar, 1, scope=nvvm.MemScopeKind.CLUSTER)
+        if cutlass.const_expr(self.bug == "store_before_cluster_wait"):
+            cute.arch.cluster_wait()                                 # BUG: after the store
         if rank == 1:
             if cutlass.const_expr(self.bug == "read_before_wait"):
                 out[lane] = box[lane]                                # BUG: before the wait
@@ -127,6 +133,10 @@ def store_after_arrive():
     return variant("store_after_arrive")
 
 
+def store_before_cluster_wait():
+    return variant("store_before_cluster_wait")
+
+
 def store_correct():
     return variant(None, "store")
 
@@ -145,15 +155,18 @@ def copy_cta_scope():
 
 VARIANTS = {"correct": correct, "cta_scope": cta_scope, "no_arrive": no_arrive,
             "read_before_wait": read_before_wait, "store_after_arrive": store_after_arrive,
+            "store_before_cluster_wait": store_before_cluster_wait,
             "store_correct": store_correct, "store_cta_scope": store_cta_scope,
             "copy_correct": copy_correct, "copy_cta_scope": copy_cta_scope}
 EXPECT = {"correct": "verified", "cta_scope": "scope", "no_arrive": "deadlock",
           "read_before_wait": "race", "store_after_arrive": "race",
+          "store_before_cluster_wait": "cluster-lifetime",
           "store_correct": "verified", "store_cta_scope": "scope",
           "copy_correct": "verified", "copy_cta_scope": "scope"}
 EXPECT_AT = {"cta_scope": "# BUG: CTA scope", "no_arrive": "cute.arch.mbarrier_wait(bar, 0)",
              "read_before_wait": "# BUG: before the wait",
              "store_after_arrive": "# the hand-off's read",
+             "store_before_cluster_wait": "ST_CLUSTER, read_only_args",
              "store_cta_scope": "# BUG: CTA scope", "copy_cta_scope": "# BUG: CTA scope"}
 
 

@@ -161,7 +161,27 @@ def test_a_store_into_a_peer_keeps_every_cta_in_the_model():
                (MBarrierDecl("b", 1),), num_ctas=2)
     check(k)
     assert not independent_ctas(k)[0].applied
-    assert explore(k).violation is None
+    # (no cluster wait before the store into a peer: cluster-lifetime, in every engine)
+    assert explore(k).violation.kind == "cluster-lifetime"
     _, a = lower_and_check(k, timeout_s=60)
     _, b = lower_and_check(k, reduce=False, timeout_s=60)
-    assert a.kind is None and b.kind is None
+    assert a.kind == b.kind == "cluster-lifetime"
+
+
+@pytest.mark.parametrize("waited", [True, False])
+def test_a_store_into_a_peer_needs_a_cluster_wait_before_it(waited):
+    """Until the storing instance passed a cluster wait, nothing shows the peer is running:
+    cluster-lifetime at the store, in every engine; after one, the hand-off verifies."""
+    from backends import assert_every_engine
+    from warpspin.syncir.ir import Loc
+    init = (Elect((MbarInit(MBarRef("b"), 32),)), MbarInitFence(), ClusterArrive(relaxed=True))
+    store = DsmemStore(Const(1), Loc("early.py", 7), data=True)  # (no bytes read back)
+    arrive = MbarArrive(MBarRef("b", cta=Const(1)), 1, scope="cluster")
+    first = (ClusterWait(), store) if waited else (store, ClusterWait())
+    sender = (*init, *first, arrive, ClusterArrive(), ClusterWait())
+    reader = (*init, ClusterWait(), MbarWait(MBarRef("b"), 0), ClusterArrive(), ClusterWait())
+    k = Kernel("early", (Process("sender", sender, cta=0, warps=(0, 1)),
+                         Process("reader", reader, cta=1, warps=(0, 1))),
+               (MBarrierDecl("b", 1),), num_ctas=2)
+    check(k)
+    assert_every_engine(k, None if waited else "cluster-lifetime", None if waited else 7)

@@ -351,6 +351,7 @@ def _update_footprint(ref: MBarRef) -> Footprint:
 # ----------------------------------------------------------------------------- DSMEM stores
 
 DSMEM_STORED = "_dsm"  # the peer CTAs (a bit each) the instance stored into since it released
+CLUSTER_SEEN = "_cseen"  # 1 once the instance passed a cluster wait: every CTA of it is running
 SCOPES_OF_ARRIVE = ("cta", "cluster", "relaxed")  # what an arrive releases: .release.cta (the
 #                                                   PTX default), .release.cluster, or nothing
 
@@ -422,7 +423,7 @@ class DsmemStore(SyncOp):
 
     def fmt(self): return f"st.shared::cluster @cta({_e(self.cta)}){', data' if self.data else ''}"
 
-    def own_locals(self, pc): return (DSMEM_STORED,)
+    def own_locals(self, pc): return (DSMEM_STORED, CLUSTER_SEEN)
 
     def problems(self, k):
         if isinstance(self.cta, Const) and not 0 <= self.cta.value < k.num_ctas:
@@ -439,6 +440,13 @@ class DsmemStore(SyncOp):
             body.append(When(any_of(_lt(self.cta, 0), _ge(self.cta, c.kernel.num_ctas)),
                              [Fail("invalid-operand", "{who} stores into CTA {0} of a cluster of "
                                    f"{c.kernel.num_ctas}", (self.cta,))]))
+        # a peer's shared memory is its only while it runs: a cluster barrier shows it started
+        # (CUDA: cluster.sync() before the first distributed shared memory access)
+        body.append(When(all_of(_ne(self.cta, c.cta), _eq(Local(CLUSTER_SEEN), 0)),
+                         [Fail("cluster-lifetime", "{who} stores into CTA {0}'s shared memory "
+                               "before any cluster wait: nothing shows that CTA is running yet "
+                               "(its shared memory is its own only once it started)",
+                               (self.cta,))]))
         for t in range(c.kernel.num_ctas):
             if t != c.cta:
                 body.append(When(_eq(self.cta, t), [Set(mask, BinOp("|", mask, Const(1 << t)))]))
@@ -952,9 +960,10 @@ class ClusterWait(SyncOp):
 
     def rule(self, c):
         carr, cgen = Local(CLUSTER_ARRIVED), Local(CLUSTER_GEN)
+        seen = [Set(Local(CLUSTER_SEEN), 1)] if _stores_dsmem(c) else []
         return Rule([When(_eq(carr, 0), [Fail("arrival-mismatch", "{who} waits on the cluster "
                                               "barrier without having arrived on it")]),
-                     Set(carr, 0)],
+                     Set(carr, 0), *seen],
                     guard=any_of(_eq(carr, 0), _ne(ClusterField("gen"), cgen)))
 
 
