@@ -31,11 +31,20 @@ def reads_var(body, name: str) -> bool:
     return any(name in _reads(s) for s in walk_stmts(tuple(body)))
 
 
-def _reads(s: Stmt) -> set[str]:
+_READS: dict[int, tuple[Stmt, frozenset]] = {}  # id -> (the statement, what it reads)
+
+
+def _reads(s: Stmt) -> frozenset:
+    """The variables a statement reads itself (kept per statement for one `finish`: its passes
+    read every statement many times)."""
+    kept = _READS.get(id(s))
+    if kept is not None and kept[0] is s:
+        return kept[1]
     out: set[str] = set()
     for e in stmt_exprs(s):
         out |= expr_vars(e)
-    return out
+    _READS[id(s)] = (s, frozenset(out))
+    return _READS[id(s)][1]
 
 
 def _live_vars(body: tuple[Stmt, ...]) -> set[str]:
@@ -101,7 +110,7 @@ def _assigned(body) -> set[str]:
 def _origins(s: Stmt, bad: dict[str, frozenset]) -> tuple[frozenset, bool]:
     """What a statement reads that is not modelled: the origins of the opaque values it reads
     (directly or through variables whose value is not modelled), and whether it reads the lane."""
-    names = _reads(s)
+    names = set(_reads(s))
     if isinstance(s, (MbarTestWait, SmemLoad)):
         names.discard(s.dest)
     found = {n[len(OPAQUE_PREFIX):] for n in names if n.startswith(OPAQUE_PREFIX)}
@@ -235,4 +244,7 @@ def merge_adjacent_checks(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
 
 
 def finish(body: list[Stmt]) -> tuple[Stmt, ...]:
-    return merge_adjacent_checks(simplify_body(mark_unsupported(simplify_body(tuple(body)))))
+    try:
+        return merge_adjacent_checks(simplify_body(mark_unsupported(simplify_body(tuple(body)))))
+    finally:
+        _READS.clear()

@@ -166,7 +166,7 @@ class Machine:
         SPIN's state finite; the cutoff's families of executions run past them)."""
         self.kernel = kernel
         self.lift_bounds = lift_bounds
-        self.layout = Layout(kernel)
+        self.layout = Layout(kernel, eager_completions=False)
         self.flat = self.layout.flat
         self.instances = self.layout.instances
         self.gid = self.layout.gid

@@ -64,7 +64,7 @@ class RuleCtx:
         return self.layout.process_cluster[self.process]
 
     def async_into(self, cta: int):
-        return [(k, self.layout.async_stmt[k]) for k in self.layout.async_keys if k[2] == cta]
+        return [(k, self.layout.async_stmt[k]) for k in self.layout.async_by_cta.get(cta, ())]
 
 
 @dataclass
@@ -72,6 +72,9 @@ class Layout:
     kernel: Kernel
     flat: tuple[FlatProcess, ...] = ()
     subrules: SubRules = field(default_factory=SubRules)
+    # build every async completion's rule now (the Promela model needs all of them and their
+    # sub-rules); the interpreter builds each one when a copy of its slot first completes
+    eager_completions: bool = True
 
     def __post_init__(self):
         k = self.kernel
@@ -125,6 +128,9 @@ class Layout:
                             self.async_keys.append(key)
                             self.async_stmt[key] = st
         self.async_slot = {key: n for n, key in enumerate(self.async_keys)}
+        self.async_by_cta: dict[int, list[tuple[int, int, int, int]]] = {}
+        for key in self.async_keys:
+            self.async_by_cta.setdefault(key[2], []).append(key)
         # staged buffers tcgen05.mma read: each in-flight slot carries a mask per buffer
         self.carried_bufs: list[str] = sorted({b for pi in range(len(k.processes))
                                                for b, _ in mma_bufs(k, pi)})
@@ -134,8 +140,9 @@ class Layout:
         for pi, fp in enumerate(self.flat):
             for pc, _ in fp.ops():
                 self.rule(pi, pc)
-        for key in self.async_keys:
-            self.completion(key)
+        if self.eager_completions:
+            for key in self.async_keys:
+                self.completion(key)
         # per process: the mbarrier elements it observes (waits on), (array, index) -> slot
         self.obs_slots: list[dict[tuple[str, int], int]] = []
         for pi, fp in enumerate(self.flat):
