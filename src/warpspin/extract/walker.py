@@ -31,7 +31,7 @@ from . import tmem
 from .cleanup import reads_var, subst_stmts
 from .data import DataAccess, spans_of
 from .descriptors import TENSORMAP_CASTS, address, same_descriptor
-from .partitions import element_type, image, thread_partition
+from .partitions import element_type, image as layout_image, thread_partition
 from .values import (split_lane, ELECT, LANE, Alloc, ClcResponse, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
                      SliceCoord, Stage, Unknown, Value, View, lane_values, opaque_reasons,
                      lin_add, lin_expr, lin_scale, linear, opaque, subst)
@@ -2006,7 +2006,7 @@ class WarpWalker:
                 not ct.is_cluster_smem(op.operand_types[1]):
             p = self.dsmem_view_ptr(op.operands[2])
             layout = ct.quoted(op.operand_types[2])
-            one = layout and ":" in layout[-1] and image(layout[-1]) == frozenset({0})
+            one = layout and ":" in layout[-1] and layout_image(layout[-1]) == frozenset({0})
             elem = _SCALAR_BYTES.get(element_type(op.operand_types[2]) or "") if one else None
         else:
             return None
