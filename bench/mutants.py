@@ -127,7 +127,7 @@ GROUP_WAITS = (BulkWaitRead, WgmmaWait, CpAsyncWait)
 # (kernel name, the edit as fmt_edit writes it) -> why the mutant is correct
 REVIEWED = {
     ('kernel_warpspin_catalog_dsmem_handoffDsmemHandof',
-     'process 1: `barrier.cluster.wait` (dsmem_handoff.py:73) swapped with `mbarrier.wait bar[0], '
+     'process 1: `barrier.cluster.wait` (dsmem_handoff.py:77) swapped with `mbarrier.wait bar[0], '
      'parity=0`'):
         "CTA 1 waits on its own barrier before the cluster wait: it initialized and fenced the "
         "barrier itself and has arrived on the cluster barrier, so CTA 0 still passes its "
