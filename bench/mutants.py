@@ -423,7 +423,7 @@ def _one_instruction(a, b) -> bool:
     pair = {type(a).__name__, type(b).__name__}
     if pair == {"DsmemStore", "SmemStore"}:  # st.shared::cluster and the peer cell it writes
         d, w = (a, b) if type(a).__name__ == "DsmemStore" else (b, a)
-        return d.data and w.ref.cta == d.cta and d.loc == w.loc
+        return w.ref.cta == d.cta and d.loc == w.loc
     return pair in ({"TmemAccess", "MmaRead"}, {"TmemAccess", "TmemLoad"}) and \
         getattr(a, "loc", None) == getattr(b, "loc", None)
 

@@ -162,7 +162,7 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         if which == "data":  # with its word: a cell of that CTA's shared data ("w")
             cta = draw(st.sampled_from([Const(0), Const(1), Var("k") % 2]))
             ref = WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2])), cta)
-            return Elect((DsmemStore(cta, loc, data=True), SmemStore(ref, Const(0), loc)), loc)
+            return Elect((DsmemStore(cta, loc), SmemStore(ref, Const(0), loc)), loc)
         scope = draw(st.sampled_from(["cluster", "cluster", "cta", "relaxed"]))
         return Elect((MbarArrive(draw(bar_ref(sizes, num_ctas)), 1, loc, scope),), loc)
     if kind == "store":

@@ -112,8 +112,8 @@ def data_handoff(bug=None):
     L = lambda n: Loc("data_handoff.py", n)  # noqa: E731
     init = (Elect((MbarInit(MBarRef("b"), 32),)), MbarInitFence(), ClusterArrive(relaxed=True),
             ClusterWait())
-    store = (DsmemStore(Const(1), data=True), SmemStore(WordRef("d", Const(0), Const(1)),
-                                                        Const(0), L(10)))
+    store = (DsmemStore(Const(1), L(10)), SmemStore(WordRef("d", Const(0), Const(1)),
+                                                     Const(0), L(10)))
     arrive = (MbarArrive(MBarRef("b", cta=Const(1)), 1, scope="cluster"),)
     sender = (*init, *(arrive + store if bug == "store_late" else store + arrive),
               ClusterArrive(), ClusterWait())
@@ -138,15 +138,33 @@ def test_the_bytes_stored_into_a_peer_cta_are_its_shared_data(bug, kind):
     assert_every_engine(k, kind)
 
 
-def test_a_peer_word_outside_the_cluster_is_invalid():
+def test_a_peer_word_outside_the_cluster_or_without_its_dsmem_store_is_invalid():
+    """A peer's word is stored only right after the st.shared::cluster of its line (which
+    carries the release's scope), inside the cluster, and never loaded."""
     from warpspin.syncir.ir import SmemLoad, SmemStore, WordRef
     k = data_handoff()
-    for st in (SmemStore(WordRef("d", Const(0), Const(2)), Const(0)),
-               SmemLoad("x", WordRef("d", Const(0), Const(1)))):
-        bad = Kernel(k.name, (Process("p", (st,), cta=0, warps=(0, 1)), k.processes[1]),
+    for body in ((DsmemStore(Const(1)), SmemStore(WordRef("d", Const(0), Const(2)), Const(0))),
+                 (SmemStore(WordRef("d", Const(0), Const(1)), Const(0)),),
+                 (DsmemStore(Const(0)), SmemStore(WordRef("d", Const(0), Const(1)), Const(0))),
+                 (SmemLoad("x", WordRef("d", Const(0), Const(1))),)):
+        bad = Kernel(k.name, (Process("p", body, cta=0, warps=(0, 1)), k.processes[1]),
                      k.mbarriers, num_ctas=2, words=k.words)
         with pytest.raises(InvalidKernel):
             check(bad)
+
+
+def test_a_dsmem_store_without_its_words_leaves_their_races_not_checked():
+    """Without the st.shared of its cells right after it, a DSMEM store's bytes are not
+    followed: the headline is INCONCLUSIVE and says so, never VERIFIED."""
+    from warpspin.syncir.ir import SmemStore
+    k = data_handoff()
+    sender = tuple(s for s in k.processes[0].body if not isinstance(s, SmemStore))
+    bare = Kernel(k.name, (Process("sender", sender, cta=0, warps=(0, 1)), k.processes[1]),
+                  k.mbarriers, num_ctas=2, words=k.words)
+    check(bare)
+    r = verify_kernel(bare)
+    assert r.verdict == "inconclusive" and "DSMEM" in r.reasons[0], r.reasons
+    assert verify_kernel(k).verdict == "verified"
 
 
 def test_a_store_into_a_peer_keeps_every_cta_in_the_model():
@@ -173,15 +191,16 @@ def test_a_store_into_a_peer_needs_a_cluster_wait_before_it(waited):
     """Until the storing instance passed a cluster wait, nothing shows the peer is running:
     cluster-lifetime at the store, in every engine; after one, the hand-off verifies."""
     from backends import assert_every_engine
-    from warpspin.syncir.ir import Loc
+    from warpspin.syncir.ir import Loc, SmemStore, WordRef, WordsDecl
     init = (Elect((MbarInit(MBarRef("b"), 32),)), MbarInitFence(), ClusterArrive(relaxed=True))
-    store = DsmemStore(Const(1), Loc("early.py", 7), data=True)  # (no bytes read back)
+    at = Loc("early.py", 7)
+    store = (DsmemStore(Const(1), at), SmemStore(WordRef("d", Const(0), Const(1)), Const(0), at))
     arrive = MbarArrive(MBarRef("b", cta=Const(1)), 1, scope="cluster")
-    first = (ClusterWait(), store) if waited else (store, ClusterWait())
+    first = (ClusterWait(), *store) if waited else (*store, ClusterWait())
     sender = (*init, *first, arrive, ClusterArrive(), ClusterWait())
     reader = (*init, ClusterWait(), MbarWait(MBarRef("b"), 0), ClusterArrive(), ClusterWait())
     k = Kernel("early", (Process("sender", sender, cta=0, warps=(0, 1)),
                          Process("reader", reader, cta=1, warps=(0, 1))),
-               (MBarrierDecl("b", 1),), num_ctas=2)
+               (MBarrierDecl("b", 1),), num_ctas=2, words=(WordsDecl("d", 1, at, data=True),))
     check(k)
     assert_every_engine(k, None if waited else "cluster-lifetime", None if waited else 7)

@@ -139,7 +139,7 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         if st.cta is not None:
             if st.alloc not in cells:
                 return (DsmemStore(st.cta, st.loc),)
-            return (DsmemStore(st.cta, st.loc, data=True),
+            return (DsmemStore(st.cta, st.loc),
                     *(replace(s, ref=replace(s.ref, cta=st.cta))
                       for s in rewrite(replace(st, cta=None))))
         if st.alloc not in cells:

@@ -401,10 +401,10 @@ class DsmemStore(SyncOp):
     """st.shared::cluster by the executing threads into shared memory of CTA `cta` of the cluster
     (a generic store through a mapa address: distributed shared memory). Threads of that CTA see
     it through an arrive on one of its barriers only if the arrive releases at cluster scope
-    (or a cluster barrier arrive comes between)."""
+    (or a cluster barrier arrive comes between). The bytes it writes are followed when the
+    `st.shared @cta(...)` of their cells come right after it, at its line (`dsmem_words`)."""
     cta: Expr
     loc: Loc = NOLOC
-    data: bool = False   # its bytes are followed: the st.shared @cta(...) of data after it
     mnemonic: ClassVar[str] = "st.shared::cluster"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9 (st.shared::cluster), 8.5 (scopes)"
@@ -421,7 +421,7 @@ class DsmemStore(SyncOp):
 
     def __post_init__(self): _lift_fields(self, "cta")
 
-    def fmt(self): return f"st.shared::cluster @cta({_e(self.cta)}){', data' if self.data else ''}"
+    def fmt(self): return f"st.shared::cluster @cta({_e(self.cta)})"
 
     def own_locals(self, pc): return (DSMEM_STORED, CLUSTER_SEEN)
 
@@ -1251,6 +1251,13 @@ def _pending_check(c, w: WordField, what: str, name: str) -> list:
 
 
 DATA_DEST = "data_ld"  # the local a load of shared data writes (0; read by nothing)
+
+
+def peer_word_store(s, store: DsmemStore) -> bool:
+    """Whether `s` is an st.shared of a cell that the DSMEM store `store` writes: into its CTA,
+    from its line. The extractor puts each right after the store (extract/data.py)."""
+    return isinstance(s, SmemStore) and s.ref.cta is not None and s.ref.cta == store.cta and \
+        s.loc == store.loc
 
 
 def fmt_word(ref: WordRef) -> str:

@@ -2,8 +2,8 @@
 not cover (pipeline._decide_verified turns each one asked for into INCONCLUSIVE)."""
 from __future__ import annotations
 
-from .ir import Kernel, Unchecked, walk_stmts
-from .ops import DsmemStore, TmemAccess, tmem_access_checked
+from .ir import Kernel, Unchecked, stmt_bodies, walk_stmts
+from .ops import DsmemStore, TmemAccess, peer_word_store, tmem_access_checked
 
 
 def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
@@ -26,8 +26,9 @@ def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
                                  "in a loop, or in several warps): an access to columns one "
                                  "allocation freed while another is held is not checked",
                                  tmem.loc))
-    dsmem = next((s for p in kernel.processes for s in walk_stmts(p.body)
-                  if isinstance(s, DsmemStore) and not s.data), None)
+    dsmem = next((s for p in kernel.processes for body in _sequences(p.body)
+                  for s, nxt in zip(body, (*body[1:], None))
+                  if isinstance(s, DsmemStore) and not peer_word_store(nxt, s)), None)
     if dsmem is not None:
         out.append(Unchecked("race", "the bytes stored into a peer CTA (DSMEM)", "the model "
                              "checks the scope of the release after st.shared::cluster, not the "
@@ -37,6 +38,14 @@ def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
                              "the model checks the flag's protocol and the scope of its adds "
                              "and waits, not the data they publish", f.loc))
     return out
+
+
+def _sequences(body: tuple):
+    """`body` and every body nested in it, each as its statements in order."""
+    yield body
+    for s in body:
+        for b in stmt_bodies(s):
+            yield from _sequences(b)
 
 
 def _first(kernel: Kernel, cls):

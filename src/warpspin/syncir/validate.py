@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, While,
+from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, While, WordRef,
                  expr_vars, stmt_exprs, walk_stmts)
 from .objects import LIMITS, MAX_STORERS
 from .printer import fmt_expr
 from .ops import (OPS, AtomInc, GlobalAdd, StAsync, BarArrive, BarSync, ClusterArrive, ClusterWait, DsmemStore, Exit,
-                  MbarTestWait, SmemLoad, SmemOwn, SyncOp, Unsupported)
+                  MbarTestWait, SmemLoad, SmemOwn, SmemStore, SyncOp, Unsupported, peer_word_store)
 
 DEST_OPS = (MbarTestWait, SmemLoad, AtomInc, GlobalAdd)  # ops that may assign a local (`dest`)
 
@@ -116,7 +116,7 @@ def reaches_another_cta(s) -> bool:
     """Whether op `s` reaches another CTA through the cluster: the cluster barrier, DSMEM, a
     remote mbarrier, a multicast."""
     return isinstance(s, CLUSTER_OPS) or getattr(s, "multicast", None) is not None or any(
-        isinstance(getattr(s, f.name), MBarRef) and getattr(s, f.name).cta is not None
+        isinstance(getattr(s, f.name), (MBarRef, WordRef)) and getattr(s, f.name).cta is not None
         for f in fields(s))
 
 
@@ -143,8 +143,16 @@ def _several_clusters_problems(k: Kernel) -> list[Problem]:
 
 def _body_problems(k, p, body, names, params, bars, where, lanes) -> list[Problem]:
     probs = []
-    for s in body:
+    for i, s in enumerate(body):
         loc = getattr(s, "loc", NOLOC)
+        if isinstance(s, SmemStore) and s.ref.cta is not None and not (
+                i and (isinstance(body[i - 1], DsmemStore) and peer_word_store(s, body[i - 1])
+                       or isinstance(body[i - 1], SmemStore) and body[i - 1].ref.cta == s.ref.cta
+                       and body[i - 1].loc == s.loc)):
+            # its DsmemStore carries the release's scope and the peer's running: without it, a
+            # CTA-scope arrive after the store would go unreported
+            probs.append(Problem(f"{where}: st.shared into CTA {fmt_expr(s.ref.cta)} not right "
+                                 "after the st.shared::cluster of its line", loc))
         if not isinstance(s, (SyncOp, *CONTROL)):
             probs.append(Problem(f"{where}: {type(s).__name__} is not a SyncIR statement", loc))
             continue
