@@ -137,6 +137,12 @@ class Ptr:
     cta: Optional[Expr] = None
     space: str = "smem"
 
+    def field_bytes(self) -> Optional[tuple[int, int]]:
+        """(lo, hi) of the struct field of its allocation that byte `const` lies in (None: no
+        field holds it)."""
+        return next(((off, off + size) for _, size, off in self.alloc.fields
+                     if off <= self.const < off + size), None)
+
 
 @dataclass(frozen=True)
 class Atom:

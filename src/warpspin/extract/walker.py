@@ -2019,8 +2019,7 @@ class WarpWalker:
         mapa address `p`: a DsmemStore, and its bytes as data of that CTA's allocation
         (extract/data.py) when the executing lanes' offsets are known."""
         off = lin_expr(p.lin, p.const, self.f) if elem else None
-        extent = next(((o, o + size) for _, size, o in p.alloc.fields if o <= p.const < o + size),
-                      (0, p.alloc.size))
+        extent = p.field_bytes() or (0, p.alloc.size)
         spans, lanes, base = self.element_bytes(off, elem or 0, extent)
         out.append(DataAccess(p.alloc.uid, spans, True, self.records_since_op(), self.loc(op),
                               lanes=lanes, base=base, elem=elem or 0,
@@ -2253,8 +2252,7 @@ class WarpWalker:
         if isinstance(index, Const):
             span = (4 * index.value, 4 * (index.value + len(vals)))
         else:  # the words of its field or allocation, whose bounds the model checks (words_at)
-            span = next(((off, off + size) for _, size, off in p.alloc.fields
-                         if off <= p.const < off + size), (0, p.alloc.size))
+            span = p.field_bytes() or (0, p.alloc.size)
         self.place_st_async(op, p.alloc.uid, span, mbar)
         out.append(StAsync(WordRef(name, index), tuple(vals), ref, self.loc(op)))
 
@@ -2302,8 +2300,7 @@ class WarpWalker:
         if not p.lin:
             self.place_st_async(op, p.alloc.uid, (p.const, p.const + nbytes), mbar)
             return
-        field_ = next(((off, off + size) for _, size, off in p.alloc.fields
-                       if off <= p.const < off + size), None)
+        field_ = p.field_bytes()
         if field_ is not None:
             self.ctx.assumptions.add("an st.async at a computed offset stays inside the struct "
                                      "field its address starts in")

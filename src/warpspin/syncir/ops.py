@@ -194,12 +194,18 @@ def resolve(c, ref: MBarRef) -> tuple[El, list]:
     """The element `ref` names and the checks that it exists (dynamic indices, remote CTAs)."""
     size = c.kernel.mbarrier(ref.name).size
     cta = Const(c.cta) if ref.cta is None else ref.cta
-    checks = _index_checks(ref.name, ref.index, size, "")
-    if ref.cta is not None and not isinstance(ref.cta, Const):
-        checks.append(When(any_of(_lt(cta, 0), _ge(cta, c.kernel.num_ctas)),
-                           [Fail("invalid-operand", "{who} names CTA {0} of a cluster of "
-                                 f"{c.kernel.num_ctas}", (cta,))]))
+    checks = _index_checks(ref.name, ref.index, size, "") + _cta_checks(c, ref.cta, "names")
     return El(ref.name, cta, ref.index), checks
+
+
+def _cta_checks(c, cta: Expr | None, verb: str) -> list:
+    """invalid-operand when a dynamic CTA rank (None: the executing CTA) leaves the cluster
+    (constant ones are validated)."""
+    if cta is None or isinstance(cta, Const):
+        return []
+    return [When(any_of(_lt(cta, 0), _ge(cta, c.kernel.num_ctas)),
+                 [Fail("invalid-operand", "{who} " + verb + " CTA {0} of a cluster of "
+                       f"{c.kernel.num_ctas}", (cta,))])]
 
 
 def remote_alive(c, ref: MBarRef, el: El, what: str) -> list:
@@ -435,11 +441,7 @@ class DsmemStore(SyncOp):
 
     def rule(self, c):
         mask = Local(DSMEM_STORED)
-        body = []
-        if not isinstance(self.cta, Const):
-            body.append(When(any_of(_lt(self.cta, 0), _ge(self.cta, c.kernel.num_ctas)),
-                             [Fail("invalid-operand", "{who} stores into CTA {0} of a cluster of "
-                                   f"{c.kernel.num_ctas}", (self.cta,))]))
+        body = _cta_checks(c, self.cta, "stores into")
         # a peer's shared memory is its only while it runs: a cluster barrier shows it started
         # (CUDA: cluster.sync() before the first distributed shared memory access)
         body.append(When(all_of(_ne(self.cta, c.cta), _eq(Local(CLUSTER_SEEN), 0)),
@@ -1195,12 +1197,9 @@ def _word(c, ref: WordRef) -> tuple[WordField, list]:
     """The word `ref` names (in the executing CTA, or in CTA `ref.cta` of the cluster), and the
     checks that it exists."""
     size = c.kernel.word_array(ref.name).size
-    checks = _index_checks(ref.name, ref.index, size, " words")
+    checks = _index_checks(ref.name, ref.index, size, " words") + \
+        _cta_checks(c, ref.cta, "stores into")
     cta = Const(c.cta) if ref.cta is None else ref.cta
-    if ref.cta is not None and not isinstance(ref.cta, Const):
-        checks.append(When(any_of(_lt(cta, 0), _ge(cta, c.kernel.num_ctas)),
-                           [Fail("invalid-operand", "{who} stores into CTA {0} of a cluster of "
-                                 f"{c.kernel.num_ctas}", (cta,))]))
     return WordField(ref.name, cta, ref.index, "val"), checks
 
 
