@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from . import analysis
 from . import reductions as red
 from .testwait import blocking_tests
+from ..syncir.interp import ModelError, eval_expr
 from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, flatten, is_exit
 from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
@@ -1119,6 +1120,7 @@ class _Ctx(_GlobalCtx):
         self.locals = {n: rec + v for n, v in _unique(self.fp.locals, "l_").items()
                        if n not in consts}
         self.consts = {n: _num(c) for n, c in consts.items()}
+        self.known, self._known = dict(consts), None
         self.env = {**low.params, **self.locals, **self.consts}
         self.obs = {n: rec + v for n, v in _unique(observed(low.lay, pi), "o_").items()}
         first = low.lay.first_gid[pi]
@@ -1216,6 +1218,21 @@ class _Ctx(_GlobalCtx):
             count = f"if :: ({' && '.join(inside)}) -> {count} :: else -> skip fi;"
         return [count]
 
+    def known_branches(self) -> dict[int, int]:
+        """{pc: the pc it goes to} of the branches whose condition reads only constants and
+        known locals (R3): the other way is never taken, and left out, so that a step whose
+        only global reads lie there stays a local step for SPIN's partial-order reduction."""
+        if self._known is None:
+            self._known = {}
+            for pc, ins in enumerate(self.fp.code):
+                if isinstance(ins, Branch) and expr_vars(ins.cond) <= self.known.keys():
+                    try:
+                        value = eval_expr(ins.cond, self.known)
+                    except (ModelError, ArithmeticError):
+                        continue
+                    self._known[pc] = pc + 1 if value else ins.target
+        return self._known
+
     # -- local code after a visible instruction, up to the next visible one(s)
     def continuation(self, tag: str, start: int) -> list[str]:
         code = self.fp.code
@@ -1225,6 +1242,7 @@ class _Ctx(_GlobalCtx):
         if rests(start):
             return [" ".join([*self.at_word(start, 1), *self.resets(start), *self.at_w(start, 1),
                               f"{self.pc} = {start}"])]
+        taken = self.known_branches()
         order, seen, todo = [], set(), [start]
         while todo:
             pc = todo.pop()
@@ -1235,7 +1253,7 @@ class _Ctx(_GlobalCtx):
             ins = code[pc]
             succ = [ins.target] if isinstance(ins, Goto) else [pc + 1]
             if isinstance(ins, Branch):
-                succ.append(ins.target)
+                succ = [taken[pc]] if pc in taken else succ + [ins.target]
             todo += succ
 
         def rest(pc: int) -> str:
@@ -1265,6 +1283,8 @@ class _Ctx(_GlobalCtx):
                 out.append(f"{lab} {x} = {self.e(ins.value)};{check} {to(pc + 1)};")
             elif isinstance(ins, Goto):
                 out.append(f"{lab} {to(ins.target)};")
+            elif isinstance(ins, Branch) and pc in taken:
+                out.append(f"{lab} {to(taken[pc])};")  # its condition reads only known values
             elif isinstance(ins, Branch):
                 out.append(f"{lab} if :: ({self.e(ins.cond)} != 0) -> {to(pc + 1)} "
                            f":: else -> {to(ins.target)} fi;")
