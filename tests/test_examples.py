@@ -11,6 +11,7 @@ if not os.environ.get("WARPSPIN_REQUIRE_ALL"):  # make test (CI) installs the DS
 from warpspin.api import check_target  # noqa: E402
 from warpspin.demo import _module, example_options  # noqa: E402
 from sourcelines import line_of  # noqa: E402
+from trace_checks import assert_trace_readable  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,6 +41,7 @@ def test_example(path, variant, mod):
             assert loc.line == line_of(path, where), str(r)
         if r.violations:
             assert r.violations[0].replayed and r.violations[0].trace
+            assert_trace_readable(r.violations[0])
 
 
 def _small_cases():

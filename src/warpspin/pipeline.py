@@ -253,7 +253,7 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         res.reasons = [f"model bound reached: {v.message}"]
         res.reason_locations = [Location(v.loc.file, v.loc.line, frame=v.loc.frame or "")]
         return
-    trace = _trace_steps(rp.machine, er.events, describe_steps(rp.machine, er.events), rp.states)
+    trace = _trace_steps(rp.machine, rp.taken, describe_steps(rp), rp.states)
     notes, help_ = (), ()
     if v.kind == "deadlock":
         d = diagnose_deadlock(rp)
@@ -269,20 +269,20 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
         roles = {v.loc: _role(kernel, v.process, v.instance)}
         op = rp.machine.flat[v.process].code[v.pc].stmt if v.pc is not None else None
         if isinstance(op, (SmemWrite, TmaStore)):
-            notes, help_ = _buffer_partners(rp, v, er.events, op)
+            notes, help_ = _buffer_partners(rp, v, op)
         elif isinstance(op, Exit) and "TMA store" in message:
             notes, help_ = (), ("before the storing thread exits: "
                                 "`cp.async.bulk.wait_group.read 0` "
                                 "(cute.arch.cp_async_bulk_wait_group(0, read=True)) after its "
                                 "last commit",)
         elif isinstance(op, (SmemOwn, Exit)) and kind in ("race", "pending-at-exit"):
-            notes, help_ = _cp_async_partners(rp, v, er.events)
+            notes, help_ = _cp_async_partners(rp, v)
         elif kind == "tmem-lifetime":
             notes, help_ = _tmem_notes(kernel, op)
         elif kind == "race":
             notes = _race_partners(rp, v)
         elif kind == "tensormap-race":
-            notes, help_ = _tensormap_partners(rp, v, er.events)
+            notes, help_ = _tensormap_partners(rp, v)
     notes = _launch_notes(kernel, er.events) + tuple(notes)
     locations = tuple(Location(l.file, l.line, roles.get(l, ""), l.frame or "") for l in locs)
     res.verdict = VIOLATION
@@ -358,7 +358,7 @@ def _race_partners(rp, v) -> tuple[Note, ...]:
     return tuple(out)
 
 
-def _tensormap_partners(rp, v, events) -> tuple[tuple[Note, ...], tuple[str, ...]]:
+def _tensormap_partners(rp, v) -> tuple[tuple[Note, ...], tuple[str, ...]]:
     """A write of a tensormap: the last load through it of every thread whose reads of it are
     not retired. A load: how to order it after the write. (notes, help lines)"""
     m, s = rp.machine, rp.state
@@ -371,7 +371,7 @@ def _tensormap_partners(rp, v, events) -> tuple[tuple[Note, ...], tuple[str, ...
     if not isinstance(op, TensormapWrite) or s is None:
         return (), ()
     desc, last = op.desc, {}
-    for ev in events:
+    for ev in rp.taken:
         if isinstance(ev, Step):
             st = m.flat[ev.process].code[ev.pc]
             st = getattr(st, "stmt", None)
@@ -390,7 +390,7 @@ def _tensormap_partners(rp, v, events) -> tuple[tuple[Note, ...], tuple[str, ...
                           "(PTX 9.7.9.26.5.2; CUTLASS's TensorMapManager.update_tensormap does)",)
 
 
-def _buffer_partners(rp, v, events, op) -> tuple[tuple[Note, ...], tuple[str, ...]]:
+def _buffer_partners(rp, v, op) -> tuple[tuple[Note, ...], tuple[str, ...]]:
     """A write of a stage a TMA store still reads: that store. A TMA store of a stage: the
     writes of it not handed over (their writers' bits still set). (notes, help lines)"""
     m, s = rp.machine, rp.state
@@ -399,7 +399,7 @@ def _buffer_partners(rp, v, events, op) -> tuple[tuple[Note, ...], tuple[str, ..
         return (), ()
     stage = m.eval(op.stage, s, me)
     last: dict = {}
-    for ev in events:
+    for ev in rp.taken:
         st = getattr(m.flat[ev.process].code[ev.pc], "stmt", None) if isinstance(ev, Step) else None
         if isinstance(st, (SmemWrite, TmaStore)) and st.buf == op.buf:
             gid = m.gid.get((ev.process, ev.instance))
@@ -431,12 +431,12 @@ def _buffer_partners(rp, v, events, op) -> tuple[tuple[Note, ...], tuple[str, ..
                           "TMA store",)
 
 
-def _cp_async_partners(rp, v, events) -> tuple[tuple[Note, ...], tuple[str, ...]]:
+def _cp_async_partners(rp, v) -> tuple[tuple[Note, ...], tuple[str, ...]]:
     """An access or exit while the instance's own cp.async copies may be in flight: the last
     copy it issued into each buffer since its last cp.async.wait_group (notes, help lines)."""
     m = rp.machine
     last: dict = {}
-    for ev in events:
+    for ev in rp.taken:
         if not isinstance(ev, Step) or (ev.process, ev.instance) != (v.process, v.instance):
             continue
         st = getattr(m.flat[ev.process].code[ev.pc], "stmt", None)
@@ -520,9 +520,10 @@ def _barrier_changes(m, before, after) -> tuple[BarrierState, ...]:
     return tuple(out)
 
 
-def _trace_steps(machine, events, texts: list[str], states=()) -> list[TraceStep]:
+def _trace_steps(machine, steps, texts: list[str], states=()) -> list[TraceStep]:
+    """The steps a replay took, with their texts and the barrier fields each one changed."""
+    assert len(texts) == len(steps)
     out = []
-    steps = [ev for ev in events if not isinstance(ev, ParamChoice)]
     for n, (ev, op) in enumerate(zip(steps, texts), start=1):
         changed = _barrier_changes(machine, states[n - 1], states[n]) if n < len(states) else ()
         if isinstance(ev, Step):

@@ -241,19 +241,15 @@ def concrete_op(stmt, env, kernel=None) -> str:
     return text
 
 
-def describe_steps(m: Machine, events) -> list[str]:
-    """One line per non-parameter event, with operand values as they were at that step."""
-    out = []
-    s = m.start_for({e.name: e.value for e in events if isinstance(e, ParamChoice)})
-    for ev in events:
-        if isinstance(ev, ParamChoice):
-            continue
-        text = ""
-        if isinstance(ev, Step) and s is not None:
+def describe_steps(rp: Replay) -> list[str]:
+    """One line per step that the replay `rp` executed (its `taken` events), with operand values
+    as they were before that step: the replay that confirmed the trail is the one described."""
+    m, out = rp.machine, []
+    for s, ev in zip(rp.states, rp.taken):
+        if isinstance(ev, Step):
             gid = m.pick_instance(s, ev)
-            ins = m.flat[ev.process].code[ev.pc]
+            st = m.flat[ev.process].code[ev.pc].stmt
             env = m.env(s, gid)
-            st = ins.stmt
             if isinstance(st, BarSyncResume):
                 text = f"(resumes after bar.sync {concrete_op(st, env).split(' ', 1)[1]}"
                 text = text.replace(" (resume)", "") + ")"
@@ -265,18 +261,14 @@ def describe_steps(m: Machine, events) -> list[str]:
                 text = concrete_op(st, env, m.kernel)
         elif isinstance(ev, Complete):
             st = m.flat[ev.process].code[ev.pc].stmt
-            env = {n: s[i] for n, i in m.sl.param.items()} if s is not None else {}
+            env = {n: s[i] for n, i in m.sl.param.items()}
             name = m.kernel.mbarrier(st.bar.name).element_name(ev.index)
             cta = f"@cta{ev.cta}" if m.kernel.num_ctas > 1 else ""
             text = st.completion_text(f"{name}{cta}", env)
         elif isinstance(ev, Take):
             decl = m.kernel.counter(ev.counter)
-            val = s[m.sl.counter[ev.counter]] if s is not None else "?"
-            text = f"(another CTA takes value {val} of {decl.label or decl.name})"
+            text = f"(another CTA takes value {s[m.sl.counter[ev.counter]]} of {decl.label or decl.name})"
+        else:
+            raise TypeError(f"not a step of a replay: {ev!r}")
         out.append(text)
-        if s is not None:
-            try:
-                s = m.step(s, ev)
-            except Exception:
-                s = None
     return out

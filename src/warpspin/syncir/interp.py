@@ -847,7 +847,8 @@ class Replay:
     machine: Machine
     steps: int = 0
     error: str = ""
-    states: list = field(default_factory=list)  # the state after each step that completed
+    states: list = field(default_factory=list)  # the start, then the state after each step that completed
+    taken: list = field(default_factory=list)   # each step as executed (a completion resolved to its copy)
 
 
 def failed_tests_at_end(kernel: Kernel, events: list[Event]) -> list[Step]:
@@ -873,28 +874,29 @@ def replay(kernel: Kernel, events: list[Event], expect_kind: str | None = None) 
     if s is None:
         return Replay(False, None, None, log, m, 0, f"parameter choices {choices} do not fix a start")
     steps = [e for e in events if not isinstance(e, ParamChoice)]
-    states = [s]
+    states, taken = [s], []
     for n, ev in enumerate(steps):
         try:
             if isinstance(ev, Complete):
                 ev = m.in_flight_equivalent(s, ev)
             if ev not in m.enabled(s) and not (isinstance(ev, Step) and ev.instance < 0):
-                return Replay(False, None, s, log, m, n, f"step {n + 1} ({ev}) is not enabled", states)
+                return Replay(False, None, s, log, m, n, f"step {n + 1} ({ev}) is not enabled", states, taken)
+            taken.append(ev)
             s = m.step(s, ev, log)
             states.append(s)
         except Violation as v:
             last = n == len(steps) - 1
             ok = (expect_kind is None or v.kind == expect_kind) and (last or v.kind in BOUND_KINDS)
             return Replay(ok, v, s, log, m, n + 1, "" if ok else
-                          f"replay hits {v.kind} at step {n + 1} of {len(steps)}", states)
+                          f"replay hits {v.kind} at step {n + 1} of {len(steps)}", states, taken)
         except ModelError as e:
-            return Replay(False, None, s, log, m, n, f"model error at step {n + 1}: {e}", states)
+            return Replay(False, None, s, log, m, n, f"model error at step {n + 1}: {e}", states, taken)
     if m.is_deadlock(s):
         v = Violation("deadlock", "no step is possible")
         ok = expect_kind in (None, "deadlock")
         return Replay(ok, v, s, log, m, len(steps), "" if ok else f"trace ends in a deadlock, "
-                      f"not {expect_kind}", states)
-    return Replay(False, None, s, log, m, len(steps), "trace ends without a violation", states)
+                      f"not {expect_kind}", states, taken)
+    return Replay(False, None, s, log, m, len(steps), "trace ends without a violation", states, taken)
 
 
 def eval_expr(e, env: dict) -> int:
