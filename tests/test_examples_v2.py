@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from warpspin.report.render import render_text
+
 if not os.environ.get("WARPSPIN_REQUIRE_ALL"):  # make test (CI) installs the DSL: never skip there
     pytest.importorskip("cutlass", reason="needs nvidia-cutlass-dsl (make test installs it)")
 
@@ -42,7 +44,7 @@ def test_barriers_named_as_the_user_wrote_them():
     """The report names a pipeline's barrier by the pipeline (its name= label) and role, with the
     stage: ab.empty[stage 0], not the raw array element bars[4]."""
     r = check_target(f"{PIPELINE}:wrong_arrive_count", CheckOptions(timeout_s=300))[0]
-    text = str(r)
+    text = render_text(r, full_trace=True)
     head = text.splitlines()[1]
     assert "error[arrival-mismatch]: ab.empty[stage 0] expects 256 arrivals" in head, text
     assert "bars[" not in text, text

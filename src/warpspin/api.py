@@ -235,9 +235,17 @@ def check_target(target: str, opts: CheckOptions) -> list[Result]:
     for item in items:
         if isinstance(item, Kernel):
             results.append(verify_kernel(item, target=target, opts=opts))
-        elif isinstance(item, tuple) and len(item) == 2:
+        elif isinstance(item, tuple) and len(item) == 2 and callable(item[0]) and \
+                isinstance(item[1], (tuple, list)):
             jit_fn, args = item
             results.extend(_check_jit(jit_fn, tuple(args), opts, target))
+        elif isinstance(item, tuple) and len(item) == 2:
+            fn, args = item
+            why = (f"its first element is a {type(fn).__name__}, not the @cute.jit function"
+                   if not callable(fn) else
+                   f"its second element is a {type(args).__name__}, not the tuple of launch "
+                   "arguments (one argument: (jit_fn, (arg,)))")
+            results.append(_error(target, f"{target} must return (jit_fn, args): {why}"))
         else:
             results.append(_error(target, f"{target} must return (jit_fn, args), a list of such "
                                   f"pairs, or a SyncIR Kernel; it returned {type(item).__name__}"))

@@ -2,25 +2,29 @@
 
   warpspin check TARGET... [--arch sm_90a|sm_100a] [--param NAME=V|NAME=LO..HI|NAME=LO..]... [--json]
                  [--engine auto|hb|spin] [--properties deadlock,race] [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
-                 [--html FILE] [--sarif FILE]
+                 [--html FILE] [--sarif FILE|-] [--full-trace] [--explain-verdict]
   warpspin explain [KIND]    what a violation kind means, an example and the usual fixes
   warpspin doctor            the versions of the DSL, SPIN and gcc; whether tracing works
   warpspin --version
 
 TARGET is path/to/file.py:FUNC; FUNC() returns (jit_fn, args), a list of such pairs, or SyncIR
 Kernel objects (checked directly). Exit status: 0 all verified, 1 a violation, 2 inconclusive or
-unsupported, 3 bad input.
+unsupported, 3 bad input or an internal error (one line on stderr; WARPSPIN_TRACEBACK=1 adds the
+traceback of an internal error).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import os
 import sys
 
 from .api import CheckOptions, check_target, declared_arch
 from .syncir.ir import UNBOUNDED
 from .engine.portfolio import default_jobs
+from .report.render import TRACE_LINES, render_text
 from .report.result import exit_status
 
 
@@ -42,9 +46,32 @@ def parse_param(text: str) -> tuple[str, tuple[int, int]]:
     return name.strip(), rng
 
 
+BAD_INPUT = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with bad input reported in one line and exit status 3, as the README says."""
+
+    def error(self, message: str):
+        self.exit(BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _number(kind, least, what: str):
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if v < least:
+            raise argparse.ArgumentTypeError(f"{text!r}: {what}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .doctor import version
-    ap = argparse.ArgumentParser(prog="warpspin", description=__doc__.split("\n\n")[0])
+    ap = _Parser(prog="warpspin", description=__doc__.split("\n\n")[0])
     ap.add_argument("--version", action="version", version=f"warpspin {version()}")
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("check", help="verify kernels: deadlocks and synchronization errors")
@@ -60,12 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page: the "
                    "interleaving as swimlanes, or the roles and barriers of a verified kernel")
     c.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 (GitHub "
-                   "code scanning, editors)")
-    c.add_argument("--timeout", type=float, default=600.0, metavar="S", help="search time limit per kernel")
-    c.add_argument("--memory", type=int, default=4096, metavar="MB", help="search memory limit per kernel")
+                   "code scanning, editors); - prints it as the only output on stdout")
+    c.add_argument("--timeout", type=_number(float, 0.001, "the time limit must be positive"),
+                   default=600.0, metavar="S", help="search time limit per kernel")
+    c.add_argument("--memory", type=_number(int, 1, "the memory limit must be at least 1 MB"),
+                   default=4096, metavar="MB", help="search memory limit per kernel")
     c.add_argument("--emit-promela", metavar="DIR", help="write each generated Promela model here")
     c.add_argument("--no-reduce", action="store_true", help="plain encoding: one Promela process per instance")
     c.add_argument("--print-syncir", action="store_true", help="print the extracted SyncIR")
+    c.add_argument("--full-trace", action="store_true",
+                   help="print every step of a counterexample (default: the last "
+                        f"{TRACE_LINES} lines, instances of a role taking the same turn grouped)")
+    c.add_argument("--explain-verdict", action="store_true",
+                   help="with a verdict, what it rests on: the engine's cost, the reductions "
+                        "applied and refused, why an engine was not used")
     c.add_argument("--no-load-races", dest="load_races", action="store_false",
                    help="SPIN leaves out races on stages TMA loads fill and wgmma or threads read "
                         "(they cost SPIN several times the states of a GEMM mainloop; the verdict "
@@ -81,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="deadlock,race",
                    help="what VERIFIED must cover (default: both); a property the model does not "
                         "check on some object makes the verdict INCONCLUSIVE unless left out here")
-    c.add_argument("--jobs", type=int, default=default_jobs(), metavar="N",
+    c.add_argument("--jobs", type=_number(int, 1, "at least one core"), default=default_jobs(),
+                   metavar="N",
                    help="cores to use: the exhaustive search and, beside it, randomized bug hunts "
                         "(default: the cores available)")
     e = sub.add_parser("explain", help="what a violation kind means, a minimal example and the "
@@ -125,6 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C outside a search (a search returns what it searched)
         print("warpspin: interrupted (Ctrl-C) before a verdict", file=sys.stderr)
         return 2
+    except Exception as e:  # a bug of warpspin's: one line, never a traceback posing as a verdict
+        from .api import _internal
+        if os.environ.get("WARPSPIN_TRACEBACK"):
+            import traceback
+            traceback.print_exc()
+        print(f"warpspin: {_internal(e)}", file=sys.stderr)
+        return BAD_INPUT
 
 
 def _show_progress(p) -> None:
@@ -139,6 +182,26 @@ def _clear_progress() -> None:
         sys.stderr.flush()
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr(on: bool):
+    """While `on`: whatever the checks print (the user's FUNC, a library, a subprocess) goes to
+    stderr, so that stdout carries one document: Python's sys.stdout, and file descriptor 1 for
+    writes below Python."""
+    if not on:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "explain":
@@ -148,6 +211,16 @@ def _main(argv: list[str] | None) -> int:
         text, ok = report(checks())
         print(text, end="")
         return 0 if ok else 2
+    if args.json and args.sarif == "-":
+        print("warpspin check: error: --json and --sarif - both want stdout; write the SARIF to "
+              "a file", file=sys.stderr)
+        return BAD_INPUT
+    for flag, path in (("--html", args.html), ("--sarif", args.sarif)):
+        folder = os.path.dirname(os.path.abspath(path)) if path and path != "-" else None
+        if folder is not None and not (os.path.isdir(folder) and os.access(folder, os.W_OK)):
+            print(f"warpspin check: error: {flag} {path}: no writable folder {folder}",
+                  file=sys.stderr)
+            return BAD_INPUT
     opts = CheckOptions(params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),
@@ -157,27 +230,31 @@ def _main(argv: list[str] | None) -> int:
     if not args.json and sys.stderr.isatty():
         from .engine.progress import REPORTER
         REPORTER.set(_show_progress)
+    document = args.json or args.sarif == "-"
     results = []
-    for target in args.targets:
-        arch = args.arch or declared_arch(target) or "sm_90a"
-        for r in check_target(target, dataclasses.replace(opts, arch=arch)):
-            results.append(r)
-            _clear_progress()
-            if not args.json:
-                if args.print_syncir and getattr(r, "syncir_text", ""):
-                    print(r.syncir_text)
-                print(str(r), flush=True)
-            if any(INTERRUPTED in reason for reason in r.reasons):
-                break  # Ctrl-C: no further kernel
-        else:
-            continue
-        break
-    if args.json:
-        print(json.dumps({"targets": [r.to_dict() for r in results]}, indent=2))
+    with _stdout_to_stderr(document):
+        for target in args.targets:
+            arch = args.arch or declared_arch(target) or "sm_90a"
+            for r in check_target(target, dataclasses.replace(opts, arch=arch)):
+                results.append(r)
+                _clear_progress()
+                if not args.json:
+                    if args.print_syncir and getattr(r, "syncir_text", ""):
+                        print(r.syncir_text)
+                    print(render_text(r, full_trace=args.full_trace,
+                                      explain=args.explain_verdict), flush=True)
+                if any(INTERRUPTED in reason for reason in r.reasons):
+                    break  # Ctrl-C: no further kernel
+            else:
+                continue
+            break
+    from .report.sarif import to_sarif, write_sarif
+    if document:
+        doc = {"targets": [r.to_dict() for r in results]} if args.json else to_sarif(results)
+        print(json.dumps(doc, indent=2), flush=True)
     from .report.html import write_html
-    from .report.sarif import write_sarif
     for path, write in ((args.html, write_html), (args.sarif, write_sarif)):
-        if path:
+        if path and path != "-":
             try:
                 write(results, path)
             except OSError as e:

@@ -27,25 +27,35 @@ def _short(path: str) -> str:
         return path
 
 
-def render_text(r: Result, max_steps: int = 200) -> str:
+TRACE_LINES = 40  # the interleaving's lines shown without --full-trace
+
+
+def render_text(r: Result, full_trace: bool = False, explain: bool = False) -> str:
+    """rustc-shaped text. A VERIFIED is one line plus the assumptions it rests on (`explain`:
+    also the reductions, refusals and engine notes). A violation: the primary location with its
+    source line, the blocked warps with the culprit first, and the interleaving folded to
+    TRACE_LINES lines (`full_trace`: every step)."""
     out: list[str] = []
     s = r.stats
     cfg = ", ".join(f"{k}={'+'.join(v) if isinstance(v, list) else v}" for k, v in r.config.items()
-                    if k not in SHOWN_CONFIG)
-    refused = [f"  = note: reduction not applied: {why}" for why in r.config.get("reductions_refused", ())]
-    refused += [f"  = note: assumed: {a}" for a in r.config.get("assumptions", ())]
+                    if k not in SHOWN_CONFIG and (explain or k not in ("reductions", "search")))
+    assumed = [f"  = note: assumed: {a}" for a in r.config.get("assumptions", ())]
+    refused = [f"  = note: reduction not applied: {why}"
+               for why in r.config.get("reductions_refused", ())] if explain else []
     if r.verdict != INCONCLUSIVE:  # (an INCONCLUSIVE one says it in its reasons)
-        refused += [f"  = note: not checked: {u}" for u in r.config.get("unchecked", ())]
+        assumed += [f"  = note: not checked: {u}" for u in r.config.get("unchecked", ())]
     head = f"{r.target or r.kernel}: "
     if r.verdict == VERIFIED:
         races = checked_objects(r.config)
-        cost = (f"{s.hb_runs} execution{'s' * (s.hb_runs != 1)} and its happens-before "
-                f"relation" if s.engine == "happens-before" else f"{s.states:,} states")
+        engine = "happens-before" if s.engine == "happens-before" else "SPIN"
+        cost = (f"{s.hb_runs} execution{'s' * (s.hb_runs != 1)}" if engine == "happens-before"
+                else f"{s.states:,} states")
         out.append(f"{head}VERIFIED: no deadlock{races} and no barrier-protocol error in any "
-                   f"interleaving ({cost}, {s.seconds.get('total', 0):.2f} s"
-                   f"{'; ' + cfg if cfg else ''})")
-        out.append(searched_line(s))
-        out += refused + _engine_notes(r)
+                   f"interleaving ({engine}, {cost}, {s.seconds.get('total', 0):.2f} s"
+                   f"{'; ' + cfg if cfg else ''}{'' if explain else '; details: --explain-verdict'})")
+        if explain:
+            out.append(searched_line(s))
+        out += assumed + refused + _engine_notes(r, explain)
         if r.config.get("load_races"):
             out.append("  = note: races on the stages this kernel's TMA loads fill (wgmma and "
                        "thread reads) are not checked (`--no-load-races`)")
@@ -56,70 +66,181 @@ def render_text(r: Result, max_steps: int = 200) -> str:
         for i, why in enumerate(r.reasons):
             loc = r.reason_locations[i] if i < len(r.reason_locations) else None
             where = f"{_short(loc.file)}:{loc.line}: " if loc and loc.line else ""
-            kind = {INCONCLUSIVE: "inconclusive", UNSUPPORTED: "unsupported", ERROR: "error"}[r.verdict]
-            out.append(f"{where}{'error' if r.verdict != INCONCLUSIVE else 'warning'}[{kind}]: {why}")
+            tag = {INCONCLUSIVE: "warning[inconclusive]", UNSUPPORTED: "error[unsupported]",
+                   ERROR: "error"}[r.verdict]
+            out.append(f"{where}{tag}: {why}")
         if s.states or s.hb_runs:
             out.append(searched_line(s))
-        return "\n".join(out + refused + _engine_notes(r))
+        return "\n".join(out + assumed + refused + _engine_notes(r))
     if r.verdict != VIOLATION:
-        return f"{head}ERROR\nerror[internal]: no verdict was reached (verdict {r.verdict!r})"
+        return f"{head}ERROR\nerror: internal: no verdict was reached (verdict {r.verdict!r})"
     out.append(f"{head}VIOLATION")
     for v in r.violations:
-        loc = v.locations[0] if v.locations else None
-        where = f"{_short(loc.file)}:{loc.line}: " if loc else ""
-        out.append(f"{where}error[{v.kind}]: {v.message}")
-        for extra in v.locations[1:]:
-            frame = f" ({extra.frame})" if extra.frame else ""
-            out.append(f"  --> {_short(extra.file)}:{extra.line}{frame}" +
-                       (f" [{extra.role}]" if extra.role else ""))
-        if v.blocked:
-            out.append("  blocked forever:")
-            for b in v.blocked:
-                warps = f"warps {b.warps[0]}..{b.warps[1] - 1}" if b.warps[1] - b.warps[0] > 1 \
-                    else f"warp {b.warps[0]}"
-                line = f"    {b.process} (CTA {b.cta}, {warps}) at {b.op}"
-                if b.barrier:
-                    line += f" {b.barrier}"
-                line += f"  {_short(b.file)}:{b.line}"
-                out.append(line)
-                facts = []
-                if b.parity is not None:
-                    facts.append(f"waits for parity {b.parity}")
-                if b.phase is not None:
-                    facts.append(f"barrier has completed {b.phase} phase{'s' if b.phase != 1 else ''} "
-                                 f"(phase bit {b.phase & 1})")
-                if b.pending_arrivals is not None:
-                    exp = f" of {b.expected_arrivals}" if b.expected_arrivals else ""
-                    facts.append(f"{b.pending_arrivals}{exp} arrivals pending")
-                if b.pending_tx:
-                    facts.append(f"{b.pending_tx} tx bytes pending")
-                if facts:
-                    out.append("      " + "; ".join(facts))
+        out.append(f"error[{v.kind}]: {v.message}")
+        shown = set()
+        for i, loc in enumerate(v.locations):
+            if (loc.file, loc.line) in shown:
+                continue
+            shown.add((loc.file, loc.line))
+            frame = f" ({loc.frame})" if loc.frame else ""
+            out.append(f"  {'-->' if i == 0 else ':::'} {_short(loc.file)}:{loc.line}{frame}")
+            out += _snippet(loc.file, loc.line, loc.role)
+        out += _blocked_lines(v)
         for n in v.notes:
+            if n.location and (n.location.file, n.location.line) in shown and \
+                    n.message.endswith(" waits here"):
+                continue  # the snippet above labels it
             where = f" at {_short(n.location.file)}:{n.location.line}" if n.location else ""
             out.append(f"  = note: {n.message}{where}")
         for h in v.help:
             out.append(f"  = help: {h}")
         if v.trace:
-            out.append(f"  interleaving ({len(v.trace)} steps{'' if v.replayed else ', NOT replayed'}):")
-            shown = v.trace if len(v.trace) <= max_steps else v.trace[-max_steps:]
-            if len(shown) < len(v.trace):
-                out.append(f"    ... {len(v.trace) - len(shown)} earlier steps omitted")
-            width = max(len(t.process) for t in shown)
-            for t in shown:
-                src = f"{_short(t.file)}:{t.line}" if t.line else ""
-                frame = f" ({t.frame})" if t.frame else ""
-                out.append(f"    {t.step:>4}. {t.process:<{width}}  {t.op:<48} {src}{frame}")
+            out += _trace_lines(v, full_trace)
     out.append(searched_line(s))
     if s.found_by:
         out.append(found_line(s))
     return "\n".join(out + _engine_notes(r))
 
 
-def _engine_notes(r: Result) -> list[str]:
+def _snippet(file: str, line: int, label: str = "") -> list[str]:
+    """rustc's source excerpt: the line, and carets under its code."""
+    import linecache
+    text = linecache.getline(file, line).rstrip("\n").expandtabs(4)
+    if not text.strip():
+        return []
+    code = text.lstrip()
+    pad = " " * len(str(line))
+    caret = " " * (len(text) - len(code)) + "^" * len(code.rstrip())
+    return [f"  {pad} |", f"  {line} | {text}",
+            f"  {pad} | {caret}" + (f" {label}" if label else "")]
+
+
+def _blocked_lines(v) -> list[str]:
+    """The blocked warps, those the violation names first, the others grouped where they wait
+    on the same barrier, at the same line, in the same state."""
+    if not v.blocked:
+        return []
+    named = {loc.role for loc in v.locations if loc.role}
+    order = sorted(v.blocked, key=lambda b: b.process not in named)
+    groups: dict = {}
+    for b in order:
+        key = (b.op, b.barrier, b.file, b.line, b.cta, b.parity, b.phase, b.pending_arrivals,
+               b.expected_arrivals, b.pending_tx, b.process in named)
+        groups.setdefault(key, []).append(b)
+    out = ["  blocked forever:"]
+    for bs in groups.values():
+        b = bs[0]
+        lo, hi = min(x.warps[0] for x in bs), max(x.warps[1] for x in bs) - 1
+        warps = f"warps {lo}..{hi}" if hi > lo else f"warp {lo}"
+        who = b.process if len(bs) == 1 else f"{b.process} and {len(bs) - 1} more"
+        line = f"    {who} (CTA {b.cta}, {warps}) at {b.op}"
+        if b.barrier:
+            line += f" {b.barrier}"
+        out.append(line + f"  {_short(b.file)}:{b.line}")
+        facts = []
+        if b.parity is not None:
+            facts.append(f"waits for parity {b.parity}")
+        if b.phase is not None:
+            facts.append(f"barrier has completed {b.phase} phase{'s' if b.phase != 1 else ''} "
+                         f"(phase bit {b.phase & 1})")
+        if b.pending_arrivals is not None:
+            exp = f" of {b.expected_arrivals}" if b.expected_arrivals else ""
+            facts.append(f"{b.pending_arrivals}{exp} arrivals pending")
+        if b.pending_tx:
+            facts.append(f"{b.pending_tx} tx bytes pending")
+        if facts:
+            out.append("      " + "; ".join(facts))
+    return out
+
+
+def _trace_lines(v, full: bool) -> list[str]:
+    """The interleaving. Without `full`: the consecutive turns of instances of one role that run
+    the same ops at the same lines are one group (`144-171. warps1_7[0..6]`, each in turn), and
+    the last TRACE_LINES lines are shown, the earlier ones folded into a count."""
+    rows = []  # (step number text, who, op, where)
+    for group in ([[[t]] for t in v.trace] if full else _turn_groups(v.trace)):
+        first, last = group[0][0].step, group[-1][-1].step
+        roles = [_role_index(turn[0].process) for turn in group]
+        who = group[0][0].process if len(group) == 1 else \
+            _group_name(roles[0][0], [i for _, i in roles])
+        for n, t in enumerate(group[0]):
+            if len(group) == 1:
+                num = f"{t.step}."
+            else:
+                num = f"{first}-{last}." if n == 0 else ""
+            rows.append((num, who if n == 0 or len(group) == 1 else "", t.op, _where(t)))
+    shown = rows if full or len(rows) <= TRACE_LINES else rows[-TRACE_LINES:]
+    while shown and not shown[0][0]:  # never start inside a group
+        shown = rows[-len(shown) - 1:]
+    note = "" if v.replayed else ", NOT replayed"
+    out = [f"  interleaving ({len(v.trace)} steps{note}):"]
+    if len(shown) < len(rows):
+        folded = int(shown[0][0].split("-")[0].rstrip(".")) - 1
+        out.append(f"    ... steps 1-{folded} folded (--full-trace shows them)")
+    width = max(len(r[1]) for r in shown)
+    numw = max(len(r[0]) for r in shown)
+    for num, who, op, where in shown:
+        out.append(f"    {num:>{numw}} {who:<{width}}  {op:<48} {where}")
+    return out
+
+
+def _where(t) -> str:
+    src = f"{_short(t.file)}:{t.line}" if t.line else ""
+    return src + (f" ({t.frame})" if t.frame else "")
+
+
+def _turn_groups(trace) -> list[list[list]]:
+    """Turns (consecutive steps of one process), and consecutive turns of distinct instances of
+    one role with the same ops at the same lines merged into one group."""
+    turns: list[list] = []
+    for t in trace:
+        if turns and turns[-1][0].process == t.process and t.process != "async":
+            turns[-1].append(t)
+        else:
+            turns.append([t])
+    groups: list[list[list]] = []
+    sig = lambda turn: [(t.op, t.file, t.line) for t in turn]  # noqa: E731
+    for turn in turns:
+        role, idx = _role_index(turn[0].process)
+        if groups and role is not None:
+            g = groups[-1]
+            prev = [_role_index(x[0].process) for x in g]
+            if prev[0][0] == role and idx not in {i for _, i in prev} and sig(g[0]) == sig(turn):
+                g.append(turn)
+                continue
+        groups.append([turn])
+    return groups
+
+
+def _role_index(process: str):
+    """("warps1_7", 3) for "warps1_7[3]"; (None, None) for a process not of a role's instances."""
+    if process.endswith("]") and "[" in process:
+        role, _, rest = process.rpartition("[")
+        idx = rest[:-1]
+        if idx.isdigit():
+            return role, int(idx)
+    if "]@" in process:
+        name, _, cta = process.partition("@")
+        role, idx = _role_index(name)
+        return (f"{role}@{cta}", idx) if role is not None else (None, None)
+    return None, None
+
+
+def _group_name(role: str, idxs: list) -> str:
+    lo, hi = min(idxs), max(idxs)
+    base, _, cta = role.partition("@")
+    span = f"{lo}..{hi}" if sorted(idxs) == list(range(lo, hi + 1)) else ",".join(map(str, idxs))
+    return f"{base}[{span}]" + (f"@{cta}" if cta else "")
+
+
+def _engine_notes(r: Result, details: bool = True) -> list[str]:
+    """The cutoff's argument (part of what a verdict claims); with `details`, why SPIN decided
+    and why a trail was not shortened."""
     out = []
     if r.config.get("cutoff"):
         out.append(f"  = note: every value of {r.config['cutoff']}")
+    if not details:
+        return out
     why = r.config.get("hb_refused")
     if why:
         out.append(f"  = note: outside the happens-before engine's class ({why}): SPIN searched "
