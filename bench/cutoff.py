@@ -32,7 +32,7 @@ from warpspin.syncir.protocols import ring  # noqa: E402
 HEAD = ("kernel", "parameter", "range", "engine", "processes", "ops", "runs", "values checked",
         "pump", "check s", "MB", "verdict")
 
-CATALOG = {"quack.gemm_sm90": "ceil_div_L1292", "fa4.sm90": "ceil_div_L35"}
+CATALOG = {"quack.gemm_sm90": "ceil_div_in_kernel", "fa4.sm90": "ceil_div_in_get_n_block_min_max"}
 
 
 def _catalog(name: str, param: str):

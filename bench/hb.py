@@ -64,7 +64,7 @@ def kernels(names):
                                                             bug="two-behind")
     for blocks, tiles in ((8, 4), (16, 4)):
         p = dict(C.SM100_PARAMS)
-        p.update({C.N_BLOCKS: blocks, "arg20": tiles, "Tensor_shape_L1207_0": 128 * blocks})
+        p.update({C.N_BLOCKS: blocks, "arg20": tiles, "shape_0_in_kernel": 128 * blocks})
         yield f"fa4.sm100, {tiles} tiles x {blocks} KV blocks", extract(C.traced("fa4.sm100"), params=p)
 
 

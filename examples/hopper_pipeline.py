@@ -215,7 +215,7 @@ EXPECT_AT = {"missing_release": "pipe.producer_acquire(state)",
              "role_exits_early": "pipe = pipeline.PipelineTmaAsync.create(",
              "no_read_fence": "cute.copy(atom, tAgA[None, k], tAsA[None, state.index],"}
 # the k-tile count of correct_dynamic_k is a dynamic tensor extent: proved for 1..8 tiles
-PARAMS = {"correct_dynamic_k": {"size_L89": (1, 8)}}
+PARAMS = {"correct_dynamic_k": {"size_in_kernel": (1, 8)}}
 
 
 # -- running on a GPU ------------------------------------------------------------------------------

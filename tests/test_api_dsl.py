@@ -68,12 +68,19 @@ def test_cli_param_range_on_a_real_kernel(capsys):
     target = f"{EXAMPLES}/hopper_pipeline.py:correct_dynamic_k"
     assert cli_main(["check", target]) == 0          # the k-tile count, left open: every value
     out = capsys.readouterr().out
-    assert "size_L89 was not given: every value from 1 up" in out and "VERIFIED" in out
-    assert cli_main(["check", "--json", "--param", "size_L89=1..3",
-                     f"{EXAMPLES}/hopper_pipeline.py:correct_one_consumer",
+    assert "size_in_kernel was not given: every value from 1 up" in out and "VERIFIED" in out
+    # a value for one of several targets: the others leave it out and say so
+    assert cli_main(["check", "--json", "--param", "size_in_kernel=1..3",
+                     f"{EXAMPLES}/hopper_pipeline.py:correct_dynamic_k",
                      f"{EXAMPLES}/raw_mbarrier.py:wrong_init_count"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert [t["verdict"] for t in d["targets"]] == ["verified", "violation"]
+    assert d["targets"][1]["config"]["params_not_in_kernel"] == ["size_in_kernel"]
+    # a name no target has is a typo: bad input
+    assert cli_main(["check", "--param", "size_in_kernl=1..3",
+                     f"{EXAMPLES}/hopper_pipeline.py:correct_dynamic_k",
+                     f"{EXAMPLES}/raw_mbarrier.py:wrong_init_count"]) == 3
+    assert "size_in_kernl: no kernel of the targets has" in capsys.readouterr().err
 
 
 ARCH_IN_CONSTRUCTOR = '''

@@ -95,7 +95,7 @@ def test_causal_lpt_scheduler_needs_its_launch_values():
     for name in ("arg26", "arg28", "arg30"):  # the divisors
         assert f"--param {name}=N" in str(e.value)
     # integers the host computes: named by the host's line, their positions still accepted
-    for name, arg in (("num_hb_quotient", "arg32"), ("host_ceil_div_L327", "arg20")):
+    for name, arg in (("num_hb_quotient", "arg32"), ("host_ceil_div", "arg20")):
         assert f"--param {name}=N (or {arg})" in str(e.value), str(e.value)
     assert "FastDivmodDivisor" in str(e.value)
     with pytest.raises(ExtractError, match="arg28=0..0: the divisor"):

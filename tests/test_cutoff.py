@@ -166,10 +166,10 @@ def test_the_cli_verifies_a_dynamic_k_tile_count_for_every_value(capsys, monkeyp
     from warpspin.cli import main
     monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     target = "examples/hopper_pipeline.py:correct_dynamic_k"
-    assert main(["check", target, "--param", "size_L89=0.."]) == 0
+    assert main(["check", target, "--param", "size_in_kernel=0.."]) == 0
     out = capsys.readouterr().out
-    assert "VERIFIED" in out and "every value of size_L89=0.. (no upper bound)" in out
-    assert main(["check", target, "--param", "size_L89=0..", "--engine", "spin"]) == 2
+    assert "VERIFIED" in out and "every value of size_in_kernel=0.. (no upper bound)" in out
+    assert main(["check", target, "--param", "size_in_kernel=0..", "--engine", "spin"]) == 2
     assert "no upper bound" in capsys.readouterr().out
 
 

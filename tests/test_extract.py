@@ -124,7 +124,7 @@ def test_role_exits_early_drops_a_warpgroup():
 def test_dynamic_trip_count_needs_param():
     fn, args = hp.correct_dynamic_k(**{k: v for k, v in SMALL.items() if k != "k_tiles"})
     (k,) = trace(fn, *args)
-    with pytest.raises(ExtractError, match="--param size_L"):
+    with pytest.raises(ExtractError, match="--param size_in_kernel=N"):
         extract(k)
     (name,) = {p for p in _param_names(k)}
     sk = extract(k, params={name: 3})

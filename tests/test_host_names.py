@@ -54,14 +54,32 @@ def test_a_host_computed_launch_value_is_named_by_its_line(tmp_path):
 
 
 def test_host_names_from_the_line():
-    from warpspin.extract.walker import host_name
+    from warpspin.extract.names import host_name
     assert host_name(("op", "IntValue.__init__", "t.py:365", "total = a * b")) == "total"
     assert host_name(("op", "IntValue.__init__", "t.py:512", "total_blocks=a * b,")) == \
         "total_blocks"
     assert host_name(("op", "IntValue.__init__", "t.py:9", "self.d_layout = f(mD)")) == "d_layout"
     assert host_name(("op", "ceil_div", "t.py:327", "cute.ceil_div(n, 128),")) == \
-        "host_ceil_div_L327"
-    assert host_name(("op", "IntValue.__init__", "t.py:7", "f(x) == 3")) == "host_value_L7"
+        "host_ceil_div"
+    assert host_name(("op", "IntValue.__init__", "t.py:7", "f(x) == 3")) == "host_value"
+
+
+def test_launch_value_names_survive_edits_elsewhere(tmp_path):
+    """Issue 35: an unrelated edit above the kernel (lines added) must not rename a --param, so a
+    CI command keeps working. Names come from the call and the function, not the line."""
+    import shutil
+    from warpspin.api import CheckOptions, check_target
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples",
+                       "hopper_pipeline.py")
+    names = []
+    for n, pad in enumerate(("", "# an edit\n" * 7)):
+        path = tmp_path / f"copy{n}.py"
+        shutil.copy(src, path)
+        path.write_text(pad + path.read_text())
+        (r,) = check_target(f"{path}:correct_dynamic_k", CheckOptions(params={"nosuch": (1, 1)}))
+        assert r.verdict == "error" and "no launch value of that name" in r.reasons[0]
+        names.append([x.split()[0] for x in r.reasons[0].splitlines()[1:]])
+    assert names[0] == names[1] and "size_in_kernel" in names[0], names
 
 
 def test_a_computed_value_never_merges_with_a_launch_value_named_by_identity():

@@ -50,3 +50,48 @@ def test_no_progress_in_json_or_without_a_terminal(tmp_path):
     assert "searching:" not in err and '"verdict": "inconclusive"' in out
     out, err = _run(tmp_path, tty=False)
     assert "searching:" not in err and "INCONCLUSIVE" in out
+
+
+def test_the_search_line_moves_every_second(tmp_path):
+    """pan prints a progress line every PAN_FREQ states, not only each 10 depth levels or 10^6
+    states: a half-million-state search must not sit on one count for many seconds."""
+    import re
+    out, err = _run(tmp_path, tty=True, jobs=1)
+    counts = [int(c.replace(",", "")) for c in re.findall(r"searching: ([\d,]+) states", err)]
+    assert len(set(counts)) >= 3, counts  # 6 s of search
+    assert counts == sorted(counts)
+
+
+def _collect():
+    from warpspin.engine.progress import REPORTER
+    seen = []
+    return seen, REPORTER.set(seen.append)
+
+
+def test_the_compiler_says_it_still_runs():
+    from warpspin.engine import spin
+    from warpspin.engine.progress import REPORTER
+    seen, token = _collect()
+    try:
+        spin._run(["sh", "-c", "sleep 2.5"], ".", 30, "gcc pan.c")
+    finally:
+        REPORTER.reset(token)
+    assert len(seen) >= 2 and all(p.phase == "compiling" for p in seen), seen
+    assert "compiling the model (gcc pan.c): 2 s" in seen[-1].line()
+
+
+def test_the_happens_before_engine_reports_its_executions():
+    from warpspin.engine import hb
+    from warpspin.engine.progress import REPORTER
+    from warpspin.syncir.protocols import ring
+    seen, token = _collect()
+    try:
+        r = hb.check(ring(stages=4, trips=0, consumers=4, consumer_threads=128,
+                          trips_range=(0, 40)), timeout_s=120)
+    finally:
+        REPORTER.reset(token)
+    assert r.verdict == "verified"
+    assert seen and all(p.phase == "executions" for p in seen), seen
+    runs = [p.runs for p in seen]
+    assert runs == sorted(runs) and runs[-1] <= r.cost.runs
+    assert "happens-before engine: " in seen[-1].line() and " executions, " in seen[-1].line()

@@ -35,6 +35,9 @@ def test_ini_targets_are_one_test_each_with_readable_failures(pytester):
     out = r.stdout.str()
     assert "warpspin: kernels.py:broken: expected verified, got deadlock" in out
     assert "error[deadlock]" in out and "waits forever" in out  # the text report
+    # the headline names the target, and the failure says where the whole report is
+    assert "kernels.py:broken: VIOLATION: error[deadlock] at " in out
+    assert "report: .warpspin-reports/" in out and "kernels.py_broken.html" in out
     reports = pytester.path / ".warpspin-reports"
     names = sorted(p.name for d in reports.iterdir() for p in d.iterdir())
     assert "kernels.py_good.json" in names and "kernels.py_broken.txt" in names
@@ -57,8 +60,18 @@ def test_assert_verified_and_the_fixture_on_a_traced_kernel(pytester):
 
         def test_a_bug_fails_with_the_report():
             fn, args = raw.missing_release()
-            with pytest.raises(AssertionError, match="error\\\\[deadlock\\\\]"):
-                warpspin.assert_verified(fn, *args)
+            with pytest.raises(AssertionError, match="error\\\\[deadlock\\\\]") as e:
+                warpspin.assert_verified(fn, *args, target="raw.missing_release")
+            text = str(e.value)
+            assert text.startswith("warpspin: raw.missing_release: not verified")
+            assert "raw.missing_release: VIOLATION: error[deadlock] at raw.py:" in text
+            assert "report: .warpspin-reports/raw.missing_release/" in text
+            import os
+            assert os.path.exists(".warpspin-reports/raw.missing_release/raw.missing_release.html")
+
+        def test_a_failure_points_at_the_test_not_into_warpspin():
+            fn, args = raw.missing_release()
+            warpspin.assert_verified(fn, *args)
 
         def test_fixture_expecting_the_kind(warpspin):
             fn, args = raw.missing_release()
@@ -66,4 +79,7 @@ def test_assert_verified_and_the_fixture_on_a_traced_kernel(pytester):
     """)
     # in a child process: the DSL's native libraries load once per process
     r = pytester.runpytest_subprocess("-q")
-    r.assert_outcomes(passed=3)
+    r.assert_outcomes(passed=3, failed=1)
+    out = r.stdout.str()
+    assert "warpspin/__init__.py" not in out, out  # __tracebackhide__
+    assert "report: .warpspin-reports/" in out

@@ -31,7 +31,7 @@ def quack_sm90_gemm(variant: str = ""):
     return C.traced("quack.gemm_sm90" + (f".{variant}" if variant else ""))
 
 
-K_TILES = "ceil_div_L1292"  # cute.ceil_div(len_k, tile_k) at quack/gemm_sm90.py:1292 (dynamic K)
+K_TILES = "ceil_div_in_kernel"  # cute.ceil_div(len_k, tile_k) at quack/gemm_sm90.py:1292 (dynamic K)
 
 
 def test_extract_shape():
@@ -64,9 +64,9 @@ def test_persistent_scheduler_hands_tiles_through_shared_words():
     from fixtures.catalog import SCHEDULER_ONE
     k = quack_sm90_gemm("persistent")
     with pytest.raises(ExtractError) as e:       # the scheduler's values are launch values
-        extract(k, params={K_TILES: 2, "size_L558": 2, "clusterid_z": 0})
+        extract(k, params={K_TILES: 2, "size_in__delinearize_work_idx": 2, "clusterid_z": 0})
     assert "nclusterid_z" in str(e.value)
-    sk = extract(k, params={K_TILES: 2, "size_L558": 2, "clusterid_z": 0, **SCHEDULER_ONE})
+    sk = extract(k, params={K_TILES: 2, "size_in__delinearize_work_idx": 2, "clusterid_z": 0, **SCHEDULER_ONE})
     assert not unsupported_ops(sk)
     assert [w.size for w in sk.words] == [4]
     stmts = [(p.role, s) for p in sk.processes for s in walk_stmts(p.body)]
@@ -85,9 +85,9 @@ def test_persistent_verified():
     row of docs/coverage.md, `quack.gemm_sm90.persistent.ranges`, and k-tiles 1..3 are measured
     on 16 cores in bench/parallel.md)."""
     from fixtures.catalog import PERSISTENT_RANGES
-    sk = extract(quack_sm90_gemm("persistent"), params=dict(PERSISTENT_RANGES, size_L558=(0, 2)))
+    sk = extract(quack_sm90_gemm("persistent"), params=dict(PERSISTENT_RANGES, size_in__delinearize_work_idx=(0, 2)))
     assert {p.name: (p.lo, p.hi) for p in sk.params if p.lo != p.hi} == \
-        {"size_L558": (0, 2), K_TILES: (1, 2), "clusterid_z": (0, 1), "nclusterid_z": (1, 2)}
+        {"size_in__delinearize_work_idx": (0, 2), K_TILES: (1, 2), "clusterid_z": (0, 1), "nclusterid_z": (1, 2)}
     # SPIN without load races (its state count): deadlocks and the staged buffers it follows
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=1200, memory_mb=12288, engine="spin",
                                             load_races=False, properties=("deadlock",)))
@@ -99,7 +99,7 @@ def test_persistent_verified():
     from warpspin.syncir.interp import Machine
     assert h.stats.hb_runs == len(Machine(sk).initial_states())  # one per launch choice
     assert any("FastDivmod" in a for a in h.config["assumptions"])
-    assert "size_L558" in str(r.config) and "0..2" in str(r.config), r.config
+    assert "size_in__delinearize_work_idx" in str(r.config) and "0..2" in str(r.config), r.config
 
 
 def test_persistent_cluster2_words_wait_for_st_async():
@@ -166,11 +166,11 @@ def test_persistent_dynamic_verified():
     0..3 are a row of docs/coverage.md, `quack.gemm_sm90.persistent_dynamic.ranges`)."""
     from fixtures.catalog import DYNAMIC_RANGES
     sk = extract(quack_sm90_gemm("persistent_dynamic"), params=dict(DYNAMIC_RANGES,
-                                                                    size_L558=(0, 2)))
+                                                                    size_in__delinearize_work_idx=(0, 2)))
     assert not unsupported_ops(sk)
     (decl,) = sk.counters
     assert decl.label == "tile_count_semaphore"
-    assert decl.limit == Var("size_L558") - 1
+    assert decl.limit == Var("size_in__delinearize_work_idx") - 1
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096,
                                             properties=("deadlock",), engine="spin"))
     assert r.verdict == "verified", str(r)

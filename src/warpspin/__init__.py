@@ -12,12 +12,19 @@ def verify_kernel(kernel, **kw):
     return _verify_kernel(kernel, **kw)
 
 
-def assert_verified(jit_fn, *args, **kw):
+def assert_verified(jit_fn, *args, reports: str = ".warpspin-reports", **kw):
     """`verify(jit_fn, *args, **kw)` (params=, arch=, timeout_s=, ...), raising AssertionError
-    with the report unless every kernel it launches is VERIFIED. Returns the results."""
+    unless every kernel it launches is VERIFIED: the headline of each, the start of the report
+    and where the text, JSON and HTML reports are (written under `reports`). Returns the
+    results."""
+    __tracebackhide__ = True  # pytest: the failure points at the test, not into warpspin
+    import os
     from .api import verify_all as _verify_all
+    from .report.failure import failure_text, write_reports
+    name = kw.get("target") or getattr(jit_fn, "__name__", type(jit_fn).__name__)
+    kw.setdefault("target", name)
     results = _verify_all(jit_fn, *args, **kw)
-    bad = [r for r in results if r.verdict != "verified"]
-    if bad:
-        raise AssertionError("warpspin: not verified\n" + "\n".join(str(r) for r in bad))
+    if any(r.verdict != "verified" for r in results) or not results:
+        html = write_reports(results, os.path.join(reports, name), name)
+        raise AssertionError(f"warpspin: {name}: not verified\n" + failure_text(results, html))
     return results

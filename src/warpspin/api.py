@@ -39,6 +39,10 @@ class CheckOptions:
     # what VERIFIED must cover: ("deadlock", "race") by default; a property not checked on some
     # object of the kernel then makes the verdict INCONCLUSIVE
     properties: tuple[str, ...] = ("deadlock", "race")
+    # a --param name the kernel has no launch value of: "error" (its result is an ERROR that
+    # lists the names it has), or "ignore" (the names are left out and listed in the result's
+    # config["params_not_in_kernel"]: a command of several targets, each with its own values)
+    unknown_params: str = "error"
 
 
 def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None = None,
@@ -121,12 +125,21 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
     stats.seconds["trace"] = time.perf_counter() - t0
     if not traced:
         return [_error(target, "tracing produced no kernel launch (is the @cute.kernel launched?)")]
-    results = []
+    from .extract.build import UnknownParams
+    results, unknown_to = [], {}
     for tk in traced:
         kstats = Stats(seconds=dict(stats.seconds))
         t1 = time.perf_counter()
         try:
-            kernel = _extract(tk, opts.params)
+            try:
+                kernel = _extract(tk, opts.params)
+            except UnknownParams as e:
+                if len(traced) == 1 and opts.unknown_params == "error":
+                    raise
+                # a target that launches several kernels: a value may be another kernel's
+                for name in e.unknown:
+                    unknown_to.setdefault(name, []).append(tk.name)
+                kernel = _extract(tk, {k: v for k, v in opts.params.items() if k not in e.unknown})
         except ExtractError as e:
             results.append(_error(target, str(e), kernel=tk.name))
             continue
@@ -135,6 +148,12 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
             continue
         kstats.seconds["extract"] = time.perf_counter() - t1
         results.append(verify_kernel(kernel, target=target, opts=opts, stats=kstats))
+    nowhere = [n for n, ks in unknown_to.items() if len(ks) == len(traced)]
+    if nowhere and opts.unknown_params == "error":
+        return [_error(target, f"--param {', '.join(nowhere)}: no kernel the target launches has "
+                       "a launch value of that name")]
+    for r in results:  # (every extracted kernel's result has the key: the CLI reads it)
+        r.config["params_not_in_kernel"] = nowhere
     return results
 
 

@@ -201,6 +201,16 @@ def _stdout_to_stderr(on: bool):
         os.close(saved)
 
 
+def _params_in_no_target(args, results) -> list[str]:
+    """With several targets, a --param name no checked kernel has (a typo, not another
+    target's value)."""
+    if len(args.targets) < 2 or not args.param:
+        return []
+    extracted = [r for r in results if "params_not_in_kernel" in r.config]
+    return [n for n in dict.fromkeys(name for name, _ in args.param) if extracted and all(
+        n in r.config.get("params_not_in_kernel", ()) for r in extracted)]
+
+
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "explain":
@@ -224,7 +234,8 @@ def _main(argv: list[str] | None) -> int:
                         memory_mb=args.memory, emit_promela=args.emit_promela,
                         reduce=not args.no_reduce, jobs=max(1, args.jobs),
                         load_races=args.load_races, engine=args.engine,
-                        properties=args.properties)
+                        properties=args.properties,
+                        unknown_params="ignore" if len(args.targets) > 1 else "error")
     from .pipeline import INTERRUPTED
     if not args.json and sys.stderr.isatty():
         from .engine.progress import REPORTER
@@ -247,6 +258,11 @@ def _main(argv: list[str] | None) -> int:
             else:
                 continue
             break
+    unused = _params_in_no_target(args, results)
+    if unused:
+        print(f"warpspin check: error: --param {', '.join(unused)}: no kernel of the targets has "
+              "a launch value of that name", file=sys.stderr)
+        return BAD_INPUT
     from .report.sarif import to_sarif, write_sarif
     if document:
         doc = {"targets": [r.to_dict() for r in results]} if args.json else to_sarif(results)

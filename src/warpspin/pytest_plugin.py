@@ -11,11 +11,12 @@
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 
 import pytest
+
+from .report.failure import failure_text, write_reports
 
 ENTRY = re.compile(r"^(\S+?:\w+)(?:\s+\[([\w-]+)\])?$")
 
@@ -61,18 +62,11 @@ class Checker:
         self.timeout = self.config.getoption("warpspin_timeout")
 
     def _judge(self, results, what: str, expect: str):
-        os.makedirs(self.dir, exist_ok=True)
-        stem = re.sub(r"[^\w.-]+", "_", what)
-        with open(os.path.join(self.dir, stem + ".txt"), "w") as f:
-            f.write("\n".join(str(r) for r in results) + "\n")
-        with open(os.path.join(self.dir, stem + ".json"), "w") as f:
-            json.dump({"targets": [r.to_dict() for r in results]}, f, indent=2)
-        from .report.html import write_html
-        write_html(results, os.path.join(self.dir, stem + ".html"))
+        html = write_reports(results, self.dir, what)
         got = [r.outcome for r in results]
         if not results or any(g != expect for g in got):
-            pytest.fail(f"warpspin: {what}: expected {expect}, got {', '.join(got) or 'nothing'}"
-                        f"\n\n" + "\n".join(str(r) for r in results), pytrace=False)
+            pytest.fail(f"warpspin: {what}: expected {expect}, got {', '.join(got) or 'nothing'}\n"
+                        + failure_text(results, html), pytrace=False)
         return results
 
     def check(self, target, expect: str = "verified", **opts):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from ..lower.promela import LoweredModel, lower
 from ..lower.trail import fix_param, parse_trail
-from .progress import REPORTER, last_progress
+from .progress import PAN_FREQ, REPORTER, Progress, Ticker, last_progress
 from .portfolio import (COUNTEREXAMPLE as _COUNTEREXAMPLE, HUNT_MB, PAN_ERROR, hunt_to_depth,
                         kill_group, run_portfolio, split_jobs)
 from ..syncir.interp import failed_tests_at_end
@@ -251,6 +251,8 @@ def _run(cmd, cwd, timeout, what) -> subprocess.CompletedProcess:
     p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     try:
+        if REPORTER.get() is not None and what.startswith("gcc"):
+            _wait_reporting(p, timeout)
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(p)
@@ -263,6 +265,17 @@ def _run(cmd, cwd, timeout, what) -> subprocess.CompletedProcess:
         raise EngineError(f"{what} failed ({p.returncode}):\n{out}\n{err}")
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
+
+
+def _wait_reporting(p, timeout: float) -> None:
+    """Wait for the compiler, telling the terminal each second that it still runs (the output
+    is small: its pipes cannot fill). Raises TimeoutExpired past `timeout`."""
+    tick, t0 = Ticker(), time.monotonic()
+    while p.poll() is None:
+        if time.monotonic() - t0 > timeout:
+            raise subprocess.TimeoutExpired(p.args, timeout)
+        tick(lambda s: Progress(seconds=s, phase="compiling"))
+        time.sleep(0.1)
 
 
 def hash_bits(memory_mb: int) -> int:
@@ -328,7 +341,7 @@ def _spin_a(tmp, text, timeout_s) -> None:
 
 def _flags(opt, memory_mb, vector_size, collapse) -> list[str]:
     flags = [opt, "-DSAFETY", "-DNOCLAIM", f"-DMEMLIM={int(memory_mb)}",
-             f"-DVECTORSZ={int(vector_size)}"]
+             f"-DVECTORSZ={int(vector_size)}", f"-DFREQ={PAN_FREQ}"]
     if collapse:
         flags.append("-DCOLLAPSE")
     return flags

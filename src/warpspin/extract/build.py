@@ -120,7 +120,30 @@ def _role(labels: list[str], first: int, last: int) -> str:
     return f"warp{first}" if last - first == 1 else f"warps{first}_{last - 1}"
 
 
+class UnknownParams(ExtractError):
+    """--param names that are no launch value of the kernel (`unknown`), with the kernel's."""
+
+    def __init__(self, text: str, unknown: list[str]):
+        super().__init__(text)
+        self.unknown = unknown
+
+
+def _unknown_params(ctx: Context, used: set[str], given: Mapping[str, ParamValue]) -> None:
+    known = set(ctx.params) | {i.alias for i in ctx.params.values() if i.alias}
+    unknown = sorted(set(given) - known)
+    if not unknown:
+        return
+    lines = [f"  {n}   ({ctx.params[n].what}, {ctx.params[n].loc})"
+             for n in sorted(ctx.params, key=lambda n: (n not in used, n))]
+    names = ", ".join(f"--param {n}" for n in unknown)
+    raise UnknownParams(f"{names}: the kernel has no launch value of that name; its launch values "
+                        "(those its synchronization depends on first):\n" + "\n".join(lines)
+                        if lines else f"{names}: the kernel has no launch value its "
+                        "synchronization depends on", unknown)
+
+
 def _params(ctx: Context, used: set[str], given: Mapping[str, ParamValue]) -> tuple[Param, ...]:
+    _unknown_params(ctx, used, given)
     out, missing, lows = [], [], {}
     for name in sorted(used):
         info = ctx.params[name]

@@ -30,6 +30,7 @@ from . import cute_types as ct
 from . import tmem
 from .cleanup import reads_var, subst_stmts
 from .data import DataAccess, spans_of
+from .names import host_name, value_name
 from .descriptors import TENSORMAP_CASTS, address, same_descriptor
 from .partitions import element_type, image as layout_image, thread_partition
 from .values import (split_lane, ELECT, LANE, Alloc, ClcResponse, Atom, FastQuot, Folder, Leaves, MulHi, Ptr, Region,
@@ -373,20 +374,6 @@ def _memory_scope(op: Op, attr: str) -> str:
 
 def _narrower(a: str, b: str) -> str:
     return min(a, b, key=MEMORY_SCOPES.index) if a in MEMORY_SCOPES and b in MEMORY_SCOPES else a
-
-
-def host_name(host: tuple) -> str:
-    """A launch parameter's name from the host line that computes a kernel argument
-    (KernelArg.host ("op", call, "file:line", text)): the variable or keyword it is assigned to
-    (`total_blocks_cluster = ...`, `total_blocks=...,`), else the DSL call and line
-    (`host_ceil_div_L327`)."""
-    m = re.match(r"(?:self\.)?([A-Za-z_]\w*)\s*=(?!=)", host[3] if len(host) > 3 else "")
-    if m:
-        return m.group(1)
-    call = host[1].rsplit(".", 1)[-1]
-    line = host[2].rsplit(":", 1)[-1]
-    call = call if re.fullmatch(r"[a-z]\w*", call) else "value"
-    return f"host_{call}_L{line}"
 
 
 def _ident(s: str) -> str:
@@ -915,9 +902,10 @@ class WarpWalker:
     def loc(self, op: Op) -> Loc:
         return to_loc(op.loc)
 
-    def origin(self, op: Op) -> str:
+    def origin(self, op: Op, leaf: int | None = None) -> str:
+        """The name of the launch value `op` computes (leaf `leaf` of a shape): see names.py."""
         what = op.loc.lib_frame or op.name.split(".")[-1]
-        return f"{what}@L{op.loc.line}" if op.loc.line else f"{what}#{op.uid}"
+        return value_name(what, op.loc.func, leaf)
 
     def set_unknown_results(self, op: Op) -> None:
         """Results of an op we do not model: static ints from types, launch-uniform ints as
@@ -937,7 +925,7 @@ class WarpWalker:
             elif static is not None:
                 self.env[r] = Const(static)
             elif (t in INT_TYPES or ct.is_dynamic_scalar(t)) and uniform and operands:
-                self.env[r] = self.ctx.param(f"{self.origin(op)}", f"{op.name} at {op.loc.short()}",
+                self.env[r] = self.ctx.param(self.origin(op), f"{op.name} at {op.loc.short()}",
                                              self.loc(op), same_as=self.ctx.vkey(r) or ("op", op.uid, i))
             elif t in INT_TYPES or ct.is_dynamic_scalar(t):
                 self.env[r] = opaque(self.why_unknown(op, operands))
@@ -1529,7 +1517,7 @@ class WarpWalker:
                 self.env[r] = v
             elif self.is_uniform(v) and self.ctx.launch_uniform(op) and ct.is_dynamic_scalar(t):
                 # a leaf of a launch-uniform shape (a kernel tensor's extent): a parameter
-                self.env[r] = self.ctx.param(f"{self.origin(op)}_{i}",
+                self.env[r] = self.ctx.param(self.origin(op, i),
                                              f"leaf {i} of {op.name} at {op.loc.short()}",
                                              self.loc(op), same_as=self.ctx.vkey(r) or ("op", op.uid, i))
             else:

@@ -5,7 +5,7 @@ from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, Resu
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
 SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "tmem_buffers", "load_races", "unchecked",
-                "engine", "hb_refused", "not_shortened", "cutoff")
+                "engine", "hb_refused", "not_shortened", "cutoff", "params_not_in_kernel")
 
 
 def checked_objects(config: dict) -> str:
@@ -40,6 +40,8 @@ def render_text(r: Result, full_trace: bool = False, explain: bool = False) -> s
     cfg = ", ".join(f"{k}={'+'.join(v) if isinstance(v, list) else v}" for k, v in r.config.items()
                     if k not in SHOWN_CONFIG and (explain or k not in ("reductions", "search")))
     assumed = [f"  = note: assumed: {a}" for a in r.config.get("assumptions", ())]
+    assumed += [f"  = note: --param {n} left out: this kernel has no launch value of that name"
+                for n in r.config.get("params_not_in_kernel", ())]
     refused = [f"  = note: reduction not applied: {why}"
                for why in r.config.get("reductions_refused", ())] if explain else []
     if r.verdict != INCONCLUSIVE:  # (an INCONCLUSIVE one says it in its reasons)
@@ -100,6 +102,22 @@ def render_text(r: Result, full_trace: bool = False, explain: bool = False) -> s
     if s.found_by:
         out.append(found_line(s))
     return "\n".join(out + _engine_notes(r))
+
+
+def headline(r: Result) -> str:
+    """One line: the target, the verdict and what decided it (`kernels/gemm.py:a: VIOLATION:
+    error[deadlock] at gemm.py:94: producer waits forever ...`)."""
+    head = f"{r.target or r.kernel}: {r.verdict.upper()}"
+    if r.verdict == VIOLATION and r.violations:
+        v = r.violations[0]
+        loc = v.locations[0] if v.locations else None
+        where = f" at {_short(loc.file)}:{loc.line}" if loc else ""
+        return f"{head}: error[{v.kind}]{where}: {v.message}"
+    if r.reasons:
+        loc = r.reason_locations[0] if r.reason_locations else None
+        where = f" at {_short(loc.file)}:{loc.line}" if loc and loc.line else ""
+        return f"{head}{where}: {r.reasons[0]}"
+    return head
 
 
 def _snippet(file: str, line: int, label: str = "") -> list[str]:

@@ -11,7 +11,7 @@ from .ir import Const, Expr, Loc, MBarRef, WordRef
 from .ops import (BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, GlobalWait, MbarWait,
                   StAsync, TmaLoad, TmemAlloc, TmemPairResume)
 from .printer import fmt_op
-from .trace import Complete, ParamChoice, Step, Take
+from .trace import Complete, Step, Take
 
 
 @dataclass(frozen=True)

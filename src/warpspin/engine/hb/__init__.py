@@ -14,10 +14,12 @@ wait whose result decides more than a wait, or global state that CTAs outside th
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar
 
 from ...syncir.interp import Machine
 from ...syncir.ir import Kernel, Loc
 from ..contract import EngineOptions, Outcome, cycle_collector_paused
+from ..progress import Progress, Ticker
 from . import cutoff
 from .analysis import analyze
 from .conditions import failures
@@ -39,6 +41,7 @@ def outside_ops(kernel: Kernel) -> list[tuple[str, Loc]]:
 
 
 NAME = "happens-before"
+_TICK: ContextVar = ContextVar("warpspin_hb_ticker", default=lambda make: None)
 
 
 class HappensBefore:
@@ -52,6 +55,7 @@ class HappensBefore:
 def check(kernel: Kernel, timeout_s: float = 60.0) -> Outcome:
     t0 = time.perf_counter()
     res = Outcome(NAME, "inconclusive")
+    token = _TICK.set(Ticker())
     try:
         with cycle_collector_paused():
             _check(kernel, res, t0 + timeout_s)
@@ -59,6 +63,8 @@ def check(kernel: Kernel, timeout_s: float = 60.0) -> Outcome:
         res.verdict = "outside"
         res.reasons = [e.why]
         res.locations = [e.loc] if e.loc is not None else []
+    finally:
+        _TICK.reset(token)
     res.cost.seconds = time.perf_counter() - t0
     return res
 
@@ -132,6 +138,8 @@ def _decide_run(runner: Runner, ex, res: Outcome, an=None) -> bool:
     when already built): True when verified; False when `res` now holds its violation."""
     res.cost.runs += 1
     res.cost.ops += len(ex.events)
+    _TICK.get()(lambda s: Progress(seconds=s, phase="executions", runs=res.cost.runs,
+                                   ops=res.cost.ops))
     if ex.end != "complete":
         if _counterexample(res, runner.m, ex, "the first execution"):
             return False
