@@ -2,7 +2,8 @@
 
   warpspin check TARGET... [--arch sm_90a|sm_100a] [--param NAME=V|NAME=LO..HI|NAME=LO..]... [--json]
                  [--engine auto|hb|spin] [--properties deadlock,race] [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
-                 [--html FILE] [--sarif FILE|-] [--full-trace] [--explain-verdict]
+                 [--html FILE] [--sarif FILE|-] [--trace-json FILE] [--full-trace]
+                 [--explain-verdict]
   warpspin explain [KIND]    what a violation kind means, an example and the usual fixes
   warpspin doctor            the versions of the DSL, SPIN and gcc; whether tracing works
   warpspin --version
@@ -88,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "interleaving as swimlanes, or the roles and barriers of a verified kernel")
     c.add_argument("--sarif", metavar="FILE", help="also write the findings as SARIF 2.1.0 (GitHub "
                    "code scanning, editors); - prints it as the only output on stdout")
+    c.add_argument("--trace-json", metavar="FILE",
+                   help="also write a counterexample as a Chrome/Perfetto trace (ui.perfetto.dev, "
+                        "chrome://tracing): a track per warp, one for async copies, barrier "
+                        "phases as counters")
     c.add_argument("--timeout", type=_number(float, 0.001, "the time limit must be positive"),
                    default=600.0, metavar="S", help="search time limit per kernel")
     c.add_argument("--memory", type=_number(int, 1, "the memory limit must be at least 1 MB"),
@@ -224,7 +229,8 @@ def _main(argv: list[str] | None) -> int:
         print("warpspin check: error: --json and --sarif - both want stdout; write the SARIF to "
               "a file", file=sys.stderr)
         return BAD_INPUT
-    for flag, path in (("--html", args.html), ("--sarif", args.sarif)):
+    for flag, path in (("--html", args.html), ("--sarif", args.sarif),
+                       ("--trace-json", args.trace_json)):
         folder = os.path.dirname(os.path.abspath(path)) if path and path != "-" else None
         if folder is not None and not (os.path.isdir(folder) and os.access(folder, os.W_OK)):
             print(f"warpspin check: error: {flag} {path}: no writable folder {folder}",
@@ -268,7 +274,9 @@ def _main(argv: list[str] | None) -> int:
         doc = {"targets": [r.to_dict() for r in results]} if args.json else to_sarif(results)
         print(json.dumps(doc, indent=2), flush=True)
     from .report.html import write_html
-    for path, write in ((args.html, write_html), (args.sarif, write_sarif)):
+    from .report.perfetto import write_trace
+    for path, write in ((args.html, write_html), (args.sarif, write_sarif),
+                        (args.trace_json, write_trace)):
         if path and path != "-":
             try:
                 write(results, path)
