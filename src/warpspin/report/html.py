@@ -10,7 +10,8 @@ import json
 import linecache
 import os
 
-from .render import SHOWN_CONFIG, _short, checked_objects, found_line, searched_line
+from .render import (SHOWN_CONFIG, _short, checked_objects, found_line, searched_line,
+                     violation_lines)
 from .result import VERIFIED, VIOLATION, Result
 
 _CSS = """
@@ -22,20 +23,22 @@ margin:0 0 20px;padding:12px 16px}
 margin-right:8px}.v-verified{background:#1f7a3a}.v-violation{background:#b3261e}
 .v-inconclusive,.v-unsupported{background:#a86500}.v-error{background:#5a5a5a}
 code,.mono,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
-.diag{white-space:pre-wrap;background:#fbf3f2;border-left:4px solid #b3261e;padding:6px 10px}
+.diag{white-space:pre-wrap;background:#fbf3f2;border-left:4px solid #b3261e;padding:6px 10px;
+font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;overflow-x:auto}
 .facts{color:#4a5160;font-size:12px}dl.kv{display:grid;grid-template-columns:max-content auto;
 gap:2px 12px;font-size:12px;margin:6px 0}dl.kv dt{color:#4a5160}dl.kv dd{margin:0}
-.lanes{display:grid;gap:0;border:1px solid #d8dce3;font-size:12px;overflow-x:auto}
+.lanes{display:grid;gap:0;border:1px solid #d8dce3;font-size:12px;overflow:auto;max-height:80vh}
+.lanes:not(.all) .lane-other{display:none}
 .lanes>div{border-bottom:1px solid #eef0f3;padding:2px 4px;min-height:20px}
 .lane-head{position:sticky;top:0;background:#eef1f6;font-weight:600;z-index:1}
 .lane-head .sub{display:block;font-weight:400;color:#4a5160}
 .stepno{color:#8a90a0;text-align:right}
 .step{background:#e8f0fe;border:1px solid #b8cbef;border-radius:3px;cursor:pointer;
-overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+white-space:normal;overflow-wrap:anywhere}
 .step.async{background:#f1ecfb;border-color:#cbbcea}
 .step.culprit{background:#fde2df;border-color:#b3261e;font-weight:600}
 .step.sel{outline:2px solid #1d2330}.step .src{color:#4a5160}
-.bars{color:#4a5160;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.bars{color:#4a5160;white-space:normal;overflow-wrap:anywhere}
 .blocked{background:#fde2df;border:1px dashed #b3261e;border-radius:3px;white-space:normal}
 #detail{position:fixed;right:12px;bottom:12px;width:440px;max-height:60vh;overflow:auto;
 background:#fff;border:1px solid #1d2330;border-radius:6px;padding:8px 12px;display:none;
@@ -78,6 +81,19 @@ function show(r, n){
 }
 document.addEventListener('click', e=>{
   const s = e.target.closest('.step'); if (s) show(+s.dataset.r, +s.dataset.n);
+});
+// a deadlock's end row (the blocked warps) is what matters first: show the end of the lanes
+// a lanes box that starts on the first screen ends on it, so that its end row is seen at once
+document.querySelectorAll('.lanes').forEach(g=>{
+  const top = g.getBoundingClientRect().top;
+  if (top < innerHeight) g.style.maxHeight = Math.max(320, innerHeight - top - 12) + 'px';
+  if (g.querySelector('.blocked')) g.scrollTop = g.scrollHeight;
+});
+document.addEventListener('change', e=>{
+  if (!e.target.classList.contains('show-all')) return;
+  const g = document.getElementById('lanes'+e.target.dataset.r);
+  g.classList.toggle('all', e.target.checked);
+  g.style.gridTemplateColumns = e.target.checked ? g.dataset.full : g.dataset.compact;
 });
 """
 
@@ -169,21 +185,16 @@ def _facts(r: Result) -> str:
         rows.append(("assumed", a))
     for u in r.config.get("unchecked", ()):
         rows.append(("not checked", u))
+    if r.config.get("load_races"):
+        rows.append(("not checked", "races on the stages this kernel's TMA loads fill (wgmma and "
+                     "thread reads): --no-load-races"))
+    for n in r.config.get("params_not_in_kernel", ()):
+        rows.append(("left out", f"--param {n}: this kernel has no launch value of that name"))
     return "<dl class=\"kv\">" + "".join(f"<dt>{_E(k)}</dt><dd>{_E(v)}</dd>" for k, v in rows) + "</dl>"
 
 
 def _violation(i: int, r: Result, v, sources) -> str:
-    loc = v.locations[0] if v.locations else None
-    where = f"{_short(loc.file)}:{loc.line}: " if loc else ""
-    text = [f"{where}error[{v.kind}]: {v.message}"]
-    for extra in v.locations[1:]:
-        text.append(f"  --> {_short(extra.file)}:{extra.line}"
-                    f"{' (' + extra.frame + ')' if extra.frame else ''}"
-                    f"{' [' + extra.role + ']' if extra.role else ''}")
-    for n in v.notes:
-        text.append(f"  = note: {n.message}"
-                    f"{f' at {_short(n.location.file)}:{n.location.line}' if n.location else ''}")
-    text += [f"  = help: {h}" for h in v.help]
+    text = violation_lines(v)
     out = [f"<div class=\"diag\">{_E(chr(10).join(text))}</div>"]
     if not v.replayed:
         out.append("<p><b>This interleaving was NOT replayed.</b></p>")
@@ -191,84 +202,156 @@ def _violation(i: int, r: Result, v, sources) -> str:
     return "".join(out)
 
 
+def _role_of(r: Result, name: str) -> tuple[str, int]:
+    """The lane (a role of one CTA) an instance's steps go to: instances of one role share it."""
+    for l in r.model.get("lanes", ()):
+        if l["name"] == name:
+            return (l["role"], l["cta"])
+    return (name, -1)
+
+
 def _lane_columns(r: Result, v) -> list[dict]:
-    """The lanes that act in the trace or block at its end, in the model's order; async
-    completions and other CTAs get lanes of their own."""
-    used = {t.process for t in v.trace} | {_blocked_lane(b) for b in v.blocked}
-    known = [dict(l) for l in r.model.get("lanes", ()) if l["name"] in used]
-    names = {l["name"] for l in known}
+    """One lane per role and CTA that acts in the trace or blocks at its end (its instances
+    share it), in the model's order; async completions and other CTAs get lanes of their own.
+    `involved`: the lane blocks, is named by the violation, or changed a barrier a blocked warp
+    waits on; the others are shown on request."""
+    acting = {_role_of(r, t.process) for t in v.trace} | \
+        {_role_of(r, _blocked_lane(b)) for b in v.blocked}
+    lanes, seen = [], set()
+    for l in r.model.get("lanes", ()):
+        key = (l["role"], l["cta"])
+        if key in acting and key not in seen:
+            seen.add(key)
+            ws = [x["warps"] for x in r.model["lanes"] if (x["role"], x["cta"]) == key]
+            lanes.append({"key": key, "name": l["role"], "cta": l["cta"],
+                          "warps": (min(w[0] for w in ws), max(w[1] for w in ws)),
+                          "instances": len(ws)})
     for t in v.trace:
-        if t.process not in names:
-            names.add(t.process)
-            known.append({"name": t.process, "role": "", "cta": t.cta, "warps": None})
-    return known
+        key = _role_of(r, t.process)
+        if key not in seen:
+            seen.add(key)
+            lanes.append({"key": key, "name": t.process, "cta": t.cta, "warps": None,
+                          "instances": 1})
+    waited = {b.barrier for b in v.blocked}
+    named = {_role_of(r, loc.role) for loc in v.locations if loc.role}
+    named |= {_role_of(r, _blocked_lane(b)) for b in v.blocked}
+    feeders = {_role_of(r, t.process) for t in v.trace
+               if any(x.barrier in waited for x in t.barriers)}
+    for l in lanes:
+        l["involved"] = l["key"] in named | feeders or l["name"] == "async" or \
+            not (named | feeders)
+    return lanes
 
 
 def _blocked_lane(b) -> str:
     return b.process if "@" in b.process or not b.cta else f"{b.process}@cta{b.cta}"
 
 
+def _culprit_steps(r: Result, v) -> set[int]:
+    """The steps to highlight: the step that violates (not a deadlock's: its blocked waits are
+    the end row), and each other process's last step at a line the violation names."""
+    out = set()
+    if v.trace and not v.blocked:
+        out.add(v.trace[-1].step)
+    for loc in v.locations[1:]:
+        last = [t.step for t in v.trace if (t.file, t.line) == (loc.file, loc.line)
+                and loc.role and t.process.split("@")[0] == loc.role.split("@")[0]]
+        out |= set(last[-1:])
+    return out
+
+
 def _lanes(i: int, r: Result, v, sources) -> str:
     lanes = _lane_columns(r, v)
     if not lanes:
         return ""
-    col = {l["name"]: n + 2 for n, l in enumerate(lanes)}
+    col = {l["key"]: n + 2 for n, l in enumerate(lanes)}
+    other = {l["key"] for l in lanes if not l["involved"]}
     last = len(lanes) + 2
-    culprit = {(l.file, l.line) for l in v.locations[:1]}
+    culprit = _culprit_steps(r, v)
     cells = ["<div class=\"lane-head\" style=\"grid-column:1\">step</div>"]
     for l in lanes:
         sub = []
-        if l.get("role") and l["role"] != l["name"]:
-            sub.append(l["role"])
         if l.get("warps"):
             lo, hi = l["warps"]
             sub.append(f"CTA {l['cta']}, " + (f"warp {lo}" if hi - lo == 1 else f"warps {lo}..{hi - 1}"))
         elif l["name"] == "async":
             sub.append("copy completions")
-        cells.append(f"<div class=\"lane-head\" data-lane=\"{_E(l['name'])}\" style=\"grid-column:"
-                     f"{col[l['name']]}\">{_E(l['name'])}<span class=\"sub\">{_E('; '.join(sub))}"
-                     f"</span></div>")
+        hide = " lane-other" if l["key"] in other else ""
+        cells.append(f"<div class=\"lane-head{hide}\" data-lane=\"{_E(l['name'])}\" "
+                     f"style=\"grid-column:{col[l['key']]}\">{_E(l['name'])}<span class=\"sub\">"
+                     f"{_E('; '.join(sub))}</span></div>")
     cells.append(f"<div class=\"lane-head\" style=\"grid-column:{last}\">barriers changed</div>")
     for row, t in enumerate(v.trace, start=2):
+        key = _role_of(r, t.process)
+        lane = next(l for l in lanes if l["key"] == key)
+        hide = " lane-other" if key in other else ""
         src = _remember(sources, t.file, t.line)
-        hover = f"{t.op}\n{t.file}:{t.line}" + (f" ({t.frame})" if t.frame else "") + \
+        hover = f"{t.process}: {t.op}\n{t.file}:{t.line}" + (f" ({t.frame})" if t.frame else "") + \
             (f"\n{src}" if src else "")
         cls = "step" + (" async" if t.process == "async" else "") + \
-            (" culprit" if (t.file, t.line) in culprit else "")
+            (" culprit" if t.step in culprit else "") + hide
+        who = t.process.split("@")[0]
+        who = who[len(lane["name"]):] if lane["instances"] > 1 and who.startswith(lane["name"]) \
+            else ""
         where = f"{os.path.basename(t.file)}:{t.line}" if t.line else ""
-        cells.append(f"<div class=\"stepno\" style=\"grid-row:{row};grid-column:1\">{t.step}</div>")
+        cells.append(f"<div class=\"stepno{hide}\" style=\"grid-row:{row};grid-column:1\">"
+                     f"{t.step}</div>")
         cells.append(f"<div class=\"{cls}\" id=\"s{i}_{t.step}\" data-r=\"{i}\" data-n=\"{t.step}\" "
-                     f"title=\"{_E(hover)}\" style=\"grid-row:{row};grid-column:{col[t.process]}\">"
-                     f"{_E(t.op)} <span class=\"src\">{_E(where)}</span></div>")
+                     f"data-process=\"{_E(t.process)}\" title=\"{_E(hover)}\" "
+                     f"style=\"grid-row:{row};grid-column:{col[key]}\">"
+                     f"{'<b>' + _E(who) + '</b> ' if who else ''}{_E(t.op)} "
+                     f"<span class=\"src\">{_E(where)}</span></div>")
         bars = "; ".join(f"{b.barrier}: {b.phase} done, {b.pending_arrivals}/{b.expected_arrivals}"
                          f" pending" + (f", {b.pending_tx} B" if b.pending_tx else "")
                          for b in t.barriers)
-        cells.append(f"<div class=\"bars\" title=\"{_E(bars)}\" style=\"grid-row:{row};"
-                     f"grid-column:{last}\">{_E(bars)}</div>")
+        cells.append(f"<div class=\"bars{hide}\" style=\"grid-row:{row};grid-column:{last}\">"
+                     f"{_E(bars)}</div>")
     row = len(v.trace) + 2
     if v.blocked:
         cells.append(f"<div class=\"stepno\" style=\"grid-row:{row};grid-column:1\">end</div>")
+    by_lane: dict = {}
     for b in v.blocked:
-        lane = _blocked_lane(b)
-        if lane not in col:
+        by_lane.setdefault(_role_of(r, _blocked_lane(b)), []).append(b)
+    for key, bs in by_lane.items():
+        if key not in col:
             continue
-        facts = []
-        if b.parity is not None:
-            facts.append(f"waits for parity {b.parity}")
-        if b.phase is not None:
-            facts.append(f"{b.phase} phases done")
-        if b.pending_arrivals is not None:
-            facts.append(f"{b.pending_arrivals}{f' of {b.expected_arrivals}' if b.expected_arrivals else ''}"
-                         " arrivals pending")
-        if b.pending_tx:
-            facts.append(f"{b.pending_tx} tx bytes pending")
-        cells.append(f"<div class=\"blocked\" data-blocked=\"{_E(lane)}\" title=\""
-                     f"{_E(b.file)}:{b.line}\" style=\"grid-row:{row};grid-column:{col[lane]}\">"
-                     f"blocked forever at {_E(b.op)} {_E(b.barrier)}<br><span class=\"facts\">"
-                     f"{_E('; '.join(facts))}</span></div>")
-    cols = f"3em repeat({len(lanes)}, minmax(150px, 1fr)) minmax(200px, 1.2fr)"
+        same: dict = {}  # instances blocked in one state: one entry
+        for b in bs:
+            same.setdefault((b.op, b.barrier, b.parity, b.phase, b.pending_arrivals,
+                             b.expected_arrivals, b.pending_tx), []).append(b)
+        parts = []
+        for group in same.values():
+            b = group[0]
+            facts = []
+            if b.parity is not None:
+                facts.append(f"waits for parity {b.parity}")
+            if b.phase is not None:
+                facts.append(f"{b.phase} phases done")
+            if b.pending_arrivals is not None:
+                facts.append(f"{b.pending_arrivals}"
+                             f"{f' of {b.expected_arrivals}' if b.expected_arrivals else ''}"
+                             " arrivals pending")
+            if b.pending_tx:
+                facts.append(f"{b.pending_tx} tx bytes pending")
+            who = ", ".join(x.process for x in group)
+            parts.append(f"<div data-blocked=\"{_E(' '.join(x.process for x in group))}\" "
+                         f"title=\"{_E(b.file)}:{b.line}\"><b>{_E(who)}</b> blocked forever at "
+                         f"{_E(b.op)} {_E(b.barrier)}<br><span class=\"facts\">"
+                         f"{_E('; '.join(facts))}</span></div>")
+        cells.append(f"<div class=\"blocked\" style=\"grid-row:{row};grid-column:{col[key]}\">"
+                     f"{''.join(parts)}</div>")
+    widths = ["3em"] + [("minmax(180px, 1fr)" if l["involved"] else "0") for l in lanes]
+    full = ["3em"] + ["minmax(180px, 1fr)" for _ in lanes]
+    tail = "minmax(220px, 1.2fr)"
+    toggle = ""
+    if other:
+        toggle = (f"<label class=\"facts\"><input type=\"checkbox\" class=\"show-all\" "
+                  f"data-r=\"{i}\"> show the {len(other)} other lane{'s' * (len(other) > 1)} "
+                  f"(roles not involved in the violation)</label>")
     return (f"<h3>Interleaving ({len(v.trace)} steps; click a step for its source and the "
-            f"barriers' state)</h3><div class=\"lanes\" style=\"grid-template-columns:{cols}\">"
+            f"barriers' state)</h3>{toggle}<div class=\"lanes\" id=\"lanes{i}\" "
+            f"data-compact=\"{' '.join(widths + [tail])}\" data-full=\"{' '.join(full + [tail])}\" "
+            f"style=\"grid-template-columns:{' '.join(widths + [tail])}\">"
             f"{''.join(cells)}</div>")
 
 

@@ -78,30 +78,36 @@ def render_text(r: Result, full_trace: bool = False, explain: bool = False) -> s
         return f"{head}ERROR\nerror: internal: no verdict was reached (verdict {r.verdict!r})"
     out.append(f"{head}VIOLATION")
     for v in r.violations:
-        out.append(f"error[{v.kind}]: {v.message}")
-        shown = set()
-        for i, loc in enumerate(v.locations):
-            if (loc.file, loc.line) in shown:
-                continue
-            shown.add((loc.file, loc.line))
-            frame = f" ({loc.frame})" if loc.frame else ""
-            out.append(f"  {'-->' if i == 0 else ':::'} {_short(loc.file)}:{loc.line}{frame}")
-            out += _snippet(loc.file, loc.line, loc.role)
-        out += _blocked_lines(v)
-        for n in v.notes:
-            if n.location and (n.location.file, n.location.line) in shown and \
-                    n.message.endswith(" waits here"):
-                continue  # the snippet above labels it
-            where = f" at {_short(n.location.file)}:{n.location.line}" if n.location else ""
-            out.append(f"  = note: {n.message}{where}")
-        for h in v.help:
-            out.append(f"  = help: {h}")
+        out += violation_lines(v)
         if v.trace:
             out += _trace_lines(v, full_trace)
     out.append(searched_line(s))
     if s.found_by:
         out.append(found_line(s))
     return "\n".join(out + _engine_notes(r))
+
+
+def violation_lines(v) -> list[str]:
+    """A violation's diagnostic without its interleaving: the message, the locations with their
+    source lines, the blocked warps, the notes and the help."""
+    out = [f"error[{v.kind}]: {v.message}"]
+    shown = set()
+    for i, loc in enumerate(v.locations):
+        if (loc.file, loc.line) in shown:
+            continue
+        shown.add((loc.file, loc.line))
+        frame = f" ({loc.frame})" if loc.frame else ""
+        out.append(f"  {'-->' if i == 0 else ':::'} {_short(loc.file)}:{loc.line}{frame}")
+        out += _snippet(loc.file, loc.line, loc.role)
+    out += _blocked_lines(v)
+    for n in v.notes:
+        if n.location and (n.location.file, n.location.line) in shown and \
+                n.message.endswith(" waits here"):
+            continue  # the snippet above labels it
+        where = f" at {_short(n.location.file)}:{n.location.line}" if n.location else ""
+        out.append(f"  = note: {n.message}{where}")
+    out += [f"  = help: {h}" for h in v.help]
+    return out
 
 
 def headline(r: Result) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from .ir import Kernel, MBarRef, walk_stmts
+from .ir import Const, Kernel, MBarRef, walk_stmts
 from .ops import (BarArrive, BarSync, ClusterArrive, ClusterWait, GlobalAdd, GlobalWait,
                   MbarInit, MbarInitFence, MbarTestWait, MbarWait, SyncOp)
 
@@ -25,14 +25,15 @@ def _relation(op: SyncOp) -> str:
     return "arrives"
 
 
-def _targets(kernel: Kernel, op: SyncOp) -> list[str]:
-    """The barriers an op touches, by the names reports use."""
+def _targets(kernel: Kernel, op: SyncOp, known: dict) -> list[str]:
+    """The barriers an op touches, by the names reports use (`known`: the group of an index
+    expression another op of the process names, as a TMA load's index is its expect_tx's)."""
     out = []
     for f in fields(op):
         v = getattr(op, f.name)
         if isinstance(v, MBarRef):
-            d = kernel.mbarrier(v.name)
-            out.append(d.label or d.name)
+            group = _barrier_group(kernel, op, v)
+            out.append(known.get((v.name, v.index), group) if group == _array(kernel, v) else group)
     if isinstance(op, (BarSync, BarArrive)):
         from .printer import fmt_expr
         out.append(f"named barrier {fmt_expr(op.barrier_id)}")
@@ -43,6 +44,44 @@ def _targets(kernel: Kernel, op: SyncOp) -> list[str]:
     return out
 
 
+def _group(element: str) -> str:
+    return element.split("[", 1)[0]
+
+
+def _barrier_group(kernel: Kernel, op: SyncOp, ref: MBarRef) -> str:
+    """The barrier an op uses, by the group its elements form where that is known (a pipeline's
+    full and empty barriers share one array): the element of a constant index, or the group the
+    op's pipeline label names; else the array."""
+    d = kernel.mbarrier(ref.name)
+    groups = {_group(e) for e in d.elements if e}
+    if isinstance(ref.index, Const) and 0 <= ref.index.value < len(d.elements) and \
+            d.elements[ref.index.value]:
+        return _group(d.elements[ref.index.value])
+    if op.loc.label in groups:
+        return op.loc.label
+    return _array(kernel, ref)
+
+
+def _array(kernel: Kernel, ref: MBarRef) -> str:
+    d = kernel.mbarrier(ref.name)
+    return d.label or d.name
+
+
+def _known_groups(kernel: Kernel, body) -> dict:
+    """{(array, index expression): group} of a process's ops whose group is known, where no two
+    ops with one index expression name different groups."""
+    seen: dict = {}
+    for op in walk_stmts(body):
+        if isinstance(op, SyncOp):
+            for f in fields(op):
+                v = getattr(op, f.name)
+                if isinstance(v, MBarRef):
+                    g = _barrier_group(kernel, op, v)
+                    if g != _array(kernel, v):
+                        seen.setdefault((v.name, v.index), set()).add(g)
+    return {k: next(iter(gs)) for k, gs in seen.items() if len(gs) == 1}
+
+
 def kernel_summary(kernel: Kernel) -> dict:
     lanes = []
     for pi, p in enumerate(kernel.processes):
@@ -50,14 +89,15 @@ def kernel_summary(kernel: Kernel) -> dict:
             lanes.append({"name": lane_name(kernel, pi, i), "role": p.role, "cta": p.cta,
                           "warps": list(p.instance_warps(i)), "threads": p.threads})
     barriers = [{"name": d.label or d.name, "size": d.size, "elements": list(d.elements),
-                 "groups": list(dict.fromkeys(e.split("[", 1)[0] for e in d.elements if e)),
+                 "groups": list(dict.fromkeys(_group(e) for e in d.elements if e)),
                  "file": d.loc.file, "line": d.loc.line} for d in kernel.mbarriers]
     edges, seen = [], set()
     for p in kernel.processes:
+        known = _known_groups(kernel, p.body)
         for op in walk_stmts(p.body):
             if not isinstance(op, SyncOp):
                 continue
-            for target in _targets(kernel, op):
+            for target in _targets(kernel, op, known):
                 key = (p.role, p.cta, target, op.mnemonic, op.loc.file, op.loc.line)
                 if key in seen:
                     continue
