@@ -75,3 +75,15 @@ def test_a_flagship_verdict_through_the_pipeline(name):
         assert r.outcome == "verified" and r.stats.hb_runs == 1, text
         assert "TMEM buffer tCtAcc_base" in text, text
         assert "decided by the happens-before engine: 1 execution" in text
+
+
+def test_the_catalog_violation_shows_every_step_and_the_right_help():
+    """flash-attn-4 SM100's pending-at-exit through the whole pipeline: every step of its
+    552-step interleaving has its op and line, and the help speaks of the commit's barrier, not
+    of cp.async."""
+    from trace_checks import assert_trace_readable
+    r = verify_kernel(C.extracted("fa4.sm100"), opts=CheckOptions(engine="hb", timeout_s=120))
+    (v,) = r.violations
+    assert v.kind == "pending-at-exit" and v.replayed
+    assert_trace_readable(v)
+    assert "producer_tail" in " ".join(v.help) and "cp.async" not in " ".join(v.help)

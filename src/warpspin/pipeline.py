@@ -275,6 +275,12 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
                                 "`cp.async.bulk.wait_group.read 0` "
                                 "(cute.arch.cp_async_bulk_wait_group(0, read=True)) after its "
                                 "last commit",)
+        elif isinstance(op, Exit) and kind == "pending-at-exit" and " in flight" in message and \
+                ("tcgen05.commit" in message or "a copy issued at" in message):
+            notes, help_ = (), ("before the last threads of the CTA exit, one of them waits for "
+                                "the barrier phase that arrive or copy completes (CUTLASS's "
+                                "`producer_tail` waits on every stage of the pipeline, not only "
+                                "the last)",)
         elif isinstance(op, (SmemOwn, Exit)) and kind in ("race", "pending-at-exit"):
             notes, help_ = _cp_async_partners(rp, v)
         elif kind == "tmem-lifetime":
