@@ -213,8 +213,8 @@ def _role_of(r: Result, name: str) -> tuple[str, int]:
 def _lane_columns(r: Result, v) -> list[dict]:
     """One lane per role and CTA that acts in the trace or blocks at its end (its instances
     share it), in the model's order; async completions and other CTAs get lanes of their own.
-    `involved`: the lane blocks, is named by the violation, or changed a barrier a blocked warp
-    waits on; the others are shown on request."""
+    `involved` (a deadlock's): the lane blocks, is named by the violation, or changed a barrier
+    a blocked warp waits on; the others are shown on request."""
     acting = {_role_of(r, t.process) for t in v.trace} | \
         {_role_of(r, _blocked_lane(b)) for b in v.blocked}
     lanes, seen = [], set()
@@ -237,9 +237,8 @@ def _lane_columns(r: Result, v) -> list[dict]:
     named |= {_role_of(r, _blocked_lane(b)) for b in v.blocked}
     feeders = {_role_of(r, t.process) for t in v.trace
                if any(x.barrier in waited for x in t.barriers)}
-    for l in lanes:
-        l["involved"] = l["key"] in named | feeders or l["name"] == "async" or \
-            not (named | feeders)
+    for l in lanes:  # (a race: every lane, its synchronization chain runs through them)
+        l["involved"] = not v.blocked or l["key"] in named | feeders or l["name"] == "async"
     return lanes
 
 

@@ -177,12 +177,35 @@ def _blocked_lines(v) -> list[str]:
     return out
 
 
+def involved_roles(v) -> set[str] | None:
+    """A deadlock's roles that matter: those blocked or named by the violation, and those whose
+    steps changed a barrier a blocked warp waits on. None: every role (a race's
+    synchronization chain can run through any of them)."""
+    if not v.blocked:
+        return None
+    waited = {b.barrier for b in v.blocked}
+    out = {_role_name(b.process) for b in v.blocked}
+    out |= {_role_name(loc.role) for loc in v.locations if loc.role}
+    out |= {_role_name(t.process) for t in v.trace if any(x.barrier in waited for x in t.barriers)}
+    return out | {"async"}
+
+
+def _role_name(process: str) -> str:
+    """"warps1_7" of "warps1_7[3]@cta1"."""
+    name = process.split("@")[0]
+    return name.rsplit("[", 1)[0] if name.endswith("]") else name
+
+
 def _trace_lines(v, full: bool) -> list[str]:
-    """The interleaving. Without `full`: the consecutive turns of instances of one role that run
-    the same ops at the same lines are one group (`144-171. warps1_7[0..6]`, each in turn), and
-    the last TRACE_LINES lines are shown, the earlier ones folded into a count."""
+    """The interleaving. Without `full`: a deadlock's steps of roles it does not involve are
+    folded into a count; the consecutive turns of instances of one role that run the same ops
+    at the same lines are one group (`144-171. warps1_7[0..6]`, each in turn); and the last
+    TRACE_LINES lines are shown, the earlier ones folded into a count."""
     rows = []  # (step number text, who, op, where)
-    for group in ([[[t]] for t in v.trace] if full else _turn_groups(v.trace)):
+    keep = None if full else involved_roles(v)
+    steps = [t for t in v.trace if keep is None or _role_name(t.process) in keep]
+    hidden = sorted({_role_name(t.process) for t in v.trace} - (keep or set()))
+    for group in ([[[t]] for t in steps] if full else _turn_groups(steps)):
         first, last = group[0][0].step, group[-1][-1].step
         roles = [_role_index(turn[0].process) for turn in group]
         who = group[0][0].process if len(group) == 1 else \
@@ -193,10 +216,15 @@ def _trace_lines(v, full: bool) -> list[str]:
             else:
                 num = f"{first}-{last}." if n == 0 else ""
             rows.append((num, who if n == 0 or len(group) == 1 else "", t.op, _where(t)))
+    if not full:
+        rows = _merge_runs(rows)
     shown = rows if full or len(rows) <= TRACE_LINES else rows[-TRACE_LINES:]
     while shown and not shown[0][0]:  # never start inside a group
         shown = rows[-len(shown) - 1:]
     note = "" if v.replayed else ", NOT replayed"
+    if hidden and len(steps) < len(v.trace):
+        note += (f"; {len(v.trace) - len(steps)} steps of {', '.join(hidden)} (not involved) "
+                 "left out")
     out = [f"  interleaving ({len(v.trace)} steps{note}):"]
     if len(shown) < len(rows):
         folded = int(shown[0][0].split("-")[0].rstrip(".")) - 1
@@ -206,6 +234,50 @@ def _trace_lines(v, full: bool) -> list[str]:
     for num, who, op, where in shown:
         out.append(f"    {num:>{numw}} {who:<{width}}  {op:<48} {where}")
     return out
+
+
+def _merge_runs(rows: list) -> list:
+    """Consecutive single steps of one process at one line whose ops differ only in numbers
+    (`st.shared buf[58], 0` ... `buf[63], 0`) become one row: `104-109. warp0  st.shared
+    buf[58..63], 0`."""
+    import re
+    out: list = []
+    run: list = []
+
+    def flush():
+        if len(run) < 3:
+            out.extend(run)
+        else:
+            parts = [re.split(r"(\d+)", r[2]) for r in run]
+            op = "".join(p if i % 2 == 0 else _span([int(q[i]) for q in parts])
+                         for i, p in enumerate(parts[0]))
+            first, last = run[0][0].rstrip("."), run[-1][0].rstrip(".")
+            out.append((f"{first}-{last}.", run[0][1], op, run[0][3]))
+        run.clear()
+
+    for row in rows:
+        num, who, op, where = row
+        single = num.endswith(".") and "-" not in num and who
+        if run and single and who == run[-1][1] and where == run[-1][3] and \
+                int(num[:-1]) == int(run[-1][0][:-1]) + 1 and \
+                re.split(r"\d+", op) == re.split(r"\d+", run[-1][2]):
+            run.append(row)
+            continue
+        flush()
+        if single:
+            run.append(row)
+        else:
+            out.append(row)
+    flush()
+    return out
+
+
+def _span(values: list[int]) -> str:
+    if len(set(values)) == 1:
+        return str(values[0])
+    if values == list(range(values[0], values[0] + len(values))):
+        return f"{values[0]}..{values[-1]}"
+    return ",".join(map(str, values[:3])) + (",…" if len(values) > 3 else "")
 
 
 def _where(t) -> str:
