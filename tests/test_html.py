@@ -168,6 +168,26 @@ def test_a_race_highlights_its_step_not_its_line(browser, tmp_path):
     assert errors == []
 
 
+def test_a_happens_before_race_shows_the_unordered_pair_and_the_chain(browser, tmp_path):
+    """The store into the peer comes after the arrive that hands it over: the page names both
+    ops and the synchronization the load had, and why it does not order the store."""
+    pytest.importorskip("cutlass")
+    r = _check("examples/dsmem_handoff.py:store_after_arrive")
+    (v,) = r.violations
+    assert v.unordered and "is not ordered before" in v.unordered[0].message
+    assert any("comes after" in n.message and "mbarrier.arrive" in n.message
+               for n in v.unordered), v.unordered
+    path = tmp_path / "hb.html"
+    write_html([r], str(path))
+    page, errors, _ = _open(browser, path)
+    box = page.locator(".hb")
+    assert box.count() == 1
+    text = box.inner_text()
+    assert "dsmem_handoff.py:85" in text and "dsmem_handoff.py:104" in text
+    assert "is not ordered before" not in page.locator(".diag").inner_text()  # shown once
+    assert errors == []
+
+
 def _single(r, tmp_path):
     path = tmp_path / "single.html"
     write_html([r], str(path))

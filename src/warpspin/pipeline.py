@@ -201,6 +201,7 @@ def _shortened(kernel: Kernel, found: Outcome, res: Result, options: EngineOptio
             res.stats.hb_runs, res.stats.hb_ops, res.stats.hb_edges = (
                 found.cost.runs, found.cost.ops, found.cost.edges)
             short.engine = HB
+            short.why_unordered = found.why_unordered  # (shown if the trail ends at that pair)
             return short
     found.found_by = how
     found.config["not_shortened"] = (
@@ -301,7 +302,7 @@ def _violation(kernel: Kernel, model, res: Result, er) -> None:
                                   pending_arrivals=b.pending_arrivals,
                                   expected_arrivals=b.expected_arrivals, pending_tx=b.pending_tx)
                       for b in blocked),
-        notes=notes, help=tuple(help_),
+        notes=notes, help=tuple(help_), unordered=_unordered_notes(er, v),
     )]
 
 
@@ -453,6 +454,16 @@ def _cp_async_partners(rp, v) -> tuple[tuple[Note, ...], tuple[str, ...]]:
     return notes, ("before the thread touches the bytes again or exits: "
                    "`cp.async.wait_group 0` (cute.arch.cp_async_wait_group(0)) after the last "
                    "commit, also on the path where the loop that waits runs zero times",)
+
+
+def _unordered_notes(er, v) -> tuple[Note, ...]:
+    """The happens-before engine's why-unordered lines, when the trail shown ends at one of the
+    two ops it names (SPIN's shortened trail may end at another pair)."""
+    why = getattr(er, "why_unordered", None) or []
+    ends = {(l.file, l.line) for _, l in why[:2] if l is not None}
+    if v.loc is None or (v.loc.file, v.loc.line) not in ends:
+        return ()
+    return tuple(Note(m, _location(l) if l is not None and l.line else None) for m, l in why)
 
 
 def _launch_notes(kernel: Kernel, events) -> tuple[Note, ...]:

@@ -78,6 +78,9 @@ class Outcome:
     cost: Cost = field(default_factory=Cost)
     config: dict[str, Any] = field(default_factory=dict)  # how it was decided, for the report
     model: Any = None           # SPIN: the LoweredModel it searched
+    # the happens-before engine's violation found by reordering two unordered ops: why they
+    # are unordered, as (message, location) lines for the report
+    why_unordered: list = field(default_factory=list)
 
 
 class Engine(Protocol):

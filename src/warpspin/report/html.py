@@ -46,6 +46,8 @@ box-shadow:0 4px 16px rgba(0,0,0,.2);font-size:12px}#detail pre{background:#f6f7
 #detail .hl{background:#fff3b0}table.bs{border-collapse:collapse}
 table.bs td,table.bs th{border:1px solid #d8dce3;padding:1px 6px;text-align:left}
 svg.graph text{font:12px system-ui,sans-serif}
+.hb{background:#f1f5fe;border-left:4px solid #1a56c4;padding:4px 10px;margin:8px 0;font-size:12px}
+.hb h3{margin:4px 0;font-size:14px}.hb .src{color:#4a5160}
 """
 
 _JS = """
@@ -194,12 +196,23 @@ def _facts(r: Result) -> str:
 
 
 def _violation(i: int, r: Result, v, sources) -> str:
-    text = violation_lines(v)
+    text = violation_lines(v, unordered=False)
     out = [f"<div class=\"diag\">{_E(chr(10).join(text))}</div>"]
+    if v.unordered:  # the happens-before view: the two ops and the second one's synchronization
+        items = "".join(_unordered_item(n, sources) for n in v.unordered)
+        out.append(f"<div class=\"hb\"><h3>Happens-before</h3><ol>{items}</ol></div>")
     if not v.replayed:
         out.append("<p><b>This interleaving was NOT replayed.</b></p>")
     out.append(_lanes(i, r, v, sources))
     return "".join(out)
+
+
+def _unordered_item(n, sources) -> str:
+    if n.location is None:
+        return f"<li>{_E(n.message)}</li>"
+    src = _remember(sources, n.location.file, n.location.line)
+    return (f"<li>{_E(n.message)} <span class=\"src\">{_E(_short(n.location.file))}:"
+            f"{n.location.line}</span>{'<br><code>' + _E(src) + '</code>' if src else ''}</li>")
 
 
 def _role_of(r: Result, name: str) -> tuple[str, int]:

@@ -87,9 +87,10 @@ def render_text(r: Result, full_trace: bool = False, explain: bool = False) -> s
     return "\n".join(out + _engine_notes(r))
 
 
-def violation_lines(v) -> list[str]:
+def violation_lines(v, unordered: bool = True) -> list[str]:
     """A violation's diagnostic without its interleaving: the message, the locations with their
-    source lines, the blocked warps, the notes and the help."""
+    source lines, the blocked warps, the notes (`unordered`: with the happens-before engine's
+    why-unordered lines) and the help."""
     out = [f"error[{v.kind}]: {v.message}"]
     shown = set()
     for i, loc in enumerate(v.locations):
@@ -104,6 +105,9 @@ def violation_lines(v) -> list[str]:
         if n.location and (n.location.file, n.location.line) in shown and \
                 n.message.endswith(" waits here"):
             continue  # the snippet above labels it
+        where = f" at {_short(n.location.file)}:{n.location.line}" if n.location else ""
+        out.append(f"  = note: {n.message}{where}")
+    for n in (v.unordered if unordered else ()):
         where = f" at {_short(n.location.file)}:{n.location.line}" if n.location else ""
         out.append(f"  = note: {n.message}{where}")
     out += [f"  = help: {h}" for h in v.help]

@@ -95,6 +95,8 @@ class Violation:
     replayed: bool = True
     notes: tuple[Note, ...] = ()
     help: tuple[str, ...] = ()
+    # the happens-before engine's two unordered ops and the synchronization the second had
+    unordered: tuple[Note, ...] = ()
 
 
 @dataclass
@@ -156,6 +158,7 @@ class Result:
                 "blocked": [asdict(b) for b in v.blocked],
                 "replayed": v.replayed,
                 "notes": [asdict(n) for n in v.notes],
+                "unordered": [asdict(n) for n in v.unordered],
                 "help": list(v.help),
             } for v in self.violations],
             "reasons": list(self.reasons),

@@ -24,6 +24,7 @@ from . import cutoff
 from .analysis import analyze
 from .conditions import failures
 from .execution import Execution, OutsideClass, Runner
+from .explain import why_unordered
 from .peek import to_plain
 from .witness import run_witness
 
@@ -155,6 +156,7 @@ def _decide_run(runner: Runner, ex, res: Outcome, an=None) -> bool:
         w = run_witness(an, f)
         res.cost.runs += 1
         if w is not None and _counterexample(res, runner.m, w, f"a reordering: {f.message}"):
+            res.why_unordered = why_unordered(f)
             return False
     f = failed[0]
     raise OutsideClass(f"{f.message}; no reordering of it ran into a violation, so the "
