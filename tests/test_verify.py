@@ -126,3 +126,31 @@ def test_cli_exit_status_and_json(tmp_path, capsys):
     emit = tmp_path / "pml"
     assert cli_main(["check", "--emit-promela", str(emit), f"{f}:good"]) == 0
     assert list(emit.glob("*.pml"))
+
+
+def test_a_deadlock_trail_leaves_out_the_roles_it_does_not_involve():
+    """A bystander warp with a barrier of its own takes turns in the trail; the text leaves its
+    steps out (saying how many), --full-trace keeps them, and the HTML hides its lane."""
+    import dataclasses
+    from warpspin.report.html import render_html
+    from warpspin.report.render import involved_roles, render_text
+    from warpspin.syncir.ir import (MBarRef, MBarrierDecl, MbarArrive, MbarInit, MbarInitFence,
+                                    MbarWait, Process)
+    k = ring(2, 4, consumers=2, bug="missing-release")
+    own = MBarRef("own")
+    bystander = Process("bystander", (MbarInit(own, 32), MbarInitFence(), MbarArrive(own),
+                                      MbarWait(own, 0), MbarArrive(own), MbarWait(own, 1)),
+                        warps=(3, 4))
+    k = dataclasses.replace(k, processes=k.processes + (bystander,),
+                            mbarriers=k.mbarriers + (MBarrierDecl("own"),))
+    r = verify_kernel(k, opts=CheckOptions(engine="spin"))
+    (v,) = r.violations
+    assert v.kind == "deadlock" and any(t.process == "bystander" for t in v.trace)
+    assert involved_roles(v) == {"producer", "consumer", "async"}
+    text, full = render_text(r), render_text(r, full_trace=True)
+    steps = sum(t.process == "bystander" for t in v.trace)
+    assert f"{steps} steps of bystander (not involved) left out" in text
+    assert "bystander" not in text.split("interleaving")[1].split("\n", 1)[1]
+    assert "bystander" in full.split("interleaving")[1]
+    page = render_html([r])
+    assert 'lane-head lane-other" data-lane="bystander"' in page

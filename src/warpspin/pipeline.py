@@ -21,10 +21,10 @@ from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIE
                             Violation)
 from .syncir import BOUND_KINDS, PROPERTIES, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
 from .syncir.ir import Unchecked
-from .syncir.ops import (CpAsync, Exit, SmemOwn, SmemWrite, TmaStore, TmemAccess, TmemAlloc, TmemDealloc,
-                         bw_fenced, bw_unfenced)
+from .syncir.ops import (CpAsync, Exit, MbarTestWait, MbarWait, SmemOwn, SmemWrite, TmaStore,
+                         TmemAccess, TmemAlloc, TmemDealloc, bw_fenced, bw_unfenced)
 from .syncir.diagnose import describe_steps, diagnose_deadlock
-from .syncir.interp import replay
+from .syncir.interp import ModelError, replay
 from .syncir.passes import without_data_cells, without_noop_fences
 from .syncir.summary import kernel_summary
 from .syncir.unchecked import unchecked_objects
@@ -537,6 +537,17 @@ def _barrier_changes(m, before, after) -> tuple[BarrierState, ...]:
     return tuple(out)
 
 
+def _waited(m, ev, ins, before) -> str:
+    """The barrier element an mbarrier wait step waited on, as reports name it."""
+    st = getattr(ins, "stmt", None)
+    if not isinstance(st, (MbarWait, MbarTestWait)) or ev.instance < 0:
+        return ""
+    try:
+        return m.layout.element_name(m.element_of(st.bar, before, m.gid[(ev.process, ev.instance)]))
+    except (ModelError, KeyError):
+        return ""
+
+
 def _trace_steps(machine, steps, texts: list[str], states=()) -> list[TraceStep]:
     """The steps a replay took, with their texts and the barrier fields each one changed."""
     assert len(texts) == len(steps)
@@ -550,7 +561,7 @@ def _trace_steps(machine, steps, texts: list[str], states=()) -> list[TraceStep]
             if p.cta or machine.kernel.num_ctas > 1:
                 who = f"{who}@cta{p.cta}"
             out.append(TraceStep(n, who, op, ins.loc.file, ins.loc.line, ins.loc.frame or "", p.cta,
-                                 changed))
+                                 changed, _waited(machine, ev, ins, states[n - 1])))
         elif isinstance(ev, Complete):
             st = machine.flat[ev.process].code[ev.pc].stmt
             out.append(TraceStep(n, "async", op, st.loc.file, st.loc.line, st.loc.frame or "",

@@ -10,8 +10,8 @@ import json
 import linecache
 import os
 
-from .render import (SHOWN_CONFIG, _short, checked_objects, found_line, searched_line,
-                     violation_lines)
+from .render import (SHOWN_CONFIG, _role_name, _short, checked_objects, found_line,
+                     involved_roles, searched_line, violation_lines)
 from .result import VERIFIED, VIOLATION, Result
 
 _CSS = """
@@ -226,8 +226,7 @@ def _role_of(r: Result, name: str) -> tuple[str, int]:
 def _lane_columns(r: Result, v) -> list[dict]:
     """One lane per role and CTA that acts in the trace or blocks at its end (its instances
     share it), in the model's order; async completions and other CTAs get lanes of their own.
-    `involved` (a deadlock's): the lane blocks, is named by the violation, or changed a barrier
-    a blocked warp waits on; the others are shown on request."""
+    `involved`: render.involved_roles; the others are shown on request."""
     acting = {_role_of(r, t.process) for t in v.trace} | \
         {_role_of(r, _blocked_lane(b)) for b in v.blocked}
     lanes, seen = [], set()
@@ -245,13 +244,10 @@ def _lane_columns(r: Result, v) -> list[dict]:
             seen.add(key)
             lanes.append({"key": key, "name": t.process, "cta": t.cta, "warps": None,
                           "instances": 1})
-    waited = {b.barrier for b in v.blocked}
-    named = {_role_of(r, loc.role) for loc in v.locations if loc.role}
-    named |= {_role_of(r, _blocked_lane(b)) for b in v.blocked}
-    feeders = {_role_of(r, t.process) for t in v.trace
-               if any(x.barrier in waited for x in t.barriers)}
+    roles = involved_roles(v)
+    involved = None if roles is None else {l["key"] for l in lanes if _role_name(l["name"]) in roles}
     for l in lanes:  # (a race: every lane, its synchronization chain runs through them)
-        l["involved"] = not v.blocked or l["key"] in named | feeders or l["name"] == "async"
+        l["involved"] = involved is None or l["key"] in involved
     return lanes
 
 

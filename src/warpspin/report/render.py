@@ -182,16 +182,21 @@ def _blocked_lines(v) -> list[str]:
 
 
 def involved_roles(v) -> set[str] | None:
-    """A deadlock's roles that matter: those blocked or named by the violation, and those whose
-    steps changed a barrier a blocked warp waits on. None: every role (a race's
-    synchronization chain can run through any of them)."""
+    """A deadlock's roles that matter: those blocked or named by the violation, and,
+    transitively, those whose steps changed a barrier an involved role waits on (or waited on
+    in the trail). None: every role (a race's synchronization chain can run through any)."""
     if not v.blocked:
         return None
+    roles = {_role_name(b.process) for b in v.blocked}
+    roles |= {_role_name(loc.role) for loc in v.locations if loc.role}
     waited = {b.barrier for b in v.blocked}
-    out = {_role_name(b.process) for b in v.blocked}
-    out |= {_role_name(loc.role) for loc in v.locations if loc.role}
-    out |= {_role_name(t.process) for t in v.trace if any(x.barrier in waited for x in t.barriers)}
-    return out | {"async"}
+    while True:
+        waited |= {t.waits for t in v.trace if t.waits and _role_name(t.process) in roles}
+        more = {_role_name(t.process) for t in v.trace
+                if any(x.barrier in waited for x in t.barriers)} - roles
+        if not more:
+            return roles | {"async"}
+        roles |= more
 
 
 def _role_name(process: str) -> str:

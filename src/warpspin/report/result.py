@@ -59,6 +59,7 @@ class TraceStep:
     frame: str = ""
     cta: int = 0
     barriers: tuple[BarrierState, ...] = ()  # the barriers this step changed, after it
+    waits: str = ""   # an mbarrier wait: the barrier it waited on
 
 
 @dataclass(frozen=True)
