@@ -192,7 +192,8 @@ def test_an_op_without_a_happens_before_rule_sends_the_kernel_to_spin():
     r = verify_kernel(k, opts=CheckOptions(timeout_s=120))
     assert r.stats.engine == "spin" and "hb_refused" in r.config
     assert "atom.add" in r.config["hb_refused"] or "spin.wait" in r.config["hb_refused"]
-    assert "outside the happens-before engine's class" in str(r)
+    from warpspin.report.render import render_text
+    assert "outside the happens-before engine's class" in render_text(r, explain=True)
     only = verify_kernel(k, opts=CheckOptions(engine="hb"))
     assert only.verdict == "inconclusive" and "outside the happens-before" in only.reasons[0]
 
@@ -277,11 +278,14 @@ def test_the_report_names_the_engine_and_its_cost():
     r = verify_kernel(P.ring(stages=2, trips=4, consumers=2))
     text = str(r)
     assert r.verdict == "verified" and r.stats.engine == "happens-before", text
-    assert "decided by the happens-before engine: 1 execution" in text
+    assert "(happens-before, 1 execution, " in text.splitlines()[0]  # the one-line verdict
+    from warpspin.report.render import render_text
+    assert "decided by the happens-before engine: 1 execution" in render_text(r, explain=True)
     js = r.to_dict()["stats"]
     assert js["engine"] == "happens-before" and js["hb"]["ops"] > 0 and js["hb"]["edges"] > 0
     r = verify_kernel(P.ring(stages=2, trips=4, consumers=2), opts=CheckOptions(engine="spin"))
-    assert r.stats.engine == "spin" and r.stats.states > 0 and "searched" in str(r)
+    assert r.stats.engine == "spin" and r.stats.states > 0 and "(SPIN, " in str(r)
+    assert "searched" in render_text(r, explain=True)
 
 
 @pytest.mark.parametrize("bug", [None, "two-behind", "missing-release", "tx-bytes"])
