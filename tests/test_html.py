@@ -150,6 +150,10 @@ def test_the_blocked_lanes_fit_the_first_viewport(browser, wide, tmp_path):
     top = grid.bounding_box()["y"]
     grid.evaluate("g => g.scrollTop = g.scrollHeight / 2")
     assert abs(heads.first.bounding_box()["y"] - top) < 2
+    missing = page.locator(".lanes .missing").inner_text()  # the arrivals the deadlock lacks
+    assert "ab.empty[stage 0]: 248 of 256 arrivals missing" in missing, missing
+    box = page.locator(".lanes .missing").bounding_box()
+    assert box["x"] + box["width"] <= 1400
     cut = page.evaluate("""() => [...document.querySelectorAll('.lanes .step, .lanes .bars')]
         .filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)""")
     assert cut == [], cut

@@ -40,6 +40,7 @@ white-space:normal;overflow-wrap:anywhere}
 .step.sel{outline:2px solid #1d2330}.step .src{color:#4a5160}
 .bars{color:#4a5160;white-space:normal;overflow-wrap:anywhere}
 .blocked{background:#fde2df;border:1px dashed #b3261e;border-radius:3px;white-space:normal}
+.missing{color:#b3261e;font-weight:600;white-space:normal}
 #detail{position:fixed;right:12px;bottom:12px;width:440px;max-height:60vh;overflow:auto;
 background:#fff;border:1px solid #1d2330;border-radius:6px;padding:8px 12px;display:none;
 box-shadow:0 4px 16px rgba(0,0,0,.2);font-size:12px}#detail pre{background:#f6f7f9;padding:6px}
@@ -348,6 +349,18 @@ def _lanes(i: int, r: Result, v, sources) -> str:
                          f"{_E('; '.join(facts))}</span></div>")
         cells.append(f"<div class=\"blocked\" style=\"grid-row:{row};grid-column:{col[key]}\">"
                      f"{''.join(parts)}</div>")
+    missing = {}  # the end row's barrier column: what each blocked warp's barrier still lacks
+    for b in v.blocked:
+        lack = []
+        if b.pending_arrivals:
+            lack.append(f"{b.pending_arrivals} of {b.expected_arrivals} arrivals missing")
+        if b.pending_tx:
+            lack.append(f"{b.pending_tx} tx bytes missing")
+        if lack and b.barrier:
+            missing[b.barrier] = f"{b.barrier}: {', '.join(lack)}"
+    if missing:
+        cells.append(f"<div class=\"missing\" style=\"grid-row:{row};grid-column:{last}\">"
+                     f"{'<br>'.join(_E(x) for x in missing.values())}</div>")
     widths = ["3em"] + [("minmax(180px, 1fr)" if l["involved"] else "0") for l in lanes]
     full = ["3em"] + ["minmax(180px, 1fr)" for _ in lanes]
     tail = "minmax(220px, 1.2fr)"
