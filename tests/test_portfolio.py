@@ -106,7 +106,8 @@ def test_pipeline_with_jobs_reports_the_cost():
     _, single = lower_and_check(ring(stages=2, trips=4, consumers=2), jobs=1)
     res = check_kernel(ring(stages=2, trips=4, consumers=2), jobs=2, engine="spin")
     assert res.verdict == "verified" and res.stats.states == single.states
-    text = str(res)
+    from warpspin.report.render import render_text
+    text = render_text(res, explain=True)  # the cost in full: --explain-verdict
     assert "-byte states" in text and "MB" in text
 
 

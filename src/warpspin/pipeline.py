@@ -548,10 +548,32 @@ def _waited(m, ev, ins, before) -> str:
         return ""
 
 
+def _issues(m, steps, states) -> dict[int, int]:
+    """{completion's step: the step that issued its copy}: each issue adds its copies (the rise
+    of its slots' in-flight counts) to its slots' queues, and a completion takes the oldest."""
+    import collections
+    slots: dict = collections.defaultdict(list)
+    for key, slot in m.layout.async_slot.items():
+        slots[key[:2]].append(slot)
+    queues: dict = collections.defaultdict(collections.deque)
+    out = {}
+    for n, ev in enumerate(steps, start=1):
+        if isinstance(ev, Step) and n < len(states):
+            for slot in slots.get((ev.process, ev.pc), ()):
+                rise = m.inflight(states[n], slot) - m.inflight(states[n - 1], slot)
+                queues[slot].extend([n] * max(0, rise))
+        elif isinstance(ev, Complete):
+            q = queues[m.layout.async_slot.get((ev.process, ev.pc, ev.cta, ev.index))]
+            if q:
+                out[n] = q.popleft()
+    return out
+
+
 def _trace_steps(machine, steps, texts: list[str], states=()) -> list[TraceStep]:
     """The steps a replay took, with their texts and the barrier fields each one changed."""
     assert len(texts) == len(steps)
     out = []
+    issued = _issues(machine, steps, states)
     for n, (ev, op) in enumerate(zip(steps, texts), start=1):
         changed = _barrier_changes(machine, states[n - 1], states[n]) if n < len(states) else ()
         if isinstance(ev, Step):
@@ -565,7 +587,7 @@ def _trace_steps(machine, steps, texts: list[str], states=()) -> list[TraceStep]
         elif isinstance(ev, Complete):
             st = machine.flat[ev.process].code[ev.pc].stmt
             out.append(TraceStep(n, "async", op, st.loc.file, st.loc.line, st.loc.frame or "",
-                                 ev.cta, changed))
+                                 ev.cta, changed, issued_at=issued.get(n, 0)))
         elif isinstance(ev, Take):
             decl = machine.kernel.counter(ev.counter)
             out.append(TraceStep(n, "other CTAs", op, decl.loc.file, decl.loc.line,

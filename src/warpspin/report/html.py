@@ -297,6 +297,8 @@ def _lanes(i: int, r: Result, v, sources) -> str:
         src = _remember(sources, t.file, t.line)
         hover = f"{t.process}: {t.op}\n{t.file}:{t.line}" + (f" ({t.frame})" if t.frame else "") + \
             (f"\n{src}" if src else "")
+        if t.issued_at:
+            hover += f"\nthe copy issued at step {t.issued_at}"
         cls = "step" + (" async" if t.process == "async" else "") + \
             (" culprit" if t.step in culprit else "") + hide
         who = t.process.split("@")[0]

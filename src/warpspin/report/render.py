@@ -182,11 +182,13 @@ def _blocked_lines(v) -> list[str]:
 
 
 def involved_roles(v) -> set[str] | None:
-    """A deadlock's roles that matter: those blocked or named by the violation, and,
-    transitively, those whose steps changed a barrier an involved role waits on (or waited on
-    in the trail). None: every role (a race's synchronization chain can run through any)."""
-    if not v.blocked:
-        return None
+    """A deadlock on mbarrier waits: the roles that matter, those blocked or named by the
+    violation, and, transitively, those whose steps changed a barrier an involved role waits on
+    (or waited on in the trail). None: every role (a race's synchronization chain can run
+    through any; a wait on a flag or a named barrier is released by ops these changes do not
+    show)."""
+    if not v.blocked or any(b.op != "mbarrier wait" for b in v.blocked):
+        return None  # (only mbarrier waits say, by the barrier changes, who could release them)
     roles = {_role_name(b.process) for b in v.blocked}
     roles |= {_role_name(loc.role) for loc in v.locations if loc.role}
     waited = {b.barrier for b in v.blocked}
@@ -230,6 +232,8 @@ def _trace_lines(v, full: bool) -> list[str]:
     shown = rows if full or len(rows) <= TRACE_LINES else rows[-TRACE_LINES:]
     while shown and not shown[0][0]:  # never start inside a group
         shown = rows[-len(shown) - 1:]
+    if not shown:
+        return [f"  interleaving ({len(v.trace)} steps)"]
     note = "" if v.replayed else ", NOT replayed"
     if hidden and len(steps) < len(v.trace):
         note += (f"; {len(v.trace) - len(steps)} steps of {', '.join(hidden)} (not involved) "

@@ -60,6 +60,7 @@ class TraceStep:
     cta: int = 0
     barriers: tuple[BarrierState, ...] = ()  # the barriers this step changed, after it
     waits: str = ""   # an mbarrier wait: the barrier it waited on
+    issued_at: int = 0  # an async completion: the step that issued its copy
 
 
 @dataclass(frozen=True)
