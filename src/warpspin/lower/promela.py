@@ -28,7 +28,7 @@ from . import reductions as red
 from .testwait import blocking_tests
 from ..syncir.interp import ModelError, eval_expr
 from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, flatten, is_exit
-from ..syncir.ir import BinOp, Const, Expr, Kernel, Select, UnOp, Var, expr_vars
+from ..syncir.ir import BinOp, Const, Expr, Kernel, MBarRef, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout
 from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BARRIER, OBSERVATION,
                               ASYNC_COPY, BUFFER, BUFFER_STAGE, GLOBAL_COUNTER, GLOBAL_FLAG,
