@@ -20,12 +20,16 @@ def _check(target: str, **kw):
     return r
 
 
+def _dsl_violation(target: str):
+    pytest.importorskip("cutlass")
+    r = _check(target)
+    assert r.verdict == "violation", str(r)
+    return r
+
+
 @pytest.fixture(scope="module")
 def violation():
-    pytest.importorskip("cutlass")
-    r = _check("examples/raw_mbarrier.py:missing_arrive")
-    assert r.verdict == "violation"
-    return r
+    return _dsl_violation("examples/raw_mbarrier.py:missing_arrive")
 
 
 @pytest.fixture(scope="module")
@@ -122,10 +126,7 @@ def test_violation_page_in_chromium(browser, violation, ring_bug, tmp_path):
 @pytest.fixture(scope="module")
 def wide():
     """Nine warps in three roles: the page of issue 35's screenshot."""
-    pytest.importorskip("cutlass")
-    r = _check("examples/hopper_pipeline.py:wrong_arrive_count")
-    assert r.verdict == "violation"
-    return r
+    return _dsl_violation("examples/hopper_pipeline.py:wrong_arrive_count")
 
 
 def test_the_blocked_lanes_fit_the_first_viewport(browser, wide, tmp_path):
@@ -161,8 +162,7 @@ def test_the_blocked_lanes_fit_the_first_viewport(browser, wide, tmp_path):
 
 
 def test_a_race_highlights_its_step_not_its_line(browser, tmp_path):
-    pytest.importorskip("cutlass")
-    r = _check("examples/cluster_grouped_multicast.py:odd_group")
+    r = _dsl_violation("examples/cluster_grouped_multicast.py:odd_group")
     v = r.violations[0]
     path = tmp_path / "race.html"
     write_html([r], str(path))
@@ -175,8 +175,7 @@ def test_a_race_highlights_its_step_not_its_line(browser, tmp_path):
 def test_a_happens_before_race_shows_the_unordered_pair_and_the_chain(browser, tmp_path):
     """The store into the peer comes after the arrive that hands it over: the page names both
     ops and the synchronization the load had, and why it does not order the store."""
-    pytest.importorskip("cutlass")
-    r = _check("examples/dsmem_handoff.py:store_after_arrive")
+    r = _dsl_violation("examples/dsmem_handoff.py:store_after_arrive")
     (v,) = r.violations
     assert v.unordered and "is not ordered before" in v.unordered[0].message
     assert any("comes after" in n.message and "mbarrier.arrive" in n.message

@@ -10,8 +10,8 @@ import json
 import linecache
 import os
 
-from .render import (SHOWN_CONFIG, _role_name, _short, checked_objects, found_line,
-                     involved_roles, searched_line, violation_lines)
+from .render import (SHOWN_CONFIG, _role_name, _short, blocked_facts, checked_objects,
+                     found_line, involved_roles, searched_line, violation_lines)
 from .result import VERIFIED, VIOLATION, Result
 
 _CSS = """
@@ -333,17 +333,7 @@ def _lanes(i: int, r: Result, v, sources) -> str:
         parts = []
         for group in same.values():
             b = group[0]
-            facts = []
-            if b.parity is not None:
-                facts.append(f"waits for parity {b.parity}")
-            if b.phase is not None:
-                facts.append(f"{b.phase} phases done")
-            if b.pending_arrivals is not None:
-                facts.append(f"{b.pending_arrivals}"
-                             f"{f' of {b.expected_arrivals}' if b.expected_arrivals else ''}"
-                             " arrivals pending")
-            if b.pending_tx:
-                facts.append(f"{b.pending_tx} tx bytes pending")
+            facts = blocked_facts(b)
             who = ", ".join(x.process for x in group)
             parts.append(f"<div data-blocked=\"{_E(' '.join(x.process for x in group))}\" "
                          f"title=\"{_E(b.file)}:{b.line}\"><b>{_E(who)}</b> blocked forever at "

@@ -143,6 +143,22 @@ def _snippet(file: str, line: int, label: str = "") -> list[str]:
             f"  {pad} | {caret}" + (f" {label}" if label else "")]
 
 
+def blocked_facts(b) -> list[str]:
+    """What a blocked wait waits for and where its barrier stands."""
+    facts = []
+    if b.parity is not None:
+        facts.append(f"waits for parity {b.parity}")
+    if b.phase is not None:
+        facts.append(f"barrier has completed {b.phase} phase{'s' if b.phase != 1 else ''} "
+                     f"(phase bit {b.phase & 1})")
+    if b.pending_arrivals is not None:
+        exp = f" of {b.expected_arrivals}" if b.expected_arrivals else ""
+        facts.append(f"{b.pending_arrivals}{exp} arrivals pending")
+    if b.pending_tx:
+        facts.append(f"{b.pending_tx} tx bytes pending")
+    return facts
+
+
 def _blocked_lines(v) -> list[str]:
     """The blocked warps, those the violation names first, the others grouped where they wait
     on the same barrier, at the same line, in the same state."""
@@ -165,17 +181,7 @@ def _blocked_lines(v) -> list[str]:
         if b.barrier:
             line += f" {b.barrier}"
         out.append(line + f"  {_short(b.file)}:{b.line}")
-        facts = []
-        if b.parity is not None:
-            facts.append(f"waits for parity {b.parity}")
-        if b.phase is not None:
-            facts.append(f"barrier has completed {b.phase} phase{'s' if b.phase != 1 else ''} "
-                         f"(phase bit {b.phase & 1})")
-        if b.pending_arrivals is not None:
-            exp = f" of {b.expected_arrivals}" if b.expected_arrivals else ""
-            facts.append(f"{b.pending_arrivals}{exp} arrivals pending")
-        if b.pending_tx:
-            facts.append(f"{b.pending_tx} tx bytes pending")
+        facts = blocked_facts(b)
         if facts:
             out.append("      " + "; ".join(facts))
     return out

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+from .render import blocked_facts
 from .result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIED, VIOLATION, Result,
                      exit_status)
 
@@ -267,15 +268,6 @@ def _blocked_text(b) -> str:
     text = f"blocked forever: {b.process} (CTA {b.cta}, {warps}) at {b.op}"
     if b.barrier:
         text += f" {b.barrier}"
-    facts = []
-    if b.parity is not None:
-        facts.append(f"waits for parity {b.parity}")
-    if b.phase is not None:
-        facts.append(f"barrier has completed {b.phase} phase{'s' if b.phase != 1 else ''}")
-    if b.pending_arrivals is not None:
-        exp = f" of {b.expected_arrivals}" if b.expected_arrivals else ""
-        facts.append(f"{b.pending_arrivals}{exp} arrivals pending")
-    if b.pending_tx:
-        facts.append(f"{b.pending_tx} tx bytes pending")
+    facts = blocked_facts(b)
     return text + ("; " + "; ".join(facts) if facts else "")
 
