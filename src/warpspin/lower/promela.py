@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from . import analysis
 from . import reductions as red
 from .testwait import blocking_tests
-from ..syncir.interp import ModelError, eval_expr
+from ..syncir.ir import ModelError, eval_expr
 from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op, flatten, is_exit
 from ..syncir.ir import BinOp, Const, Expr, Kernel, MBarRef, Select, UnOp, Var, expr_vars
 from ..syncir.layout import Layout

@@ -17,7 +17,7 @@ The condition returned is the disjunction of the qualifying paths' branch condit
 from __future__ import annotations
 
 from ..syncir.flat import Bound, Branch, FlatProcess, Goto, Let, Op
-from ..syncir.interp import eval_expr
+from ..syncir.ir import eval_expr
 from ..syncir.ir import BinOp, Const, Expr, Select, UnOp, Var, expr_vars
 from ..syncir.ops import MbarTestWait, MbarWait
 from ..syncir.rules import all_of, any_of

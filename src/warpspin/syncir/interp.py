@@ -17,7 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .flat import Bound, Branch, Goto, Let, is_exit
-from .ir import BinOp, Const, Kernel, Loc, NOLOC, Select, UnOp, Var
+from .ir import (BINOP_FUNCS as _BINOPS, BinOp, Const, Kernel, Loc, ModelError, NOLOC, Select,  # noqa: F401
+                 UnOp, Var, divide as _div, eval_expr)
 from .layout import Layout
 from .objects import (BUFFER, BUFFER_STAGE, CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER,
                       TENSORMAP, TMEM)
@@ -29,10 +30,6 @@ from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step, Take  # noqa
 MB_FIELDS = {f.name: i for i, f in enumerate(MBARRIER.fields)}
 NB_FIELDS = {f.name: i for i, f in enumerate(NAMED_BARRIER.fields)}
 CL_FIELDS = {f.name: i for i, f in enumerate(CLUSTER_BARRIER.fields)}
-
-
-class ModelError(Exception):
-    """The SyncIR itself is ill-formed at run time (an undefined variable, a missing object)."""
 
 
 @dataclass
@@ -125,27 +122,10 @@ class StateLayout:
         return self.nb + slot * len(NB_FIELDS) + NB_FIELDS[name]
 
 
-_BINOPS = {
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "min": min, "max": max, "^": lambda a, b: a ^ b, "&": lambda a, b: a & b,
-    "|": lambda a, b: a | b, "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
-    "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
-    ">=": lambda a, b: int(a >= b),
-}
-
-
 def _ix(x) -> int:
     """An offset into the state vector as a plain int: an int subclass standing for several
     values (the cutoff's affine integers) must convert itself, or refuse."""
     return x if type(x) is int else x.__index__()
-
-
-def _div(op):
-    def f(a, b):
-        if b <= 0:
-            raise ModelError(f"division by {b}")
-        return a // b if op == "//" else a % b
-    return f
 
 
 class _Fmt(string.Formatter):
@@ -897,27 +877,3 @@ def replay(kernel: Kernel, events: list[Event], expect_kind: str | None = None) 
         return Replay(ok, v, s, log, m, len(steps), "" if ok else f"trace ends in a deadlock, "
                       f"not {expect_kind}", states, taken)
     return Replay(False, None, s, log, m, len(steps), "trace ends without a violation", states, taken)
-
-
-def eval_expr(e, env: dict) -> int:
-    """Evaluate a plain SyncIR expression over an environment of names (no places)."""
-    if isinstance(e, Const):
-        return e.value
-    if isinstance(e, Var):
-        try:
-            return env[e.name]
-        except KeyError:
-            raise ModelError(f"undefined variable {e.name!r}") from None
-    if isinstance(e, UnOp):
-        x = eval_expr(e.arg, env)
-        return -x if e.op == "-" else int(not x)
-    if isinstance(e, Select):
-        return eval_expr(e.then, env) if eval_expr(e.cond, env) else eval_expr(e.else_, env)
-    if isinstance(e, BinOp):
-        a, b = eval_expr(e.lhs, env), eval_expr(e.rhs, env)
-        if e.op == "and":
-            return int(bool(a) and bool(b))
-        if e.op == "or":
-            return int(bool(a) or bool(b))
-        return (_div(e.op) if e.op in ("//", "%") else _BINOPS[e.op])(a, b)
-    raise ModelError(f"not an expression: {e!r}")

@@ -127,6 +127,53 @@ def expr_vars(e: Expr) -> set[str]:
     return set()
 
 
+
+# ----------------------------------------------------------------------------- evaluation
+class ModelError(Exception):
+    """The SyncIR itself is ill-formed at run time (an undefined variable, a missing object)."""
+
+
+BINOP_FUNCS = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "min": min, "max": max, "^": lambda a, b: a ^ b, "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b, "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+    "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b), ">": lambda a, b: int(a > b),
+    ">=": lambda a, b: int(a >= b),
+}
+
+
+def divide(op: str):
+    """Floor division or modulo by a positive divisor (SyncIR's `//` and `%`)."""
+    def f(a, b):
+        if b <= 0:
+            raise ModelError(f"division by {b}")
+        return a // b if op == "//" else a % b
+    return f
+
+
+def eval_expr(e, env: dict) -> int:
+    """Evaluate a plain SyncIR expression over an environment of names (no places)."""
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Var):
+        try:
+            return env[e.name]
+        except KeyError:
+            raise ModelError(f"undefined variable {e.name!r}") from None
+    if isinstance(e, UnOp):
+        x = eval_expr(e.arg, env)
+        return -x if e.op == "-" else int(not x)
+    if isinstance(e, Select):
+        return eval_expr(e.then, env) if eval_expr(e.cond, env) else eval_expr(e.else_, env)
+    if isinstance(e, BinOp):
+        a, b = eval_expr(e.lhs, env), eval_expr(e.rhs, env)
+        if e.op == "and":
+            return int(bool(a) and bool(b))
+        if e.op == "or":
+            return int(bool(a) or bool(b))
+        return (divide(e.op) if e.op in ("//", "%") else BINOP_FUNCS[e.op])(a, b)
+    raise ModelError(f"not an expression: {e!r}")
+
 # ----------------------------------------------------------------------------- objects
 
 @dataclass(frozen=True)

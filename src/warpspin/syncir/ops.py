@@ -19,7 +19,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef,
+from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef, eval_expr,
                  For, While, _lift_fields, expr_vars, lift, stmt_bodies)
 from .objects import LIMITS, TMEM_COLUMNS, storer_field
 from .rules import (BufField, Call, Carried, ClusterField, CounterField, El, Fail, FlagField, Hook, Inflight, Live, Local, NamedField, Obs,
@@ -1013,7 +1013,6 @@ class _CompletesBytes:
 
     def completion_text(self, target: str, env: dict) -> str:
         """How a trace step shows one completion of this op on `target`."""
-        from .interp import eval_expr
         return f"(copy completes on {target}: {eval_expr(self.bytes, env)} bytes)"
 
 

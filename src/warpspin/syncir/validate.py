@@ -225,7 +225,7 @@ def some_launch(k: Kernel) -> bool:
     """Whether some values of the parameters the constraints read satisfy all of them."""
     from itertools import product
 
-    from .interp import eval_expr
+    from .ir import eval_expr
     names = sorted(set().union(*(expr_vars(c) for c in k.constraints)))
     params = {p.name: p for p in k.params}
     if any(n not in params for n in names):
