@@ -238,7 +238,7 @@ def _main(argv: list[str] | None) -> int:
             return BAD_INPUT
     opts = CheckOptions(params=dict(args.param), timeout_s=args.timeout,
                         memory_mb=args.memory, emit_promela=args.emit_promela,
-                        reduce=not args.no_reduce, jobs=max(1, args.jobs),
+                        reduce=not args.no_reduce, jobs=args.jobs,
                         load_races=args.load_races, engine=args.engine,
                         properties=args.properties,
                         unknown_params="ignore" if len(args.targets) > 1 else "error")

@@ -9,6 +9,7 @@ ERROR (invalid input, or a bug of warpspin's, never a verdict on the kernel).
 """
 from __future__ import annotations
 
+import collections
 import os
 import traceback
 
@@ -20,7 +21,7 @@ from .report.result import (ERROR, INCONCLUSIVE, UNDECIDED, UNSUPPORTED, VERIFIE
                             BarrierState, BlockedWait, Location, Note, Result, Stats, TraceStep,
                             Violation)
 from .syncir import BOUND_KINDS, PROPERTIES, Kernel, StAsync, TensormapWrite, TmaLoad, unsupported_ops, validate
-from .syncir.ir import Unchecked
+from .syncir.ir import Unchecked, eval_expr
 from .syncir.ops import (CpAsync, Exit, MbarTestWait, MbarWait, SmemOwn, SmemWrite, TmaStore,
                          TmemAccess, TmemAlloc, TmemDealloc, bw_fenced, bw_unfenced)
 from .syncir.diagnose import describe_steps, diagnose_deadlock
@@ -468,7 +469,6 @@ def _unordered_notes(er, v) -> tuple[Note, ...]:
 
 def _launch_notes(kernel: Kernel, events) -> tuple[Note, ...]:
     """The launch values the counterexample chose, and which block each CTA of the cluster is."""
-    from .syncir.interp import eval_expr
     values = {e.name: e.value for e in events if isinstance(e, ParamChoice)}
     chosen = [f"{p.name} = {values[p.name]}" for p in kernel.params
               if p.name in values and p.lo != p.hi]
@@ -551,7 +551,6 @@ def _waited(m, ev, ins, before) -> str:
 def _issues(m, steps, states) -> dict[int, int]:
     """{completion's step: the step that issued its copy}: each issue adds its copies (the rise
     of its slots' in-flight counts) to its slots' queues, and a completion takes the oldest."""
-    import collections
     slots: dict = collections.defaultdict(list)
     for key, slot in m.layout.async_slot.items():
         slots[key[:2]].append(slot)

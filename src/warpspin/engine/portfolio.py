@@ -21,7 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from .progress import REPORTER, last_progress
+from .progress import Ticker, last_progress
 
 
 HUNT_BITS = (22, 24, 26, 27)     # pan -w per hunt run, cycled (2^w bits: 0.5 to 16 MB)
@@ -179,16 +179,12 @@ def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,
     hunting = False
     hunt_build = None
     hunt_extra = 0.0
-    report = REPORTER.get()
-    reported = started
+    tick = Ticker(start=started)
     try:
         while True:
             now = time.monotonic()
-            if report is not None and ex_out is None and now - reported >= 1.0:
-                reported = now
-                p = last_progress(ex.tail(), now - started)
-                if p is not None:
-                    report(p)
+            if ex_out is None:
+                tick(lambda s: last_progress(ex.tail(), s))
             if hunt_build is None and hunts and (now - started >= HUNT_AFTER_S
                                                  or ex_out is not None):
                 hunt_build = build_hunt()

@@ -44,19 +44,22 @@ REPORTER: ContextVar[Optional[Callable[[Progress], None]]] = ContextVar("warpspi
 
 
 class Ticker:
-    """Calls the reporter at most once a second: `tick(lambda seconds: Progress(...))`."""
+    """Calls the reporter at most once a second: `tick(lambda seconds: Progress(...))`, the
+    seconds counted from `start` (time.monotonic(); default: now); a None progress is skipped."""
 
-    def __init__(self):
+    def __init__(self, start: float | None = None):
         self.report = REPORTER.get()
-        self.start = self.last = time.monotonic()
+        self.start = self.last = time.monotonic() if start is None else start
 
-    def __call__(self, make: Callable[[float], Progress]) -> None:
+    def __call__(self, make: Callable[[float], Optional[Progress]]) -> None:
         if self.report is None:
             return
         now = time.monotonic()
         if now - self.last >= 1.0:
             self.last = now
-            self.report(make(now - self.start))
+            p = make(now - self.start)
+            if p is not None:
+                self.report(p)
 
 
 def last_progress(pan_output: str, seconds: float) -> Optional[Progress]:
