@@ -20,7 +20,8 @@ or group depth one step off, a parity flipped, or two neighbouring statements sw
 
 A survivor (VERIFIED, no equivalence rule) is also **reported** when it is a VIOLATION at a
 larger launch value where the kernel is VERIFIED (`reported_when_larger`: one fixed launch value
-v raised to v+1 or v+2): a wait that protects a reuse a second tile makes, checked at the
+v raised to v+1, v+2, v+4, v+8 or v+16): a wait that protects a reuse a second tile or a
+refilled stage makes, checked at the
 catalog's one tile, is a real bug there; the detail names the value.
 
 Equivalence rules (checked on the edit, not on the verdict):
@@ -202,6 +203,9 @@ CHECKED_WHERE_THEY_HAPPEN = {
     "past the final cluster arrive": ("deadlock", "pending-at-exit", "cluster-lifetime",
                                       "tmem-lifetime"),
 }
+# Steps a fixed launch value is raised by: a stage is refilled only once the k-tiles outnumber
+# the stages (quack's SM90 GEMM has 8 at its catalog tile).
+LARGER = (1, 2, 4, 8, 16)
 COMPLETES = ("verified", "not-checked")  # a kernel whose mutants are worth checking
 CLASSES = ("reported", "masked", "undecided", "equivalent", "unexplained")
 
@@ -685,13 +689,13 @@ def classify(kernel, base, mutant, edit, timeout: float, cache: dict | None = No
 def reported_when_larger(kernel, mutant, timeout: float, cache: dict | None = None
                          ) -> str | None:
     """A survivor that is a VIOLATION at a larger launch value (one launch value fixed at v,
-    raised to v+1 or v+2: more tiles, k-tiles or trip counts) where the kernel itself is
+    raised by a step of LARGER: more tiles, k-tiles or trip counts) where the kernel itself is
     VERIFIED: the edit is a real bug the catalog's configuration does not reach (a wait that
     protects a reuse only a second tile makes). The detail names the value and the kind."""
     for p in kernel.params:
         if p.lo != p.hi or p.lo < 1 or p.lo > 64:
             continue
-        for v in (p.lo + 1, p.lo + 2):
+        for v in [p.lo + d for d in LARGER if p.lo + d <= 64]:
             at = lambda k: replace(k, params=tuple(replace(q, lo=v, hi=v) if q.name == p.name  # noqa: E731
                                                    else q for q in k.params))
             m = check(at(mutant), timeout, cache)

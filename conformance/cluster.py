@@ -440,7 +440,6 @@ class DsmemReadBeforeWait(_DsmemHandoff):
     rules = ("dsmem.data",)
     expect = "race"
     read_early = True
-    awaiting_h200 = "written on 2026-12-05 while no device machine could be started"
 
 
 class DsmemStoreBeforeClusterWait(Litmus):
@@ -451,7 +450,6 @@ class DsmemStoreBeforeClusterWait(Litmus):
     after a second one. warpspin: cluster-lifetime at the store."""
     rules = ("dsmem.peer-running",)
     expect = "cluster-lifetime"
-    awaiting_h200 = "written on 2026-12-05 while no device machine could be started"
     warps = 1
     cluster = 2
     nbars = 1

@@ -96,6 +96,8 @@ class DsmemHandoff:
                 cute.arch.mbarrier_arrive(bar, 1, scope=nvvm.MemScopeKind.CLUSTER)
         if cutlass.const_expr(self.bug == "store_before_cluster_wait"):
             cute.arch.cluster_wait()                                 # BUG: after the store
+            if rank == 0:
+                cute.arch.mbarrier_arrive(bar, 1, scope=nvvm.MemScopeKind.CLUSTER)
         if rank == 1:
             if cutlass.const_expr(self.bug == "read_before_wait"):
                 out[lane] = box[lane]                                # BUG: before the wait
