@@ -110,7 +110,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from hb_gen import described_mutants  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.syncir import validate  # noqa: E402
-from warpspin.syncir.ir import (Assign, BarArrive, BarSync, ClusterArrive, Const, If,  # noqa: E402
+from warpspin.syncir.ir import (Assign, BarArrive, BarSync, ClusterArrive, Const, If, Lanes,  # noqa: E402
                                 MbarArrive, MbarArriveExpectTx, MbarInit, MbarWait, TmaLoad,
                                 expr_vars, walk_stmts)
 from warpspin.extract.cleanup import stmt_exprs  # noqa: E402
@@ -194,6 +194,81 @@ REVIEWED = {
     ("cp_async", "process 0: `smem.own read sX[k % 2], depth=1` (cp_async.py:32) swapped with "
                  "`If`"):
         "the prefetch writes stage (k + 1) % 2 and the read reads stage k % 2: other bytes",
+    # read by hand on 2026-12-06: the survivors of the 2026-12-05 run that no rule and no larger
+    # launch value explains
+    **{(name, f"process {p}: `For` ({src}) swapped with `mbarrier.wait {wait}`"):
+        "the producer's tail wait on stage 0's empty barrier moved before its loop: there it "
+        "waits on that barrier's launch phase and passes, so the mutant is the kernel without "
+        "one producer-tail wait; the consumers' releases of the later stages, which the tail's "
+        "other waits still wait for, come after their reads of stage 0, so no refill and no "
+        "exit of the producer overtakes a read"
+       for name, p, src, wait in (
+           ("cluster_grouped_multicast.odd_group_fixed", 3, "cluster_grouped_multicast.py:110",
+            "bars[c87_1 + 2], parity=c87_2"),
+           ("hopper_multicast.correct", 3, "hopper_multicast.py:98",
+            "bars[c80_1 + 2], parity=c80_2"),
+           ("hopper_pipeline.correct", 2, "hopper_pipeline.py:93",
+            "bars[c104_1 + 4], parity=c104_2"),
+           ("hopper_pipeline.correct.small", 2, "hopper_pipeline.py:93",
+            "bars[c105_1 + 2], parity=c105_2"))},
+    ("hopper_pipeline.correct.small", "process 0: `mbarrier.init bars[3], count=4` "
+                                      "(hopper_pipeline.py:77) count 4 -> 3"):
+        "stage 1's empty barrier completes after 3 of the 4 consumer warps' releases: the "
+        "producer waits on it for a release only in its tail (3 k-tiles over 2 stages: stage 1 "
+        "is loaded once), and nothing follows that wait but its other tail wait, so no refill "
+        "overtakes the fourth warp's read; the late release lands in the next phase, which "
+        "nobody waits for. The edit is a race once stage 1 is refilled (more k-tiles)",
+    ("cluster_lifetime.correct", "process 0: `barrier.cluster.wait` (cluster_lifetime.py:60) "
+                                 "deleted"):
+        "CTA 0 then waits on its own done barrier right after its relaxed cluster arrive: CTA "
+        "1's remote arrive on it comes after CTA 1's cluster wait, which needs CTA 0's arrive "
+        "(after the init fence), and CTA 0 is still waiting, so it is running; nothing else "
+        "of CTA 0 needs CTA 1",
+    ("cluster_lifetime.correct", "process 0: `barrier.cluster.wait` (cluster_lifetime.py:60) "
+                                 "swapped with `mbarrier.wait done[0], parity=0`"):
+        "as with the wait deleted: CTA 0 waits on its own barrier first, which CTA 1's remote "
+        "arrive completes after CTA 1's cluster wait; CTA 0's late cluster wait then passes "
+        "(both arrived)",
+    ("cp_async_drain.correct", "process 0: `For` (cp_async_drain.py:62) swapped with "
+                               "`cp.async.wait_group 0 [buf0], depth=1`"):
+        "as in the cp_async protocol: the drain before the loop retires the prefetch when the "
+        "loop runs zero times, and the loop's last iteration leaves no copy in flight",
+    ("dynamic_grid_cluster", "process 0: `mbarrier.wait smem5[0], parity=0` (kernels.py:93) "
+                             "deleted"):
+        "the wait's barrier (count 1) gets one arrive, the waiter's own elected arrive just "
+        "before it: the wait passes at once, and no access follows it that it orders",
+    ("kgrouped_tensormap.correct", "process 2: `fence.tensormap.acquire tmap0` "
+                                   "(kgrouped_tensormap.py:106) swapped with `mbarrier.wait "
+                                   "bars[c120_1 + 2], parity=c120_2`"):
+        "the tensormap acquire moves after the empty-stage wait: it is still after the "
+        "release it pairs with and before the TMA load through the descriptor, which is all "
+        "the acquire orders",
+    ("lane_subsets.exit_all", "process 0: `exit` (kernels.py:167) swapped with `mbarrier.wait "
+                              "smem3[0], parity=0`"):
+        "the one warp waits on its barrier (count 1) after its own elected arrive completed "
+        "the phase, then exits: the same end, nothing else uses the barrier",
+    ("lane_subsets.exit_all", "process 0: `Lanes` (kernels.py:165) swapped with `exit`"):
+        "the one warp exits before its elected arrive: the arrive and the wait after the exit "
+        "never run, and no other thread uses the barrier or waits for the warp",
+    **{("st_async_lanes.correct_self", f"process {p}: `barrier.cluster.wait` "
+        f"(st_async_lanes.py:76) swapped with `tma.load -> full[0]@cta({c}), bytes=4`"):
+        "in correct_self each CTA's st.async goes to its own shared memory and completes on its "
+        "own full barrier, which it initialized and fenced itself: moving it before the "
+        "cluster wait touches nothing of the peer CTA"
+       for p, c in ((0, 0), (2, 1))},
+    ("blackwell_gemm_2cta.correct", "process 4: `mbarrier.init acc_bars[2], count=256` "
+                                    "(blackwell_gemm_2cta.py:145) count 256 -> 255"):
+        "stage 0's acc.empty barrier completes one arrival early; the leader's MMA warp waits on "
+        "it only before its third tile, and the example runs two per CTA (no launch value to "
+        "raise: the grid is the cluster)",
+    **{("quack.gemm_sm100.2cta", e):
+        "the scheduler's fence.proxy.async orders a consumer's generic read of the scheduler "
+        "words before the next st.async into them; with one tile per CTA no next st.async is "
+        "issued (raising one launch value alone does not give a CTA a second tile: the tile "
+        "count is several host values)"
+       for e in ("process 0: `t943 = ld.shared sw0[3]` (tile_scheduler.py:683) swapped with "
+                 "`fence.proxy.async`",
+                 "process 3: `fence.proxy.async` (tile_scheduler.py:688) deleted")},
 }
 # The rules whose edit may change what happens at an exit or whether a wait ever passes, each
 # with the violation kinds that can then arise: the model checks those where they happen, so a
@@ -232,11 +307,12 @@ def _body(k) -> str:
     return "\n".join(fmt_kernel(without_noop_fences(k)[0]).splitlines()[1:])
 
 
-def equivalence(kernel, mutant, edit) -> str | None:
-    """The rule that shows the edit changes nothing the properties observe, or None."""
+def equivalence(kernel, mutant, edit, name: str = "") -> str | None:
+    """The rule that shows the edit changes nothing the properties observe, or None. `name`:
+    the kernel's catalog name (REVIEWED is keyed by it, or by the SyncIR kernel's name)."""
     if edit.what == "swapped" and _same_op(edit.stmt, edit.other):
         return "same model"
-    if (kernel.name, fmt_edit(edit)) in REVIEWED:
+    if (kernel.name, fmt_edit(edit)) in REVIEWED or (name, fmt_edit(edit)) in REVIEWED:
         return "reviewed"
     if _body(kernel) == _body(mutant):
         return "same model"
@@ -250,9 +326,10 @@ def equivalence(kernel, mutant, edit) -> str | None:
         return "storer's own access"
     if edit.what == "swapped" and _one_instruction(edit.stmt, edit.other):
         return "one instruction"
-    kinds = {type(edit.stmt), type(edit.other)}
+    a, b = _single(edit.stmt), _single(edit.other) if edit.what == "swapped" else None
+    kinds = {type(a), type(b)}
     if edit.what == "swapped" and len(kinds) == 2 and MbarArriveExpectTx in kinds and \
-            kinds & {TmaLoad, StAsync} and edit.stmt.bar == edit.other.bar:
+            kinds & {TmaLoad, StAsync} and a.bar == b.bar:
         return "bytes before expect"
     if edit.what == "swapped" and kinds == {TensormapWrite} and edit.stmt.desc != edit.other.desc:
         return "signals commute"
@@ -279,6 +356,14 @@ def equivalence(kernel, mutant, edit) -> str | None:
     if edit.what == "swapped" and _independent_loads(edit.stmt, edit.other):
         return "independent loads"
     return None
+
+
+def _single(s):
+    """The one statement of an elect_one or lane subset around it (the statement itself
+    otherwise): an expect-tx is issued by one elected lane either way."""
+    while isinstance(s, Lanes) and len(s.body) == 1:
+        s = s.body[0]
+    return s
 
 
 def _independent_loads(a, b) -> bool:
@@ -665,14 +750,15 @@ def check(mutant, timeout: float, cache: dict | None = None) -> Verdict:
     return v
 
 
-def classify(kernel, base, mutant, edit, timeout: float, cache: dict | None = None
-             ) -> tuple[str, str]:
-    """(class, detail) of one mutant of `kernel`, whose own result is `base`."""
+def classify(kernel, base, mutant, edit, timeout: float, cache: dict | None = None,
+             name: str = "") -> tuple[str, str]:
+    """(class, detail) of one mutant of `kernel` (catalog name `name`), whose own result is
+    `base`."""
     r = check(mutant, timeout, cache)
     if r.verdict == "violation":
         return "reported", r.kind
     if r.verdict == "verified":
-        rule = equivalence(kernel, mutant, edit)
+        rule = equivalence(kernel, mutant, edit, name)
         if rule:
             return "equivalent", rule
         larger = reported_when_larger(kernel, mutant, timeout, cache)
@@ -716,9 +802,9 @@ _JOB: tuple = ()
 
 
 def _classify_nth(i: int) -> tuple[tuple[str, str], dict]:
-    k, base, ms, timeout, cache = _JOB
+    k, base, ms, timeout, cache, name = _JOB
     fresh: dict = {}
-    got = classify(k, base, ms[i][0], ms[i][1], timeout, _Layered(cache, fresh))
+    got = classify(k, base, ms[i][0], ms[i][1], timeout, _Layered(cache, fresh), name)
     return got, fresh
 
 
@@ -739,11 +825,11 @@ class _Layered(dict):
         self.fresh[key] = value
 
 
-def _classified(k, base, ms, args) -> list[tuple[str, str]]:
+def _classified(k, base, ms, args, name: str = "") -> list[tuple[str, str]]:
     """classify() of every mutant, in `args.jobs` forked processes (they share `k`'s objects,
     so the `unreached` rule's op ids hold there)."""
     global _JOB
-    _JOB = (k, base, ms, args.timeout, args.cache_data)
+    _JOB = (k, base, ms, args.timeout, args.cache_data, name)
     if args.jobs <= 1:
         got = [_classify_nth(i) for i in range(len(ms))]
     else:
@@ -804,7 +890,7 @@ def main(argv=None) -> int:
         c = collections.Counter()
         t0 = time.perf_counter()
         runs(k)  # before the workers fork: they share it
-        for (m, e), (cls, detail) in zip(ms, _classified(k, base, ms, args)):
+        for (m, e), (cls, detail) in zip(ms, _classified(k, base, ms, args, name)):
             c[cls] += 1
             c[(cls, detail if cls == "equivalent" else "")] += 1
             if cls == "unexplained":

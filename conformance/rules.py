@@ -128,6 +128,11 @@ RULES: dict[str, tuple[str, str, str]] = {
         "CUDA cluster.sync", "a store into a peer CTA's shared memory before the storing thread "
         "passed a cluster wait: nothing shows the peer is running, and its shared memory is its "
         "own only once it runs: cluster-lifetime"),
+    "wgmma.accumulator": ("wgmma accumulator registers (race)", "9.7.15.5, 9.7.15.6",
+        "a wgmma writes its accumulator registers until a wgmma.wait_group of the warp retires "
+        "its group; a load, store or copy of them before then (other than by a wgmma that "
+        "accumulates into them): race; a wgmma into them with no wgmma.fence after the warp's "
+        "last access of them, or before its first wgmma: race"),
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),

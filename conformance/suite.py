@@ -3,7 +3,7 @@ from . import mbarrier
 
 MODULES = [mbarrier]
 for _name in ("named", "cluster", "warp", "values", "tensormaps", "buffers", "cp_async",
-              "flags", "tcgen05", "clc", "data"):
+              "flags", "tcgen05", "clc", "data", "wgmma"):
     try:
         MODULES.append(__import__(f"conformance.{_name}", fromlist=["LITMUS"]))
     except ModuleNotFoundError as e:

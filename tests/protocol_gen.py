@@ -30,7 +30,8 @@ from warpspin.syncir.validate import validate
 from warpspin.syncir.ir import BufferDecl, CounterDecl, FlagDecl, TensormapDecl, rewrite_stmts
 from warpspin.syncir.ops import (AtomInc, GlobalAdd, GlobalWait, MmaRead, Tcgen05Commit, TmemAccess, TmemLoad, TmemWaitLd, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
-                                 WgmmaCommit, WgmmaRead, WgmmaWait)
+                                 WgmmaCommit, WgmmaRead, WgmmaWait, WgmmaAcc, AccAccess,
+                                 WgmmaFence)
 
 FILE = "random.py"
 BARS = ("a", "b")
@@ -200,7 +201,7 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         stage = draw(st.sampled_from([Const(0), Var("k") % 2]))
         which = draw(st.sampled_from(["write", "write", "fence", "store", "commit", "wait",
                                       "handoff", "fill", "wread", "wcommit", "wwait", "read",
-                                      "mread", "mcommit"]))
+                                      "mread", "mcommit", "wacc", "accx", "wfence"]))
         op = {"write": lambda: SmemWrite("sb", stage, loc),
               "fence": lambda: FenceProxyAsync(loc),
               "store": lambda: TmaStore("sb", stage, loc),
@@ -210,8 +211,12 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
               "handoff": lambda: BarSync(Const(1), None, loc),
               "fill": lambda: Elect((TmaLoad(draw(bar_ref(sizes)), 16, loc, dst="sb"),), loc),
               "wread": lambda: WgmmaRead((("sb", stage),), loc),
-              "wcommit": lambda: WgmmaCommit(("sb",), 2, loc),
-              "wwait": lambda: WgmmaWait(draw(st.integers(0, 1)), ("sb",), 2, loc),
+              "wcommit": lambda: WgmmaCommit(("sb",), 2, loc, ("acc",)),
+              "wwait": lambda: WgmmaWait(draw(st.integers(0, 1)), ("sb",), 2, loc, ("acc",)),
+              # a wgmma accumulating into the warp's registers, and a thread access of them
+              "wacc": lambda: WgmmaAcc("acc", loc),
+              "accx": lambda: AccAccess("acc", 2, loc),
+              "wfence": lambda: WgmmaFence(("acc",), loc),
               "read": lambda: SmemRead((("sb", stage),), loc),
               # a tcgen05.mma's read of the stage (cta_group::2: both CTAs' stage), retired
               # by the arrive of the warp's next tcgen05.commit (multicast with two CTAs)

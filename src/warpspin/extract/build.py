@@ -11,8 +11,9 @@ from dataclasses import replace
 from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
                           TmemAccess, TmemLoad, TmemWaitLd, Unsupported,
-                          WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, GlobalAdd, GlobalWait)
-from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, Param, Process,
+                          WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, GlobalAdd, GlobalWait,
+                          WgmmaAcc, AccAccess, WgmmaFence)
+from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, NOLOC, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
 from ..syncir.objects import MAX_STORERS
@@ -511,7 +512,8 @@ def _only_buffers(body: tuple, staged: dict) -> tuple:
     stored = any(v[3] for v in staged.values()) or any(
         isinstance(s, (SmemRead, SmemWrite)) and _bufs_of(s) & set(staged)
         for s in walk_stmts(body))
-    reads = any(isinstance(s, WgmmaRead) and _bufs_of(s) & set(staged) for s in walk_stmts(body))
+    reads = any(isinstance(s, WgmmaRead) and _bufs_of(s) & set(staged) or
+                isinstance(s, WgmmaAcc) for s in walk_stmts(body))
 
     def keep(st) -> tuple:
         if isinstance(st, (SmemWrite, TmaStore, CpAsync, SmemOwn)) and st.buf not in staged:
@@ -532,6 +534,10 @@ def _only_buffers(body: tuple, staged: dict) -> tuple:
     if not any(isinstance(s, TmemLoad) for s in walk_stmts(out)):
         out = list(rewrite_stmts(tuple(out), lambda st: () if isinstance(st, TmemWaitLd) else (st,)))
     return finish(out)
+
+
+def _same_but_loc(a, b) -> bool:
+    return type(a) is type(b) and replace(a, loc=NOLOC) == replace(b, loc=NOLOC)
 
 
 def _one_access_per_run(body: tuple) -> tuple:
@@ -558,6 +564,15 @@ def _one_access_per_run(body: tuple) -> tuple:
                 and getattr(st, "pair", None) == getattr(prev, "pair", None):
             out[-1] = replace(prev, reads=prev.reads + tuple(r for r in st.reads
                                                             if r not in prev.reads))
+            continue
+        elif isinstance(st, (WgmmaAcc, AccAccess)) and _same_but_loc(st, prev):
+            continue  # the same local bit set again, or the same locals checked again
+        elif isinstance(st, WgmmaRead) and isinstance(prev, WgmmaAcc) and len(out) > 1 and \
+                isinstance(out[-2], WgmmaRead):
+            # wgmma reads, accumulator, reads: the accumulator's bit (a local no read touches)
+            # set after the merged reads
+            out[-2] = replace(out[-2], reads=out[-2].reads + tuple(r for r in st.reads
+                                                                  if r not in out[-2].reads))
             continue
         out.append(st)
     return tuple(out)
@@ -610,10 +625,15 @@ def _wgmma_groups(procs: list[Process]) -> list[Process]:
     for p in procs:
         bufs = tuple(sorted({b for s in walk_stmts(p.body) if isinstance(s, WgmmaRead)
                              for b, _ in s.reads}))
+        accs = tuple(sorted({s.acc for s in walk_stmts(p.body) if isinstance(s, WgmmaAcc)}))
 
-        def told(st, bufs=bufs):
+        def told(st, bufs=bufs, accs=accs):
             if isinstance(st, (WgmmaCommit, WgmmaWait)):
-                return (replace(st, bufs=bufs, depth=depth),) if bufs else ()
+                return (replace(st, bufs=bufs, accs=accs, depth=depth),) if bufs or accs else ()
+            if isinstance(st, AccAccess):  # no wgmma of this warp writes it: nothing pending
+                return (replace(st, depth=depth),) if st.acc in accs else ()
+            if isinstance(st, WgmmaFence):
+                return (replace(st, accs=accs),) if accs else ()
             return (st,)
         outs.append(replace(p, body=finish(list(rewrite_stmts(p.body, told)))))
     return outs

@@ -16,7 +16,7 @@ from ..frontend.mlir_data import Block, Op, SourceLoc, TracedKernel
 from ..frontend.trace import describe_host
 from ..syncir.ops import (CLC_WORDS, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                           DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
-                          TmaStore, WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, TensormapAcquire, TensormapRelease,
+                          TmaStore, WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, WgmmaAcc, AccAccess, WgmmaFence, TensormapAcquire, TensormapRelease,
                           TensormapWrite, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad,
                           TmemRelinquish, TmemWaitLd,
                           ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd, GlobalWait)
@@ -28,6 +28,7 @@ from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, BarArrive, Counter
                          walk_stmts)
 from . import cute_types as ct
 from . import tmem
+from .accumulators import accessed, accumulators, wgmma_acc
 from .cleanup import reads_var, subst_stmts
 from .data import DataAccess, spans_of
 from .names import host_name, value_name
@@ -53,7 +54,7 @@ PASS_THROUGH = {"arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast"
     "cute.inttoptr"}
 # No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
 IGNORED = {"nvvm.setmaxregister", "nvvm.bar.warp.sync",
-           "nvvm.wgmma.fence.aligned", "cute_nvgpu.prefetch_tma_desc",
+           "cute_nvgpu.prefetch_tma_desc",
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
            # griddepcontrol waits for the previous grid, outside this kernel (assumed to finish)
            "nvvm.griddepcontrol"}
@@ -553,6 +554,7 @@ class Context:
 
     def __post_init__(self):
         self.varying, self.impure_ops = varying_values(self.kernel)
+        self.accumulators = accumulators(self.kernel)  # wgmma register accumulators
         self.descriptor_args = self._descriptor_args()
         self._reaches: dict = {}
         # tma_partition(atom, cta_coord, cta_layout, ...): each CTA of cta_layout loads its slice
@@ -968,6 +970,9 @@ class WarpWalker:
             out.append(Unsupported(f"{op.name}: a write into the memory a TMA descriptor pointer "
                                    "is computed from, not read as a tensormap write",
                                    self.loc(op)))
+        acc = accessed(self.ctx.accumulators, op)
+        if acc is not None:
+            out.append(AccAccess(acc, loc=self.loc(op)))
         if tmem.propagate(self, op):  # a view, part or address of a followed TMEM tensor
             return
         h = HANDLERS.get(op.name)
@@ -2681,6 +2686,7 @@ class WarpWalker:
             out.append(MmaRead(tuple(reads), self.loc(op), pair=two))
         elif reads:
             out.append(WgmmaRead(tuple(reads), self.loc(op)))
+        out += [WgmmaAcc(acc, self.loc(op)) for acc in wgmma_acc(self.ctx.accumulators, op)]
 
     def tmem_operands(self, op: Op) -> Optional[list]:
         """The TMEM buffer stages an sm100 ``cute.gemm`` accesses: its accumulator (d, c), each
@@ -2742,6 +2748,9 @@ class WarpWalker:
 
     def wgmma_commit(self, op: Op, out) -> None:
         out.append(WgmmaCommit(loc=self.loc(op)))
+
+    def wgmma_fence(self, op: Op, out) -> None:
+        out.append(WgmmaFence(loc=self.loc(op)))
 
     def wgmma_wait(self, op: Op, out) -> None:
         self.group_wait(op, "group", WgmmaWait, out)
@@ -2944,6 +2953,12 @@ class WarpWalker:
         else_, ey = self.region(op, 1, [])
         tvars, evars = [], []
         self._merge_results(op, ty, ey, cond, tvars, evars)
+        if (then or else_) and not tvars and not evars and \
+                all(isinstance(s, AccAccess) for s in then + else_):
+            # accumulator checks only (a masking branch of the softmax): checked as if the
+            # branch ran, whatever its condition; a check changes no state
+            out.extend(dict.fromkeys(then + else_))
+            return
         if then or else_ or tvars:
             out.append(If(cond, tuple(then + tvars), tuple(else_ + evars), loc))
 
@@ -3435,6 +3450,7 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "cute.mma.make_fragment": WarpWalker.make_fragment,
     "cute.gemm": WarpWalker.gemm,
     "nvvm.wgmma.commit.group.sync.aligned": WarpWalker.wgmma_commit,
+    "nvvm.wgmma.fence.aligned": WarpWalker.wgmma_fence,
     "nvvm.tcgen05.commit": WarpWalker.tcgen05_commit,
     "nvvm.tcgen05.wait": WarpWalker.tmem_wait,
     "cute_nvgpu.arch.sm100.alloc_tmem": WarpWalker.tmem_alloc,

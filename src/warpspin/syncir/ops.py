@@ -34,7 +34,7 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
            "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "br_unfenced",
            "touches_filled", "touches_filled_in", "WgmmaRead", "MmaRead", "mma_open", "mma_bufs",
-           "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "CpAsync",
+           "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "WgmmaAcc", "AccAccess", "WgmmaFence", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
            "TmemRelinquish", "TmemPairResume", "TmemAccess", "TmemLoad", "TmemWaitLd", "is_tmem",
@@ -2686,9 +2686,15 @@ class _MaskGroups:
 
     def __post_init__(self):
         object.__setattr__(self, "bufs", tuple(self.bufs))
+        if hasattr(self, "accs"):
+            object.__setattr__(self, "accs", tuple(self.accs))
 
     def _told(self) -> str:
-        return f" [{', '.join(self.bufs)}], depth={self.depth}" if self.bufs else ""
+        accs = f" acc=[{', '.join(getattr(self, 'accs', ()))}]" if getattr(self, "accs", ()) \
+            else ""
+        if not self.bufs:
+            return f"{accs}, depth={self.depth}" if accs else ""
+        return f" [{', '.join(self.bufs)}]{accs}, depth={self.depth}"
 
     def _problems(self, k) -> list[str]:
         out = []
@@ -2705,7 +2711,9 @@ class _MaskGroups:
     def own_locals(self, pc):
         return tuple(n for b in self.bufs
                      for n in (self.open_local(b),
-                               *(self.group_local(b, i) for i in range(self.depth))))
+                               *(self.group_local(b, i) for i in range(self.depth)))) + \
+            tuple(n for a in getattr(self, "accs", ())
+                  for n in (wa_open(a), *(wa_group(a, i) for i in range(self.depth))))
 
     def _fmt_wait(self) -> str:
         return f"{self.mnemonic} {self.n}" + self._told()
@@ -2713,7 +2721,7 @@ class _MaskGroups:
     def _wait_problems(self, k) -> list[str]:
         """A wait for all but the n newest groups needs n + 1 of them told apart."""
         out = self._problems(k)
-        if self.bufs and self.depth <= self.n:
+        if (self.bufs or getattr(self, "accs", ())) and self.depth <= self.n:
             out.append(f"{self.mnemonic} {self.n} needs groups told apart to depth "
                        f"{self.n + 1}, not {self.depth}")
         return out
@@ -2741,6 +2749,7 @@ class WgmmaCommit(_WgmmaGroups, SyncOp):
     bufs: tuple[str, ...] = ()
     depth: int = 1
     loc: Loc = NOLOC
+    accs: tuple[str, ...] = ()
     mnemonic: ClassVar[str] = "wgmma.commit_group"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.commit_group)"
@@ -2775,6 +2784,16 @@ class WgmmaCommit(_WgmmaGroups, SyncOp):
             else:
                 body += self._merge(c, b, g[0], first)
             body.append(Set(first, Const(0)))
+        for a in self.accs:
+            g = [Local(wa_group(a, i)) for i in range(self.depth)]
+            if self.depth > 1:
+                body.append(Set(g[-1], BinOp("|", g[-1], g[-2])))
+                for i in range(self.depth - 2, 0, -1):
+                    body.append(Set(g[i], g[i - 1]))
+                body.append(Set(g[0], Local(wa_open(a))))
+            else:
+                body.append(Set(g[0], BinOp("|", g[0], Local(wa_open(a)))))
+            body.append(Set(Local(wa_open(a)), Const(0)))
         return Rule(body)
 
 
@@ -2788,6 +2807,7 @@ class WgmmaWait(_WgmmaGroups, SyncOp):
     bufs: tuple[str, ...] = ()
     depth: int = 1
     loc: Loc = NOLOC
+    accs: tuple[str, ...] = ()
     mnemonic: ClassVar[str] = "wgmma.wait_group"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.wait_group)"
@@ -2814,7 +2834,138 @@ class WgmmaWait(_WgmmaGroups, SyncOp):
                 body += [When(_bit(g, s), [sub(_stage(c, b, Const(s), "wrd"), 1)])
                          for s in range(c.kernel.buffer(b).stages)]
                 body.append(Set(g, Const(0)))
+        body += [Set(Local(wa_group(a, i)), Const(0))
+                 for a in self.accs for i in range(self.n, self.depth)]
         return Rule(body)
+
+
+def wa_open(acc: str) -> str:
+    """1 while the executing warp's uncommitted wgmmas write accumulator `acc`."""
+    return f"_wao_{acc}"
+
+
+def wa_fenced(acc: str) -> str:
+    """1 once a wgmma.fence of the warp came after its last access of accumulator `acc`."""
+    return f"_waf_{acc}"
+
+
+def wa_group(acc: str, i: int) -> str:
+    """1 while its i-th most recent wgmma group (the last: that group or older) writes it."""
+    return f"_wag{i}_{acc}"
+
+
+@sync_op
+@dataclass(frozen=True)
+class WgmmaAcc(SyncOp):
+    """The executing warp's wgmma uses register fragment `acc` of the warp's threads (its
+    accumulator, d and c of the MMA, or an A fragment in registers) asynchronously, until a
+    wgmma.wait_group of the warp retires its group. Accessing those registers before then is undefined (PTX 9.7.15.6,
+    wgmma.wait_group); a later wgmma that accumulates into the same registers is not such an
+    access."""
+    acc: str
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "wgmma.acc"
+    hb_rule: ClassVar[str | None] = "generic"
+    ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (wait_group: the accumulator registers)"
+    summary: ClassVar[str] = "the accumulator joins the warp's open (uncommitted) wgmma group"
+    proven: ClassVar[frozenset[str]] = ALL  # it writes only its own local
+
+    @classmethod
+    def example(cls):
+        return cls("acc")
+
+    def fmt(self): return f"wgmma.acc {self.acc}"
+
+    def footprint(self, k):
+        return Footprint(())
+
+    def own_locals(self, pc): return (wa_open(self.acc), wa_fenced(self.acc))
+
+    def rule(self, c):
+        return Rule([When(_eq(Local(wa_fenced(self.acc)), 0), [Fail(
+            "race", f"{{who}}'s wgmma uses registers {self.acc} (accumulator or A fragment) "
+            "with no wgmma.fence since the warp last accessed them (or before its first wgmma): the wgmma may "
+            "read them before that access completes (PTX 9.7.15.5, wgmma.fence)")]),
+            Set(Local(wa_open(self.acc)), Const(1))])
+
+
+@sync_op
+@dataclass(frozen=True)
+class AccAccess(SyncOp):
+    """The executing threads read or write accumulator `acc` (a load, store or copy of the
+    register fragment or a view of it) other than by a wgmma accumulating into it: a race
+    while a wgmma group of the warp that writes it is not retired. `depth`: the wgmma groups
+    the warp's commits tell apart."""
+    acc: str
+    depth: int = 1
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "acc.access"
+    hb_rule: ClassVar[str | None] = "generic"
+    ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (wait_group: the accumulator registers)"
+    summary: ClassVar[str] = ("the accumulator in the warp's open wgmma group or in a group not "
+                              "retired: race")
+    proven: ClassVar[frozenset[str]] = ALL  # it reads only its own locals
+
+    @classmethod
+    def example(cls):
+        return cls("acc")
+
+    def fmt(self): return f"acc.access {self.acc}, depth={self.depth}"
+
+    def problems(self, k):
+        return [f"acc.access with depth {self.depth}"] if self.depth < 1 else []
+
+    def own_locals(self, pc):
+        return (wa_open(self.acc), wa_fenced(self.acc),
+                *(wa_group(self.acc, i) for i in range(self.depth)))
+
+    def footprint(self, k):
+        return Footprint(())
+
+    def rule(self, c):
+        pending = BinOp("|", Local(wa_open(self.acc)),
+                        Local(wa_group(self.acc, 0))) if self.depth else Local(wa_open(self.acc))
+        for i in range(1, self.depth):
+            pending = BinOp("|", pending, Local(wa_group(self.acc, i)))
+        return Rule([When(_ne(pending, 0), [Fail(
+            "race", f"{{who}} accesses registers {self.acc} (a wgmma accumulator or A fragment) "
+            "while a wgmma that uses them may still run: no wgmma.wait_group retired that "
+            "wgmma's group (PTX "
+            "9.7.15.6: the accumulator registers are undefined to access until then)")]),
+            Set(Local(wa_fenced(self.acc)), Const(0))])
+
+
+@sync_op
+@dataclass(frozen=True)
+class WgmmaFence(SyncOp):
+    """wgmma.fence: orders the warp's earlier accesses of registers before its later wgmmas
+    that use them. PTX asks for it before the warpgroup's first wgmma and between a thread's
+    access of an accumulator and the next wgmma into it (not between wgmmas of one shape).
+    `accs`: the accumulators the warp's wgmmas write."""
+    accs: tuple[str, ...] = ()
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "wgmma.fence"
+    hb_rule: ClassVar[str | None] = "generic"
+    ptx: ClassVar[str] = "9.7.15.5 (wgmma.fence)"
+    summary: ClassVar[str] = "each accumulator of the warp's wgmmas is fenced"
+    proven: ClassVar[frozenset[str]] = ALL  # it writes only its own locals
+
+    @classmethod
+    def example(cls):
+        return cls(("acc",))
+
+    def __post_init__(self):
+        object.__setattr__(self, "accs", tuple(self.accs))
+
+    def fmt(self): return f"wgmma.fence acc=[{', '.join(self.accs)}]"
+
+    def own_locals(self, pc): return tuple(wa_fenced(a) for a in self.accs)
+
+    def footprint(self, k):
+        return Footprint(())
+
+    def rule(self, c):
+        return Rule([Set(Local(wa_fenced(a)), Const(1)) for a in self.accs])
 
 
 # ----------------------------------------------------------------------------- cp.async buffers
