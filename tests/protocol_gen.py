@@ -201,7 +201,7 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
         stage = draw(st.sampled_from([Const(0), Var("k") % 2]))
         which = draw(st.sampled_from(["write", "write", "fence", "store", "commit", "wait",
                                       "handoff", "fill", "wread", "wcommit", "wwait", "read",
-                                      "mread", "mcommit", "wacc", "accx", "wfence"]))
+                                      "mread", "mcommit", "wreg"]))
         op = {"write": lambda: SmemWrite("sb", stage, loc),
               "fence": lambda: FenceProxyAsync(loc),
               "store": lambda: TmaStore("sb", stage, loc),
@@ -213,10 +213,10 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
               "wread": lambda: WgmmaRead((("sb", stage),), loc),
               "wcommit": lambda: WgmmaCommit(("sb",), 2, loc, ("acc",)),
               "wwait": lambda: WgmmaWait(draw(st.integers(0, 1)), ("sb",), 2, loc, ("acc",)),
-              # a wgmma accumulating into the warp's registers, and a thread access of them
-              "wacc": lambda: WgmmaAcc("acc", loc),
-              "accx": lambda: AccAccess("acc", 2, loc),
-              "wfence": lambda: WgmmaFence(("acc",), loc),
+              # a wgmma's use of the warp's registers (its accumulator), a thread's access of
+              # them, and wgmma.fence
+              "wreg": lambda: draw(st.sampled_from([WgmmaAcc("acc", loc), AccAccess("acc", 2, loc),
+                                                    WgmmaFence(("acc",), loc)])),
               "read": lambda: SmemRead((("sb", stage),), loc),
               # a tcgen05.mma's read of the stage (cta_group::2: both CTAs' stage), retired
               # by the arrive of the warp's next tcgen05.commit (multicast with two CTAs)

@@ -491,11 +491,11 @@ def _missing(extra: str, examples: int, want: tuple[str, ...], more=lambda s: No
 def test_buffer_protocols_cover_every_buffer_op():
     """The staged-buffer protocols draw every buffer op: writes, fences, stores (by the storing
     process), fills, wgmma, tcgen05.mma (of one CTA and of a pair) and thread reads, both kinds
-    of groups, and the tcgen05.commits that retire MMA reads."""
+    of groups, the tcgen05.commits that retire MMA reads, and wgmma register fragments."""
     assert not _missing("buffer", 300, (
         "SmemWrite", "FenceProxyAsync", "TmaStore", "BulkCommit", "BulkWaitRead", "TmaLoad(into)",
         "WgmmaRead", "WgmmaCommit", "WgmmaWait", "SmemRead", "MmaRead", "MmaRead(pair)",
-        "Tcgen05Commit"),
+        "Tcgen05Commit", "WgmmaAcc", "AccAccess", "WgmmaFence"),
         lambda s: "TmaLoad(into)" if isinstance(s, TmaLoad) and s.dst is not None else
         "MmaRead(pair)" if isinstance(s, MmaRead) and s.pair else None)
 

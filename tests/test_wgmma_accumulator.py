@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from warpspin.api import CheckOptions, verify_kernel
-from warpspin.syncir import Const, For, Kernel, Loc, Process, validate
+from warpspin.syncir import For, Kernel, Loc, Process, validate
 from warpspin.syncir.interp import violation_kinds
 from warpspin.syncir.ops import AccAccess, WgmmaAcc, WgmmaCommit, WgmmaFence, WgmmaWait
 
