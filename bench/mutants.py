@@ -48,12 +48,17 @@ Equivalence rules (checked on the edit, not on the verdict):
   property reads; no other thread's access and no synchronization moves.
 * `one instruction`: the two steps the extractor makes of one tcgen05 instruction swapped (its
   `tmem.access`, which checks the allocation is held, and its data access of an accumulator
-  stage, on the same source line), or of one `st.shared::cluster` (its `DsmemStore`, the
+  stage, on the same source line), of one wgmma (its `wgmma.read` of the operand stages and its
+  `wgmma.acc` of the registers, each a local or a stage of its own), or of one
+  `st.shared::cluster` (its `DsmemStore`, the
   unreleased-store bit, and the peer cell it writes). No source edit makes this mutant: both orders model the same
   instruction, whose issue is one event; each step touches its own object (the CTA's TMEM
   allocation, the stage) and neither blocks.
+* `register fence`: a `wgmma.fence` swapped with a statement with no wgmma, no access of a
+  wgmma's registers and no exit in it: the fence orders only the warp's own register accesses
+  before its wgmmas, and none of those moved across it.
 * `bytes before expect`: a TMA load (or `st.async`) swapped with the `arrive.expect_tx` on the
-  barrier it completes on. PTX lets the bytes complete before their expect-tx (the tx-count goes
+  barrier it completes on (each possibly under its own `elect_one`). PTX lets the bytes complete before their expect-tx (the tx-count goes
   below zero, 9.7.13.15.2; litmus `mbarrier.tx-before-expect` on the H200), and the phase still
   needs that arrive, so it completes at the same point.
 * `reviewed`: a survivor read by hand, with the reason it breaks nothing (`REVIEWED` below).
@@ -118,7 +123,7 @@ from warpspin.syncir.ops import (DATA_DEST, BulkCommit, BulkWaitRead, ClusterWai
                                  CpAsyncCommit, CpAsyncWait, Exit, FenceProxyAsync, MbarExpectTx,
                                  MbarInitFence, MbarTestWait, SmemLoad, SmemOwn, SmemStore,
                                  SmemWrite, StAsync, SyncOp, Tcgen05Commit, TensormapWrite,
-                                 WgmmaCommit, WgmmaWait)
+                                 WgmmaCommit, WgmmaWait, WgmmaAcc, AccAccess, WgmmaFence)
 from warpspin.syncir.passes import without_noop_fences  # noqa: E402
 from warpspin.syncir.printer import fmt_kernel  # noqa: E402
 
@@ -333,6 +338,8 @@ def equivalence(kernel, mutant, edit, name: str = "") -> str | None:
         return "bytes before expect"
     if edit.what == "swapped" and kinds == {TensormapWrite} and edit.stmt.desc != edit.other.desc:
         return "signals commute"
+    if edit.what == "swapped" and _register_fence_moved(edit.stmt, edit.other):
+        return "register fence"
     if edit.what == "swapped" and kinds == {SmemOwn} and edit.stmt.buf == edit.other.buf:
         return "own part"
     if edit.what == "swapped" and _independent(edit.stmt, edit.other):
@@ -356,6 +363,15 @@ def equivalence(kernel, mutant, edit, name: str = "") -> str | None:
     if edit.what == "swapped" and _independent_loads(edit.stmt, edit.other):
         return "independent loads"
     return None
+
+
+def _register_fence_moved(a, b) -> bool:
+    """A wgmma.fence swapped with a statement that has no wgmma, no access of a wgmma's
+    registers and no exit in it: the fence orders the warp's register accesses before its
+    wgmmas, and neither side of it changed."""
+    fence, other = (a, b) if isinstance(a, WgmmaFence) else (b, a)
+    return isinstance(fence, WgmmaFence) and not any(
+        isinstance(s, (WgmmaAcc, AccAccess, WgmmaFence, Exit)) for s in walk_stmts((other,)))
 
 
 def _single(s):
@@ -507,13 +523,15 @@ def _data_access(kernel, s) -> bool:
 def _one_instruction(a, b) -> bool:
     """The two steps the extractor makes of one tcgen05 instruction (same source line): its
     `tmem.access` (the allocation is held at the issue) and its data access of an accumulator
-    stage (`tcgen05.mma.read`, `tcgen05.ld.read`); or of one st.shared::cluster: its release
-    bookkeeping (`DsmemStore`) and the peer cell it writes (`st.shared @cta(t)`)."""
+    stage (`tcgen05.mma.read`, `tcgen05.ld.read`); of one wgmma: its operand reads of the stages
+    (`wgmma.read`) and its use of the registers (`wgmma.acc`); or of one st.shared::cluster: its
+    release bookkeeping (`DsmemStore`) and the peer cell it writes (`st.shared @cta(t)`)."""
     pair = {type(a).__name__, type(b).__name__}
     if pair == {"DsmemStore", "SmemStore"}:  # st.shared::cluster and the peer cell it writes
         d, w = (a, b) if type(a).__name__ == "DsmemStore" else (b, a)
         return w.ref.cta == d.cta and d.loc == w.loc
-    return pair in ({"TmemAccess", "MmaRead"}, {"TmemAccess", "TmemLoad"}) and \
+    return pair in ({"TmemAccess", "MmaRead"}, {"TmemAccess", "TmemLoad"},
+                    {"WgmmaRead", "WgmmaAcc"}) and \
         getattr(a, "loc", None) == getattr(b, "loc", None)
 
 

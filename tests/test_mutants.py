@@ -18,7 +18,40 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "bench"))
 import mutants as bench  # noqa: E402
 
+def _mainloop_with_accumulator():
+    """P.mainloop() whose consumer accumulates into registers: wgmma.fence before its loop, its
+    wgmmas' accumulator in each group (each retired by the loop's wait_group 0), and a read of
+    the accumulator after the loop."""
+    from dataclasses import replace as r
+    from warpspin.syncir.ir import For, Loc
+    from warpspin.syncir.ops import (AccAccess, WgmmaAcc, WgmmaCommit, WgmmaFence, WgmmaRead,
+                                     WgmmaWait)
+    k = P.mainloop()
+
+    def told(body):
+        out = []
+        for st in body:
+            if isinstance(st, For):
+                st = r(st, body=tuple(told(st.body)))
+            elif isinstance(st, (WgmmaCommit, WgmmaWait)):
+                st = r(st, accs=("acc",), depth=2)
+            out.append(st)
+            if isinstance(st, WgmmaRead):
+                out.append(WgmmaAcc("acc", st.loc))
+        return out
+    procs = []
+    for p in k.processes:
+        if any(isinstance(s, For) and any(isinstance(x, WgmmaRead) for x in s.body)
+               for s in p.body):
+            body = [WgmmaFence(("acc",), Loc("mainloop.py", 29)), *told(p.body),
+                    AccAccess("acc", 2, Loc("mainloop.py", 41))]
+            p = r(p, body=tuple(body))
+        procs.append(p)
+    return r(k, name="mainloop_acc", processes=tuple(procs))
+
+
 KERNELS = {"epilogue": lambda: P.epilogue(), "mainloop": lambda: P.mainloop(),
+           "mainloop_accumulator": _mainloop_with_accumulator,
            "exchange": lambda: P.exchange(rounds=2),
            "cluster_multicast": lambda: cluster_multicast(stages=1, trips=2),
            "aliased_buffer": lambda: P.aliased_buffer(), "cp_async_loop": lambda: P.cp_async_loop(),
