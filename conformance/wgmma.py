@@ -29,7 +29,7 @@ wgmma.fence, and one wgmma k-block loop accumulates
     @cute.jit
     def body(self):
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            BFloat16, BFloat16, warpgroup.OperandMajorMode.K, warpgroup.OperandMajorMode.K,
+            BFloat16, BFloat16, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K,
             Float32, (1, 1, 1), (M, N))
         a_layout = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (M, N, K), BFloat16, 1)
         smem = cutlass.memory.SmemAllocator()

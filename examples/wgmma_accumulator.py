@@ -51,7 +51,7 @@ class WgmmaTile:
     def kernel(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor):
         tidx, _, _ = cute.arch.thread_idx()
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
-            BFloat16, BFloat16, warpgroup.OperandMajorMode.K, warpgroup.OperandMajorMode.K,
+            BFloat16, BFloat16, cute.nvgpu.OperandMajorMode.K, cute.nvgpu.OperandMajorMode.K,
             Float32, (1, 1, 1), (M, N))
         a_layout = sm90_utils.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (M, N, K), BFloat16, 1)
         b_layout = sm90_utils.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (M, N, K), BFloat16, 1)
