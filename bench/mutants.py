@@ -54,9 +54,10 @@ Equivalence rules (checked on the edit, not on the verdict):
   unreleased-store bit, and the peer cell it writes). No source edit makes this mutant: both orders model the same
   instruction, whose issue is one event; each step touches its own object (the CTA's TMEM
   allocation, the stage) and neither blocks.
-* `register fence`: a `wgmma.fence` swapped with a statement with no wgmma, no access of a
-  wgmma's registers and no exit in it: the fence orders only the warp's own register accesses
-  before its wgmmas, and none of those moved across it.
+* `register check moved`: a `wgmma.fence` or an `acc.access` swapped with a statement with no
+  wgmma op (of operands, registers, groups or fence) and no exit in it: both touch only the
+  warp's register locals, which only its wgmma ops read or change, so every check sees the
+  same values in both orders.
 * `bytes before expect`: a TMA load (or `st.async`) swapped with the `arrive.expect_tx` on the
   barrier it completes on (each possibly under its own `elect_one`). PTX lets the bytes complete before their expect-tx (the tx-count goes
   below zero, 9.7.13.15.2; litmus `mbarrier.tx-before-expect` on the H200), and the phase still
@@ -188,6 +189,11 @@ REVIEWED = {
     ("aliased", "process 0: `bar.sync 0` (aliased.py:12) swapped with `Lanes`"):
         "the loader arms and loads through the barrier it initialized and fenced itself (program "
         "order); the bar.sync still publishes the init to the other warp before its wait",
+    ("quack.gemm_sm90", "process 1: `wgmma.acc acc0` (sm90_utils.py:171) swapped with "
+                        "`wgmma.commit_group [buf0, buf1] acc=[acc0], depth=2`"):
+        "the prologue wgmma's use of the accumulator joins the mainloop's first group instead of "
+        "its own: every wgmma of the warp writes the same accumulator, and the warp accesses it "
+        "only after its wait_group 0, which retires every group either way",
     ("cp_async", "process 0: `For` (cp_async.py:30) swapped with `cp.async.wait_group 0 [sX], "
                  "depth=1`"):
         "the drain moved before the loop still retires tile 0's copy when the loop runs zero "
@@ -338,8 +344,8 @@ def equivalence(kernel, mutant, edit, name: str = "") -> str | None:
         return "bytes before expect"
     if edit.what == "swapped" and kinds == {TensormapWrite} and edit.stmt.desc != edit.other.desc:
         return "signals commute"
-    if edit.what == "swapped" and _register_fence_moved(edit.stmt, edit.other):
-        return "register fence"
+    if edit.what == "swapped" and _register_local_moved(edit.stmt, edit.other):
+        return "register check moved"
     if edit.what == "swapped" and kinds == {SmemOwn} and edit.stmt.buf == edit.other.buf:
         return "own part"
     if edit.what == "swapped" and _independent(edit.stmt, edit.other):
@@ -365,13 +371,17 @@ def equivalence(kernel, mutant, edit, name: str = "") -> str | None:
     return None
 
 
-def _register_fence_moved(a, b) -> bool:
-    """A wgmma.fence swapped with a statement that has no wgmma, no access of a wgmma's
-    registers and no exit in it: the fence orders the warp's register accesses before its
-    wgmmas, and neither side of it changed."""
-    fence, other = (a, b) if isinstance(a, WgmmaFence) else (b, a)
-    return isinstance(fence, WgmmaFence) and not any(
-        isinstance(s, (WgmmaAcc, AccAccess, WgmmaFence, Exit)) for s in walk_stmts((other,)))
+REGISTER_OPS = (WgmmaAcc, AccAccess, WgmmaFence, WgmmaCommit, WgmmaWait)
+
+
+def _register_local_moved(a, b) -> bool:
+    """A wgmma.fence or an access of a wgmma's registers swapped with a statement that has no
+    wgmma op of any kind and no exit in it: both read and write only the warp's register
+    locals, which only the warp's wgmma ops read or change, so every wgmma op and every check
+    sees the same values in both orders."""
+    mover, other = (a, b) if isinstance(a, (WgmmaFence, AccAccess)) else (b, a)
+    return isinstance(mover, (WgmmaFence, AccAccess)) and not any(
+        isinstance(s, (*REGISTER_OPS, Exit)) for s in walk_stmts((other,)))
 
 
 def _single(s):
