@@ -1,17 +1,6 @@
-"""The SyncIR ops, each defined once: its fields, its printed form, its validity, its footprint
-(which declared objects it reads or writes, at which scope), its rule (the transition, in the
-rule language of rules.py, which the interpreter executes and the Promela lowering prints), and
-the exact reductions whose proofs cover it (docs/semantics.md, "Reductions").
-
-Adding an op is one class here plus its extraction. An op that is not registered, or whose
-footprint is unknown (`Unsupported`), switches every reduction off and makes the verdict
-UNSUPPORTED.
-
-Counting (one meaning for every op, async copies included): an op executed by T threads (the
-instance's threads, or k inside `Lanes(k)`) acts once per thread: an arrive by a warp is 32
-arrivals, a TMA issued by a warp is 32 copies. The DSL's TMA copy elects one lane itself, so the
-extractor puts it inside `Lanes(1)`.
-"""
+"""The op registry (`OPS`, `sync_op`), the `SyncOp` base, `Footprint` and `Access`, the
+reduction names (`ALL`, ...) and the helpers the op families share (expressions, barrier
+elements and their checks, phase completion, arrivals, publication of inits)."""
 from __future__ import annotations
 
 import weakref
@@ -19,28 +8,13 @@ import weakref
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from .ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef, eval_expr,
-                 For, While, _lift_fields, expr_vars, lift, stmt_bodies)
-from .objects import LIMITS, TMEM_COLUMNS, storer_field
-from .rules import (BufField, Call, Carried, ClusterField, CounterField, El, Fail, FlagField, Hook, Inflight, Live, Local, NamedField, Obs,
-                    Rule, Self, Set, TmapField, TmemField, When, WordField, add, all_of, any_of, sub)
+from ..ir import (BinOp, Const, Expr, Loc, MBarRef, NOLOC, Select, Stmt, UnOp, WordRef, eval_expr,
+                  For, While, _lift_fields, expr_vars, lift, stmt_bodies)
+from ..objects import LIMITS, TMEM_COLUMNS, storer_field
+from ..rules import (BufField, Call, Carried, ClusterField, CounterField, El, Fail, FlagField, Hook,
+                     Inflight, Live, Local, NamedField, Obs, Rule, Self, Set, TmapField, TmemField,
+                     When, WordField, add, all_of, any_of, sub)
 
-__all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
-           "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
-           "BarSync", "BarSyncResume", "BarArrive", "ClusterArrive", "ClusterWait", "TmaLoad",
-           "SmemStore", "SmemLoad", "StAsync", "ClcTryCancel", "CLC_WORDS", "clc_failed",
-           "async_word_arrays", "AtomInc", "counter_take",
-           "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
-           "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
-           "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "br_unfenced",
-           "touches_filled", "touches_filled_in", "WgmmaRead", "MmaRead", "mma_open", "mma_bufs",
-           "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "WgmmaAcc", "AccAccess", "WgmmaFence", "CpAsync",
-           "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
-           "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
-           "TmemRelinquish", "TmemPairResume", "TmemAccess", "TmemLoad", "TmemWaitLd", "is_tmem",
-           "tmem_mma_bufs", "tmem_load_bufs", "tl_open", "commit_bits", "TMEM_ACCESSES", "tmem_access_checked", "uses_tmem", "GlobalAdd", "GlobalWait",
-           "Exit",
-           "Unsupported"]
 
 SCOPES = ("thread", "warp", "cta", "cluster", "grid")
 
@@ -156,12 +130,12 @@ ALL = frozenset({SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION, 
 
 
 def fmt_bar(b: MBarRef) -> str:
-    from .printer import fmt_bar as f
+    from ..printer import fmt_bar as f
     return f(b)
 
 
 def _e(x) -> str:
-    from .printer import fmt_expr
+    from ..printer import fmt_expr
     return fmt_expr(x)
 
 
@@ -179,6 +153,10 @@ _plus, _minus, _times, _band = (_bin(o) for o in ("+", "-", "*", "&"))
 
 def _times_t(t: int, e: Expr) -> Expr:
     return e if t == 1 else _times(Const(t), e)
+
+
+def _bit(local: Local, s: int) -> Expr:
+    return _ne(_band(local, Const(1 << s)), 0)
 
 
 def _index_checks(name: str, index: Expr, size: int, unit: str) -> list:
@@ -364,7 +342,7 @@ SCOPES_OF_ARRIVE = ("cta", "cluster", "relaxed")  # what an arrive releases: .re
 
 def _stores_dsmem(c) -> bool:
     """Whether the executing process stores into a peer CTA's shared memory (st.shared::cluster)."""
-    from .ir import walk_stmts
+    from ..ir import walk_stmts
     return any(isinstance(s, DsmemStore) for s in walk_stmts(c.kernel.processes[c.process].body))
 
 
@@ -1231,7 +1209,7 @@ def async_word_arrays(k) -> frozenset[str]:
     got = _ASYNC_WORDS.get(id(k))
     if got is not None and got[0]() is k:
         return got[1]
-    from .ir import walk_stmts
+    from ..ir import walk_stmts
     arrays = frozenset(s.ref.name for p in k.processes for s in walk_stmts(p.body)
                        if isinstance(s, StAsync))
     key = id(k)
@@ -1919,7 +1897,7 @@ def touches_filled(kernel, process: int, buf: str) -> bool:
 
 
 def touches_filled_in(kernel, body, buf: str) -> bool:
-    from .ir import walk_stmts
+    from ..ir import walk_stmts
     return any((isinstance(s, SmemRead) and buf in {r[0] for r in s.reads})
                or (isinstance(s, SmemWrite) and s.buf == buf) for s in walk_stmts(body)) and \
         any(isinstance(s, TmaLoad) and s.dst == buf
@@ -1947,7 +1925,7 @@ def _stage_problems(k, buf: str, stage: Expr) -> list[str]:
 
 def _writes_buffer(c, buf: str) -> bool:
     """Whether the executing process writes staged buffer `buf` (it then has its write bits)."""
-    from .ir import walk_stmts
+    from ..ir import walk_stmts
     return any(isinstance(s, SmemWrite) and s.buf == buf
                for s in walk_stmts(c.kernel.processes[c.process].body))
 
@@ -1967,6 +1945,15 @@ def _per_stage(c, buf: str, stage: Expr, what: str, body) -> list:
                  [Fail("invalid-operand", f"{{who}} {what} stage {{0}} of {label}, which has {n}",
                        (stage,))]),
             *(When(_eq(stage, s), body(s)) for s in range(n))]
+
+
+def _in_flight_fill(c, buf: str, s: int, what: str) -> When:
+    label = c.kernel.buffer(buf).label or buf
+    fly = _stage(c, buf, Const(s), "fly")
+    return When(_gt(fly, 0), [Fail(
+        "race", f"{{who}} {what} stage {s} of {label} while {{0}} TMA load(s) into it are in "
+        "flight: only the completion of their bytes on the stage's mbarrier (a wait on it) "
+        "orders the read after them", (fly,))])
 
 
 def buffer_releases(c, bid: Expr, sync: bool) -> list:
@@ -2060,7 +2047,7 @@ def fence_first(kernel, buf: str) -> bool:
 
 
 def _fence_first_in(body, buf: str, bid) -> bool:
-    from .ir import For, If, Lanes, While
+    from ..ir import For, If, Lanes, While
 
     def scan(stmts, pending: bool):
         for st in stmts:
@@ -2096,7 +2083,7 @@ def add_expr(place, value: Expr) -> Set:
 def batches_bound(place, value: Expr) -> When:
     """A count of write batches that would leave its declared range (objects.BUFFER_STAGE):
     copy-bound (model bound), before the count is raised by `value`."""
-    from .objects import BUFFER_STAGE
+    from ..objects import BUFFER_STAGE
     hi = BUFFER_STAGE.field(place.field).hi
     return When(_gt(_plus(place, value), hi), [Fail(
         "copy-bound", f"more than {hi} write batches of one stage pending (model bound)")])
@@ -2294,19 +2281,6 @@ def wg_group(buf: str, i: int) -> str:
     return f"_wgg{i}_{buf}"
 
 
-def _bit(local: Local, s: int) -> Expr:
-    return _ne(_band(local, Const(1 << s)), 0)
-
-
-def _in_flight_fill(c, buf: str, s: int, what: str) -> When:
-    label = c.kernel.buffer(buf).label or buf
-    fly = _stage(c, buf, Const(s), "fly")
-    return When(_gt(fly, 0), [Fail(
-        "race", f"{{who}} {what} stage {s} of {label} while {{0}} TMA load(s) into it are in "
-        "flight: only the completion of their bytes on the stage's mbarrier (a wait on it) "
-        "orders the read after them", (fly,))])
-
-
 def _reads_problems(k, reads) -> list[str]:
     return [p for b, i in reads for p in _stage_problems(k, b, i)]
 
@@ -2383,7 +2357,7 @@ def _mma_stages(kernel, process: int, space: str) -> tuple[tuple[str, bool], ...
     """(buffer, peer) of every buffer of `space` the process's tcgen05.mma access, in its own
     CTA and, for cta_group::2, in the pair's other one."""
     def compute():
-        from .ir import walk_stmts
+        from ..ir import walk_stmts
         out: set = set()
         for st in walk_stmts(kernel.processes[process].body):
             if isinstance(st, MmaRead):
@@ -2413,7 +2387,7 @@ def tmem_mma_bufs(kernel, process: int) -> tuple[tuple[str, bool], ...]:
 def tmem_load_bufs(kernel, process: int) -> tuple[str, ...]:
     """The TMEM buffers the process reads with tcgen05.ld."""
     def compute():
-        from .ir import walk_stmts
+        from ..ir import walk_stmts
         return tuple(sorted({b for st in walk_stmts(kernel.processes[process].body)
                              if isinstance(st, TmemLoad) for b, _ in st.reads}))
     return kernel.memo(("tmem_load_bufs", process), compute)
@@ -2675,6 +2649,13 @@ class SmemRead(_StageReads, SyncOp):
                 return [_in_flight_fill(c, buf, s, "reads"), *_count_generic(c, buf, s)]
             body += _per_stage(c, buf, stage, "reads", one)
         return Rule(body)
+
+
+# ops that publish nothing of the executing thread's earlier writes to other threads (accesses
+# of buffer stages, the proxy fence, issuing and waiting for its own async units): a write
+# followed only by these before its fence has the fence on every path it is ordered along
+_FENCE_NEUTRAL = (SmemWrite, SmemRead, FenceProxyAsync, TmaStore, BulkCommit, BulkWaitRead,
+                  WgmmaRead, TmemLoad)
 
 
 class _MaskGroups:
@@ -2993,7 +2974,7 @@ def cp_pending(buf: str, depth: int) -> Expr:
 
 
 def _copies_into(c, buf: str) -> bool:
-    from .ir import walk_stmts
+    from ..ir import walk_stmts
     return any(isinstance(s, (CpAsync, SmemOwn)) and s.buf == buf
                for s in walk_stmts(c.kernel.processes[c.process].body))
 
@@ -3002,7 +2983,7 @@ def shared_copies(kernel, buf: str) -> bool:
     """Whether threads read `buf` through another partition than its cp.async copies' (a
     `shared` smem.own): its stages then count the instances with copies in flight (`cpw`)."""
     def compute():
-        from .ir import walk_stmts
+        from ..ir import walk_stmts
         return frozenset(s.buf for p in kernel.processes for s in walk_stmts(p.body)
                          if isinstance(s, SmemOwn) and s.shared)
     return buf in kernel.memo("shared_copies", compute)
@@ -3010,7 +2991,7 @@ def shared_copies(kernel, buf: str) -> bool:
 
 def cp_depth(c) -> int:
     """The cp.async groups told apart in the executing process (its commits' and waits' depth)."""
-    from .ir import walk_stmts
+    from ..ir import walk_stmts
     return max((_cp_depth_of(s) for s in walk_stmts(c.kernel.processes[c.process].body)),
                default=0)
 
@@ -3034,7 +3015,7 @@ def stores_pending_at_exit(c) -> list:
     """The storing instance of a buffer exiting with TMA stores of it not retired (PTX
     9.7.9.26.5.2: only cp.async.bulk.wait_group.read retires a store's read of shared memory, and
     the CTA's shared memory may belong to another CTA once its threads have exited)."""
-    from .ir import walk_stmts
+    from ..ir import walk_stmts
     out = []
     for b in c.kernel.buffers:
         body = c.kernel.processes[c.process].body
@@ -3263,8 +3244,6 @@ class SmemOwn(SyncOp):
                 "retired them before the access")])]
         return Rule(_per_stage(c, self.buf, self.stage, what, body))
 
-
-# ----------------------------------------------------------------------------- global counters
 
 # ----------------------------------------------------------------------------- tcgen05 and TMEM
 
@@ -3822,6 +3801,8 @@ def tmem_freed_at_exit(c) -> list:
         (cols,))])]
 
 
+# ----------------------------------------------------------------------------- global counters
+
 
 @sync_op
 @dataclass(frozen=True)
@@ -3902,7 +3883,7 @@ WAIT_UNTIL = {">=": _ge, ">": _gt, "<=": _le, "<": _lt, "==": _eq, "!=": _ne}
 
 def _flag_ops(k, flag: str):
     """(process index, CTA, op) for every op on global flag `flag`."""
-    from .ir import walk_stmts
+    from ..ir import walk_stmts
     for i, p in enumerate(k.processes):
         for s in walk_stmts(p.body):
             if isinstance(s, (GlobalAdd, GlobalWait)) and s.flag == flag:
@@ -4175,11 +4156,3 @@ class Unsupported(SyncOp):
 
     def rule(self, c):
         return Rule([Fail("unsupported", f"{self.what} is not modelled")])
-
-
-
-# ops that publish nothing of the executing thread's earlier writes to other threads (accesses
-# of buffer stages, the proxy fence, issuing and waiting for its own async units): a write
-# followed only by these before its fence has the fence on every path it is ordered along
-_FENCE_NEUTRAL = (SmemWrite, SmemRead, FenceProxyAsync, TmaStore, BulkCommit, BulkWaitRead,
-                  WgmmaRead, TmemLoad)

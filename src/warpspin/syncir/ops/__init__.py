@@ -1,0 +1,64 @@
+"""The SyncIR ops, each defined once: its fields, its printed form, its validity, its footprint
+(which declared objects it reads or writes, at which scope), its rule (the transition, in the
+rule language of rules.py, which the interpreter executes and the Promela lowering prints), and
+the exact reductions whose proofs cover it (docs/semantics.md, "Reductions").
+
+Adding an op is one class here plus its extraction. An op that is not registered, or whose
+footprint is unknown (`Unsupported`), switches every reduction off and makes the verdict
+UNSUPPORTED.
+
+Counting (one meaning for every op, async copies included): an op executed by T threads (the
+instance's threads, or k inside `Lanes(k)`) acts once per thread: an arrive by a warp is 32
+arrivals, a TMA issued by a warp is 32 copies. The DSL's TMA copy elects one lane itself, so the
+extractor puts it inside `Lanes(1)`.
+
+The ops live in one module per family (base.py: the registry, `SyncOp`, `Footprint`, the
+reduction names and the shared helpers). They are imported here in the order they were
+defined in, which is the order of the registry `OPS` (the generated docs list it); every
+name is re-exported, so `from warpspin.syncir.ops import X` keeps working.
+"""
+from __future__ import annotations
+
+from .base import (ADD_SEMANTICS, ALL, CLC_WORDS, CLUSTER_ARRIVED, CLUSTER_COMPLETE, CLUSTER_GEN,  # noqa: F401
+                   CLUSTER_SEEN, COV_BITS, DATA_DEST, DEAD_RESET, DSMEM_STORED, EARLY_ISSUE,
+                   FAILED_TEST_BLOCKS, FUSION, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS,
+                   LOAD_RUN_MOVER, LOAD_RUNS, MEMORY_SCOPES, MERGED_COMPLETIONS, NAMED_COMPLETE,
+                   NARROW_TYPES, OPS, PAIR_COMPLETE, PAIR_KINDS, PHASE, REDUCTIONS, RELEASES,
+                   RESUME_FUSION, RESUME_MOVER, SCOPES, SCOPES_OF_ARRIVE, SYMMETRIC, TMEM_ACCESSES,
+                   WAIT_SEMANTICS, WAIT_UNTIL, AccAccess, Access, AtomInc, BarArrive, BarSync,
+                   BarSyncResume, BulkCommit, BulkWaitRead, ClcTryCancel, ClusterArrive,
+                   ClusterWait, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, Exit,
+                   FenceProxyAsync, Footprint, GlobalAdd, GlobalWait, MbarArrive,
+                   MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait,
+                   MbarWait, MmaRead, SmemLoad, SmemOwn, SmemRead, SmemStore, SmemWrite, StAsync,
+                   SyncOp, Tcgen05Commit, TensormapAcquire, TensormapRelease, TensormapWrite,
+                   TmaLoad, TmaStore, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad, TmemPairResume,
+                   TmemRelinquish, TmemWaitLd, Unsupported, WgmmaAcc, WgmmaCommit, WgmmaFence,
+                   WgmmaRead, WgmmaWait, add_expr, add_tx, arrive, async_word_arrays, bad_vis,
+                   batches_bound, br_unfenced, bs_group, bs_open, buffer_handover, buffer_releases,
+                   bw_fenced, bw_released_raw, bw_unfenced, clc_failed, cluster_try_complete,
+                   commit_bits, complete_named, complete_phase, counter_take, cp_depth, cp_group,
+                   cp_open, cp_pending, cp_pending_at_exit, dsmem_release, fence_first, fmt_bar,
+                   fmt_word, is_tmem, mma_bufs, mma_open, peer_word_store, publish, ref_scope,
+                   remote_alive, resolve, shared_copies, snap_var, storer_slot, storers_in_cta,
+                   stores_pending_at_exit, sync_op, tl_open, tm_acquired, tm_group, tm_open,
+                   tmem_access_checked, tmem_freed_at_exit, tmem_load_bufs, tmem_mma_bufs,
+                   tmem_mma_issuer_problem, touches_filled, touches_filled_in, tx_bytes_check,
+                   uses_tmem, vis_checks, wa_fenced, wa_group, wa_open, wg_group, wg_open)
+
+__all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
+           "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
+           "BarSync", "BarSyncResume", "BarArrive", "ClusterArrive", "ClusterWait", "TmaLoad",
+           "SmemStore", "SmemLoad", "StAsync", "ClcTryCancel", "CLC_WORDS", "clc_failed",
+           "async_word_arrays", "AtomInc", "counter_take",
+           "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",
+           "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
+           "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "br_unfenced",
+           "touches_filled", "touches_filled_in", "WgmmaRead", "MmaRead", "mma_open", "mma_bufs",
+           "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "WgmmaAcc", "AccAccess", "WgmmaFence", "CpAsync",
+           "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
+           "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
+           "TmemRelinquish", "TmemPairResume", "TmemAccess", "TmemLoad", "TmemWaitLd", "is_tmem",
+           "tmem_mma_bufs", "tmem_load_bufs", "tl_open", "commit_bits", "TMEM_ACCESSES", "tmem_access_checked", "uses_tmem", "GlobalAdd", "GlobalWait",
+           "Exit",
+           "Unsupported"]
