@@ -19,32 +19,35 @@ name is re-exported, so `from warpspin.syncir.ops import X` keeps working.
 """
 from __future__ import annotations
 
-from .base import (ADD_SEMANTICS, ALL, CLC_WORDS, CLUSTER_ARRIVED, CLUSTER_COMPLETE, CLUSTER_GEN,  # noqa: F401
-                   CLUSTER_SEEN, COV_BITS, DATA_DEST, DEAD_RESET, DSMEM_STORED, EARLY_ISSUE,
-                   FAILED_TEST_BLOCKS, FUSION, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS,
-                   LOAD_RUN_MOVER, LOAD_RUNS, MEMORY_SCOPES, MERGED_COMPLETIONS, NAMED_COMPLETE,
-                   NARROW_TYPES, OPS, PAIR_COMPLETE, PAIR_KINDS, PHASE, REDUCTIONS, RELEASES,
-                   RESUME_FUSION, RESUME_MOVER, SCOPES, SCOPES_OF_ARRIVE, SYMMETRIC, TMEM_ACCESSES,
-                   WAIT_SEMANTICS, WAIT_UNTIL, AccAccess, Access, AtomInc, BarArrive, BarSync,
-                   BarSyncResume, BulkCommit, BulkWaitRead, ClcTryCancel, ClusterArrive,
-                   ClusterWait, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, Exit,
-                   FenceProxyAsync, Footprint, GlobalAdd, GlobalWait, MbarArrive,
-                   MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait,
-                   MbarWait, MmaRead, SmemLoad, SmemOwn, SmemRead, SmemStore, SmemWrite, StAsync,
-                   SyncOp, Tcgen05Commit, TensormapAcquire, TensormapRelease, TensormapWrite,
-                   TmaLoad, TmaStore, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad, TmemPairResume,
-                   TmemRelinquish, TmemWaitLd, Unsupported, WgmmaAcc, WgmmaCommit, WgmmaFence,
-                   WgmmaRead, WgmmaWait, add_expr, add_tx, arrive, async_word_arrays, bad_vis,
-                   batches_bound, br_unfenced, bs_group, bs_open, buffer_handover, buffer_releases,
-                   bw_fenced, bw_released_raw, bw_unfenced, clc_failed, cluster_try_complete,
-                   commit_bits, complete_named, complete_phase, counter_take, cp_depth, cp_group,
-                   cp_open, cp_pending, cp_pending_at_exit, dsmem_release, fence_first, fmt_bar,
-                   fmt_word, is_tmem, mma_bufs, mma_open, peer_word_store, publish, ref_scope,
-                   remote_alive, resolve, shared_copies, snap_var, storer_slot, storers_in_cta,
-                   stores_pending_at_exit, sync_op, tl_open, tm_acquired, tm_group, tm_open,
-                   tmem_access_checked, tmem_freed_at_exit, tmem_load_bufs, tmem_mma_bufs,
+from .base import (ALL, CLC_WORDS, CLUSTER_ARRIVED, CLUSTER_COMPLETE, CLUSTER_GEN, CLUSTER_SEEN,  # noqa: F401
+                   COV_BITS, DATA_DEST, DEAD_RESET, DSMEM_STORED, EARLY_ISSUE, FAILED_TEST_BLOCKS,
+                   FUSION, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, LOAD_RUN_MOVER, LOAD_RUNS,
+                   MERGED_COMPLETIONS, NAMED_COMPLETE, NARROW_TYPES, OPS, PAIR_COMPLETE, PHASE,
+                   REDUCTIONS, RESUME_FUSION, RESUME_MOVER, SCOPES, SCOPES_OF_ARRIVE, SYMMETRIC,
+                   AccAccess, Access, BarArrive, BarSync, BarSyncResume, BulkCommit, BulkWaitRead,
+                   ClcTryCancel, ClusterArrive, ClusterWait, CpAsync, CpAsyncCommit, CpAsyncWait,
+                   DsmemStore, FenceProxyAsync, Footprint, MbarArrive, MbarArriveExpectTx,
+                   MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait, MbarWait, MmaRead, SmemLoad,
+                   SmemOwn, SmemRead, SmemStore, SmemWrite, StAsync, SyncOp, TensormapAcquire,
+                   TensormapRelease, TensormapWrite, TmaLoad, TmaStore, TmemLoad, TmemWaitLd,
+                   WgmmaAcc, WgmmaCommit, WgmmaFence, WgmmaRead, WgmmaWait, add_expr, add_tx,
+                   arrive, async_word_arrays, bad_vis, batches_bound, br_unfenced, bs_group,
+                   bs_open, buffer_handover, buffer_releases, bw_fenced, bw_released_raw,
+                   bw_unfenced, clc_failed, cluster_try_complete, commit_bits, complete_named,
+                   complete_phase, cp_depth, cp_group, cp_open, cp_pending, cp_pending_at_exit,
+                   dsmem_release, fence_first, fmt_bar, fmt_word, is_tmem, mma_bufs, mma_open,
+                   peer_word_store, publish, ref_scope, remote_alive, resolve, shared_copies,
+                   snap_var, storer_slot, storers_in_cta, stores_pending_at_exit, sync_op, tl_open,
+                   tm_acquired, tm_group, tm_open, tmem_load_bufs, tmem_mma_bufs,
                    tmem_mma_issuer_problem, touches_filled, touches_filled_in, tx_bytes_check,
-                   uses_tmem, vis_checks, wa_fenced, wa_group, wa_open, wg_group, wg_open)
+                   vis_checks, wa_fenced, wa_group, wa_open, wg_group, wg_open)
+from .tcgen05 import (PAIR_KINDS, TMEM_ACCESSES, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc,  # noqa: F401
+                      TmemPairResume, TmemRelinquish, tmem_access_checked, tmem_freed_at_exit,
+                      uses_tmem)
+from .counters import AtomInc, counter_take  # noqa: F401
+from .flags import (ADD_SEMANTICS, MEMORY_SCOPES, RELEASES, WAIT_SEMANTICS, WAIT_UNTIL, GlobalAdd,  # noqa: F401
+                    GlobalWait)
+from .exit import Exit, Unsupported  # noqa: F401
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
            "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
