@@ -20,27 +20,30 @@ name is re-exported, so `from warpspin.syncir.ops import X` keeps working.
 from __future__ import annotations
 
 from .base import (ALL, CLC_WORDS, CLUSTER_ARRIVED, CLUSTER_COMPLETE, CLUSTER_GEN, CLUSTER_SEEN,  # noqa: F401
-                   COV_BITS, DATA_DEST, DEAD_RESET, DSMEM_STORED, EARLY_ISSUE, FAILED_TEST_BLOCKS,
-                   FUSION, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, LOAD_RUN_MOVER, LOAD_RUNS,
+                   DATA_DEST, DEAD_RESET, DSMEM_STORED, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION,
+                   FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, LOAD_RUN_MOVER, LOAD_RUNS,
                    MERGED_COMPLETIONS, NAMED_COMPLETE, NARROW_TYPES, OPS, PAIR_COMPLETE, PHASE,
                    REDUCTIONS, RESUME_FUSION, RESUME_MOVER, SCOPES, SCOPES_OF_ARRIVE, SYMMETRIC,
-                   AccAccess, Access, BarArrive, BarSync, BarSyncResume, BulkCommit, BulkWaitRead,
-                   ClcTryCancel, ClusterArrive, ClusterWait, CpAsync, CpAsyncCommit, CpAsyncWait,
-                   DsmemStore, FenceProxyAsync, Footprint, MbarArrive, MbarArriveExpectTx,
-                   MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait, MbarWait, MmaRead, SmemLoad,
-                   SmemOwn, SmemRead, SmemStore, SmemWrite, StAsync, SyncOp, TensormapAcquire,
-                   TensormapRelease, TensormapWrite, TmaLoad, TmaStore, TmemLoad, TmemWaitLd,
-                   WgmmaAcc, WgmmaCommit, WgmmaFence, WgmmaRead, WgmmaWait, add_expr, add_tx,
-                   arrive, async_word_arrays, bad_vis, batches_bound, br_unfenced, bs_group,
-                   bs_open, buffer_handover, buffer_releases, bw_fenced, bw_released_raw,
-                   bw_unfenced, clc_failed, cluster_try_complete, commit_bits, complete_named,
-                   complete_phase, cp_depth, cp_group, cp_open, cp_pending, cp_pending_at_exit,
-                   dsmem_release, fence_first, fmt_bar, fmt_word, is_tmem, mma_bufs, mma_open,
-                   peer_word_store, publish, ref_scope, remote_alive, resolve, shared_copies,
-                   snap_var, storer_slot, storers_in_cta, stores_pending_at_exit, sync_op, tl_open,
-                   tm_acquired, tm_group, tm_open, tmem_load_bufs, tmem_mma_bufs,
-                   tmem_mma_issuer_problem, touches_filled, touches_filled_in, tx_bytes_check,
-                   vis_checks, wa_fenced, wa_group, wa_open, wg_group, wg_open)
+                   Access, BarArrive, BarSync, BarSyncResume, BulkCommit, BulkWaitRead,
+                   ClcTryCancel, ClusterArrive, ClusterWait, DsmemStore, Footprint, MbarArrive,
+                   MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait,
+                   MbarWait, SmemLoad, SmemStore, StAsync, SyncOp, TensormapAcquire,
+                   TensormapRelease, TensormapWrite, TmaLoad, add_tx, arrive, async_word_arrays,
+                   bad_vis, clc_failed, cluster_try_complete, complete_named, complete_phase,
+                   dsmem_release, fmt_bar, fmt_word, peer_word_store, publish, ref_scope,
+                   remote_alive, resolve, snap_var, sync_op, tm_acquired, tm_group, tm_open,
+                   tx_bytes_check, vis_checks)
+from .buffers import (FenceProxyAsync, SmemWrite, TmaStore, add_expr, batches_bound, br_unfenced,  # noqa: F401
+                      bs_group, bs_open, buffer_handover, buffer_releases, bw_fenced,
+                      bw_released_raw, bw_unfenced, fence_first, storer_slot, storers_in_cta,
+                      touches_filled, touches_filled_in)
+from .reads import (COV_BITS, MmaRead, SmemRead, TmemLoad, TmemWaitLd, WgmmaRead, commit_bits,  # noqa: F401
+                    is_tmem, mma_bufs, mma_open, tl_open, tmem_load_bufs, tmem_mma_bufs,
+                    tmem_mma_issuer_problem, wg_group, wg_open)
+from .wgmma import (AccAccess, WgmmaAcc, WgmmaCommit, WgmmaFence, WgmmaWait, wa_fenced, wa_group,  # noqa: F401
+                    wa_open)
+from .cp_async import (CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, cp_depth, cp_group, cp_open,  # noqa: F401
+                       cp_pending, cp_pending_at_exit, shared_copies, stores_pending_at_exit)
 from .tcgen05 import (PAIR_KINDS, TMEM_ACCESSES, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc,  # noqa: F401
                       TmemPairResume, TmemRelinquish, tmem_access_checked, tmem_freed_at_exit,
                       uses_tmem)

@@ -8,8 +8,8 @@ from ..ir import Const, Loc, NOLOC
 from ..rules import (ClusterField, Fail, Inflight, Live, Local, NamedField, Rule, When, all_of,
                      any_of, sub)
 from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_GEN, Footprint, SyncOp, _acc, _eq, _ge, _gt, _ne,
-                   cluster_try_complete, complete_named, cp_pending_at_exit, publish,
-                   stores_pending_at_exit, sync_op)
+                   cluster_try_complete, complete_named, publish, sync_op)
+from .cp_async import cp_pending_at_exit, stores_pending_at_exit
 from .tcgen05 import Tcgen05Commit, tmem_freed_at_exit, uses_tmem
 
 

@@ -9,10 +9,10 @@ from ..ir import BinOp, Const, Expr, Loc, MBarRef, NOLOC, For, While, _lift_fiel
 from ..objects import TMEM_COLUMNS
 from ..rules import (BufField, Carried, El, Fail, Hook, Inflight, Live, Local, Rule, Set, TmemField,
                      When, add, all_of, any_of, sub)
-from .base import (ALL, INDEPENDENT_CTAS, PAIR_COMPLETE, Footprint, MmaRead, SyncOp, _acc, _band,
-                   _bit, _e, _eq, _gt, _issue, _le, _lt, _minus, _multicast_issue, _ne, _plus,
-                   commit_bits, complete_phase, fmt_bar, mma_bufs, mma_open, remote_alive, resolve,
-                   snap_var, sync_op, tmem_mma_bufs, vis_checks)
+from .base import (ALL, INDEPENDENT_CTAS, PAIR_COMPLETE, Footprint, SyncOp, _acc, _band, _bit, _e,
+                   _eq, _gt, _issue, _le, _lt, _minus, _multicast_issue, _ne, _plus, complete_phase,
+                   fmt_bar, remote_alive, resolve, snap_var, sync_op, vis_checks)
+from .reads import MmaRead, commit_bits, mma_bufs, mma_open, tmem_mma_bufs
 
 
 # ----------------------------------------------------------------------------- tcgen05 and TMEM
