@@ -19,20 +19,21 @@ name is re-exported, so `from warpspin.syncir.ops import X` keeps working.
 """
 from __future__ import annotations
 
-from .base import (ALL, CLC_WORDS, CLUSTER_ARRIVED, CLUSTER_COMPLETE, CLUSTER_GEN, CLUSTER_SEEN,  # noqa: F401
-                   DATA_DEST, DEAD_RESET, DSMEM_STORED, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION,
-                   FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS, LOAD_RUN_MOVER, LOAD_RUNS,
-                   MERGED_COMPLETIONS, NAMED_COMPLETE, NARROW_TYPES, OPS, PAIR_COMPLETE, PHASE,
-                   REDUCTIONS, RESUME_FUSION, RESUME_MOVER, SCOPES, SCOPES_OF_ARRIVE, SYMMETRIC,
-                   Access, BarArrive, BarSync, BarSyncResume, BulkCommit, BulkWaitRead,
-                   ClcTryCancel, ClusterArrive, ClusterWait, DsmemStore, Footprint, MbarArrive,
-                   MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait,
-                   MbarWait, SmemLoad, SmemStore, StAsync, SyncOp, TensormapAcquire,
-                   TensormapRelease, TensormapWrite, TmaLoad, add_tx, arrive, async_word_arrays,
-                   bad_vis, clc_failed, cluster_try_complete, complete_named, complete_phase,
-                   dsmem_release, fmt_bar, fmt_word, peer_word_store, publish, ref_scope,
-                   remote_alive, resolve, snap_var, sync_op, tm_acquired, tm_group, tm_open,
-                   tx_bytes_check, vis_checks)
+from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_COMPLETE, CLUSTER_GEN, CLUSTER_SEEN, DEAD_RESET,  # noqa: F401
+                   DSMEM_STORED, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, FUSION_RELEASE,
+                   FUSION_WAIT, INDEPENDENT_CTAS, LOAD_RUN_MOVER, LOAD_RUNS, MERGED_COMPLETIONS,
+                   NAMED_COMPLETE, NARROW_TYPES, OPS, PAIR_COMPLETE, PHASE, REDUCTIONS,
+                   RESUME_FUSION, RESUME_MOVER, SCOPES, SCOPES_OF_ARRIVE, SYMMETRIC, Access,
+                   BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, DsmemStore,
+                   Footprint, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
+                   MbarTestWait, MbarWait, SyncOp, add_tx, arrive, bad_vis, cluster_try_complete,
+                   complete_named, complete_phase, dsmem_release, fmt_bar, publish, ref_scope,
+                   remote_alive, resolve, snap_var, sync_op, tx_bytes_check, vis_checks)
+from .copies import TmaLoad  # noqa: F401
+from .words import (CLC_WORDS, DATA_DEST, ClcTryCancel, SmemLoad, SmemStore, StAsync,  # noqa: F401
+                    async_word_arrays, clc_failed, fmt_word, peer_word_store)
+from .tensormaps import (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease,  # noqa: F401
+                         TensormapWrite, tm_acquired, tm_group, tm_open)
 from .buffers import (FenceProxyAsync, SmemWrite, TmaStore, add_expr, batches_bound, br_unfenced,  # noqa: F401
                       bs_group, bs_open, buffer_handover, buffer_releases, bw_fenced,
                       bw_released_raw, bw_unfenced, fence_first, storer_slot, storers_in_cta,

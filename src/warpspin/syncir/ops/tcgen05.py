@@ -10,8 +10,9 @@ from ..objects import TMEM_COLUMNS
 from ..rules import (BufField, Carried, El, Fail, Hook, Inflight, Live, Local, Rule, Set, TmemField,
                      When, add, all_of, any_of, sub)
 from .base import (ALL, INDEPENDENT_CTAS, PAIR_COMPLETE, Footprint, SyncOp, _acc, _band, _bit, _e,
-                   _eq, _gt, _issue, _le, _lt, _minus, _multicast_issue, _ne, _plus, complete_phase,
-                   fmt_bar, remote_alive, resolve, snap_var, sync_op, vis_checks)
+                   _eq, _gt, _le, _lt, _minus, _ne, _plus, complete_phase, fmt_bar, remote_alive,
+                   resolve, snap_var, sync_op, vis_checks)
+from .copies import _issue, _multicast_issue
 from .reads import MmaRead, commit_bits, mma_bufs, mma_open, tmem_mma_bufs
 
 
