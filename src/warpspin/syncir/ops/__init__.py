@@ -19,16 +19,18 @@ name is re-exported, so `from warpspin.syncir.ops import X` keeps working.
 """
 from __future__ import annotations
 
-from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_COMPLETE, CLUSTER_GEN, CLUSTER_SEEN, DEAD_RESET,  # noqa: F401
-                   DSMEM_STORED, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, FUSION_RELEASE,
-                   FUSION_WAIT, INDEPENDENT_CTAS, LOAD_RUN_MOVER, LOAD_RUNS, MERGED_COMPLETIONS,
-                   NAMED_COMPLETE, NARROW_TYPES, OPS, PAIR_COMPLETE, PHASE, REDUCTIONS,
-                   RESUME_FUSION, RESUME_MOVER, SCOPES, SCOPES_OF_ARRIVE, SYMMETRIC, Access,
-                   BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, DsmemStore,
-                   Footprint, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,
-                   MbarTestWait, MbarWait, SyncOp, add_tx, arrive, bad_vis, cluster_try_complete,
-                   complete_named, complete_phase, dsmem_release, fmt_bar, publish, ref_scope,
-                   remote_alive, resolve, snap_var, sync_op, tx_bytes_check, vis_checks)
+from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_COMPLETE, CLUSTER_GEN, DEAD_RESET, EARLY_ISSUE,  # noqa: F401
+                   FAILED_TEST_BLOCKS, FUSION, FUSION_RELEASE, FUSION_WAIT, INDEPENDENT_CTAS,
+                   LOAD_RUN_MOVER, LOAD_RUNS, MERGED_COMPLETIONS, NAMED_COMPLETE, NARROW_TYPES, OPS,
+                   PAIR_COMPLETE, PHASE, REDUCTIONS, RESUME_FUSION, RESUME_MOVER, SCOPES, SYMMETRIC,
+                   Access, Footprint, SyncOp, add_tx, arrive, bad_vis, cluster_try_complete,
+                   complete_named, complete_phase, fmt_bar, publish, ref_scope, remote_alive,
+                   resolve, snap_var, sync_op, tx_bytes_check, vis_checks)
+from .dsmem import CLUSTER_SEEN, DSMEM_STORED, SCOPES_OF_ARRIVE, DsmemStore, dsmem_release  # noqa: F401
+from .mbarrier import (MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,  # noqa: F401
+                       MbarTestWait, MbarWait)
+from .named import BarArrive, BarSync, BarSyncResume  # noqa: F401
+from .cluster import ClusterArrive, ClusterWait  # noqa: F401
 from .copies import TmaLoad  # noqa: F401
 from .words import (CLC_WORDS, DATA_DEST, ClcTryCancel, SmemLoad, SmemStore, StAsync,  # noqa: F401
                     async_word_arrays, clc_failed, fmt_word, peer_word_store)

@@ -8,8 +8,9 @@ from typing import ClassVar
 from ..ir import Const, Expr, Loc, NOLOC, _lift_fields
 from ..objects import storer_field
 from ..rules import BufField, Fail, Local, Rule, Set, When, add, all_of, any_of, sub
-from .base import (ALL, RESUME_MOVER, BarArrive, BarSync, Footprint, SyncOp, _acc, _e, _eq, _ge,
-                   _gt, _lt, _minus, _plus, sync_op)
+from .base import (ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _lt, _minus,
+                   _plus, sync_op)
+from .named import BarArrive, BarSync
 from .copies import TmaLoad
 
 
