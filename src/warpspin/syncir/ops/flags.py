@@ -1,0 +1,203 @@
+"""Global flags: atom.add / red.add, spin waits, their memory order and scope (PTX
+9.7.13.5-6, 9.7.9.8, 8.5, 8.7)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..ir import Const, Expr, Loc, NOLOC, _lift_fields
+from ..objects import LIMITS
+from ..rules import Fail, FlagField, Local, Rule, Set, When, any_of
+from .base import (ALL, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _le, _lt, _ne, _plus, _times_t,
+                   sync_op)
+
+
+# ----------------------------------------------------------------------------- global flags
+
+MEMORY_SCOPES = ("cta", "cluster", "gpu", "sys")  # PTX 8.5, narrowest first
+ADD_SEMANTICS = ("relaxed", "release", "acquire", "acq_rel")
+WAIT_SEMANTICS = ("weak", "relaxed", "acquire")  # weak: a plain ld (no .relaxed / .acquire)
+RELEASES = ("release", "acq_rel")
+WAIT_UNTIL = {">=": _ge, ">": _gt, "<=": _le, "<": _lt, "==": _eq, "!=": _ne}
+
+
+def _flag_ops(k, flag: str):
+    """(process index, CTA, op) for every op on global flag `flag`."""
+    from ..ir import walk_stmts
+    for i, p in enumerate(k.processes):
+        for s in walk_stmts(p.body):
+            if isinstance(s, (GlobalAdd, GlobalWait)) and s.flag == flag:
+                yield i, p.cta, s
+
+
+def _reads_flag(s) -> bool:
+    """A spin loop, or an add whose old value is used."""
+    return isinstance(s, GlobalWait) or s.dest is not None
+
+
+def _elsewhere(c, flag: str, want) -> bool:
+    """Whether a process other than the executing one has an op on `flag` that `want` accepts."""
+    return any(want(s) for i, _, s in _flag_ops(c.kernel, flag) if i != c.process)
+
+
+def _flag_scope(c, flag: str, scope: str, peers: set[int], what: str) -> list:
+    """`scope` when `scope` does not include every CTA of `peers` (PTX 8.5: two operations
+    synchronize, and atomics are atomic with respect to each other, only when each is in the
+    other's scope)."""
+    others = sorted(peers - {c.cta})
+    if not others:
+        return []
+    far = [t for t in others if not c.kernel.same_cluster(c.cta, t)]
+    need = "gpu" if far else "cluster"
+    if MEMORY_SCOPES.index(scope) >= MEMORY_SCOPES.index(need):
+        return []
+    where = (f"CTA {far[0]}, outside its cluster," if far else f"CTA {others[0]} of its cluster")
+    return [Fail("scope", f"{{who}} {what} {_flag_label(c.kernel, flag)} at .{scope} scope, but "
+                 f"{where} uses it too: operations synchronize (and atomics are atomic with "
+                 f"respect to each other) only within each other's scope, here .{need} or wider")]
+
+
+def _flag_label(k, flag: str) -> str:
+    try:
+        return k.flag(flag).label or flag
+    except KeyError:
+        return flag
+
+
+class _FlagOp:
+    def problems(self, k):
+        try:
+            k.flag(self.flag)
+        except KeyError:
+            return [f"{self.mnemonic} names {self.flag!r}, not a declared global flag"]
+        out = []
+        if self.scope not in MEMORY_SCOPES:
+            out.append(f"scope {self.scope!r} (one of {MEMORY_SCOPES})")
+        return out + self._sem_problems()
+
+
+@sync_op
+@dataclass(frozen=True)
+class GlobalAdd(_FlagOp, SyncOp):
+    """atom.add / red.add of `delta` to global flag `flag` by each executing thread, with memory
+    order `sem` at scope `scope`; `dest`: the local that gets the old value (one thread only), or
+    None when it is not used."""
+    flag: str
+    delta: Expr
+    sem: str = "release"
+    scope: str = "gpu"
+    loc: Loc = NOLOC
+    dest: str | None = None
+    mnemonic: ClassVar[str] = "atom.add"
+    ptx: ClassVar[str] = "9.7.13.5 (atom), 9.7.13.6 (red), 8.5 (scope), 8.7 (release patterns)"
+    summary: ClassVar[str] = ("dest = val (one thread); val += threads * delta; not a release "
+                              "while another process reads the flag (a wait, an add with dest): "
+                              "scope (the writes before it are not ordered before that "
+                              "reader's reads); with dest, not an acquire while another process "
+                              "adds: scope; a scope that leaves out a CTA using the flag: scope")
+    # touches only its flag (grid scope: independent-ctas is refused by the footprint) and its
+    # own local; no identity
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("count", Const(1))
+
+    def __post_init__(self): _lift_fields(self, "delta")
+
+    def own_locals(self, pc): return () if self.dest is None else (self.dest,)
+
+    def fmt(self):
+        head = "" if self.dest is None else f"{self.dest} = "
+        return f"{head}atom.add.{self.sem}.{self.scope} {self.flag}, {_e(self.delta)}"
+
+    def _sem_problems(self):
+        return [] if self.sem in ADD_SEMANTICS else [f"memory order {self.sem!r} (one of "
+                                                     f"{ADD_SEMANTICS})"]
+
+    def footprint(self, k):
+        return Footprint((_acc("global-flag", "rw", "grid"),))
+
+    def rule(self, c):
+        val = FlagField(self.flag)
+        out = _flag_scope(c, self.flag, self.scope,
+                          {cta for _, cta, _ in _flag_ops(c.kernel, self.flag)}, "adds to")
+        label = _flag_label(c.kernel, self.flag)
+        if self.sem not in RELEASES and _elsewhere(c, self.flag, _reads_flag):
+            out.append(Fail("scope", f"{{who}} adds to {label} with .{self.sem}, not a release: "
+                            "what it wrote before is not ordered before the reads of a thread "
+                            "that reads the flag (atom.add.release, or fence.acq_rel.gpu before "
+                            "the add)"))
+        if self.dest is not None and self.sem not in ("acquire", "acq_rel") and \
+                _elsewhere(c, self.flag, _is_add):
+            out.append(Fail("scope", f"{{who}} reads {label}'s old value with .{self.sem}, not "
+                            "an acquire: the writes made before the other adds it counts may "
+                            "not be visible to its reads after it (atom.add.acq_rel, or "
+                            "fence.acq_rel.gpu after the add)"))
+        if self.dest is not None:
+            if c.threads != 1:
+                return Rule([Fail("unsupported", f"atom.add on {label} by {c.threads} threads "
+                                  "whose old value is used (each gets its own) is not modelled")])
+            out.append(Set(Local(self.dest), val))
+        n = _times_t(c.threads, self.delta)
+        return Rule([*out, Set(val, _plus(val, n)),
+                     When(any_of(_gt(val, LIMITS.local_band), _lt(val, -LIMITS.local_band)),
+                          [Fail("integer-range", f"{_flag_label(c.kernel, self.flag)} reaches "
+                                "{0}, outside the model's integer range", (val,))])])
+
+
+def _is_add(s) -> bool:
+    return isinstance(s, GlobalAdd)
+
+
+@sync_op
+@dataclass(frozen=True)
+class GlobalWait(_FlagOp, SyncOp):
+    """A spin loop on global flag `flag` (`while (ld.<sem>.<scope> flag) ... target`): blocks
+    until `flag <until> target` holds."""
+    flag: str
+    until: str
+    target: Expr
+    sem: str = "acquire"
+    scope: str = "gpu"
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "spin.wait"
+    ptx: ClassVar[str] = "9.7.9.8 (ld.acquire), 8.5 (scope), 8.7 (acquire patterns)"
+    summary: ClassVar[str] = ("waits until val <until> target; not an acquire while another "
+                              "process adds to the flag: scope; a scope that leaves out a CTA "
+                              "that adds to it: scope")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("count", ">=", Const(3))
+
+    def __post_init__(self): _lift_fields(self, "target")
+
+    def fmt(self):
+        return f"spin.wait.{self.sem}.{self.scope} {self.flag} {self.until} {_e(self.target)}"
+
+    def _sem_problems(self):
+        out = [] if self.sem in WAIT_SEMANTICS else [f"memory order {self.sem!r} (one of "
+                                                     f"{WAIT_SEMANTICS})"]
+        if self.until not in WAIT_UNTIL:
+            out.append(f"condition {self.until!r} (one of {tuple(WAIT_UNTIL)})")
+        return out
+
+    def footprint(self, k):
+        return Footprint((_acc("global-flag", "read", "grid"),), blocking=True)
+
+    def rule(self, c):
+        val = FlagField(self.flag)
+        label = _flag_label(c.kernel, self.flag)
+        out = _flag_scope(c, self.flag, self.scope,
+                          {cta for _, cta, s in _flag_ops(c.kernel, self.flag) if _is_add(s)},
+                          "waits on")
+        if self.sem != "acquire" and _elsewhere(c, self.flag, _is_add):
+            why = ("a plain (weak) load is not even ordered with the adds" if self.sem == "weak"
+                   else "a relaxed load orders nothing")
+            out.append(Fail("scope", f"{{who}} waits on {label} with a {self.sem} load: {why}; "
+                            "the writes made before the adds it waits for may not be visible "
+                            "to its reads after the loop (ld.acquire, or fence.acq_rel.gpu "
+                            "after the loop)"))
+        return Rule(out, guard=WAIT_UNTIL[self.until](val, self.target))
