@@ -20,11 +20,9 @@ from ..syncir.ops import (CLC_WORDS, ClcTryCancel, BulkCommit, BulkWaitRead, CpA
                           Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad,
                           TmemRelinquish, TmemWaitLd, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS,
                           GlobalAdd, GlobalWait)
-from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, BarArrive, CounterDecl, BarSync,
-                         BinOp, ClusterArrive, ClusterWait, Const, Exit, Expr, For, If, Lanes, Loc,
-                         MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
-                         MbarInitFence, MbarTestWait, MbarWait, SmemLoad, SmemStore, Stmt, TmaLoad,
-                         Unsupported, Select, UnOp, Var, While, WordRef, expr_vars, walk_stmts)
+from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, CounterDecl, Const, Expr, For, If,
+                         Lanes, Loc, MBarRef, SmemLoad, SmemStore, Stmt, TmaLoad, Unsupported, Var,
+                         While, WordRef, expr_vars, walk_stmts)
 from . import cute_types as ct
 from . import tmem
 from .accumulators import accessed, wgmma_acc
@@ -33,29 +31,22 @@ from .data import DataAccess, spans_of
 from .names import host_name, value_name
 from .descriptors import TENSORMAP_CASTS, address, same_descriptor
 from .partitions import element_type, image as layout_image, thread_partition
-from .values import (split_lane, ELECT, LANE, Alloc, ClcResponse, Atom, FastQuot, Folder, Leaves,
-                     MulHi, Ptr, Region, SliceCoord, Stage, Unknown, Value, View, lane_values,
-                     opaque_reasons, lin_add, lin_expr, lin_scale, linear, opaque, subst)
+from .values import (split_lane, ELECT, LANE, ClcResponse, Atom, Folder, Leaves, Ptr, Region,
+                     SliceCoord, Stage, Unknown, Value, View, lane_values, opaque_reasons, lin_expr,
+                     opaque)
 from .context import (INT_TYPES, MEMORY_READER_PREFIXES, _memory_reader, MAX_LANE_SPLIT, to_loc,
                       _pointer_name, cluster_coord, Context)
+from .rules.integers import CMP, ARITH, PASS_THROUGH
+from .rules.views import _assigned_name
+from .rules.asm import (tensormap_asm_form, _asm_only_global_tensormap, _asm_may_write_shared,
+                        _one_st_async, PTX_OPERAND, ASM_ST_CLUSTER, tcgen05_mma_asm)
+from .rules import integers, views, mbarrier, barriers, asm
 
 # re-exported: other modules and tests import these from here
-__all__ = ["WarpWalker", "Active", "HANDLERS", "Context", "cluster_coord", "to_loc"]
+__all__ = ["WarpWalker", "Active", "HANDLERS", "Context", "cluster_coord", "to_loc",
+           "_assigned_name", "tcgen05_mma_asm", "_one_st_async"]
 
 
-CMP = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
-ARITH = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.divsi": "//",
-         "arith.divui": "//", "arith.floordivsi": "//", "arith.remsi": "%", "arith.remui": "%",
-         "arith.andi": "&", "arith.ori": "|", "arith.xori": "^", "arith.minsi": "min",
-         "arith.maxsi": "max", "arith.minui": "min", "arith.maxui": "max"}
-# scalar int-tuple arithmetic (cute.tuple_div/mod: floor semantics, as for arith.floordivsi)
-TUPLE_ARITH = {"cute.tuple_add": "+", "cute.tuple_sub": "-", "cute.tuple_mul": "*",
-               "cute.tuple_div": "//", "cute.tuple_mod": "%"}
-PASS_THROUGH = {"arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast",
-                "arith.index_castui", "builtin.unrealized_conversion_cast",
-                "cute_nvgpu.arch.make_warp_uniform", "cute.recast_iter", "cute.derefine",
-                "cute.assume", "cute.get_scalars", "cute.to_int_tuple", "llvm.ptrtoint", "cute.ptrtoint",
-    "cute.inttoptr"}
 # No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
 IGNORED = {"nvvm.setmaxregister", "nvvm.bar.warp.sync",
            "cute_nvgpu.prefetch_tma_desc",
@@ -94,120 +85,13 @@ def tmem_copy(types: list[str]) -> Optional[str]:
     return "tcgen05.cp" if space[0] == "smem" else "tcgen05.st"
 
 
-def tensormap_asm_form(text: str):
-    """(kind, match) of inline PTX that is a bulk group (`bulk`), a tensormap fence (`release`,
-    `acquire` of one descriptor), `tensormap.cp_fenceproxy` (`copy`) or one `tensormap.replace`
-    (`replace`); None for anything else."""
-    m = ASM_BULK.match(text)
-    if m:
-        return "bulk", m
-    m = ASM_TMAP_FENCE.match(text)
-    if m and m.group(1) == "release" and m.group(2) is None:
-        return "release", m
-    if m and m.group(1) == "acquire" and m.group(2) is not None:
-        return "acquire", m
-    m = ASM_TMAP_COPY.match(text)
-    if m:
-        return "copy", m
-    m = ASM_TMAP_REPLACE.search(text)
-    if m and len(re.findall(r"\btensormap\.", text)) == 1:
-        return "replace", m
-    return None
-
-
-def _asm_only_global_tensormap(text: str) -> bool:
-    """Inline PTX that is a bulk group, a tensormap fence or one `tensormap.replace` of a
-    descriptor in global memory (with register moves): it reads and writes no shared memory."""
-    form = tensormap_asm_form(text)
-    if form is None or form[0] == "copy":
-        return False
-    return form[0] != "replace" or (form[1].group(1) == "global" and not re.search(
-        r"\bst\.|\bld\.|\bcp\.|stmatrix|ldmatrix|\batom|\bred\.", text))
-
-
-def _asm_may_write_shared(text: str) -> bool:
-    """Whether inline PTX may write shared memory (the copy of a descriptor out of shared memory
-    reads it and writes global memory)."""
-    if _asm_only_global_tensormap(text) or (tensormap_asm_form(text) or ("",))[0] == "copy":
-        return False
-    return bool(re.search(r"\bst\.|\bcp\.|stmatrix|\batom|\bred\.|tensormap", text))
-
-
 # ops that may write global memory; one whose global operand shares a kernel argument with a
 # descriptor pointer and that is not a tensormap op the extractor reads is Unsupported
 GLOBAL_WRITE = re.compile(r"store|copy|atomic|\bred\b|inline_asm|inline_ptx|memset|memcpy")
 TENSORMAP_OPS = {"cute_nvgpu.copy_tma_desc", "cute_nvgpu.update_tma_desc"}
-ST_ASYNC = re.compile(r"st\.async\S*mbarrier::complete_tx::bytes(?:\.v(\d))?\.([bsuf])(\d+)\s+"
-                      r"\[\{?\$r?(\d+)\}?\]\s*,\s*(\{[^}]*\}|[^,\s]+)\s*,\s*\[\{?\$r?(\d+)\}?\]")
-def _one_st_async(text: str) -> bool:
-    """Inline PTX whose only st.async is one the extractor reads (several: not followed)."""
-    return len(re.findall(r"\bst\.async", text)) == 1 and ST_ASYNC.search(text) is not None
 
 
-PTX_OPERAND = re.compile(r"^\{?\$r?(\d+)\}?$")
 _SCALAR_BYTES = {"i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4, "i64": 8, "f64": 8}
-ASM_ST_CLUSTER = re.compile(r"^\s*st\.shared::cluster(?:\.v[248])?\.[bsuf]\d+\s+"
-                            r"\[\{?\$r?(\d+)\}?\]\s*,\s*[^;\[]+;\s*$")
-ASM_IGNORED = re.compile(r"^\s*griddepcontrol\.(wait|launch_dependents)\s*;\s*$")
-# bulk async-groups and tensormaps in inline PTX (extract/walker.py WarpWalker.asm)
-ASM_BULK = re.compile(r"^\s*cp\.async\.bulk\.(commit_group|wait_group(?:\.read)?\s+(\d+))\s*;\s*$")
-ASM_TMAP_FENCE = re.compile(r"^\s*fence\.proxy\.tensormap::generic\.(release|acquire)\.\w+"
-                            r"(?:\s*\[\$(\d+)\]\s*,\s*128)?\s*;\s*$")
-ASM_TMAP_COPY = re.compile(r"^\s*tensormap\.cp_fenceproxy\.global\.shared::cta\.tensormap::generic"
-                           r"\.release\.\w+\.sync\.aligned\s*\[\$(\d+)\]\s*,\s*\[\$(\d+)\]\s*,"
-                           r"\s*128\s*;\s*$")
-ASM_TMAP_REPLACE = re.compile(r"tensormap\.replace\.tile\.\w+\.(global|shared::cta)\.")
-# inline PTX that only issues tcgen05 MMAs (flash-attn-4's blackwell_helpers): register moves and
-# arithmetic, an elect.sync of the issuing lane into a predicate, tcgen05.mma of one CTA, and
-# spin loops of mbarrier.try_wait.parity on an operand barrier (the loop is a blocking wait)
-ASM_MMA_STATEMENT = re.compile(
-    r"\.reg\s+[^;]*|elect\.sync\s+_\|\w+\s*,\s*-1|"
-    r"(?:mov|add|sub|and|or|xor|shl|shr|setp\.\w+)\.[\w.]*\s+[^\[\];]*|"
-    r"(?:@!?\w+\s+)?tcgen05\.mma\.cta_group::1\.kind::\w+\s+\[\w+\]\s*,"
-    r"(?:\s*\[\w+(?:\s*\+\s*\w+)?\]\s*,)?[^\[\];]*")
-ASM_SPIN_WAIT = re.compile(r"mbarrier\.try_wait\.parity(?:\.shared::cta)?\.b64\s+(\w+)\s*,\s*"
-                           r"\[\$(\d+)\]\s*,\s*\$(\d+)(?:\s*,\s*\w+)?")
-ASM_LABEL = re.compile(r"^(\w+):\s*")
-
-
-def tcgen05_mma_asm(text: str) -> list[tuple[int, int]] | None:
-    """Inline PTX whose statements are register ops, an elect.sync into a predicate, one-CTA
-    tcgen05.mma (at least one) and complete spin loops `L: mbarrier.try_wait.parity P, [$b], $p;
-    @P bra D; bra L; D:`: the (barrier operand, parity operand) of each loop, in order (the MMAs
-    are no steps: a later tcgen05.commit tracks them). None for anything else."""
-    body = re.sub(r"//[^\n]*", "", text).strip()
-    if body.startswith("{") and body.endswith("}"):
-        body = body[1:-1]
-    stmts, labels = [], []
-    for raw in body.split(";"):
-        st, label = " ".join(raw.split()), None
-        m = ASM_LABEL.match(st)
-        if m:
-            label, st = m.group(1), st[m.end():]
-        if st or label:
-            stmts.append(st)
-            labels.append(label)
-    waits, i = [], 0
-    while i < len(stmts):
-        m = ASM_SPIN_WAIT.fullmatch(stmts[i])
-        if m:
-            pred, loop = m.group(1), labels[i]
-            done = labels[i + 3] if i + 3 < len(labels) else None
-            if loop is None or done is None or stmts[i + 1:i + 3] != [f"@{pred} bra {done}",
-                                                                      f"bra {loop}"]:
-                return None
-            waits.append((int(m.group(2)), int(m.group(3))))
-            i += 3
-            continue
-        if stmts[i] and not ASM_MMA_STATEMENT.fullmatch(stmts[i]):
-            return None
-        i += 1
-    return waits if any("tcgen05.mma" in st for st in stmts) else None
-
-
-ASM_SYNC = re.compile(r"mbarrier|\bbar\.|barrier|fence|cp\.async|tensormap|griddepcontrol|"
-                      r"st\.async|\bred\.|\batom\.|elect|setmaxnreg|exit|\bst\.shared::cluster",
-                      re.I)
 
 
 # ops with a shared::cluster operand whose handler follows what they do to it
@@ -251,34 +135,12 @@ MAX_READ_ELEMENTS = 16
 READ_RANGE = (0, 3)
 
 
-BIG_EXPR = 6  # expression nodes kept inline before a value gets its own local
-
-
-def _size(e: Expr) -> int:
-    if isinstance(e, BinOp):
-        return 1 + _size(e.lhs) + _size(e.rhs)
-    if isinstance(e, Select):
-        return 1 + _size(e.cond) + _size(e.then) + _size(e.else_)
-    if isinstance(e, UnOp):
-        return 1 + _size(e.arg)
-    return 1
-
-
 def _subscripted_name(loc: Loc) -> Optional[str]:
     """`counts` for a load written `n = counts[e]` on its source line (one subscript there)."""
     import linecache
 
     names = re.findall(r"([A-Za-z_]\w*)\s*\[", linecache.getline(loc.file, loc.line)) if loc.file else []
     return names[0] if len(set(names)) == 1 else None
-
-
-def _assigned_name(loc: Loc) -> Optional[str]:
-    """`sX` for an allocation written `sX = smem.allocate_tensor(...)` on its source line."""
-    import linecache
-
-    m = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", linecache.getline(loc.file, loc.line)) \
-        if loc.file else None
-    return m.group(1) if m else None
 
 
 # llvm.fence's `ordering` (LLVM's AtomicOrdering numbers)
@@ -327,7 +189,8 @@ class Active:
         return self.count == len(self.lanes)
 
 
-class WarpWalker:
+class WarpWalker(integers.IntegerRules, views.ViewRules, mbarrier.MbarrierRules,
+                 barriers.BarrierRules, asm.AsmRules):
     def __init__(self, ctx: Context, warp: int, lanes: int, cta: int = 0,
                  grid_block: Optional[tuple[int, int, int]] = None):
         self.ctx, self.k = ctx, ctx.kernel
@@ -506,553 +369,6 @@ class WarpWalker:
             self.set_unknown_results(op)
         else:
             self.set_unknown_results(op)
-
-    # -- integers --------------------------------------------------------------------------
-    def constant(self, op: Op, out) -> None:
-        v = op.attrs.get("value")
-        t = op.result_types[0]
-        if isinstance(v, bool) or (isinstance(v, int) and t in INT_TYPES):
-            self.env[op.result] = Const(int(v))
-        else:
-            self.env[op.result] = Unknown(f"constant {t}", uniform=True)
-
-    def arith(self, op: Op, out: list) -> None:
-        if op.result_types[0] not in INT_TYPES:
-            self.set_unknown_results(op)
-            return
-        if op.name == "arith.andi" and ELECT in (self.val(o) for o in op.operands[:2]):
-            self.elect_and(op)
-            return
-        a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
-        self.bind(op, self.f.binop(ARITH[op.name], a, b), out)
-
-    def elect_and(self, op: Op) -> None:
-        """``elect.sync() & p`` (canonicalize merges ``if elect: if p:`` into one ``if``): the
-        elected lane when ``p`` holds for every executing lane, nothing when it holds for none.
-        Otherwise it depends on which lane is elected: PTX only says the choice is the same for
-        the same membermask every time; the model takes the lowest executing lane (what sm_90
-        elects) and the verdict states that assumption."""
-        a, b = (self.val(o) for o in op.operands[:2])
-        p = b if a is ELECT else a
-        if p is ELECT:
-            self.env[op.result] = ELECT
-            return
-        if isinstance(p, Expr) and expr_vars(p) <= {LANE}:
-            lv = lane_values(p, self.lanes)
-            seen = None if lv is None else {bool(lv[l]) for l in self.active.lanes}
-            if seen is not None and len(seen) > 1:
-                leader = min(self.active.lanes)
-                self._assume_leader(op, leader)
-                seen = {bool(lv[leader])}
-            if seen == {True}:
-                self.env[op.result] = ELECT
-            elif seen == {False}:
-                self.env[op.result] = Const(0)
-            else:
-                self.env[op.result] = opaque(
-                    f"elect.sync and a lane predicate the model cannot evaluate per lane"
-                    f"@{op.loc.short()}")
-            return
-        self.env[op.result] = opaque(f"elect.sync combined with another condition"
-                                     f"@{op.loc.short()}")
-
-    def bind(self, op: Op, e: Expr, out: list, result: Optional[int] = None) -> None:
-        """Result of integer arithmetic (`op`'s result, or its result `result` of several): kept
-        inline while small, else a local (so repeated state updates, e.g. an unrolled
-        producer_tail, do not nest without bound)."""
-        if _size(e) > BIG_EXPR and expr_vars(e) - set(self.ctx.params) - {LANE}:
-            name = f"v{op.uid}" if result is None else f"v{op.uid}_{result}"
-            split = split_lane(e) if LANE in expr_vars(e) else None
-            if split is not None:  # the local holds the lane-free part; the lane's stays inline
-                out.append(Assign(name, split[0], self.loc(op)))
-                e = self.f.binop("+", Var(name), split[1])
-            else:
-                out.append(Assign(name, e, self.loc(op)))
-                e = Var(name)
-        self.env[op.result if result is None else result] = e
-
-    def tuple_arith(self, op: Op, out) -> None:
-        """``cute.tuple_add/sub/mul/div/mod`` on scalar int tuples: integer arithmetic."""
-        if len(op.operands) != 2 or not (ct.is_dynamic_scalar(op.result_types[0])
-                                         or ct.static_int(op.result_types[0]) is not None):
-            self.set_unknown_results(op)
-            return
-        a, b = self.val(op.operands[0]), self.val(op.operands[1])
-        if not (isinstance(a, Expr) and isinstance(b, Expr)):
-            self.set_unknown_results(op)
-            return
-        self.bind(op, self.f.binop(TUPLE_ARITH[op.name], a, b), out)
-
-    def ceildiv(self, op: Op, out) -> None:
-        a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
-        self.env[op.result] = self.f.binop("//", self.f.binop("+", a, self.f.binop("-", b, Const(1))), b)
-
-    def fast_divmod_compute(self, op: Op, out) -> None:
-        """``cute.fast_divmod.compute(n, divisor)`` -> (quotient, remainder), where the divisor is
-        a kernel argument of type ``!cute.fast_divmod_divisor`` (the host packs the divisor with
-        its multiplier and shift): exactly ``n // d`` and ``n % d`` under the FastDivmod contract
-        (a dividend in 0..2^31-1), an assumption the verdict states. ``d`` is a launch parameter
-        named after the argument (``argN``: the divisor itself, e.g. the number of heads)."""
-        n = self.val(op.operands[0])
-        idx = self.kernel_arg(op.operands[1])
-        if not isinstance(n, Expr) or idx is None or len(op.results) != 2 \
-                or not op.operand_types[1].startswith("!cute.fast_divmod_divisor"):
-            self.set_unknown_results(op)
-            return
-        d = self.ctx.param(f"arg{idx}", f"the divisor of a cute.FastDivmodDivisor (kernel "
-                           f"argument {idx}, at least 1)", self.loc(op))
-        self.ctx.divisor(d)
-        self.ctx.assumptions.add(f"FastDivmod at {op.loc.short()}: its dividend lies in 0..2^31-1 "
-                                 f"and the host packed divisor arg{idx} with its multiplier and "
-                                 "shift")
-        self.bind(op, self.f.binop("//", n, d), out, op.results[0])
-        self.bind(op, self.f.binop("%", n, d), out, op.results[1])
-
-    def cute_ceil_div(self, op: Op, out) -> None:
-        """``cute.ceil_div`` of scalars. Of launch values it stays one launch parameter (named
-        after it: the user sets the block count, as before). Of a loop or branch variable (a
-        scheduler's tile index) it is ``(a + b - 1) // b`` for a positive constant ``b``: the
-        ceiling for every ``a``; since the lowering's rounding of a negative ``a`` (not a shape)
-        is not documented, that the dividend is not negative is a stated assumption."""
-        operands = [self.val(o) for o in op.operands]
-        scalar = (len(op.operands) == 2 and len(op.results) == 1
-                  and ct.is_dynamic_scalar(op.result_types[0]))
-        if scalar and not isinstance(operands[1], Const):
-            tile = re.fullmatch(r'!cute\.tile<"(\d+)(?::1)?">', op.operand_types[1])
-            if tile:  # a static 1-D tiler: divide by its size
-                operands[1] = Const(int(tile.group(1)))
-        if (not scalar or all(self.is_uniform(v) for v in operands)
-                or not all(isinstance(v, Expr) for v in operands)
-                or not isinstance(operands[1], Const) or operands[1].value <= 0):
-            self.set_unknown_results(op)
-            return
-        a, b = operands
-        self.ctx.assumptions.add(f"cute.ceil_div at {op.loc.short()}: its dividend is not "
-                                 "negative (a shape)")
-        self.bind(op, self.f.binop("//", self.f.binop("+", a, Const(b.value - 1)), b), out)
-
-    def kernel_arg(self, vid: int) -> Optional[int]:
-        info = self.k.value_info.get(vid)
-        return info.index if info is not None and info.is_block_arg and info.region == -1 else None
-
-    def shift(self, op: Op, out) -> None:
-        hi = self.val(op.operands[0])
-        if op.name == "arith.shrui" and isinstance(hi, MulHi):
-            s_arg, m_arg = self.kernel_arg(op.operands[1]), self.kernel_arg(hi.m)
-            if s_arg is not None and m_arg == s_arg - 1:
-                self.env[op.result] = FastQuot(hi.n, m_arg)
-                return
-        a, b = self.expr(op.operands[0]), self.expr(op.operands[1])
-        if isinstance(b, Const) and b.value >= 0:
-            k = Const(1 << b.value)
-            self.env[op.result] = self.f.binop("*" if op.name == "arith.shli" else "//", a, k)
-        else:
-            self.env[op.result] = opaque(f"{op.name}@{op.loc.short()}")
-
-    def cmpi(self, op: Op, out) -> None:
-        pred = op.attrs.get("predicate")
-        sym = CMP.get(pred) if isinstance(pred, int) else None
-        if sym is None:
-            self.set_unknown_results(op)
-            return
-        self.bind(op, self.f.binop(sym, self.expr(op.operands[0]), self.expr(op.operands[1])), out)
-
-    def select(self, op: Op, out) -> None:
-        c = self.val(op.operands[0])
-        t, e = self.val(op.operands[1]), self.val(op.operands[2])
-        if isinstance(e, FastQuot):
-            self.fast_divmod(op, e, out)
-            return
-        if isinstance(c, Expr) and isinstance(t, Expr) and isinstance(e, Expr):
-            self.bind(op, self.f.select(c, t, e), out)
-        elif isinstance(c, Const):
-            self.env[op.result] = t if c.value else e
-        elif t == e:
-            self.env[op.result] = t
-        else:
-            self.set_unknown_results(op)
-
-    def fast_divmod(self, op: Op, q: FastQuot, out) -> None:
-        """``select(magic == 0, n, mul.hi(n, magic) >> shift)``: the quotient of a FastDivmod
-        (quack's fast_math, CUTLASS's FastDivmod), whose magic, shift and divisor are three
-        consecutive kernel arguments computed by the host for the divisor. Under its contract
-        (a dividend in 0..2^31-1) it is exactly ``n // divisor``; that contract is an assumption
-        the verdict states."""
-        args = self.k.args
-        d_index = q.magic + 2
-        cond = self.val(op.operands[0])
-        want = self.f.binop("==", self.expr(args[q.magic].value), Const(0)) \
-            if q.magic < len(args) else None
-        if op.operands[1] != q.n or cond != want or d_index >= len(args) \
-                or args[d_index].type != "i32":
-            self.env[op.result] = opaque(f"mul.hi.u32 and a shift@{op.loc.short()}")
-            return
-        n, d = self.expr(q.n), self.expr(args[d_index].value)
-        self.ctx.divisor(d)
-        self.ctx.assumptions.add(f"FastDivmod at {op.loc.short()}: its dividend lies in 0..2^31-1 "
-                                 f"and the host computed its multiplier and shift for the divisor "
-                                 f"(kernel arguments {q.magic}..{d_index})")
-        self.bind(op, self.f.binop("//", n, d), out)
-
-    def sreg(self, op: Op) -> None:
-        reg = op.name[len("nvvm.read.ptx.sreg."):]
-        bx, by, bz = self.k.block_dim or (None, None, None)
-        lin = Const(32 * self.warp) + Var(LANE)
-        d = reg[-1] if reg[-2:] in (".x", ".y", ".z") else None
-        if reg == "laneid":
-            v: Expr = Var(LANE)
-        elif reg == "tid.x" and bx:
-            v = lin if by in (None, 1) and bz in (None, 1) else self.f.binop("%", lin, Const(bx))
-        elif reg == "tid.y" and bx:
-            v = self.f.binop("%", self.f.binop("//", lin, Const(bx)), Const(by or 1))
-        elif reg == "tid.z" and bx:
-            v = self.f.binop("//", lin, Const(bx * (by or 1)))
-        elif reg.startswith("ntid.") and bx:
-            v = Const({"x": bx, "y": by, "z": bz}[d])
-        elif reg == "cluster.ctarank":
-            v = Const(self.rank)
-        elif reg == "cluster.nctarank":
-            v = Const(self.k.cluster_size)
-        elif reg.startswith("cluster.nctaid.") and d:  # CTAs per cluster in d (cluster shape)
-            v = Const(self.cluster_dim(d))
-        elif reg.startswith("cluster.ctaid.") and d:  # this CTA's coordinate in its cluster
-            v = Const(self.cluster_coord(d))
-        elif reg.startswith("clusterid.") and d:
-            v = self.cluster_id(d, op)
-        elif reg.startswith("nclusterid.") and d:
-            v = self.num_clusters(d, op)
-        elif reg.startswith("ctaid.") and d:
-            # the CTAs of a cluster have consecutive block indices in every dimension
-            v = self.f.binop("+", self.f.binop("*", self.cluster_id(d, op),
-                                               Const(self.cluster_dim(d))),
-                             Const(self.cluster_coord(d)))
-        elif reg.startswith("nctaid.") and d:
-            v = self.f.binop("*", self.num_clusters(d, op), Const(self.cluster_dim(d)))
-        else:
-            v = opaque(f"sreg {reg}")
-        self.env[op.result] = v
-
-    # -- launch geometry: this CTA within its cluster, the cluster within the grid ------------
-    def cluster_dim(self, d: str) -> int:
-        return (self.k.cluster_dim or (1, 1, 1))["xyz".index(d)]
-
-    def cluster_coord(self, d: str) -> int:
-        return cluster_coord(self.k, self.rank, d)
-
-    def num_clusters(self, d: str, op: Op) -> Expr:
-        """%nclusterid.d: clusters in the grid in d (grid / cluster shape); a param when the grid
-        is dynamic."""
-        grid = self.k.grid_dim
-        if grid is not None:
-            return Const(grid["xyz".index(d)] // self.cluster_dim(d))
-        c = self.cluster_dim(d)
-        return self.ctx.param(f"nclusterid_{d}",
-                              f"clusters in the grid in {d} (grid size {d} = nclusterid_{d}"
-                              + (f" * {c}" if c != 1 else "") + ")", self.loc(op))
-
-    def cluster_id(self, d: str, op: Op) -> Expr:
-        """%clusterid.d: which cluster of the grid is modelled (one param for every CTA of the
-        cluster); over every cluster of a static grid."""
-        if self.grid_block is not None:
-            return Const(self.grid_block["xyz".index(d)])
-        grid, c = self.k.grid_dim, self.cluster_dim(d)
-        rng = None if grid is None else (0, grid["xyz".index(d)] // c - 1)
-        what = f"cluster index {d} (which cluster of the grid; block index {d} = clusterid_{d}"
-        what += f" * {c} + the CTA's rank in {d})" if c != 1 else ")"
-        return self.ctx.param(f"clusterid_{d}", what, self.loc(op), rng)
-
-    # -- pointers and barriers -------------------------------------------------------------
-    def alloca(self, op: Op, out) -> None:
-        t = op.result_types[0]
-        if not ct.is_smem(t):
-            self.env[op.result] = Unknown("register array")
-            return
-        fields = []
-        for f in op.attrs.get("smem.struct_fields") or []:
-            name, size, off = str(f).split(":")
-            fields.append((name, int(size), int(off)))
-        self.env[op.result] = Alloc(op.uid, ct.memref_bytes(t) or 0, tuple(fields))
-        self.ctx.alloc_fields[op.uid] = tuple(fields)
-        name = _assigned_name(self.loc(op))
-        if name:
-            self.ctx.alloc_names[op.uid] = name
-
-    def get_iter(self, op: Op, out) -> None:
-        base = self.val(op.operands[0])
-        if isinstance(base, View):
-            if base.stage is not None:  # a view rebuilt on this pointer keeps the stage
-                self.ptr_stages[op.result] = (base.stage, base.byte_range)
-            self.env[op.result] = base.ptr
-        elif isinstance(base, Alloc):
-            self.env[op.result] = Ptr(base, elem=ct.elem_bytes(op.result_types[0]) or 1)
-        else:
-            self.set_unknown_results(op)
-
-    def slice_(self, op: Op, out) -> None:
-        """A slice, and the stage it selects when it fixes the stage mode of a staged buffer
-        (`slice_stage`)."""
-        v = self.val(op.operands[0]) if len(op.operands) == 2 else None
-        stage = self.slice_stage(op, v)
-        self.slice_view(op, v)
-        r = self.env.get(op.result)
-        if stage is not None and isinstance(r, (View, Region)):
-            self.env[op.result] = replace(r, stage=stage)
-
-    def slice_stage(self, op: Op, v) -> Optional[Stage]:
-        """The stage a slice selects: it fixes a top-level mode of a shared-memory tensor (not
-        already a stage) whose single non-unit leaf spans all of the tensor's bytes (the stage
-        mode of quack's and CUTLASS's staging buffers, `sD[None, None, stage]`; other modes it
-        fixes stay inside a stage: `tCrA[None, None, k_block, stage]`), with an index the
-        model follows."""
-        if not isinstance(v, (View, Region)) or v.stage is not None:
-            return None
-        text = ct.int_tuple_value(op.operand_types[1]) or ""
-        mode = ct.stage_mode(op.operand_types[0], text)
-        # a wgmma descriptor view counts its offsets in 16-byte units (PTX 9.7.15.5.1 matrix
-        # descriptor: start address >> 4)
-        eb = 16 if op.operand_types[0].startswith("!cute_nvgpu.smem_desc_view") else \
-            ct.elem_bytes(op.operand_types[0])
-        if mode is None or not eb:
-            return None
-        entry, n, d, before = mode
-        lo, hi = v.byte_range if isinstance(v, View) else (v.lo, v.hi)
-        alloc = v.ptr.alloc.uid if isinstance(v, View) else v.alloc
-        if n * d * eb != hi - lo:
-            return None
-        index = self.slice_entry(op, entry, before)
-        return None if index is None else Stage(index, n, d * eb, alloc, lo, hi)
-
-    def slice_entry(self, op: Op, entry: str, before: int) -> Optional[Expr]:
-        """The index a slice's coordinate entry names (``?``: its dynamic leaf after `before`
-        others), when it is a value the model follows."""
-        if entry == "?":
-            c = self.val(op.operands[1])
-            if not isinstance(c, SliceCoord) or len(c.dynamic) <= before:
-                return None
-            index = c.dynamic[before]
-        else:
-            index = Const(int(entry))
-        return index if isinstance(index, Expr) and not opaque_reasons(index) else None
-
-    def slice_view(self, op: Op, v) -> None:
-        """``cute.slice(view, coord)`` of a shared-memory tensor with a flat static layout: the
-        modes the coordinate fixes move the pointer (a View when the offset is static: a
-        constant coordinate, or a stride of 0); the ``_`` modes stay."""
-        text = ct.int_tuple_value(op.operand_types[1]) if isinstance(v, View) else None
-        modes = text.strip("()").split(",") if text and "(" not in text.strip("()") else None
-        if not isinstance(v, View) or modes is None:
-            self.set_unknown_results(op)
-            return
-        c = self.val(op.operands[1])
-        dynamic = list(c.dynamic) if isinstance(c, SliceCoord) else None
-        if dynamic is None and "?" not in modes:
-            dynamic = []
-        if dynamic is None or modes.count("?") != len(dynamic):
-            self.set_unknown_results(op)
-            return
-        if len(modes) != len(v.shape):  # a coordinate of the top-level modes of a nested layout
-            modes, dynamic = self.leaf_slice(modes, dynamic, op.operand_types[0], len(v.shape))
-            if modes is None:
-                self.set_unknown_results(op)
-                return
-        off, terms, shape, stride = 0, [], [], []
-        for m, n, d in zip(modes, v.shape, v.stride):
-            m = m.strip()
-            if m == "_":
-                shape.append(n)
-                stride.append(d)
-                continue
-            x = dynamic.pop(0) if m == "?" else Const(int(m)) if re.fullmatch(r"-?\d+", m) else None
-            if d == 0:
-                continue
-            if isinstance(x, Const):
-                off += x.value * d * v.elem
-            elif isinstance(x, Expr) and not opaque_reasons(x):
-                terms.append((x, d * v.elem))  # a dynamic coordinate (a stage index)
-            else:
-                self.set_unknown_results(op)
-                return
-        ptr = replace(v.ptr, const=v.ptr.const + off, lin=lin_add(v.ptr.lin, tuple(terms)))
-        self.env[op.result] = View(ptr, tuple(shape) or (1,), tuple(stride) or (0,), v.elem,
-                                   v.byte_range if ptr.lin else None)
-
-    def leaf_slice(self, modes: list, dynamic: list, type_str: str, leaves: int):
-        """A slicing coordinate of a nested layout's top-level modes as one per leaf: `_` keeps
-        every leaf of its mode, an index fixes each (`leaf_coords`); (None, None) if the type's
-        modes do not match."""
-        shapes = ct.mode_leaves(type_str)
-        if shapes is None or len(shapes) != len(modes) or sum(map(len, shapes)) != leaves:
-            return None, None
-        dyn = iter(dynamic)
-        out_modes: list = []
-        out_dyn: list = []
-        for m, sh in zip(modes, shapes):
-            m = m.strip()
-            if m == "_":
-                out_modes += ["_"] * len(sh)
-                continue
-            x = next(dyn) if m == "?" else Const(int(m)) if re.fullmatch(r"-?\d+", m) else None
-            if x is None:
-                return None, None
-            out_modes += ["?"] * len(sh)
-            out_dyn += self.leaf_coords(x, sh)
-        return out_modes, out_dyn
-
-    def leaf_coords(self, x: Expr, shape: tuple[int, ...]) -> list[Expr]:
-        """The leaf coordinates of index `x` into a mode of leaf extents `shape` (colexicographic,
-        as CuTe maps a 1-D coordinate into a nested mode). The last leaf takes the rest
-        (`x // prod`, no modulo), so an index past the mode lands past it, as on the hardware,
-        instead of wrapping onto another element."""
-        out, prod = [], 1
-        for j, n in enumerate(shape):
-            q = x if prod == 1 else self.f.binop("//", x, Const(prod))
-            last = j == len(shape) - 1
-            out.append(q if last else Const(0) if n == 1 else self.f.binop("%", q, Const(n)))
-            prod *= n
-        return out
-
-    def element_coords(self, view: View, coord: int, type_str: str) -> Optional[list]:
-        """The per-leaf coordinates of the element `coord` names in `view` (a coordinate of its
-        top-level modes when its layout is nested), or None."""
-        c = self.val(coord)
-        coords = list(c.items) if isinstance(c, Leaves) else [c]
-        if len(coords) == len(view.shape):
-            return coords
-        shapes = ct.mode_leaves(type_str)
-        if shapes is None or len(shapes) != len(coords) or \
-                sum(map(len, shapes)) != len(view.shape) or \
-                not all(isinstance(x, Expr) for x in coords):
-            return None
-        return [y for x, sh in zip(coords, shapes) for y in
-                (self.leaf_coords(x, sh) if len(sh) > 1 else [x])]
-
-    def add_offset(self, op: Op, out) -> None:
-        p = self.val(op.operands[0])
-        if not isinstance(p, Ptr):
-            self.set_unknown_results(op)
-            return
-        eb = ct.elem_bytes(op.operand_types[0]) or p.elem
-        terms, const = linear(self.expr(op.operands[1]))
-        self.env[op.result] = Ptr(p.alloc, lin_add(p.lin, lin_scale(terms, eb)),
-                                  p.const + const * eb, p.elem, p.cta, p.space)
-
-    def make_int_tuple(self, op: Op, out) -> None:
-        t = op.result_types[0]
-        static = ct.static_int(t)
-        if static is not None:
-            self.env[op.result] = Const(static)
-        elif ct.is_dynamic_scalar(t) and len(op.operands) == 1:
-            self.env[op.result] = self.val(op.operands[0])
-        else:
-            self.set_unknown_results(op)
-
-    def hier_coord(self, op: Op, out) -> None:
-        """``cute.get_hier_coord(idx, layout)`` on a static layout: the coordinate whose image
-        is ``idx``, one leaf expression per mode (a select over the few indices it can take)."""
-        flat = ct.flat_layout(op.operand_types[1])
-        idx = self.expr(op.operands[0])
-        if flat is None or len(flat[0]) > 8 or ct.size(flat[0]) > 64:
-            self.set_unknown_results(op)
-            return
-        shape, stride = flat
-        table: dict[int, tuple[int, ...]] = {}
-        for n in range(ct.size(shape)):
-            crd, r = [], n
-            for s_ in shape:
-                crd.append(r % s_)
-                r //= s_
-            table.setdefault(sum(c * d for c, d in zip(crd, stride)), tuple(crd))
-        items = sorted(table.items(), reverse=True)
-        compact = sorted(table) == list(range(ct.size(shape)))
-        leaves = []
-        for i in range(len(shape)):
-            # a compact layout: idx is taken to lie in its codomain (the last case needs no test)
-            e: Expr = Const(items[0][1][i]) if compact else \
-                opaque(f"get_hier_coord out of range@{op.loc.short()}")
-            for image, crd in items[1:] if compact else items:
-                e = self.f.select(self.f.binop("==", idx, Const(image)), Const(crd[i]), e)
-            leaves.append(e)
-        self.env[op.result] = Leaves(tuple(leaves))
-
-    def crd2idx(self, op: Op, out) -> None:
-        """``cute.crd2idx(coord, layout)`` on a static layout whose flat modes the coordinate
-        names one leaf each: the sum of leaf times stride (a ``_`` leaf, as in
-        ``slice_and_offset``, counts 0). Any other form is a value not followed."""
-        flat = ct.flat_layout(op.operand_types[1])
-        text = ct.int_tuple_value(op.operand_types[0]) or ""
-        leaves = re.findall(r"\?|_|-?\d+", text)
-        v = self.val(op.operands[0])
-        dynamic = list(v.dynamic if isinstance(v, SliceCoord) else
-                       v.items if isinstance(v, Leaves) else (v,) if isinstance(v, Expr) else ())
-        if isinstance(v, Leaves):  # its items are every leaf, static ones included
-            dynamic = [x for x, t in zip(v.items, leaves) if t == "?"] \
-                if len(v.items) == len(leaves) else []
-        if flat is None or len(flat[0]) != len(leaves) or leaves.count("?") != len(dynamic):
-            self.set_unknown_results(op)
-            return
-        dyn = iter(dynamic)
-        idx: Expr = Const(0)
-        for leaf, stride in zip(leaves, flat[1]):
-            c = next(dyn) if leaf == "?" else Const(0) if leaf == "_" else Const(int(leaf))
-            idx = self.f.binop("+", idx, self.f.binop("*", c, Const(stride)))
-        self.env[op.result] = idx
-
-    def get_leaves(self, op: Op, out) -> None:
-        v = self.val(op.operands[0])
-        for i, (r, t) in enumerate(zip(op.results, op.result_types)):
-            static = ct.static_int(t)
-            if static is not None:
-                self.env[r] = Const(static)
-            elif isinstance(v, Leaves) and i < len(v.items):
-                self.env[r] = v.items[i]
-            elif len(op.results) == 1:
-                self.env[r] = v
-            elif self.is_uniform(v) and self.ctx.launch_uniform(op) and ct.is_dynamic_scalar(t):
-                # a leaf of a launch-uniform shape (a kernel tensor's extent): a parameter
-                self.env[r] = self.ctx.param(self.origin(op, i),
-                                             f"leaf {i} of {op.name} at {op.loc.short()}",
-                                             self.loc(op), same_as=self.ctx.vkey(r) or ("op", op.uid, i))
-            else:
-                self.env[r] = Unknown(f"leaf {i}@{op.loc.short()}",
-                                      self.is_uniform(v) and self.ctx.launch_uniform(op))
-
-    def make_view(self, op: Op, out) -> None:
-        """A shared-memory tensor on a pointer with a static byte offset and a static layout."""
-        p = self.val(op.operands[0]) if op.operands else None
-        t = op.result_types[0] if op.result_types else ""
-        flat, eb = ct.flat_layout(t), ct.elem_bytes(t)
-        staged = self.ptr_stages.get(op.operands[0]) if op.operands else None
-        if isinstance(p, Ptr) and p.space == "smem" and p.alloc is not None and not p.lin \
-                and p.cta is None and flat is not None and eb and ct.is_smem(t):
-            self.env[op.result] = View(p, flat[0], flat[1], eb, stage=staged and staged[0])
-        elif staged is not None and ct.is_smem(t):  # a tensor on a staged view's pointer
-            stage, (lo, hi) = staged
-            self.env[op.result] = Region(stage.alloc, lo, hi, stage)
-        elif isinstance(p, Ptr) and p.space == "smem" and p.alloc is not None and \
-                p.cta is None and ct.is_smem(t):
-            # at a computed offset (a slot of a CLC response array): somewhere in its allocation
-            self.env[op.result] = Region(p.alloc.uid, 0, p.alloc.size)
-            self.ctx.assumptions.add(
-                f"{self.ctx.alloc_names.get(p.alloc.uid) or 'shared memory'}: a tensor made on a "
-                "pointer into a shared-memory allocation at a computed offset stays inside it")
-        else:
-            self.set_unknown_results(op)
-
-    def make_coord(self, op: Op, out) -> None:
-        """A coordinate: one expression, or the leaves of a tuple (static ones from the type)."""
-        text = ct.int_tuple_value(op.result_types[0]) or ""
-        if "_" in text and text.count("?") == len(op.operands) > 0:
-            # a slicing coordinate: its dynamic leaves in order (`slice_` reads the `_`s and
-            # static leaves from the coordinate's type)
-            self.env[op.result] = SliceCoord(tuple(self.expr(o) for o in op.operands))
-            return
-        leaves = re.findall(r"\?|-?\d+", text)
-        if len(leaves) <= 1 or leaves.count("?") != len(op.operands):
-            self.make_int_tuple(op, out)
-            return
-        ops = iter(op.operands)
-        self.env[op.result] = Leaves(tuple(self.expr(next(ops)) if x == "?" else Const(int(x))
-                                           for x in leaves))
 
     def smem_word(self, view: View, coord: int) -> Expr | str:
         """The word index (in its allocation) of the element `coord` names in `view`, or why
@@ -1306,171 +622,6 @@ class WarpWalker:
                                       "dsmem")
         else:
             self.set_unknown_results(op)
-
-    def bar_ref(self, vid: int, op: Op) -> MBarRef | str:
-        """The mbarrier a pointer value designates, or why it cannot be resolved."""
-        p = self.val(vid)
-        if not isinstance(p, Ptr) or p.alloc is None:
-            return f"barrier address not traced to a shared-memory allocation ({p!r:.60})"
-        arr = self.ctx.array(p.alloc, p.const, self.loc(op))
-        if arr is None:
-            return f"barrier offset {p.const} outside the allocation's fields"
-        name, off, _ = arr
-        rel = p.const - off
-        if rel % 8 or any(c % 8 for _, c in p.lin):
-            return "barrier address not 8-byte aligned in the traced arithmetic"
-        index = lin_expr(tuple((x, c // 8) for x, c in p.lin), rel // 8, self.f)
-        return MBarRef(name, index, p.cta)
-
-    def mbar_stmt(self, op: Op, out: list, make: Callable[[MBarRef], Stmt]) -> None:
-        self.mbar_stmt_at(op, 0, out, make)
-
-    def mbar_stmt_at(self, op: Op, operand: int, out: list, make: Callable[[MBarRef], Stmt]) -> None:
-        ref = self.bar_ref(op.operands[operand], op)
-        if isinstance(ref, str):
-            out.append(Unsupported(f"{op.name}: {ref}", self.loc(op)))
-        else:
-            out.append(make(ref))
-            self.labels.extend(op.loc.labels)
-        for r in op.results:
-            self.env[r] = Unknown("mbarrier token")
-
-    def mbar_init(self, op, out):
-        self.mbar_stmt(op, out, lambda b: MbarInit(b, self.expr(op.operands[1]), self.loc(op)))
-
-    def note_relaxed(self, op) -> None:
-        if op.attrs.get("relaxed") is True or op.name.endswith(".relaxed"):
-            self.ctx.relaxed_arrives.append((self.warp, f"{op.name} (relaxed)@{op.loc.short()}"))
-
-    @staticmethod
-    def arrive_scope(op) -> str:
-        """What an mbarrier arrive releases: `relaxed` (nothing), or the scope of its release
-        (`cta`, the PTX default, or `cluster`)."""
-        if op.attrs.get("relaxed") is True or op.name.endswith(".relaxed"):
-            return "relaxed"
-        return "cluster" if "cluster" in str(op.attrs.get("scope", "")) else "cta"
-
-    def mbar_arrive(self, op, out):
-        self.note_relaxed(op)
-        cnt = self.expr(op.operands[1]) if len(op.operands) > 1 else Const(1)
-        self.mbar_stmt(op, out, lambda b: MbarArrive(b, cnt, self.loc(op), self.arrive_scope(op)))
-
-    def mbar_arrive_tx(self, op, out):
-        self.note_relaxed(op)
-        self.mbar_stmt(op, out, lambda b: MbarArriveExpectTx(b, self.expr(op.operands[1]),
-                                                              self.loc(op), self.arrive_scope(op)))
-
-    def mbar_expect_tx(self, op, out):
-        self.mbar_stmt(op, out, lambda b: MbarExpectTx(b, self.expr(op.operands[1]), self.loc(op)))
-
-    def mbar_wait(self, op, out):
-        self.mbar_stmt(op, out, lambda b: MbarWait(b, self.expr(op.operands[1]), self.loc(op)))
-
-    def mbar_probe(self, op, out):
-        dest = f"t{op.uid}"
-        self.mbar_stmt(op, out, lambda b: MbarTestWait(dest, b, self.expr(op.operands[1]), self.loc(op)))
-        if op.results:
-            self.env[op.result] = Var(dest)
-
-    def fence_init(self, op, out):
-        out.append(MbarInitFence(self.loc(op)))
-
-    def _segments(self, op: Op) -> list[list[int]]:
-        sizes = op.attrs.get("operandSegmentSizes")
-        if not isinstance(sizes, tuple):
-            return [[o] for o in op.operands]
-        segs, i = [], 0
-        for n in sizes:
-            segs.append(op.operands[i:i + n])
-            i += n
-        return segs
-
-    def unaligned_by_subset(self, op, out) -> bool:
-        """A CTA barrier executed by some lanes of the warp only.  The aligned forms
-        (``bar.sync``/``bar.arrive``) require every thread of the warp (PTX ISA 9.7.13.1,
-        ``.aligned``): by a subset they are undefined, and the op is emitted inside its lanes,
-        where the model reports divergent-barrier.  The non-aligned forms (``barrier.cta.*``,
-        ``aligned = false``) are legal there: each executing thread waits for the non-exited
-        threads of its warp and the warp's arrival counts once (on an H200 one lane's arrival
-        counts as the warp's 32: the conformance litmus ``OneLaneArriveUnaligned``).  The model
-        does not express that wait, so True (and an Unsupported emitted) in that case."""
-        if op.attrs.get("aligned") is not False or self.whole_warp():
-            return False
-        out.append(Unsupported(f"{op.name} (not aligned) by a subset of the warp's lanes",
-                               self.loc(op)))
-        return True
-
-    def barrier(self, op, out):
-        if self.unaligned_by_subset(op, out):
-            return
-        segs = self._segments(op)
-        bid = self.expr(segs[0][0]) if segs and segs[0] else Const(0)
-        n = self.expr(segs[1][0]) if len(segs) > 1 and segs[1] else None
-        if len(segs) > 2 and segs[2]:
-            out.append(Unsupported("nvvm.barrier with a reduction predicate", self.loc(op)))
-            return
-        out.append(BarSync(bid, n, self.loc(op)))
-
-    def barrier_cta_sync(self, op, out):
-        """``nvvm.barrier.cta.sync(id, count) {aligned}``: ``barrier.sync id, count`` (the
-        non-aligned form only relaxes warp convergence, which instances assume anyway)."""
-        if self.unaligned_by_subset(op, out):
-            return
-        n = self.expr(op.operands[1]) if len(op.operands) > 1 else None
-        out.append(BarSync(self.expr(op.operands[0]), n, self.loc(op)))
-
-    def barrier_arrive(self, op, out):
-        if self.unaligned_by_subset(op, out):
-            return
-        if len(op.operands) < 2:
-            out.append(Unsupported(f"{op.name} without a thread count", self.loc(op)))
-            return
-        out.append(BarArrive(self.expr(op.operands[0]), self.expr(op.operands[1]), self.loc(op)))
-
-    def elect(self, op, out):
-        self.env[op.result] = ELECT
-
-    def cluster_arrive(self, op, out):
-        self.note_relaxed(op)
-        out.append(ClusterArrive(op.name.endswith(".relaxed"), self.loc(op)))
-
-    def cluster_wait(self, op, out):
-        out.append(ClusterWait(self.loc(op)))
-
-    def exit_(self, op, out):
-        if self.whole_warp():
-            out.append(Exit(self.loc(op)))
-        else:
-            out.append(Unsupported("exit by a subset of the warp's lanes", self.loc(op)))
-
-    def asm(self, op: Op, out) -> None:
-        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-        if "tcgen05" in text and tcgen05_mma_asm(text) is None:
-            tmem.unattributed(self.ctx, "tcgen05 op", self.loc(op), "inline PTX")
-        if re.fullmatch(r"\s*mul\.hi\.u32\s+\$0,\s*\$1,\s*\$2;\s*", text) and len(op.operands) == 2:
-            self.env[op.result] = MulHi(op.operands[0], op.operands[1])
-            return
-        m = ST_ASYNC.search(text)
-        if m and _one_st_async(text):
-            self.st_async(op, m, out)
-        elif ASM_ST_CLUSTER.match(text):
-            self.st_cluster(op, int(ASM_ST_CLUSTER.match(text).group(1)), out)
-        elif self.asm_tensormap(op, text, out):
-            pass
-        elif (spin_waits := tcgen05_mma_asm(text)) is not None:
-            # its shared-memory operands were recorded as unfollowed uses (smem_uses_of)
-            # an MMA may come before, between and after the spin loops: its TMEM access is
-            # checked before the first and after the last (an allocation is held in between)
-            if spin_waits:
-                out.append(TmemAccess("tcgen05.mma", self.loc(op)))
-            for bar, parity in spin_waits:
-                self.mbar_stmt_at(op, bar, out, lambda b, p=parity: MbarWait(
-                    b, self.expr(op.operands[p]), self.loc(op)))
-            out.append(TmemAccess("tcgen05.mma", self.loc(op)))
-            tmem.unattributed(self.ctx, "tcgen05.mma", self.loc(op), "inline PTX")
-        elif ASM_SYNC.search(text) and not ASM_IGNORED.match(text):
-            out.append(Unsupported(f"inline PTX {' '.join(text.split())[:60]!r}", self.loc(op)))
-        self.set_unknown_results(op)
 
     def dsmem_store(self, op: Op) -> Optional[tuple[Ptr, Optional[int]]]:
         """``llvm.store v, p`` or a universal-atom ``cute.copy`` into a tensor over ``p``, where
@@ -2404,14 +1555,6 @@ class WarpWalker:
             return value
         return opaque(getattr(value, "reason", type(value).__name__.lower()))
 
-    def _ref_of(self, value: Value, op: Op) -> MBarRef | str:
-        key = -1 - op.uid  # a private slot in env for a value that has no id
-        self.env[key] = value
-        try:
-            return self.bar_ref(key, op)
-        finally:
-            del self.env[key]
-
     # -- control flow ----------------------------------------------------------------------
     def region(self, op: Op, i: int, args: list[Value]) -> tuple[list[Stmt], list[Value]]:
         if i >= len(op.regions) or not op.regions[i].blocks:
@@ -2759,23 +1902,6 @@ class WarpWalker:
             n *= self.num_clusters(d, None).value  # a Const: the grid is static
         return Const(1 if n > 1 else 0)
 
-    def shfl_sync(self, op: Op, out: list) -> None:
-        """``shfl.sync.idx`` by the whole warp from a constant source lane: every lane gets that
-        lane's value (a per-lane value is evaluated at that lane).  Other shuffles are values
-        the model does not follow."""
-        kind = str(op.attrs.get("kind", ""))
-        if not kind.rstrip(">").endswith(" idx") or len(op.operands) < 3 or not self.whole_warp():
-            self.set_unknown_results(op)
-            return
-        mask, value, src = (self.val(o) for o in op.operands[:3])
-        full = (1 << self.lanes) - 1
-        if not (isinstance(mask, Const) and mask.value & full == full and isinstance(src, Const)
-                and 0 <= src.value < self.lanes and isinstance(value, Expr)) \
-                or opaque_reasons(value):  # a value not followed: name the shuffle
-            self.set_unknown_results(op)
-            return
-        self.bind(op, subst(value, {LANE: src.value}, self.f), out)
-
     def _merge_results(self, op: Op, ty, ey, cond, tassign: list, eassign: list) -> None:
         """Results of a two-way if: equal values pass through; integers under a modelled
         condition become locals assigned in both branches; the rest is opaque."""
@@ -2880,52 +2006,13 @@ class WarpWalker:
 
 
 HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
-    "arith.constant": WarpWalker.constant,
-    "arith.cmpi": WarpWalker.cmpi,
-    "arith.select": WarpWalker.select,
-    "cute.ceil_div": WarpWalker.cute_ceil_div,
-    "cute.fast_divmod.compute": WarpWalker.fast_divmod_compute,
-    "arith.ceildivsi": WarpWalker.ceildiv,
-    "arith.ceildivui": WarpWalker.ceildiv,
-    "arith.shli": WarpWalker.shift,
-    "arith.shrsi": WarpWalker.shift,
-    "arith.shrui": WarpWalker.shift,
-    "cute.memref.alloca": WarpWalker.alloca,
+    **integers.HANDLERS,
+    **views.HANDLERS,
+    **mbarrier.HANDLERS,
+    **barriers.HANDLERS,
     "cute.memref.load": WarpWalker.memref_load,
     "cute.memref.store": WarpWalker.memref_store,
-    "cute.make_view": WarpWalker.make_view,
-    "cute.get_iter": WarpWalker.get_iter,
-    "cute.slice": WarpWalker.slice_,
-    "cute.add_offset": WarpWalker.add_offset,
-    "cute.make_int_tuple": WarpWalker.make_int_tuple,
-    "cute.make_coord": WarpWalker.make_coord,
     "nvvm.mapa": WarpWalker.mapa,
-    "cute.get_hier_coord": WarpWalker.hier_coord,
-    # a flat layout's hierarchical coordinate is its flat one (flat_layout flattens both)
-    "cute.get_flat_coord": WarpWalker.hier_coord,
-    "cute.crd2idx": WarpWalker.crd2idx,
-    "cute.get_leaves": WarpWalker.get_leaves,
-    "cute.tuple_add": WarpWalker.tuple_arith,
-    "cute.tuple_sub": WarpWalker.tuple_arith,
-    "cute.tuple_mul": WarpWalker.tuple_arith,
-    "cute.tuple_div": WarpWalker.tuple_arith,
-    "cute.tuple_mod": WarpWalker.tuple_arith,
-    "nvvm.mbarrier.init": WarpWalker.mbar_init,
-    "nvvm.mbarrier.arrive": WarpWalker.mbar_arrive,
-    "nvvm.mbarrier.arrive.expect_tx": WarpWalker.mbar_arrive_tx,
-    "nvvm.mbarrier.expect_tx": WarpWalker.mbar_expect_tx,
-    "nvvm.mbarrier.try_wait.parity": WarpWalker.mbar_wait,
-    "nvvm.mbarrier.wait.parity": WarpWalker.mbar_probe,
-    "nvvm.fence.mbarrier.init": WarpWalker.fence_init,
-    "nvvm.barrier": WarpWalker.barrier,
-    "nvvm.barrier.cta.sync": WarpWalker.barrier_cta_sync,
-    "nvvm.barrier.arrive": WarpWalker.barrier_arrive,
-    "nvvm.barrier.cta.arrive": WarpWalker.barrier_arrive,
-    "nvvm.elect.sync": WarpWalker.elect,
-    "nvvm.exit": WarpWalker.exit_,
-    "nvvm.cluster.arrive": WarpWalker.cluster_arrive,
-    "nvvm.cluster.arrive.relaxed": WarpWalker.cluster_arrive,
-    "nvvm.cluster.wait": WarpWalker.cluster_wait,
     "cute_nvgpu.atom.make_exec_tma": WarpWalker.make_exec,
     "cute_nvgpu.atom.set_value": WarpWalker.set_value,
     "cute.copy": WarpWalker.copy,
@@ -2955,7 +2042,6 @@ HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     "nvvm.atomicrmw": WarpWalker.atomic_rmw,
     "nvvm.red": WarpWalker.red,
     "llvm.fence": WarpWalker.llvm_fence,
-    "nvvm.shfl.sync": WarpWalker.shfl_sync,
     "scf.if": WarpWalker.scf_if,
     "scf.for": WarpWalker.scf_for,
     "scf.while": WarpWalker.scf_while,
