@@ -13,38 +13,33 @@ from typing import Callable, Optional
 
 from ..frontend.mlir_data import Block, Op
 from ..frontend.trace import describe_host
-from ..syncir.ops import (CLC_WORDS, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit,
-                          CpAsyncWait, DsmemStore, FenceProxyAsync, SmemOwn, SmemRead, SmemWrite,
+from ..syncir.ops import (CpAsync, CpAsyncCommit, CpAsyncWait, FenceProxyAsync, SmemOwn, SmemRead,
                           TmaStore, WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, WgmmaAcc, AccAccess,
-                          WgmmaFence, TensormapAcquire, TensormapRelease, TensormapWrite,
-                          Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad,
-                          TmemRelinquish, TmemWaitLd, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS,
+                          WgmmaFence, TmemAccess, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS,
                           GlobalAdd, GlobalWait)
-from ..syncir.ir import (Unchecked, AtomInc, StAsync, Assign, CounterDecl, Const, Expr, For, If,
-                         Lanes, Loc, MBarRef, SmemLoad, SmemStore, Stmt, TmaLoad, Unsupported, Var,
-                         While, WordRef, expr_vars, walk_stmts)
+from ..syncir.ir import (Unchecked, AtomInc, Assign, CounterDecl, Const, Expr, For, If, Lanes, Loc,
+                         MBarRef, Stmt, TmaLoad, Unsupported, Var, While, expr_vars, walk_stmts)
 from . import cute_types as ct
 from . import tmem
 from .accumulators import accessed, wgmma_acc
 from .cleanup import reads_var, subst_stmts
-from .data import DataAccess, spans_of
 from .names import host_name, value_name
-from .descriptors import TENSORMAP_CASTS, address, same_descriptor
-from .partitions import element_type, image as layout_image, thread_partition
-from .values import (split_lane, ELECT, LANE, ClcResponse, Atom, Folder, Leaves, Ptr, Region,
-                     SliceCoord, Stage, Unknown, Value, View, lane_values, opaque_reasons, lin_expr,
-                     opaque)
-from .context import (INT_TYPES, MEMORY_READER_PREFIXES, _memory_reader, MAX_LANE_SPLIT, to_loc,
-                      _pointer_name, cluster_coord, Context)
+from .partitions import thread_partition
+from .values import (ELECT, LANE, Atom, Folder, Region, SliceCoord, Stage, Unknown, Value, View,
+                     lane_values, opaque_reasons, opaque)
+from .context import (INT_TYPES, _memory_reader, MAX_LANE_SPLIT, to_loc, _pointer_name,
+                      cluster_coord, Context)
 from .rules.integers import CMP, ARITH, PASS_THROUGH
 from .rules.views import _assigned_name
-from .rules.asm import (tensormap_asm_form, _asm_only_global_tensormap, _asm_may_write_shared,
-                        _one_st_async, PTX_OPERAND, ASM_ST_CLUSTER, tcgen05_mma_asm)
-from .rules import integers, views, mbarrier, barriers, asm
+from .rules.asm import _one_st_async, tcgen05_mma_asm
+from .rules.tensormaps import LANE_SUBSET
+from .rules.tcgen05 import tmem_copy
+from .rules import (integers, views, words, stages, mbarrier, barriers, asm, dsmem, tensormaps, clc,
+                    tcgen05)
 
 # re-exported: other modules and tests import these from here
-__all__ = ["WarpWalker", "Active", "HANDLERS", "Context", "cluster_coord", "to_loc",
-           "_assigned_name", "tcgen05_mma_asm", "_one_st_async"]
+__all__ = ["WarpWalker", "Active", "HANDLERS", "Context", "cluster_coord", "to_loc", "LANE_SUBSET",
+           "_assigned_name", "tmem_copy", "tcgen05_mma_asm", "_one_st_async"]
 
 
 # No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
@@ -60,29 +55,6 @@ UNSUPPORTED_PREFIXES = (
     "cute_nvgpu.copy_tma_desc", "nvvm.griddepcontrol", "nvvm.mbarrier.", "nvvm.barrier",
     "nvvm.fence.", "nvvm.elect", "cute_nvgpu.arch.alloc_smem", "cute_nvgpu.arch.get_dyn_smem",
 )
-# a bulk group or tensormap op on lanes that may miss the TMA's elected one (extract/build.py
-# drops those of bulk groups in a warp that loads through no rewritten tensormap)
-LANE_SUBSET = ("by a lane subset that may not include the lane that issues the warp's TMA copies "
-               "(bulk groups and tensormap fences are per thread)")
-
-
-def _response_load(types: list[str]) -> bool:
-    """A cute.copy of one 16-byte element of shared memory into registers (how
-    ``cute.arch.clc_response`` loads a cluster launch control response)."""
-    return len(types) > 2 and ct.atom_kind(types[0]) == "universal_copy" and \
-        ct.is_smem(types[1]) and "i128" in types[1] and bool(re.search(r', "1:\d+">$', types[1])) \
-        and "rmem" in types[2]
-
-
-def tmem_copy(types: list[str]) -> Optional[str]:
-    """The tcgen05 op of a ``cute.copy`` from or into tensor memory (a ``memref<T, tmem, ...>``
-    operand): tcgen05.ld into registers, tcgen05.st from them, tcgen05.cp from shared memory."""
-    space = [ct.memref_space(t) for t in types[1:3]]
-    if len(space) < 2 or "tmem" not in space:
-        return None
-    if space[0] == "tmem":
-        return "tcgen05.ld"
-    return "tcgen05.cp" if space[0] == "smem" else "tcgen05.st"
 
 
 # ops that may write global memory; one whose global operand shares a kernel argument with a
@@ -91,32 +63,8 @@ GLOBAL_WRITE = re.compile(r"store|copy|atomic|\bred\b|inline_asm|inline_ptx|mems
 TENSORMAP_OPS = {"cute_nvgpu.copy_tma_desc", "cute_nvgpu.update_tma_desc"}
 
 
-_SCALAR_BYTES = {"i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4, "i64": 8, "f64": 8}
-
-
 # ops with a shared::cluster operand whose handler follows what they do to it
 DSMEM_FOLLOWED = {"nvvm.store.async", "nvvm.mapa", "llvm.inline_asm", "nvvm.inline_ptx"}
-
-
-# ops that write (alloc) or read (retrieve) the 4-byte TMEM address at their shared-memory pointer
-TMEM_ADDRESS_WORD = {"cute_nvgpu.arch.sm100.alloc_tmem", "cute_nvgpu.arch.sm100.retrieve_tmem_ptr"}
-
-
-def _tmem_address_word(v) -> Optional[tuple[int, int]]:
-    """The byte range of the TMEM address word a pointer of this CTA at a static offset names."""
-    if isinstance(v, Ptr) and v.alloc is not None and not v.lin and v.cta is None:
-        return (v.const, v.const + 4)
-    return None
-
-
-# ops that only make views of shared memory (a tensor, a partition, a pointer, a layout): they
-# neither read nor write it (WarpWalker.smem_uses_of)
-VIEW_ONLY = {"cute.make_view", "cute.get_iter", "cute_nvgpu.atom.tma_partition",
-             "cute.mma.make_fragment", "cute.memref.alloca", "cute.add_offset",
-             "cute_nvgpu.atom.set_value", "cute_nvgpu.atom.make_exec_tma",
-             "builtin.unrealized_conversion_cast", "cute.recast_iter", "cute.derefine",
-             "cute.assume", "cute.ptrtoint", "llvm.ptrtoint", "nvvm.mapa", "scf.yield"}
-VIEW_ONLY_PREFIXES = MEMORY_READER_PREFIXES
 
 
 # ops whose shared-memory result is a part of their staged operand's stage (a view, partition,
@@ -189,8 +137,9 @@ class Active:
         return self.count == len(self.lanes)
 
 
-class WarpWalker(integers.IntegerRules, views.ViewRules, mbarrier.MbarrierRules,
-                 barriers.BarrierRules, asm.AsmRules):
+class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages.StageRules,
+                 mbarrier.MbarrierRules, barriers.BarrierRules, asm.AsmRules, dsmem.DsmemRules,
+                 tensormaps.TensormapRules, clc.ClcRules, tcgen05.Tcgen05Rules):
     def __init__(self, ctx: Context, warp: int, lanes: int, cta: int = 0,
                  grid_block: Optional[tuple[int, int, int]] = None):
         self.ctx, self.k = ctx, ctx.kernel
@@ -370,171 +319,6 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, mbarrier.MbarrierRules,
         else:
             self.set_unknown_results(op)
 
-    def smem_word(self, view: View, coord: int) -> Expr | str:
-        """The word index (in its allocation) of the element `coord` names in `view`, or why
-        not. The word array is declared by the caller, once it emits the access."""
-        if view.elem != 4 or view.ptr.const % 4 or any(c % 4 for _, c in view.ptr.lin):
-            return "an element that is not a 32-bit word"
-        c = self.val(coord)
-        coords = list(c.items) if isinstance(c, Leaves) else [c]
-        if len(coords) != len(view.shape):
-            return "a coordinate of another rank than the tensor"
-        lin: Expr = lin_expr(tuple((x, c // 4) for x, c in view.ptr.lin), view.ptr.const // 4,
-                             self.f)
-        for x, d in zip(coords, view.stride):
-            if not isinstance(x, Expr) or opaque_reasons(x):
-                return "an index the model does not follow"
-            lin = self.f.binop("+", lin, self.f.binop("*", x, Const(d)))
-        return lin
-
-    def smem_writes_of(self, op: Op) -> None:
-        """Every op with a shared-memory operand that is not known to leave shared memory as it
-        is (a load, a view, an address computation) may write it; mbarrier ops and
-        tcgen05.commit write their barrier's 8 bytes. Word stores are recorded by `memref_store` itself."""
-        if _memory_reader(op.name) or op.name in ("nvvm.store.async",  # its handler records it
-                                                  "nvvm.clusterlaunchcontrol.try.cancel"):
-            return
-        if op.name == "cute.copy" and _response_load(op.operand_types):
-            return  # a 16-byte load into registers (clc_response_load)
-        if op.name in TMEM_ADDRESS_WORD and len(op.operands) > 1:
-            v = self.val(op.operands[1])  # tcgen05.alloc writes the 4-byte address there
-            if (word := _tmem_address_word(v)) is not None:
-                self.ctx.smem_writes.append((v.alloc.uid, word, op.name))
-                return
-        for vid, t in zip(op.operands, op.operand_types):
-            v = self.val(vid)
-            # an mbarrier op on a barrier of a known array (in this CTA, or in a peer through
-            # mapa: every CTA lays its shared memory out alike) writes that barrier's 8 bytes
-            arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
-                if op.name.startswith(("nvvm.mbarrier.", "nvvm.tcgen05.commit")) \
-                and isinstance(v, Ptr) and v.alloc \
-                and (ct.is_smem(t) or ct.is_cluster_smem(t)) else None
-            if ct.is_cluster_smem(t) and arr is None:
-                # some CTA's shared memory, through an address not followed
-                self.ctx.smem_writes.append((None, None, f"{op.name}@{op.loc.short()}"))
-            elif ct.is_cluster_smem(t):
-                self.ctx.smem_writes.append((v.alloc.uid, (arr[1], arr[1] + arr[2]), op.name))
-            elif ct.is_smem(t):
-                if arr is not None:  # inside the barrier array's struct field
-                    self.ctx.smem_writes.append((v.alloc.uid, (arr[1], arr[1] + arr[2]), op.name))
-                else:
-                    self.note_smem_write(vid, f"{op.name}@{op.loc.short()}", self.loc(op))
-        if op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
-            text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-            if _one_st_async(text) and not re.search(r"\bcp\.|stmatrix|\batom|\bred\.|tensormap|"
-                                                     r"\bst\.(?!async)", text):
-                return  # the st.async's handler records its write (`asm`)
-            if _asm_may_write_shared(text):
-                if not ASM_ST_CLUSTER.match(text):  # a DSMEM store: DsmemStore says what it is
-                    self.ctx.data_writes.append((len(self.ctx.smem_writes), self.loc(op)))
-                self.ctx.smem_writes.append((None, None, f"inline PTX@{op.loc.short()}"))
-
-    def note_smem_write(self, vid: int, what: str, loc: Optional[Loc] = None) -> None:
-        """A write into shared memory the model does not follow as a word value: the words it
-        may overlap are not modelled (build.py). With `loc`, a write of data by threads: races
-        on it are checked only where a buffer the model follows claims it (build.py)."""
-        if loc is not None:
-            self.ctx.data_writes.append((len(self.ctx.smem_writes), loc))
-        v = self.val(vid)
-        if isinstance(v, View):
-            self.ctx.smem_writes.append((v.ptr.alloc.uid, v.byte_range, what))
-        elif isinstance(v, Region):
-            self.ctx.smem_writes.append((v.alloc, (v.lo, v.hi), what))
-            self.ctx.derived_view_writes = True
-        elif isinstance(v, Ptr) and v.alloc is not None:
-            # a peer's (mapa) allocation is laid out like this CTA's: the same words
-            self.ctx.smem_writes.append((v.alloc.uid, None, what))
-        else:
-            self.ctx.smem_writes.append((None, None, what))
-
-    def smem_load(self, op: Op, view: View, out) -> None:
-        r = self.smem_word(view, op.operands[1])
-        why = r if isinstance(r, str) else None
-        if why is None and op.result_types[0] != "i32":
-            why = f"a {op.result_types[0]} value"
-        if why is None and LANE in expr_vars(r) and self.whole_warp():
-            why = "an address that differs between the lanes"
-        if why is not None:
-            self.env[op.result] = opaque(f"ld.shared of {why}@{op.loc.short()}")
-            self.data_access(op, view, op.operands[1], False, out)
-            return
-        dest = f"t{op.uid}"
-        out.append(SmemLoad(dest, WordRef(self.ctx.word_array(view, self.loc(op)), r), self.loc(op)))
-        self.env[op.result] = Var(dest)
-
-    def data_access(self, op: Op, view: View, coord: int, write: bool, out) -> None:
-        """A store or load of one element of a shared tensor by the executing lanes, as data
-        (extract/data.py): the bytes they touch when the element's address is a function of the
-        lane alone and the lanes are known."""
-        if view.ptr.alloc is None or view.ptr.cta is not None:
-            return
-        coords = self.element_coords(view, coord, op.operand_types[0]) or []
-        off: Optional[Expr] = None
-        if len(coords) == len(view.shape) and all(isinstance(x, Expr) and not opaque_reasons(x)
-                                                  for x in coords):
-            off = lin_expr(view.ptr.lin, view.ptr.const, self.f)
-            for x, d in zip(coords, view.stride):
-                off = self.f.binop("+", off, self.f.binop("*", x, Const(d * view.elem)))
-        spans, lanes, base = self.element_bytes(off, view.elem, view.byte_range)
-        out.append(DataAccess(view.ptr.alloc.uid, spans, write, self.records_since_op(),
-                              self.loc(op), lanes=lanes, base=base, elem=view.elem,
-                              extent=view.byte_range if base is not None else None))
-
-    def element_bytes(self, off: Optional[Expr], elem: int, extent):
-        """(spans, lanes, base) of an element access at byte offset `off` by the executing lanes
-        (DataAccess's fields): the bytes when `off` is a function of the lane alone, or of the
-        lane plus a lane-free part `base` (inside the tensor's bytes `extent`); spans None when
-        neither."""
-        if off is None:
-            return None, (), None
-        per_lane = lane_values(off, self.lanes)
-        base = None
-        split = split_lane(off) if per_lane is None else None
-        if split is not None and extent is not None and not opaque_reasons(split[0]):
-            # an address over loop counters too: bytes relative to the lane-free part
-            per_lane, base = lane_values(split[1], self.lanes), split[0]
-        a = self.active
-        if per_lane is None or not (a.exact or len({per_lane[i] for i in a.lanes}) == 1):
-            return None, (), None
-        spans = spans_of([per_lane[i] for i in a.lanes], elem)
-        lanes = ()
-        if a.exact:  # (an elected lane: which one is not known; () overlaps by bytes)
-            lanes = tuple((i, per_lane[i], per_lane[i] + elem) for i in sorted(a.lanes))
-        return spans, lanes, base
-
-    def records_since_op(self) -> tuple:
-        """The smem_writes / smem_uses entries the current op recorded."""
-        return tuple(("w", i) for i in range(self.smem_mark, len(self.ctx.smem_writes))) + \
-            tuple(("u", i) for i in range(self.use_mark, len(self.ctx.smem_uses)))
-
-    def memref_store(self, op: Op, out) -> None:
-        """A store into shared memory: a word value (`SmemStore`) when the model can follow it;
-        global stores have no synchronization effect (`Context.written_gmem` tracks them)."""
-        if not ct.is_smem(op.operand_types[0]):
-            return
-        view = self.val(op.operands[0])
-        where = f"@{op.loc.short()}"
-        if not isinstance(view, View) or view.stage is not None or self.plain_stage(view):
-            # a stage of a staged buffer holds data, not words handed between roles
-            self.note_smem_write(op.operands[0], f"a shared-memory store{where}", self.loc(op))
-            self.staged_write(op, op.operands[0], out)
-            if isinstance(view, View):  # (a stage no async unit touches is data: data.py)
-                self.data_access(op, view, op.operands[1], True, out)
-            return
-        r = self.smem_word(view, op.operands[1])
-        value = self.val(op.operands[2]) if len(op.operands) > 2 else None
-        why = r if isinstance(r, str) else None
-        if why is None and (op.operand_types[2] != "i32" or not isinstance(value, Expr)
-                            or opaque_reasons(value)):
-            why = "a value the model does not follow"
-        if why is None and LANE in expr_vars(value) | expr_vars(r) and self.whole_warp():
-            why = "a value or address that differs between the lanes"
-        if why is not None:
-            self.note_smem_write(op.operands[0], f"st.shared of {why}{where}", self.loc(op))
-            self.data_access(op, view, op.operands[1], True, out)
-            return
-        out.append(SmemStore(WordRef(self.ctx.word_array(view, self.loc(op)), r), value, self.loc(op)))
-
     def memref_load(self, op: Op, out) -> None:
         """``cute.memref.load`` of one element of a global tensor the kernel never writes (a
         count, an offset, a sequence length): every reader of an element sees the same value,
@@ -615,445 +399,6 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, mbarrier.MbarrierRules,
                 return lb.value, ub.value - 1
         return None, None
 
-    def mapa(self, op: Op, out) -> None:
-        p = self.val(op.operands[0])
-        if isinstance(p, Ptr):
-            self.env[op.result] = Ptr(p.alloc, p.lin, p.const, p.elem, self.expr(op.operands[1]),
-                                      "dsmem")
-        else:
-            self.set_unknown_results(op)
-
-    def dsmem_store(self, op: Op) -> Optional[tuple[Ptr, Optional[int]]]:
-        """``llvm.store v, p`` or a universal-atom ``cute.copy`` into a tensor over ``p``, where
-        ``p`` is a mapa address of this kernel's shared memory: the generic store of
-        ``st.shared::cluster`` into the CTA ``p`` names, as (p, the bytes of the one element it
-        stores, or None when not one element of a known size). None for anything else."""
-        if op.name == "llvm.store" and len(op.operands) == 2 and \
-                not ct.is_cluster_smem(op.operand_types[0]):
-            p = self.val(op.operands[1])
-            elem = _SCALAR_BYTES.get(op.operand_types[0])
-        elif op.name == "cute.copy" and len(op.operands) == 3 and \
-                ct.atom_kind(op.operand_types[0]) == "universal_copy" and \
-                not ct.is_cluster_smem(op.operand_types[1]):
-            p = self.dsmem_view_ptr(op.operands[2])
-            layout = ct.quoted(op.operand_types[2])
-            one = layout and ":" in layout[-1] and layout_image(layout[-1]) == frozenset({0})
-            elem = _SCALAR_BYTES.get(element_type(op.operand_types[2]) or "") if one else None
-        else:
-            return None
-        if not isinstance(p, Ptr) or p.cta is None or p.alloc is None:
-            return None
-        return p, elem
-
-    def dsmem_write(self, op: Op, p: Ptr, elem: Optional[int], out) -> None:
-        """A generic store of one element of `elem` bytes into the peer CTA `p.cta`, through the
-        mapa address `p`: a DsmemStore, and its bytes as data of that CTA's allocation
-        (extract/data.py) when the executing lanes' offsets are known."""
-        off = lin_expr(p.lin, p.const, self.f) if elem else None
-        extent = p.field_bytes() or (0, p.alloc.size)
-        spans, lanes, base = self.element_bytes(off, elem or 0, extent)
-        out.append(DataAccess(p.alloc.uid, spans, True, self.records_since_op(), self.loc(op),
-                              lanes=lanes, base=base, elem=elem or 0,
-                              extent=extent if base is not None else None, cta=p.cta))
-
-    def dsmem_view_ptr(self, vid: int, depth: int = 0):
-        """The pointer a tensor in distributed shared memory is a view over (through slices,
-        mode groupings and `make_view`), or None."""
-        info = self.k.value_info.get(vid)
-        op = None if info is None or info.is_block_arg else info.op
-        if op is None or not op.operands or depth > 16:
-            return None
-        if op.name == "cute.make_view":
-            return self.val(op.operands[0])
-        if op.name in ("cute.group_modes", "cute.slice", "cute.logical_divide"):
-            return self.dsmem_view_ptr(op.operands[0], depth + 1)
-        return None
-
-    def st_cluster(self, op: Op, addr: int, out) -> None:
-        """``st.shared::cluster [addr], v`` (one store, inline PTX): a generic store into the
-        shared memory of the CTA a mapa address names (docs/semantics.md, "DSMEM stores")."""
-        p = self.val(op.operands[addr]) if addr < len(op.operands) else None
-        if not isinstance(p, Ptr) or p.cta is None:
-            out.append(Unsupported("st.shared::cluster to an address the model does not follow",
-                                   self.loc(op)))
-            return
-        if p.alloc is None:
-            out.append(DsmemStore(p.cta, self.loc(op)))
-            return
-        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-        width = re.match(r"\s*st\.shared::cluster\.[bsuf](\d+)\s", text)
-        self.dsmem_write(op, p, int(width.group(1)) // 8 if width else None, out)
-
-    # -- bulk async-groups and tensormaps rewritten in global memory (docs/semantics.md)
-    def tensormap_op(self, op: Op, stmt, out) -> None:
-        """A tensormap op or bulk group, when its lanes include the lane that issues the warp's
-        TMA copies (their bulk groups and fences are per thread); else Unsupported."""
-        if self.tma_lane():
-            out.append(stmt)
-        else:
-            out.append(Unsupported(f"{op.name}: {stmt.mnemonic} {LANE_SUBSET}", self.loc(op)))
-
-    @staticmethod
-    def tensormap_asm(op: Op) -> bool:
-        """Inline PTX the extractor reads as a tensormap op or a bulk group."""
-        return op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and tensormap_asm_form(
-            str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")) is not None
-
-    def asm_tensormap(self, op: Op, text: str, out) -> bool:
-        """Inline PTX of a bulk group, a tensormap fence, copy or replace: the op, and True."""
-        form = tensormap_asm_form(text)
-        if form is None:
-            return False
-        kind, m = form
-        if kind == "bulk":
-            self.tensormap_op(op, BulkCommit(loc=self.loc(op)) if m.group(2) is None else
-                              BulkWaitRead(int(m.group(2)), loc=self.loc(op)), out)
-        elif kind == "release":
-            self.tensormap_op(op, TensormapRelease(self.loc(op)), out)
-        elif kind == "replace" and m.group(1) == "shared::cta":
-            pass  # a descriptor in shared memory: no TMA reads it
-        else:
-            if kind == "replace":  # the descriptor operand follows the instruction
-                ptr = re.search(r"\[\{?\$r?(\d+)\}?\]", text[m.start():])
-                text_ptr = ptr.group(1) if ptr else None
-            else:
-                text_ptr = m.group(2) if kind == "acquire" else m.group(1)
-            if text_ptr is None or int(text_ptr) >= len(op.operands):
-                out.append(Unsupported(f"inline PTX {kind}: operand not understood", self.loc(op)))
-                return True
-            desc = self.tensormap(op, op.operands[int(text_ptr)], out)
-            if desc is not None:
-                stmt = TensormapAcquire(desc, self.loc(op)) if kind == "acquire" else \
-                    TensormapWrite(desc, kind == "copy", self.loc(op))
-                self.tensormap_op(op, stmt, out)
-        return True
-
-    def tensormap(self, op: Op, vid: int, out) -> Optional[str]:
-        """The tensormap a pointer to a descriptor in global memory names: its root value (through
-        casts and alignment assumptions), one tensormap per root. A descriptor in shared memory
-        (written there, then copied out): None. A root that is a loop-carried value or computed
-        in a loop, one that does not depend on the block index (in a grid of more than one CTA),
-        or a second root in one kernel (two pointers may alias): Unsupported, None."""
-        root, seen = vid, set()
-        while root not in seen:
-            seen.add(root)
-            info = self.k.value_info.get(root)
-            if info is None or info.is_block_arg or info.op is None or \
-                    info.op.name not in TENSORMAP_CASTS or not info.op.operands:
-                break
-            root = info.op.operands[0]
-        t = self.k.type_of(root) if root in self.k.value_info else ""
-        if ", smem" in t:
-            return None
-        info = self.k.value_info.get(root)
-        if info is None or info.is_block_arg or ", gmem" not in t or \
-                any(a.name in ("scf.for", "scf.while") for a in info.op.ancestors()):
-            out.append(Unsupported(f"{op.name}: a tensormap pointer that is not one fixed global "
-                                   "address per thread (a loop-carried value, computed in a "
-                                   "loop, or not in global memory)", self.loc(op)))
-            return None
-        one_cta = tuple(self.k.grid_dim or ()) == (1, 1, 1)
-        if not one_cta and not self._reads_block_index(root):
-            out.append(Unsupported(f"{op.name}: a tensormap pointer that does not depend on the "
-                                   "block index (a descriptor the CTAs share: rewrites by one CTA "
-                                   "race with loads of another, which the model does not follow)",
-                                   self.loc(op)))
-            return None
-        tms = self.ctx.tensormaps
-        if root not in tms:
-            here = address(self.k, root, self.val, self.expr)
-            for other, (name, label, _loc, there) in list(tms.items()):
-                same = None if here is None or there is None else same_descriptor(here, there)
-                if same is None:
-                    out.append(Unsupported(
-                        f"{op.name}: a second tensormap pointer whose address is not shown to "
-                        f"be that of {label} or at least 128 bytes from it (whether two pointers "
-                        "name one descriptor is not followed)", self.loc(op)))
-                    return None
-                if same:
-                    tms[root] = tms[other]
-                    return name
-                if here.arg != there.arg:
-                    self.ctx.assumptions.add(
-                        f"tensormaps: the descriptors in kernel arguments {there.arg} and "
-                        f"{here.arg} do not overlap (the host's tensors are disjoint)")
-            loc = self.loc(info.op)
-            where = f"{loc.file.rsplit('/', 1)[-1]}:{loc.line}"
-            tms[root] = (f"tmap{len({t[0] for t in tms.values()})}", f"tensormap at {where}",
-                         loc, here)
-        return tms[root][0]
-
-    def _reads_block_index(self, vid: int, limit: int = 400) -> bool:
-        """Whether the value is computed from a block or cluster index (its backward slice)."""
-        todo, seen = [vid], set()
-        while todo and len(seen) < limit:
-            v = todo.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            info = self.k.value_info.get(v)
-            if info is None or info.is_block_arg or info.op is None:
-                continue
-            if info.op.name.startswith(("nvvm.read.ptx.sreg.ctaid", "nvvm.read.ptx.sreg.clusterid",
-                                        "nvvm.read.ptx.sreg.cluster.ctaid")):
-                return True
-            todo += info.op.operands
-        return False
-
-    def bulk_commit(self, op: Op, out) -> None:
-        self.tensormap_op(op, BulkCommit(loc=self.loc(op)), out)
-
-    def bulk_wait(self, op: Op, out) -> None:
-        n = op.attrs.get("group")
-        try:
-            self.tensormap_op(op, BulkWaitRead(int(str(n)), loc=self.loc(op)), out)
-        except ValueError:
-            out.append(Unsupported(f"{op.name} with group {n!r}", self.loc(op)))
-
-    def tensormap_write(self, op: Op, out) -> None:
-        """cute_nvgpu.copy_tma_desc (atom, ptr) and update_tma_desc (atom, tensor, ptr): the
-        descriptor at ptr is written (by every executing thread)."""
-        desc = self.tensormap(op, op.operands[-1], out)
-        if desc is not None:
-            self.tensormap_op(op, TensormapWrite(desc, False, self.loc(op)), out)
-
-    def st_async(self, op: Op, m: re.Match, out) -> None:
-        """``st.async...mbarrier::complete_tx::bytes[.vN].T [dst], v, [mbar]`` in inline PTX (quack's
-        ``store_shared_remote_x4``); the vector ``v`` may be built by ``mov`` of operands into
-        its ``.x/.y/.z/.w``."""
-        vec, kind, bits = int(m.group(1) or 1), m.group(2), int(m.group(3))
-        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-        values: Optional[list[int]] = None
-        token = m.group(5)
-        if kind in "bsu" and bits == 32:
-            if token.startswith("{") and "," in token:
-                parts = [PTX_OPERAND.match(t.strip()) for t in token[1:-1].split(",")]
-                values = [int(p.group(1)) for p in parts] if all(parts) else None
-            elif PTX_OPERAND.match(token):
-                values = [int(PTX_OPERAND.match(token).group(1))]
-            else:  # a vector register filled by mov
-                lanes = dict(re.findall(r"mov\.\w+\s+" + re.escape(token) +
-                                        r"\.([xyzw])\s*,\s*\{?\$r?(\d+)\}?\s*;", text))
-                values = [int(lanes[c]) for c in "xyzw"[:vec]] if len(lanes) == vec and \
-                    all(c in lanes for c in "xyzw"[:vec]) else None
-        if values is not None and (len(values) != vec or
-                                   any(i >= len(op.operands) for i in values)):
-            values = None
-        dst, mbar = int(m.group(4)), int(m.group(6))
-        if max(dst, mbar) >= len(op.operands):
-            out.append(Unsupported("st.async: operands not understood", self.loc(op)))
-            return
-        self.async_store(op, op.operands[dst], [op.operands[i] for i in values] if values else None,
-                         op.operands[mbar], vec * bits // 8, out)
-
-    def store_async(self, op: Op, out) -> None:
-        """``nvvm.store.async(dst, value, mbar)`` (``cute.arch.store_async_dsmem``):
-        ``st.async...mbarrier::complete_tx::bytes`` of one i32 or a vector of them into a (remote)
-        CTA's shared memory, completing its size in bytes on ``mbar``."""
-        m = re.fullmatch(r"(?:vector<(\d+)x)?([if])(\d+)>?", op.operand_types[1]) \
-            if len(op.operands) == 3 else None
-        if m is None:
-            out.append(Unsupported(f"{op.name}: operands not understood", self.loc(op)))
-            return
-        nbytes = int(m.group(1) or 1) * int(m.group(3)) // 8
-        scalar = op.operand_types[1] == "i32"
-        self.async_store(op, op.operands[0], [op.operands[1]] if scalar else None,
-                         op.operands[2], nbytes, out)
-
-    def async_store(self, op: Op, dst: int, values: Optional[list[int]], mbar: int, nbytes: int,
-                    out) -> None:
-        """An st.async, one per executing thread. Its 32-bit values are followed as shared words
-        (syncir ``StAsync``) when they and the address are, it runs on one lane (or on a few, each
-        with its own values: the lanes are expanded), and the words lie in the CTA of the
-        barrier; otherwise it is a copy that completes its bytes on the barrier (``TmaLoad``),
-        and the words it may overwrite are not modelled."""
-        ref = self.bar_ref(mbar, op)
-        if isinstance(ref, str):
-            out.append(Unsupported(f"st.async: {ref}", self.loc(op)))
-            return
-        words = self.st_async_words(op, dst, values, ref, nbytes)
-        if isinstance(words, str):
-            self.note_smem_write(dst, f"st.async of {words}@{op.loc.short()}")
-            if not self.async_data(op, dst, ref, nbytes, mbar, out):
-                self.place_copy_of_bytes(op, self.val(dst), nbytes, mbar)
-                out.append(TmaLoad(ref, Const(nbytes), self.loc(op)))
-            return
-        name, index, vals = words
-        p = self.val(dst)
-        if isinstance(index, Const):
-            span = (4 * index.value, 4 * (index.value + len(vals)))
-        else:  # the words of its field or allocation, whose bounds the model checks (words_at)
-            span = p.field_bytes() or (0, p.alloc.size)
-        self.place_st_async(op, p.alloc.uid, span, mbar)
-        out.append(StAsync(WordRef(name, index), tuple(vals), ref, self.loc(op)))
-
-    def async_data(self, op: Op, dst: int, ref: MBarRef, nbytes: int, mbar: int, out) -> bool:
-        """An st.async of data (values the model does not follow) by one lane at a static
-        address in the CTA of its barrier: shared data (extract/data.py) written asynchronously,
-        pending until its bytes complete on the barrier. Its recorded accesses of unknown shared
-        memory (inline PTX) become the destination's bytes and the barrier's."""
-        p = self.val(dst)
-        if not isinstance(p, Ptr) or p.alloc is None or p.lin or p.cta != ref.cta or \
-                p.const % 4 or nbytes % 4:
-            return False
-        # one lane, or a few (each with its own peer CTA: the walker expands them per lane)
-        if not (self.active.count == 1 or (self.active.exact and self.active.count <=
-                                           MAX_LANE_SPLIT and p.cta is not None)):
-            return False
-        span = (p.const, p.const + nbytes)
-        self.place_st_async(op, p.alloc.uid, span, mbar)
-        out.append(DataAccess(p.alloc.uid, (span,), True, self.records_since_op(), self.loc(op),
-                              ref, nbytes))
-        return True
-
-    def place_st_async(self, op: Op, alloc: int, span: Optional[tuple[int, int]], mbar: int):
-        """The shared memory an st.async's inline PTX was recorded to touch anywhere (its
-        `[addr]` operands) is its destination's bytes `span` of `alloc` and its barrier's."""
-        b = self.val(mbar)
-        arr = self.ctx.array(b.alloc, b.const, self.loc(op)) if isinstance(b, Ptr) and b.alloc \
-            else None
-        for recorded, mark in ((self.ctx.smem_writes, self.smem_mark),
-                               (self.ctx.smem_uses, self.use_mark)):
-            for i in range(mark, len(recorded)):
-                a, rng, what = recorded[i]
-                if a is None and arr is not None:
-                    recorded[i] = (alloc, span, what)
-                    recorded.append((b.alloc.uid, (arr[1], arr[1] + arr[2]), what))
-                elif a == alloc and rng is None:
-                    recorded[i] = (a, span, what)
-
-    def place_copy_of_bytes(self, op: Op, p, nbytes: int, mbar: int) -> None:
-        """An st.async kept as a copy of bytes still writes only its destination: its bytes, or
-        at a computed offset the struct field its address starts in (an assumption the verdict
-        states), and its barrier."""
-        if not isinstance(p, Ptr) or p.alloc is None:
-            return
-        if not p.lin:
-            self.place_st_async(op, p.alloc.uid, (p.const, p.const + nbytes), mbar)
-            return
-        field_ = p.field_bytes()
-        if field_ is not None:
-            self.ctx.assumptions.add("an st.async at a computed offset stays inside the struct "
-                                     "field its address starts in")
-            self.place_st_async(op, p.alloc.uid, field_, mbar)
-
-    def st_async_words(self, op: Op, dst: int, values: Optional[list[int]], ref: MBarRef, nbytes: int):
-        """(word array, first word index, values) of an st.async followed as word values, or why
-        it is not."""
-        p = self.val(dst)
-        vals = [self.val(v) for v in values] if values else None
-        if vals is None or 4 * len(vals) != nbytes:
-            return "values that are not 32-bit integers"
-        if not all(isinstance(v, Expr) and not opaque_reasons(v) for v in vals):
-            return "values the model does not follow"
-        if not isinstance(p, Ptr) or p.alloc is None:
-            return "an address the model does not follow"
-        if p.cta != ref.cta:
-            return "words in another CTA than its mbarrier's"
-        exprs = [*vals, *(x for x, _ in p.lin), *([] if p.cta is None else [p.cta])]
-        lane = any(LANE in expr_vars(e) for e in exprs)
-        if not (self.active.count == 1 or
-                (lane and self.active.exact and self.active.count <= MAX_LANE_SPLIT)):
-            return f"words by {self.active.count} lanes"
-        words = self.words_at(op, p, len(vals))
-        return words if isinstance(words, str) else (*words, vals)
-
-    def words_at(self, op: Op, p, n: int):
-        """(word array, index) of the `n` words from shared-memory pointer `p`, or why they are
-        not words the model follows."""
-        if not isinstance(p, Ptr) or p.alloc is None or p.const % 4 or any(c % 4 for _, c in p.lin):
-            return "an address the model does not follow"
-        if any(not isinstance(x, Expr) or opaque_reasons(x) for x, _ in p.lin):
-            return "an address the model does not follow"
-        index = lin_expr(tuple((x, c // 4) for x, c in p.lin), p.const // 4, self.f)
-        if isinstance(index, Const):
-            lo, hi = index.value, index.value + n
-        else:  # its struct field, or its allocation (the model checks the index against it)
-            field = next(((off, size) for _, size, off in p.alloc.fields
-                          if off <= p.const < off + size), None) if p.alloc.fields else \
-                (0, p.alloc.size)
-            if field is None or field[1] <= 0 or field[0] % 4 or field[1] % 4:
-                return "an address outside the allocation's fields"
-            lo, hi = field[0] // 4, (field[0] + field[1]) // 4
-        return self.ctx.word_array_at(p.alloc, lo, hi, self.loc(op)), index
-
-    def clc_try_cancel(self, op: Op, out) -> None:
-        """``clusterlaunchcontrol.try_cancel`` (``cute.arch.issue_clc_query``) by one thread:
-        syncir ``ClcTryCancel`` on the grid's pool of clusters not started (a launch range,
-        ``clc_pool``), its response the four words at its address; at an address the model does
-        not follow, a copy of 16 bytes whose response is not followed."""
-        loc = self.loc(op)
-        multicast = "multicast" in op.attrs and str(op.attrs["multicast"]).lower() != "false"
-        ref = self.bar_ref(op.operands[1], op) if len(op.operands) == 2 else "operands not understood"
-        why = ref if isinstance(ref, str) else None
-        if why is None and ref.cta is not None:
-            why = "a barrier in another CTA"
-        if why is None and not self._one_lane():
-            why = f"issued by {self.active.count} threads (each asks on its own)"
-        if why is not None:
-            out.append(Unsupported(f"clusterlaunchcontrol.try_cancel: {why}", loc))
-            return
-        words = self.words_at(op, self.val(op.operands[0]), CLC_WORDS)
-        if isinstance(words, str):
-            self.note_smem_write(op.operands[0], f"a try_cancel response at {words}@{op.loc.short()}")
-            mask = Const((1 << self.k.cluster_size) - 1) if multicast else None
-            out.append(TmaLoad(ref, Const(4 * CLC_WORDS), loc, multicast=mask))
-            return
-        if "clc" not in self.ctx.counters:
-            alone = self._other_clusters() == Const(0)  # a static grid of one cluster
-            pool = self.ctx.param("clc_pool", "clusters of the grid a try_cancel may still cancel "
-                                  "(grants in the whole launch)", loc,
-                                  default=(0, 0) if alone else (0, 2))
-            self.ctx.counters["clc"] = CounterDecl("clc", pool, loc, "the grid's clusters not "
-                                                   "yet started", others=Const(0))
-            self.ctx.assumptions.add(
-                f"cluster launch control (try_cancel at {op.loc.short()}): the grid grants at "
-                "most clc_pool clusters in all (--param clc_pool sets the range checked), a "
-                "response is a success or a failure in any order of the model's issues, and the "
-                "cancelled cluster's ctaid is not followed")
-        out.append(ClcTryCancel.make(WordRef(*words), ref, "clc", multicast, loc))
-
-    def clc_response_load(self, op: Op, out) -> bool:
-        """A 16-byte copy of shared words into registers (``cute.arch.clc_response``): the load
-        of the first word, which ``query_cancel.is_canceled`` reads (``ClcResponse``)."""
-        if not _response_load(op.operand_types):
-            return False
-        src, info = self.val(op.operands[1]), self.k.value_info.get(op.operands[1])
-        if isinstance(src, View):
-            p = src.ptr
-        elif info is not None and info.op is not None and info.op.name == "cute.make_view":
-            p = self.val(info.op.operands[0])  # a view at a dynamic offset (a pipeline stage)
-        else:
-            return False
-        words = self.words_at(op, p, CLC_WORDS)
-        if isinstance(words, str) or (LANE in expr_vars(words[1]) and self.whole_warp()):
-            return False
-        dest = f"t{op.uid}"
-        out.append(SmemLoad(dest, WordRef(*words), self.loc(op)))
-        self.ctx.clc_loads.add(dest)
-        self.env[op.operands[2]] = ClcResponse("a 16-byte shared-memory load", word=Var(dest))
-        return True
-
-    def clc_response_value(self, op: Op, out) -> None:
-        """``cute.memref.load_vec`` / ``vector.extract`` of a CLC response keep it."""
-        v = self.val(op.operands[0]) if op.operands else None
-        if isinstance(v, ClcResponse) and len(op.results) == 1:
-            self.env[op.results[0]] = v
-        else:
-            self.set_unknown_results(op)
-
-    def clc_query(self, op: Op, out) -> None:
-        """``clusterlaunchcontrol.query_cancel``: ``is_canceled`` of a followed response is its
-        first word != 0; the cancelled cluster's ctaid is not followed."""
-        v = self.val(op.operands[0]) if op.operands else None
-        kind = str(op.attrs.get("query_type", ""))
-        if isinstance(v, ClcResponse) and v.word is not None and kind.rstrip(">").endswith("is_canceled"):
-            self.env[op.results[0]] = self.f.binop("!=", v.word, Const(0))
-        else:
-            what = "the ctaid of the cancelled cluster" if "cta_id" in kind else "a response"
-            self.env[op.results[0]] = opaque(f"clusterlaunchcontrol.query_cancel of {what} "
-                                             f"(not followed)@{op.loc.short()}")
-
     # -- TMA -------------------------------------------------------------------------------
     def make_exec(self, op, out):
         self.env[op.result] = Atom(op.result_types[0], src=op.operands[0] if op.operands else None)
@@ -1096,29 +441,6 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, mbarrier.MbarrierRules,
                 self.staged_read(op, op.operands[1], out)
             if not self.own_access(op, op.operands[2], True, out):
                 self.staged_write(op, op.operands[2], out)
-
-        # other copies (registers, plain smem/gmem loads and stores) do not synchronize
-
-    def tmem_copy(self, op: Op, what: str, out) -> None:
-        """A copy from or into tensor memory: its access, and for a tcgen05.ld from a stage of a
-        TMEM buffer (extract/tmem.py) the read of that stage."""
-        loc = self.loc(op)
-        stage = tmem.stage_of(self, op.operands[1], op.operand_types[1]) \
-            if what == "tcgen05.ld" else None
-        if stage is None:
-            tmem.unattributed(self.ctx, what, loc, "its source is not followed to a stage of a "
-                              "TMEM buffer" if what == "tcgen05.ld" else "only tcgen05.ld and "
-                              "tcgen05.mma accesses are followed")
-            out.append(TmemAccess(what, loc))
-            return
-        name = tmem.buffer(self.ctx, self, op.operands[1], stage, loc)
-        out += [TmemAccess(what, loc, data=True), TmemLoad(((name, stage.index),), loc)]
-
-    def tmem_wait(self, op: Op, out) -> None:
-        """tcgen05.wait::ld retires the warp's tcgen05.ld (build.py keeps it in a warp that reads
-        a TMEM buffer); tcgen05.wait::st waits for its stores, whose data is not followed."""
-        if "load" in str(op.attrs.get("kind", "")):
-            out.append(TmemWaitLd(self.loc(op)))
 
     def own_buffer(self, op: Op, vid: int) -> Optional[str]:
         """The buffer `vid` is the executing thread's own part of (a one-to-one tiled-copy
@@ -1199,98 +521,6 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, mbarrier.MbarrierRules,
         if re.search(r"proxy_kind<async(\.shared)?>", str(op.attrs.get("kind", ""))):
             out.append(FenceProxyAsync(self.loc(op)))
 
-    def element_stage(self, view: View, coord: int) -> Optional[Stage]:
-        """The stage an element access of a whole shared-memory tensor names: one mode of the
-        tensor spans all its bytes (`sA[r, c, stage]`) and its coordinate leaf is a value the
-        model follows."""
-        c = self.val(coord)
-        if view.ptr.lin or not isinstance(c, Leaves) or len(c.items) != len(view.shape) or \
-                sum(n > 1 for n in view.shape) < 2:  # a word array is no staged buffer
-            return None
-        lo, hi = view.byte_range
-        modes = [i for i, (n, d) in enumerate(zip(view.shape, view.stride))
-                 if n > 1 and n * d * view.elem == hi - lo]
-        if len(modes) != 1:
-            return None
-        index = c.items[modes[0]]
-        if not isinstance(index, Expr) or opaque_reasons(index):
-            return None
-        i = modes[0]
-        return Stage(index, view.shape[i], view.stride[i] * view.elem, view.ptr.alloc.uid, lo, hi)
-
-    def claim(self, op: Op, stage: Stage) -> str:
-        """The buffer `stage` is a stage of, with `op`'s recorded accesses of it attributed."""
-        name = self.ctx.buffer(stage, self.loc(op))
-        self.attribute(op, stage, name)
-        return name
-
-    def staged(self, vid: int) -> Optional[Stage]:
-        v = self.val(vid)
-        return (v.stage or self.plain_stage(v)) if isinstance(v, (View, Region)) else None
-
-    @staticmethod
-    def _bytes(v) -> Optional[tuple[int, int, int]]:
-        """(allocation uid, lo, hi): the bytes a view or region of shared memory lies in."""
-        if isinstance(v, Region):
-            return v.alloc, v.lo, v.hi
-        if isinstance(v, View) and v.byte_range is not None and v.ptr.alloc is not None:
-            return (v.ptr.alloc.uid, *v.byte_range)
-        return None
-
-    def plain_stage(self, v) -> Optional[Stage]:
-        """A view or region inside a plain shared tensor that a TMA store reads
-        (`Context.plain_buffers`): the one stage of that buffer."""
-        where = self._bytes(v) if v.stage is None else None
-        for alloc, a, b in self.ctx.plain_buffers if where is not None else ():
-            if alloc == where[0] and a <= where[1] and where[2] <= b:
-                return Stage(Const(0), 1, b - a, alloc, a, b)
-        return None
-
-    def attribute(self, op: Op, stage: Stage, name: str) -> None:
-        """The shared-memory writes and uses recorded for `op` (smem_writes_of, smem_uses_of)
-        inside the buffer's bytes are this staged access (build.py checks every other one)."""
-        for recorded, staged, mark in ((self.ctx.smem_writes, self.ctx.staged_writes,
-                                        self.smem_mark),
-                                       (self.ctx.smem_uses, self.ctx.staged_uses, self.use_mark)):
-            for i in range(mark, len(recorded)):
-                a, rng, _ = recorded[i]
-                if a == stage.alloc and rng is not None and stage.lo <= rng[0] and \
-                        rng[1] <= stage.hi:
-                    staged[i] = name
-
-    def smem_uses_of(self, op: Op) -> None:
-        """Every op with a shared-memory operand (a tensor, a part of one, a pointer) that is
-        not a view of it (`VIEW_ONLY`) may read or write it (build.py: a buffer whose stages TMA
-        loads fill is followed only if every use of its bytes is a staged access)."""
-        if op.name in VIEW_ONLY or op.name.startswith(VIEW_ONLY_PREFIXES):
-            return
-        what = f"{op.name}@{op.loc.short()}"
-        text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-        if op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and ("[" in text or "wgmma" in text
-                                                                  or "tcgen05" in text) and \
-                not _asm_only_global_tensormap(text):
-            # inline PTX with a memory operand ([addr]) or an async unit's descriptor may reach
-            # shared memory through an address the model does not follow
-            self.ctx.smem_uses.append((None, None, f"inline PTX@{op.loc.short()}"))
-        for vid, t in zip(op.operands, op.operand_types):
-            v = self.val(vid)
-            if (ct.is_smem(t) or t.startswith("!llvm.ptr<3>")) and \
-                    not isinstance(v, (View, Region, Ptr)):
-                self.ctx.smem_uses.append((None, None, what))  # shared memory not followed
-            if isinstance(v, View):
-                self.ctx.smem_uses.append((v.ptr.alloc.uid, v.byte_range, what))
-            elif isinstance(v, Region):
-                self.ctx.smem_uses.append((v.alloc, (v.lo, v.hi), what))
-            elif isinstance(v, Ptr) and v.alloc is not None and v.space == "smem":
-                # an mbarrier op touches its 8 bytes; any other op through a pointer, anything
-                # of the allocation
-                arr = self.ctx.array(v.alloc, v.const, self.loc(op)) \
-                    if op.name.startswith(("nvvm.mbarrier.", "nvvm.tcgen05.commit")) else None
-                rng = (arr[1], arr[1] + arr[2]) if arr is not None else None
-                if op.name in TMEM_ADDRESS_WORD:
-                    rng = _tmem_address_word(v) or rng
-                self.ctx.smem_uses.append((v.alloc.uid, rng, what))
-
     def make_fragment(self, op: Op, out) -> None:
         """``cute.mma.make_fragment`` of a shared-memory partition: the wgmma operand
         descriptors over it (a view of the same bytes, in 16-byte descriptor units)."""
@@ -1327,64 +557,6 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, mbarrier.MbarrierRules,
             out.append(WgmmaRead(tuple(reads), self.loc(op)))
         out += [WgmmaAcc(acc, self.loc(op)) for acc in wgmma_acc(self.ctx.accumulators, op)]
 
-    def tmem_operands(self, op: Op) -> Optional[list]:
-        """The TMEM buffer stages an sm100 ``cute.gemm`` accesses: its accumulator (d, c), each
-        a stage of a TMEM buffer (extract/tmem.py); None (not attributed) when one is not, or
-        when its A operand is in tensor memory."""
-        loc, out = self.loc(op), []
-        if len(op.operands) < 5:
-            tmem.unattributed(self.ctx, "tcgen05.mma", loc, "its operands are not d, a, b, c")
-            return None
-        if ct.memref_space(op.operand_types[2]) == "tmem":
-            tmem.unattributed(self.ctx, "tcgen05.mma", loc, "its A operand is in tensor memory")
-            return None
-        for vid, t in ((op.operands[1], op.operand_types[1]), (op.operands[4], op.operand_types[4])):
-            stage = tmem.stage_of(self, vid, t) if ct.memref_space(t) == "tmem" else None
-            if stage is None:
-                tmem.unattributed(self.ctx, "tcgen05.mma", loc, "its accumulator is not followed "
-                                  "to a stage of a TMEM buffer")
-                return None
-            read = (tmem.buffer(self.ctx, self, vid, stage, loc), stage.index)
-            if read not in out:
-                out.append(read)
-        return out
-
-    def tcgen05_commit(self, op: Op, out) -> None:
-        """tcgen05.commit.cta_group::N.mbarrier::arrive::one[.multicast::cluster] [bar], mask."""
-        mask = self.expr(op.operands[1]) if len(op.operands) > 1 else None
-        self.mbar_stmt(op, out, lambda b: Tcgen05Commit(b, self.loc(op), mask))
-
-    def tmem_group(self, op: Op, out) -> Optional[bool]:
-        """Whether a TMEM allocation op is the cta_group::2 form (``is_two_cta``) or the
-        cta_group::1 form (no attribute); None (and Unsupported) for any other attribute."""
-        if op.attrs in ({}, {"is_two_cta": True}):
-            return bool(op.attrs)
-        out.append(Unsupported(f"{op.name} with {sorted(op.attrs)} (only cta_group::1 and "
-                               "is_two_cta are modelled)", self.loc(op)))
-        self.set_unknown_results(op)
-        return None
-
-    def tmem_alloc(self, op: Op, out) -> None:
-        pair = self.tmem_group(op, out)
-        if pair is not None:
-            out.append(TmemAlloc(self.expr(op.operands[0]), self.loc(op), pair))
-
-    def tmem_dealloc(self, op: Op, out) -> None:
-        pair = self.tmem_group(op, out)
-        if pair is not None:
-            out.append(TmemDealloc(self.expr(op.operands[1]), self.loc(op), pair))
-
-    def tmem_relinquish(self, op: Op, out) -> None:
-        pair = self.tmem_group(op, out)
-        if pair is not None:
-            out.append(TmemRelinquish(self.loc(op), pair))
-
-    def tmem_ptr(self, op: Op, out) -> None:
-        """retrieve_tmem_ptr reads the address tcgen05.alloc stored in shared memory: a value
-        for tcgen05 ops (extract/tmem.py follows the tensors made on it), never for
-        synchronization (a branch on it stays Unsupported)."""
-        tmem.retrieve(self, op)
-
     def wgmma_commit(self, op: Op, out) -> None:
         out.append(WgmmaCommit(loc=self.loc(op)))
 
@@ -1393,20 +565,6 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, mbarrier.MbarrierRules,
 
     def wgmma_wait(self, op: Op, out) -> None:
         self.group_wait(op, "group", WgmmaWait, out)
-
-    def staged_read(self, op: Op, vid: int, out) -> None:
-        stage = self.staged(vid)
-        if stage is None:
-            return
-        name = self.claim(op, stage)
-        out.append(SmemRead(((name, stage.index),), self.loc(op)))
-
-    def staged_write(self, op: Op, vid: int, out) -> None:
-        stage = self.staged(vid)
-        if stage is None:
-            return
-        name = self.claim(op, stage)
-        out.append(SmemWrite(name, stage.index, self.loc(op)))
 
     def tma_store(self, op: Op, kind: str, out, atom=None) -> None:
         """A TMA store (or bulk reduce / S2G copy) reads its shared-memory source until a
@@ -2008,37 +1166,25 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, mbarrier.MbarrierRules,
 HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
     **integers.HANDLERS,
     **views.HANDLERS,
+    **words.HANDLERS,
     **mbarrier.HANDLERS,
     **barriers.HANDLERS,
+    **dsmem.HANDLERS,
+    **tensormaps.HANDLERS,
+    **clc.HANDLERS,
+    **tcgen05.HANDLERS,
     "cute.memref.load": WarpWalker.memref_load,
-    "cute.memref.store": WarpWalker.memref_store,
-    "nvvm.mapa": WarpWalker.mapa,
     "cute_nvgpu.atom.make_exec_tma": WarpWalker.make_exec,
     "cute_nvgpu.atom.set_value": WarpWalker.set_value,
     "cute.copy": WarpWalker.copy,
-    "nvvm.store.async": WarpWalker.store_async,
-    "nvvm.clusterlaunchcontrol.try.cancel": WarpWalker.clc_try_cancel,
-    "nvvm.clusterlaunchcontrol.query.cancel": WarpWalker.clc_query,
-    "cute.memref.load_vec": WarpWalker.clc_response_value,
-    "vector.extract": WarpWalker.clc_response_value,
     "nvvm.fence.proxy": WarpWalker.fence_proxy,
     "cute.mma.make_fragment": WarpWalker.make_fragment,
     "cute.gemm": WarpWalker.gemm,
     "nvvm.wgmma.commit.group.sync.aligned": WarpWalker.wgmma_commit,
     "nvvm.wgmma.fence.aligned": WarpWalker.wgmma_fence,
-    "nvvm.tcgen05.commit": WarpWalker.tcgen05_commit,
-    "nvvm.tcgen05.wait": WarpWalker.tmem_wait,
-    "cute_nvgpu.arch.sm100.alloc_tmem": WarpWalker.tmem_alloc,
-    "cute_nvgpu.arch.sm100.dealloc_tmem": WarpWalker.tmem_dealloc,
-    "cute_nvgpu.arch.sm100.relinquish_tmem_alloc_permit": WarpWalker.tmem_relinquish,
-    "cute_nvgpu.arch.sm100.retrieve_tmem_ptr": WarpWalker.tmem_ptr,
     "nvvm.wgmma.wait.group.sync.aligned": WarpWalker.wgmma_wait,
     "nvvm.cp.async.commit.group": WarpWalker.cp_async_commit,
     "nvvm.cp.async.wait.group": WarpWalker.cp_async_wait,
-    "nvvm.cp.async.bulk.commit.group": WarpWalker.bulk_commit,
-    "nvvm.cp.async.bulk.wait_group": WarpWalker.bulk_wait,
-    "cute_nvgpu.copy_tma_desc": WarpWalker.tensormap_write,
-    "cute_nvgpu.update_tma_desc": WarpWalker.tensormap_write,
     "nvvm.atomicrmw": WarpWalker.atomic_rmw,
     "nvvm.red": WarpWalker.red,
     "llvm.fence": WarpWalker.llvm_fence,
