@@ -14,7 +14,7 @@ from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpA
                           WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, GlobalAdd, GlobalWait,
                           WgmmaAcc, AccAccess, WgmmaFence)
 from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, NOLOC, Param, Process,
-                         SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordRef, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
+                         SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
 from ..syncir.objects import MAX_STORERS
 from ..syncir.printer import fmt_expr

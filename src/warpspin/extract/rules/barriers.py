@@ -1,0 +1,88 @@
+"""Named barriers (bar.sync, bar.arrive, barrier.cta.*), cluster barriers and exit.
+"""
+from __future__ import annotations
+
+
+from ...frontend.mlir_data import Op
+from ...syncir.ir import BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Exit, Unsupported
+
+
+class BarrierRules:
+    """The walker's rules for named and cluster barriers (mixed into `WarpWalker`)."""
+
+    def _segments(self, op: Op) -> list[list[int]]:
+        sizes = op.attrs.get("operandSegmentSizes")
+        if not isinstance(sizes, tuple):
+            return [[o] for o in op.operands]
+        segs, i = [], 0
+        for n in sizes:
+            segs.append(op.operands[i:i + n])
+            i += n
+        return segs
+
+    def unaligned_by_subset(self, op, out) -> bool:
+        """A CTA barrier executed by some lanes of the warp only.  The aligned forms
+        (``bar.sync``/``bar.arrive``) require every thread of the warp (PTX ISA 9.7.13.1,
+        ``.aligned``): by a subset they are undefined, and the op is emitted inside its lanes,
+        where the model reports divergent-barrier.  The non-aligned forms (``barrier.cta.*``,
+        ``aligned = false``) are legal there: each executing thread waits for the non-exited
+        threads of its warp and the warp's arrival counts once (on an H200 one lane's arrival
+        counts as the warp's 32: the conformance litmus ``OneLaneArriveUnaligned``).  The model
+        does not express that wait, so True (and an Unsupported emitted) in that case."""
+        if op.attrs.get("aligned") is not False or self.whole_warp():
+            return False
+        out.append(Unsupported(f"{op.name} (not aligned) by a subset of the warp's lanes",
+                               self.loc(op)))
+        return True
+
+    def barrier(self, op, out):
+        if self.unaligned_by_subset(op, out):
+            return
+        segs = self._segments(op)
+        bid = self.expr(segs[0][0]) if segs and segs[0] else Const(0)
+        n = self.expr(segs[1][0]) if len(segs) > 1 and segs[1] else None
+        if len(segs) > 2 and segs[2]:
+            out.append(Unsupported("nvvm.barrier with a reduction predicate", self.loc(op)))
+            return
+        out.append(BarSync(bid, n, self.loc(op)))
+
+    def barrier_cta_sync(self, op, out):
+        """``nvvm.barrier.cta.sync(id, count) {aligned}``: ``barrier.sync id, count`` (the
+        non-aligned form only relaxes warp convergence, which instances assume anyway)."""
+        if self.unaligned_by_subset(op, out):
+            return
+        n = self.expr(op.operands[1]) if len(op.operands) > 1 else None
+        out.append(BarSync(self.expr(op.operands[0]), n, self.loc(op)))
+
+    def barrier_arrive(self, op, out):
+        if self.unaligned_by_subset(op, out):
+            return
+        if len(op.operands) < 2:
+            out.append(Unsupported(f"{op.name} without a thread count", self.loc(op)))
+            return
+        out.append(BarArrive(self.expr(op.operands[0]), self.expr(op.operands[1]), self.loc(op)))
+
+    def cluster_arrive(self, op, out):
+        self.note_relaxed(op)
+        out.append(ClusterArrive(op.name.endswith(".relaxed"), self.loc(op)))
+
+    def cluster_wait(self, op, out):
+        out.append(ClusterWait(self.loc(op)))
+
+    def exit_(self, op, out):
+        if self.whole_warp():
+            out.append(Exit(self.loc(op)))
+        else:
+            out.append(Unsupported("exit by a subset of the warp's lanes", self.loc(op)))
+
+
+HANDLERS = {
+    "nvvm.barrier": BarrierRules.barrier,
+    "nvvm.barrier.cta.sync": BarrierRules.barrier_cta_sync,
+    "nvvm.barrier.arrive": BarrierRules.barrier_arrive,
+    "nvvm.barrier.cta.arrive": BarrierRules.barrier_arrive,
+    "nvvm.exit": BarrierRules.exit_,
+    "nvvm.cluster.arrive": BarrierRules.cluster_arrive,
+    "nvvm.cluster.arrive.relaxed": BarrierRules.cluster_arrive,
+    "nvvm.cluster.wait": BarrierRules.cluster_wait,
+}

@@ -1,0 +1,344 @@
+"""Global memory: loads of global tensors as launch values, atomics on global counters and
+flags (atom.inc, atom.add, red.add), fences and spin loops on a flag.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Optional
+
+from ...frontend.mlir_data import Op
+from ...syncir.ops import (SmemRead, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd,
+                           GlobalWait)
+from ...syncir.ir import AtomInc, CounterDecl, Const, Expr, Loc, Unsupported, Var, expr_vars
+from .. import cute_types as ct
+from ..values import LANE, Region, View, opaque_reasons, opaque
+from ..context import INT_TYPES, _pointer_name
+from .integers import CMP, PASS_THROUGH
+
+
+# global reads modelled as launch choices: at most this many elements one load may read, each in
+# this range unless --param says otherwise
+MAX_READ_ELEMENTS = 16
+READ_RANGE = (0, 3)
+
+
+def _subscripted_name(loc: Loc) -> Optional[str]:
+    """`counts` for a load written `n = counts[e]` on its source line (one subscript there)."""
+    import linecache
+
+    names = re.findall(r"([A-Za-z_]\w*)\s*\[", linecache.getline(loc.file, loc.line)) if loc.file else []
+    return names[0] if len(set(names)) == 1 else None
+
+
+# llvm.fence's `ordering` (LLVM's AtomicOrdering numbers)
+LLVM_ORDERINGS = {"2": "relaxed", "4": "acquire", "5": "release", "6": "acq_rel", "7": "seq_cst"}
+UNSIGNED_PREDICATES = (6, 7, 8, 9)  # arith.cmpi ult, ule, ugt, uge
+NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _memory_order(op: Op, attr: str, default: str) -> str:
+    """`relaxed`, `release`, ... of an nvvm memory-order attribute (#nvvm.mem_order<release>)."""
+    m = re.search(r"<(\w+)>", str(op.attrs.get(attr) or ""))
+    return m.group(1) if m else default
+
+
+def _memory_scope(op: Op, attr: str) -> str:
+    """`cta`, `cluster`, `gpu` or `sys` of an nvvm scope (#nvvm.mem_scope<gpu>) or an LLVM sync
+    scope (block, cluster, device, or none: system); PTX's default for atomics is gpu."""
+    raw = str(op.attrs.get(attr) or "")
+    m = re.search(r"<(\w+)>", raw)
+    if m:
+        return m.group(1)
+    if attr == "syncscope" and op.name == "llvm.fence":
+        return {"block": "cta", "cluster": "cluster", "device": "gpu", "": "sys"}.get(
+            raw.strip('"'), raw)
+    return "gpu" if not raw else raw
+
+
+def _narrower(a: str, b: str) -> str:
+    return min(a, b, key=MEMORY_SCOPES.index) if a in MEMORY_SCOPES and b in MEMORY_SCOPES else a
+
+
+class GlobalRules:
+    """The walker's rules for global memory, counters and flags (mixed into `WarpWalker`)."""
+
+    def memref_load(self, op: Op, out) -> None:
+        """``cute.memref.load`` of one element of a global tensor the kernel never writes (a
+        count, an offset, a sequence length): every reader of an element sees the same value,
+        chosen at launch.  Each element of the tensor that can be read is a launch parameter
+        (``READ_RANGE`` by default: empty, one and many; ``--param`` sets it), and the load is
+        the select of the element its index names.  Anything else stays a per-thread value."""
+        t = op.operand_types[0]
+        m = self.val(op.operands[0]) if op.operands else None
+        if isinstance(m, Region) and m.stage is not None:
+            self.staged_read(op, op.operands[0], out)
+            self.set_unknown_results(op)
+            return
+        if isinstance(m, View) and len(op.operands) == 2 and op.results:
+            # a read of a stage (the view is one, or its coordinate names one) is a staged read;
+            # the value may still be a word the model follows (build.py keeps one or the other)
+            stage = m.stage or self.element_stage(m, op.operands[1]) or self.plain_stage(m)
+            if stage is not None:
+                name = self.claim(op, stage)
+                out.append(SmemRead(((name, stage.index),), self.loc(op)))
+            self.smem_load(op, m, out)
+            return
+        if "gmem" not in t or len(op.operands) != 2 or not op.results:
+            self.set_unknown_results(op)
+            return
+        root = self.ctx.gmem_root(op.operands[0])
+        shape = ct.layout_shape(t)
+        n = ct.size(shape) if shape is not None else None
+        idx = self.expr(op.operands[1])
+        written, unknown = self.ctx.written_gmem()
+        why = None
+        if root is None:
+            why = "a global tensor that is not a kernel argument"
+        elif root in written:
+            why = f"kernel argument {root}, which the kernel writes"
+        elif unknown:
+            why = f"global memory, which {unknown[0]} may write"
+        elif op.result_types[0] not in INT_TYPES:
+            why = f"{op.result_types[0]} values (integers are modelled)"
+        elif n is None or len(shape) != 1:
+            why = f"a tensor of shape {shape} (a static one-dimensional shape is modelled)"
+        elif opaque_reasons(idx) or LANE in expr_vars(idx):
+            why = "an index that differs between threads or is not modelled"
+        if why is not None:
+            self.env[op.result] = opaque(f"cute.memref.load of {why}@{op.loc.short()}")
+            return
+        lo, hi = self.index_range(idx)
+        if lo is None or lo < 0 or hi >= n:
+            self.env[op.result] = opaque(f"cute.memref.load whose index is not shown to lie in "
+                                         f"0..{n - 1}@{op.loc.short()}")
+            return
+        if hi - lo + 1 > MAX_READ_ELEMENTS:
+            self.env[op.result] = opaque(f"cute.memref.load of any of {hi - lo + 1} elements (at "
+                                         f"most {MAX_READ_ELEMENTS} are modelled)@{op.loc.short()}")
+            return
+        name = _subscripted_name(self.loc(op)) or f"arg{root}"
+        self.ctx.assumptions.add("values read from global memory: nothing else writes the tensors "
+                                 "they come from while the kernel runs, and kernel arguments "
+                                 "(and the tensors TMA descriptor arguments were made from) do "
+                                 "not alias")
+        elems = {i: self.ctx.param(f"{name}_{i}", f"{name}[{i}]: element {i} of kernel argument "
+                                   f"{root} (global memory, read at {op.loc.short()}; the kernel "
+                                   f"does not write it)", self.loc(op), default=READ_RANGE,
+                                   same_as=("gmem", root, i))
+                 for i in range(lo, hi + 1)}
+        e = elems[hi]
+        for i in reversed(range(lo, hi)):
+            e = self.f.select(self.f.binop("==", idx, Const(i)), elems[i], e)
+        self.bind(op, e, out)
+
+    def index_range(self, idx: Expr) -> tuple[Optional[int], Optional[int]]:
+        """Bounds of an index: a constant, or the counter of an enclosing `for` with constant
+        bounds (lo..hi inclusive); (None, None) otherwise."""
+        if isinstance(idx, Const):
+            return idx.value, idx.value
+        if isinstance(idx, Var) and idx.name in self.counters:
+            lb, ub = self.counters[idx.name]
+            if isinstance(lb, Const) and isinstance(ub, Const) and ub.value > lb.value:
+                return lb.value, ub.value - 1
+        return None, None
+
+    def atomic_rmw(self, op: Op, out: list) -> None:
+        """``atom.inc`` by one thread on a word of global memory that is a kernel argument: a
+        global work counter (a dynamic tile scheduler's semaphore), which the grid's other CTAs
+        take values from too (syncir ``AtomInc``, ``Kernel.counters``).  Any other atomic, or one
+        by more threads, is not modelled."""
+        loc = self.loc(op)
+        kind = str(op.attrs.get("op", ""))
+        pointer = op.operands[0] if op.operands else None
+        root = self.argument_root(pointer)
+        limit = self.expr(op.operands[1]) if len(op.operands) > 1 else None
+        why = None
+        if kind.rstrip(">").endswith(" add"):
+            self.flag_add(op, pointer, op.operands[1] if len(op.operands) > 1 else None,
+                          out, bool(op.results) and self.ctx.used(op.results[0]))
+            return
+        if not kind.rstrip(">").endswith(" inc"):
+            why = f"atomic {kind or '?'} (atom.inc on a counter and atom.add on a flag are modelled)"
+        elif root is None:
+            why = "atom.inc on global memory that is not a kernel argument"
+        elif limit is None or opaque_reasons(limit) or expr_vars(limit) - set(self.ctx.params):
+            why = "atom.inc whose limit is not a launch value"
+        elif self.active.count != 1 or not self.active.exact and self.active.leader is None:
+            why = f"atom.inc by {self.active.count} threads (each gets its own value)"
+        else:
+            why = self.ctx.other_writer(root, "counter", "atom.inc")
+        if why is not None:
+            out.append(Unsupported(f"{op.name}: {why}", loc))
+            self.set_unknown_results(op)
+            return
+        name = f"sem{root}"
+        decl = self.ctx.counters.get(name)
+        if decl is None:
+            label = _pointer_name(self.k, pointer) or f"kernel argument {root}"
+            decl = self.ctx.counters[name] = CounterDecl(name, limit, loc, label,
+                                                         others=self._other_clusters())
+            self.ctx.assumptions.add(
+                f"global counter {label} (atom.inc at {op.loc.short()}): it holds 0 when the "
+                "kernel starts, only atom.inc changes it, no other kernel argument (nor the "
+                "tensor a TMA descriptor argument was made from) aliases it, and the CTAs of the grid outside the "
+                "model (any number of them) may take any of its values between two steps")
+        elif decl.limit != limit:
+            out.append(Unsupported(f"{op.name}: atom.inc on {decl.label} with two different "
+                                   "limits", loc))
+            self.set_unknown_results(op)
+            return
+        dest = f"a{op.uid}"
+        out.append(AtomInc(dest, name, limit, loc))
+        self.env[op.results[0]] = Var(dest)
+
+    def argument_root(self, pointer: Optional[int]) -> Optional[int]:
+        """The kernel argument a global pointer (an LLVM pointer cast from a cute pointer) points
+        into, or None."""
+        vid = pointer
+        while vid is not None:  # through casts of the pointer
+            info = self.k.value_info.get(vid)
+            if info is None or info.is_block_arg or info.op is None \
+                    or info.op.name != "builtin.unrealized_conversion_cast":
+                break
+            vid = info.op.operands[0]
+        return self.ctx.gmem_root(vid) if vid is not None else None
+
+    def flag_root(self, op: Op, pointer: Optional[int]) -> tuple[Optional[int], Optional[str]]:
+        """(kernel argument, None) of the global flag `pointer` points at, or (None, why not)."""
+        if self.ctx.grid_why is not None:
+            return None, ("flags are modelled only when the model holds every CTA of the grid, "
+                          f"and here {self.ctx.grid_why}")
+        root = self.argument_root(pointer)
+        if root is None:
+            return None, "its address is not a kernel argument"
+        why = self.ctx.other_writer(root, "flag", "atomics")
+        if why is not None:
+            return None, why
+        if f"sem{root}" in self.ctx.counters:
+            return None, f"kernel argument {root} is also an atom.inc counter"
+        return root, None
+
+    def flag_add(self, op: Op, pointer, delta_vid, out: list, result_used: bool) -> None:
+        """``atom.add`` / ``red.add`` on a global flag (syncir ``GlobalAdd``); a pending
+        ``fence.acq_rel`` of the thread makes a relaxed add a release (PTX 8.7 release pattern)."""
+        loc = self.loc(op)
+        root, why = self.flag_root(op, pointer)
+        delta = self.expr(delta_vid) if delta_vid is not None else None
+        if why is None and result_used and not self._one_lane():
+            why = (f"its old value is used by {self.active.count} threads (each gets its own; "
+                   "one lane's is modelled)")
+        if why is None and (delta is None or opaque_reasons(delta)):
+            why = "the value added is not one the model follows"
+        elif why is None and self._per_lane(delta):
+            why = "the value added differs between the lanes that add"
+        sem = _memory_order(op, "memOrder", "relaxed")
+        scope = _memory_scope(op, "memScope" if op.name == "nvvm.red" else "syncscope")
+        if why is None and (sem not in ADD_SEMANTICS or scope not in MEMORY_SCOPES):
+            why = f"memory order {sem}, scope {scope}"
+        if why is not None:
+            out.append(Unsupported(f"{op.name}: an atomic add on a global flag: {why}", loc))
+            self.set_unknown_results(op)
+            return
+        if sem in ("relaxed", "acquire") and self.fence_scope is not None:  # fence; add
+            sem = "release" if sem == "relaxed" else "acq_rel"
+            scope = _narrower(scope, self.fence_scope)
+        dest = f"a{op.uid}" if result_used else None
+        out.append(GlobalAdd(self.ctx.flag(root, pointer, loc), delta, sem, scope, loc, dest))
+        for r in op.results:
+            self.env[r] = Var(dest) if dest else opaque(f"{op.name}@{op.loc.short()}")
+
+    def red(self, op: Op, out: list) -> None:
+        """``red.add`` (``cute.arch.red``): an add on a global flag; other reductions are not
+        modelled."""
+        if not re.search(r"[ <]add>?$", str(op.attrs.get("op", ""))) or len(op.operands) < 2:
+            out.append(Unsupported(f"{op.name}: reduction {op.attrs.get('op', '?')} (red.add on a "
+                                   "flag is modelled)", self.loc(op)))
+            return
+        self.flag_add(op, op.operands[0], op.operands[1], out, False)
+
+    def llvm_fence(self, op: Op, out: list) -> None:
+        """``fence`` with release (acq_rel, sc) at a scope: a relaxed add on a flag after it is a
+        release; with acquire, a relaxed spin loop just before it is an acquire (PTX 8.7).  It has no
+        other effect in the model (barriers and proxies are ordered by their own ops)."""
+        order = str(op.attrs.get("ordering", ""))
+        order = LLVM_ORDERINGS.get(order, order)  # the enum's number, or its name
+        scope = _memory_scope(op, "syncscope")
+        if order in ("release", "acq_rel", "seq_cst"):
+            self.fence_scope = scope
+        if order in ("acquire", "acq_rel", "seq_cst") and out:  # spin loop / add; fence
+            last = out[-1]
+            if isinstance(last, GlobalWait) and last.sem != "acquire":
+                out[-1] = replace(last, sem="acquire", scope=_narrower(last.scope, scope))
+            elif isinstance(last, GlobalAdd) and last.dest and last.sem in ("relaxed", "release"):
+                out[-1] = replace(last, sem="acquire" if last.sem == "relaxed" else "acq_rel",
+                                  scope=_narrower(last.scope, scope))
+
+    def flag_spin(self, op: Op, out: list) -> bool:
+        """``while ld(flag) <cmp> target: pass`` (nothing carried, an empty body): a
+        ``GlobalWait`` until the negated condition holds.  False when the loop is not that."""
+        before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        loads = [o for o in before.ops if o.name == "nvvm.load.ext"]
+        if op.operands or op.results or len(loads) != 1 or \
+                any(o.name not in ("scf.yield", "nvvm.nanosleep") for o in after.ops):
+            return False
+        load = loads[0]
+        rest = [o for o in before.ops if o is not load and o.name not in PASS_THROUGH]
+        if [o.name for o in rest] != ["arith.cmpi", "scf.condition"]:
+            return False
+        cmp, cterm = rest
+        predicate = cmp.attrs.get("predicate")
+        rel = CMP.get(predicate)
+        if rel is None or list(cterm.operands) != list(cmp.results):
+            return False
+        unsigned = predicate in UNSIGNED_PREDICATES
+        for o in before.ops:  # the casts of the pointer
+            if o.name in PASS_THROUGH:
+                self.op(o, [])
+        value = load.results[0]
+        if cmp.operands[1] == value:
+            lhs, rhs, rel = cmp.operands[1], cmp.operands[0], SWAPPED[rel]
+        else:
+            lhs, rhs = cmp.operands
+        if lhs != value or rhs == value:
+            return False
+        rhs = self.expr(rhs)
+        loc = self.loc(op)
+        root, why = self.flag_root(load, load.operands[0] if load.operands else None)
+        if why is None and unsigned:
+            why = "an unsigned comparison (the model compares signed values)"
+        if why is None and opaque_reasons(rhs):
+            why = "the value it compares with is not one the model follows"
+        elif why is None and self._per_lane(rhs):
+            why = "the value it compares with differs between the lanes that spin"
+        sem = _memory_order(load, "order", "weak")
+        scope = _memory_scope(load, "scope")
+        if why is None and (sem not in WAIT_SEMANTICS or scope not in MEMORY_SCOPES):
+            why = f"memory order {sem}, scope {scope}"
+        if why is not None:
+            out.append(Unsupported(f"a spin loop on {load.name} (a global flag): {why}", loc))
+            return True
+        out.append(GlobalWait(self.ctx.flag(root, load.operands[0], loc), NEGATED[rel], rhs,
+                              sem, scope, loc))
+        return True
+
+    def _other_clusters(self) -> Expr:
+        """1 when the grid may have clusters besides the modelled one, 0 when its static shape
+        says it has none; a dynamic grid may have any number."""
+        if self.k.grid_dim is None:
+            return Const(1)
+        if self.grid_block is not None:
+            return Const(0)
+        n = 1
+        for d in "xyz":
+            n *= self.num_clusters(d, None).value  # a Const: the grid is static
+        return Const(1 if n > 1 else 0)
+
+
+HANDLERS = {
+    "cute.memref.load": GlobalRules.memref_load,
+    "nvvm.atomicrmw": GlobalRules.atomic_rmw,
+    "nvvm.red": GlobalRules.red,
+    "llvm.fence": GlobalRules.llvm_fence,
+}

@@ -1,0 +1,70 @@
+"""MMAs: cute.gemm (wgmma and tcgen05.mma) and its shared-memory operands, wgmma operand
+fragments, wgmma fence, commit and wait.
+"""
+from __future__ import annotations
+
+import re
+
+from ...frontend.mlir_data import Op
+from ...syncir.ops import (WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, WgmmaAcc, WgmmaFence,
+                           TmemAccess)
+from ..accumulators import wgmma_acc
+from ..values import Region, View
+
+
+class MmaRules:
+    """The walker's rules for wgmma and tcgen05 MMAs (mixed into `WarpWalker`)."""
+
+    def make_fragment(self, op: Op, out) -> None:
+        """``cute.mma.make_fragment`` of a shared-memory partition: the wgmma operand
+        descriptors over it (a view of the same bytes, in 16-byte descriptor units)."""
+        v = self.val(op.operands[1]) if len(op.operands) > 1 else None
+        if isinstance(v, (View, Region)) and op.result_types and \
+                op.result_types[0].startswith("!cute_nvgpu.smem_desc_view"):
+            lo, hi = v.byte_range if isinstance(v, View) else (v.lo, v.hi)
+            alloc = v.ptr.alloc.uid if isinstance(v, View) else v.alloc
+            self.env[op.result] = Region(alloc, lo, hi)
+        else:
+            self.set_unknown_results(op)
+
+    def gemm(self, op: Op, out) -> None:
+        """``cute.gemm(atom, d, a, b, c)``: a warpgroup MMA whose shared-memory operands (a, b:
+        descriptor views) it reads asynchronously until a wgmma.wait_group retires its group;
+        a tcgen05 MMA (an sm100 atom; cta_group::2 with num_cta = 2) until the arrive of the
+        warp's next tcgen05.commit lands, and its accumulator is a TMEM access."""
+        sm100 = bool(op.operand_types) and "sm100" in op.operand_types[0]
+        two = sm100 and re.search(r"sm100\.mma\w*<[^>]*num_cta = 2", op.operand_types[0]) is not None
+        reads = []
+        if sm100:
+            acc = self.tmem_operands(op)
+            out.append(TmemAccess("tcgen05.mma", self.loc(op), pair=two, data=acc is not None))
+            reads += acc or []
+        for vid in op.operands[2:4]:
+            stage = self.staged(vid)
+            if stage is None:
+                continue
+            name = self.claim(op, stage)
+            reads.append((name, stage.index))
+        if reads and sm100:
+            out.append(MmaRead(tuple(reads), self.loc(op), pair=two))
+        elif reads:
+            out.append(WgmmaRead(tuple(reads), self.loc(op)))
+        out += [WgmmaAcc(acc, self.loc(op)) for acc in wgmma_acc(self.ctx.accumulators, op)]
+
+    def wgmma_commit(self, op: Op, out) -> None:
+        out.append(WgmmaCommit(loc=self.loc(op)))
+
+    def wgmma_fence(self, op: Op, out) -> None:
+        out.append(WgmmaFence(loc=self.loc(op)))
+
+    def wgmma_wait(self, op: Op, out) -> None:
+        self.group_wait(op, "group", WgmmaWait, out)
+
+
+HANDLERS = {
+    "cute.mma.make_fragment": MmaRules.make_fragment,
+    "cute.gemm": MmaRules.gemm,
+    "nvvm.wgmma.commit.group.sync.aligned": MmaRules.wgmma_commit,
+    "nvvm.wgmma.fence.aligned": MmaRules.wgmma_fence,
+    "nvvm.wgmma.wait.group.sync.aligned": MmaRules.wgmma_wait,
+}
