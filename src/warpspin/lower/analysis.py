@@ -1,5 +1,5 @@
 """Static analyses of flat SyncIR code for the lowering (docs/semantics.md, "Reductions" and
-"Integers"). What an op reads and writes comes from its rule (syncir/ops.py), never from a list
+"Integers"). What an op reads and writes comes from its rule (syncir/ops/), never from a list
 of op types here.
 
 * `liveness`: the locals (and observed barrier arrays) that may still be read from each pc on.

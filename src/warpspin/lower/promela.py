@@ -1,4 +1,4 @@
-"""SyncIR -> Promela. The op rules of syncir/ops.py are printed here (the interpreter executes the
+"""SyncIR -> Promela. The op rules of syncir/ops/ are printed here (the interpreter executes the
 same rules); this module adds only the encoding: processes, steps, trails and the reductions.
 
 Each SyncIR process is a proctype executing the flat code of `syncir.flat`, so program counters

@@ -1,6 +1,6 @@
 """Which exact reductions a kernel may use (docs/semantics.md, "Reductions").
 
-Each reduction is proven for the ops that list it in their facts (syncir/ops.py) and for
+Each reduction is proven for the ops that list it in their facts (syncir/ops/) and for
 footprints of a stated shape. The preconditions are allow-lists: an op that does not list a
 reduction, or whose footprint is unknown or outside the proven shape, switches it off, and the
 decision says which op did and where.

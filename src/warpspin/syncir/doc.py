@@ -1,4 +1,4 @@
-"""The op and object tables of docs/semantics.md, generated from their definitions (ops.py,
+"""The op and object tables of docs/semantics.md, generated from their definitions (syncir/ops/,
 objects.py). `python -m warpspin.syncir.doc` prints them; tests/test_semantics_doc.py checks that
 the document holds exactly this text between its `<!-- ... -->` markers."""
 from __future__ import annotations

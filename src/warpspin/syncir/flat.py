@@ -3,7 +3,7 @@
 The interpreter and the Promela lowering both execute this flat form, so a program counter (an
 index into `FlatProcess.code`) names the same step in both, and SPIN trails map back to SyncIR ops.
 
-Visible instructions (one model step each, shown in traces): `Op` (a sync op of ops.py, with
+Visible instructions (one model step each, shown in traces): `Op` (a sync op of syncir/ops/, with
 the lanes that execute it; an op with a `resume` (`bar.sync`, a cta_group::2 TMEM op) becomes
 its issue and its resume, an exit or the end of the body an `Exit`).
 Local instructions (no effect outside the process, run eagerly): Let, Branch, Goto, Bound.

@@ -1,4 +1,4 @@
-"""Reference interpreter of SyncIR: executes the op rules of ops.py (docs/semantics.md).
+"""Reference interpreter of SyncIR: executes the op rules of syncir/ops/ (docs/semantics.md).
 
 Two uses: `replay` confirms every SPIN counterexample step by step before it is shown, and
 `explore` searches small models exhaustively (breadth-first, so counterexamples are shortest),

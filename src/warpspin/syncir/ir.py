@@ -3,7 +3,7 @@
 A Kernel is a set of Processes (classes of threads that follow the same path) over declared
 objects (mbarrier arrays; the named barriers, the cluster barrier and the live-thread counts are
 implicit). Expressions, references and control flow are defined here; the ops, each with its
-fields, footprint and rule, in `ops.py` (re-exported here). Every statement carries a source Loc.
+fields, footprint and rule, in `syncir/ops/` (re-exported here). Every statement carries a source Loc.
 Everything is a frozen dataclass; `printer.py` renders it, `validate.py` checks it.
 Semantics: docs/semantics.md.
 """

@@ -26,7 +26,7 @@ class Instance:
 
 @dataclass
 class RuleCtx:
-    """What an op's rule may know about where it runs (ops.py reads these fields)."""
+    """What an op's rule may know about where it runs (syncir/ops/ reads these fields)."""
     layout: "Layout"
     process: int
     pc: int

@@ -1,4 +1,4 @@
-"""The rule language: each op's transition is written once, as data (syncir/ops.py builds it),
+"""The rule language: each op's transition is written once, as data (syncir/ops/ builds it),
 and both backends read that one definition: the reference interpreter executes it
 (syncir/interp.py) and the Promela lowering prints it (lower/promela.py).
 
@@ -12,7 +12,7 @@ A rule is a guard (when the step may run: blocking ops) and a body of statements
                                   element `subject` names)
     Hook(name, subject)           an event without effect on the state: the interpreter logs it
                                   for diagnosis, the Promela lowering may attach a monitor to it
-    Call(name)                    a named sub-rule without parameters (syncir/ops.py SUBRULES),
+    Call(name)                    a named sub-rule without parameters (syncir/ops/ SUBRULES),
                                   a Promela `inline`
 
 Values are SyncIR expressions (`ir.Expr`) that may also read places and `Self()` (the executing

@@ -1,5 +1,5 @@
 """Static well-formedness of a SyncIR kernel (before lowering): names resolve, bounds are sane,
-every op is a registered op (ops.py) and satisfies its own validity rules. Returns problems; an
+every op is a registered op (syncir/ops/) and satisfies its own validity rules. Returns problems; an
 empty list means valid. The extractor never produces an invalid kernel (a test walks every
 traced kernel); hand-built SyncIR that is invalid gives an ERROR verdict that lists these."""
 from __future__ import annotations

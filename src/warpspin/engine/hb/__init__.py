@@ -8,7 +8,7 @@ which every execution is a reordering of this one, each operation landing in the
 generation and reading the same values. All hold: no execution violates a property this one
 does not, and the choice is verified. One fails: the engine runs the reordering it names; a
 violation there is the counterexample; none, and the kernel is outside the class (SPIN decides
-it). So is a kernel with an op that declares no happens-before rule (ops.py `hb_rule`), a test-
+it). So is a kernel with an op that declares no happens-before rule (syncir/ops/ `hb_rule`), a test-
 wait whose result decides more than a wait, or global state that CTAs outside the model change.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ MAX_RUNS = 4096  # launch-value choices checked one by one; more: outside the cl
 
 
 def outside_ops(kernel: Kernel) -> list[tuple[str, Loc]]:
-    """The ops that declare no happens-before rule (the allow-list is ops.py `hb_rule`)."""
+    """The ops that declare no happens-before rule (the allow-list is syncir/ops/ `hb_rule`)."""
     out, seen = [], set()
     for op in kernel.ops():
         if op.hb_family() is None and (op.mnemonic, op.loc) not in seen:

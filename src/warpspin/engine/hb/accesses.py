@@ -1,4 +1,4 @@
-"""Which state places an event of the execution may touch, read from its rule (ops.py).
+"""Which state places an event of the execution may touch, read from its rule (syncir/ops/).
 
 A rule's branch whose condition reads only the executing instance's locals, the launch values
 and constants takes the same side in every execution that runs the event (the instance's
