@@ -189,11 +189,29 @@ REVIEWED = {
     ("aliased", "process 0: `bar.sync 0` (aliased.py:12) swapped with `Lanes`"):
         "the loader arms and loads through the barrier it initialized and fenced itself (program "
         "order); the bar.sync still publishes the init to the other warp before its wait",
-    ("quack.gemm_sm90", "process 1: `wgmma.acc acc0` (sm90_utils.py:171) swapped with "
-                        "`wgmma.commit_group [buf0, buf1] acc=[acc0], depth=2`"):
+    **{(name, f"process {p}: `wgmma.acc acc0` (sm90_utils.py:171) swapped with "
+              "`wgmma.commit_group [buf0, buf1] acc=[acc0], depth=2`"):
         "the prologue wgmma's use of the accumulator joins the mainloop's first group instead of "
         "its own: every wgmma of the warp writes the same accumulator, and the warp accesses it "
-        "only after its wait_group 0, which retires every group either way",
+        "only after its wait_group 0, which retires every group either way"
+       for name, p in (("quack.gemm_sm90", 1), ("quack.gemm_sm90.alpha_scalar", 0))},
+    # the C stages' proxy fence (gemm_base.py:387): sC has 4 stages and the tile 4 epilogue
+    # subtiles, so each stage is loaded once per tile, and the catalog gives a CTA one tile
+    **{(name, e):
+        "the fence orders the warp's generic reads of a C stage before the TMA load that "
+        "refills it; with one tile per CTA and as many C stages as subtiles no stage is "
+        "refilled, so moving the read past the fence (or the fence past the elect block) "
+        "changes nothing here; with a second tile the refill is a proxy-race, which the model "
+        "reports (hopper_pipeline.py:no_read_fence)"
+       for name, e in (
+           ("quack.gemm_sm90.c", "process 1: `smem.read buf2[wf486_4]` (gemm_base.py:383) "
+                                 "swapped with `fence.proxy.async`"),
+           ("quack.gemm_sm90.c", "process 1: `smem.read buf2[v993]` (gemm_base.py:383) "
+                                 "swapped with `fence.proxy.async`"),
+           ("quack.gemm_sm90.c_beta_ptr", "process 0: `fence.proxy.async` (gemm_base.py:387) "
+                                          "swapped with `Lanes`"),
+           ("quack.gemm_sm90.c_beta_ptr", "process 0: `smem.read buf2[wf486_4]` "
+                                          "(gemm_base.py:383) swapped with `fence.proxy.async`"))},
     ("cp_async", "process 0: `For` (cp_async.py:30) swapped with `cp.async.wait_group 0 [sX], "
                  "depth=1`"):
         "the drain moved before the loop still retires tile 0's copy when the loop runs zero "

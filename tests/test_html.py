@@ -186,7 +186,11 @@ def test_a_happens_before_race_shows_the_unordered_pair_and_the_chain(browser, t
     box = page.locator(".hb")
     assert box.count() == 1
     text = box.inner_text()
-    assert "dsmem_handoff.py:85" in text and "dsmem_handoff.py:104" in text
+    from sourcelines import line_of
+    src = "examples/dsmem_handoff.py"
+    store = line_of(src, "cute.arch.inline_ptx(ST_CLUSTER, read_only_args=[Int32(remote.toint()), value])")
+    read = line_of(src, "# the hand-off's read")
+    assert f"dsmem_handoff.py:{store}" in text and f"dsmem_handoff.py:{read}" in text, text
     assert "is not ordered before" not in page.locator(".diag").inner_text()  # shown once
     assert errors == []
 

@@ -11,20 +11,30 @@ from .ops import (CpAsync, MbarInit, MbarInitFence, SmemLoad, SmemOwn, SmemRead,
 LOAD_RACE_OPS = (WgmmaRead, MmaRead, SmemRead, WgmmaCommit, WgmmaWait)
 
 
+def _load_race_op(s) -> bool:
+    """A read of a stage TMA loads fill, or a wgmma group op over such stages (a group op that
+    retires only register fragments is not: `wgmma.accumulator` is no load race)."""
+    if isinstance(s, (WgmmaCommit, WgmmaWait)):
+        return bool(s.bufs)
+    return isinstance(s, LOAD_RACE_OPS)
+
+
 def has_load_races(k: Kernel) -> bool:
     """Whether the kernel follows stages that TMA loads fill (fills, wgmma, tcgen05.mma or
     thread reads)."""
-    return any(isinstance(s, LOAD_RACE_OPS) or (isinstance(s, TmaLoad) and s.dst is not None)
+    return any(_load_race_op(s) or (isinstance(s, TmaLoad) and s.dst is not None)
                for p in k.processes for s in walk_stmts(p.body))
 
 
 def without_load_races(k: Kernel) -> Kernel:
     """The kernel without its model of stages that TMA loads fill: loads fill nothing, wgmma
-    and thread reads of stages and the wgmma groups go, and so do buffers that neither a TMA
-    store reads nor cp.async copies write.
+    and thread reads of stages go, the wgmma groups keep only the register fragments they
+    retire, and buffers that neither a TMA store reads nor cp.async copies write go.
     What remains checks everything else exactly as before (these ops touch only buffer state
     and their own locals)."""
     def keep(st) -> tuple:
+        if isinstance(st, (WgmmaCommit, WgmmaWait)) and st.accs:
+            return (replace(st, bufs=()),)  # the register fragments it retires stay
         if isinstance(st, LOAD_RACE_OPS) or (isinstance(st, For) and not st.body):
             return ()  # (a loop left empty: it only read stages, element by element)
         return (replace(st, dst=None) if isinstance(st, TmaLoad) and st.dst is not None else st,)
