@@ -156,3 +156,22 @@ def test_spin_without_load_races_keeps_the_fragments_retired():
         got = r.violations[0].kind if r.violations else r.verdict
         assert got == verdict, str(r)
 
+
+
+def test_a_pointer_made_from_a_fragment_stays_the_fragment():
+    """A fragment's iterator cast to an LLVM pointer is a view; the load through it is the
+    access (not the cast), so a load after a later wgmma is still checked."""
+    from types import SimpleNamespace as NS
+    from warpspin.extract.accumulators import accessed, accumulators
+    from warpspin.frontend.mlir_data import Op
+    rmem = '!cute.memref<f32, rmem, align<32>, "(4):(1)">'
+    ops = [Op("cute.memref.alloca", [], [], [1], [rmem]),
+           Op("cute.gemm", [0, 1, 2, 3, 1], ["!mma_atom<sm90>", rmem, "a", "b", rmem]),
+           Op("cute.get_iter", [1], [rmem], [4], ["!cute.ptr<f32, rmem, align<32>>"]),
+           Op("builtin.unrealized_conversion_cast", [4], ["!cute.ptr<f32, rmem>"], [5],
+              ["!llvm.ptr"]),
+           Op("llvm.load", [5], ["!llvm.ptr"], [6], ["f32"])]
+    k = NS(body=NS(blocks=[NS(ops=ops)]))
+    accs = accumulators(k)
+    assert {accs[v] for v in (1, 4, 5)} == {"acc0"}
+    assert [op.name for op in ops if accessed(accs, op)] == ["llvm.load"]

@@ -28,7 +28,9 @@ _METADATA = re.compile(r"^!cute\.(layout|shape|stride|int_tuple|coord|tile)\b")
 
 
 def _register_value(t: str) -> bool:
-    return ct.memref_space(t) == "rmem" or (t.startswith("!cute.ptr<") and ", rmem" in t)
+    """A register tensor or a pointer: a pointer made from a fragment (its iterator, an LLVM
+    pointer cast from it) stays the fragment, so a load through it later is an access."""
+    return ct.memref_space(t) == "rmem" or t.startswith(("!cute.ptr<", "!llvm.ptr"))
 
 
 def _wgmma(op: Op) -> bool:
