@@ -133,6 +133,11 @@ RULES: dict[str, tuple[str, str, str]] = {
         "its group; a load, store or copy of them before then (other than by a wgmma that "
         "accumulates into them): race; a wgmma into them with no wgmma.fence after the warp's "
         "last access of them, or before its first wgmma: race"),
+    "wgmma.operand": ("wgmma operands threads write (race, proxy-race)", "9.7.15.5, 9.7.15.6, 9.7.13.4",
+        "a wgmma reads its shared-memory operands until a wgmma.wait_group of the warp retires "
+        "its group; a thread's store of them not ordered before the wgmma, or not after that "
+        "wait: race; a store ordered before it with no fence.proxy.async between (the writer's "
+        "own fence before its next synchronization): proxy-race"),
     "gmem.atom-inc": ("Global work counters (dynamic tile schedulers)", "9.7.13.5",
         "atom.inc returns the old value and wraps to 0 after its limit; other CTAs may take "
         "values between two of it"),

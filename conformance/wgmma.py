@@ -1,4 +1,5 @@
-"""Litmus kernels for the registers a warpgroup MMA accumulates into (wgmma.acc, acc.access)."""
+"""Litmus kernels for the registers a warpgroup MMA accumulates into (wgmma.acc, acc.access)
+and for the shared-memory operands its threads write (wgmma.read.data)."""
 import cutlass
 import cutlass.cute as cute
 import cutlass.utils.hopper_helpers as sm90_utils
@@ -18,13 +19,17 @@ class _WgmmaAccumulator(Litmus):
 wgmma.fence, and one wgmma k-block loop accumulates
     A B^T into a register fragment, commit_group, then (`wait`) wait_group(0), and every thread
     copies its first accumulator element to its word of x (words no probe reads: the hardware shows that
-    it completes; the value a too-early read gets is undefined)."""
+    it completes; the value a too-early read gets is undefined). `proxy_fence`: the
+    fence_view_async_shared after the fill; `refill`: the threads write A again right after the
+    commit (before the wait: the wgmma may still read it)."""
     warps = 4
     nbars = 1
     probes = 0
     extra_x = 64
     wait = True
     fence = True
+    proxy_fence = True
+    refill = False
 
     @cute.jit
     def body(self):
@@ -39,7 +44,8 @@ wgmma.fence, and one wgmma k-block loop accumulates
         for i in cutlass.range_constexpr(M * K // 128):
             e = i * 128 + tidx
             sA[e // K, e % K, 0] = BFloat16(1.0)
-        cute.arch.fence_view_async_shared()
+        if cutlass.const_expr(self.proxy_fence):
+            cute.arch.fence_view_async_shared()
         cute.arch.barrier()
         thr_mma = tiled_mma.get_slice(tidx)
         tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
@@ -51,17 +57,20 @@ wgmma.fence, and one wgmma k-block loop accumulates
         for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
             cute.gemm(tiled_mma, acc, tCrA[None, None, kb, 0], tCrB[None, None, kb, 0], acc)
         warpgroup.commit_group()
+        if cutlass.const_expr(self.refill):
+            for i in cutlass.range_constexpr(M * K // 128):
+                e = i * 128 + tidx
+                sA[e // K, e % K, 0] = BFloat16(2.0)
         if cutlass.const_expr(self.wait):
             warpgroup.wait_group(0)
         self.x[tidx] = cutlass.Int32(acc[0])
 
 
 class WgmmaAccumulatorWaited(_WgmmaAccumulator):
-    """The accumulator read after wait_group(0). warpspin: races not checked on the shared
-    operand the threads wrote (a wgmma operand written by threads is not followed), no race on
-    the accumulator."""
-    rules = ("wgmma.accumulator",)
-    expect = "not-checked"
+    """The accumulator read after wait_group(0), the operand filled, fenced and passed through a
+    bar.sync before the wgmma. warpspin: verified."""
+    rules = ("wgmma.accumulator", "wgmma.operand")
+    expect = "verified"
 
 
 class WgmmaAccumulatorReadBeforeWait(_WgmmaAccumulator):
@@ -80,4 +89,22 @@ class WgmmaAccumulatorNoFence(_WgmmaAccumulator):
     fence = False
 
 
-LITMUS += [WgmmaAccumulatorWaited, WgmmaAccumulatorReadBeforeWait, WgmmaAccumulatorNoFence]
+class WgmmaOperandNoProxyFence(_WgmmaAccumulator):
+    """The threads fill the operand and pass the bar.sync with no fence.proxy.async: the wgmma
+    (async proxy) may not see their writes (PTX 9.7.13.4). warpspin: proxy-race at the
+    cute.gemm."""
+    rules = ("wgmma.operand",)
+    expect = "proxy-race"
+    proxy_fence = False
+
+
+class WgmmaOperandRefillBeforeWait(_WgmmaAccumulator):
+    """The threads write the operand again after the commit and before wait_group: the wgmma
+    may still read it. warpspin: race at the refill."""
+    rules = ("wgmma.operand",)
+    expect = "race"
+    refill = True
+
+
+LITMUS += [WgmmaAccumulatorWaited, WgmmaAccumulatorReadBeforeWait, WgmmaAccumulatorNoFence,
+           WgmmaOperandNoProxyFence, WgmmaOperandRefillBeforeWait]

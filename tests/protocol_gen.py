@@ -31,7 +31,7 @@ from warpspin.syncir.ir import BufferDecl, CounterDecl, FlagDecl, TensormapDecl,
 from warpspin.syncir.ops import (AtomInc, GlobalAdd, GlobalWait, MmaRead, Tcgen05Commit, TmemAccess, TmemLoad, TmemWaitLd, TmemAlloc, TmemDealloc, TmemRelinquish, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait, DsmemStore, SmemOwn, FenceProxyAsync, SmemRead, SmemWrite,
                                  TensormapAcquire, TensormapRelease, TensormapWrite, TmaStore,
                                  WgmmaCommit, WgmmaRead, WgmmaWait, WgmmaAcc, AccAccess,
-                                 WgmmaFence)
+                                 WgmmaFence, WgmmaReadData, DATA_DEST)
 
 FILE = "random.py"
 BARS = ("a", "b")
@@ -47,7 +47,8 @@ EXTRA_KINDS = ("lanes", "lanetma", "dynbar", "dynbararrive", "while", "poll", "e
 # groups (extra="cpasync"); DSMEM stores and arrives of each scope (extra="dsmem", two CTAs);
 # tcgen05 commits (plain and multicast), TMEM alloc / dealloc / relinquish and accesses (extra="tcgen05");
 # adds to and spin loops on a global flag, with two CTAs in one cluster or in two (extra="flag");
-# atom.inc of a global counter other CTAs take from, its value deciding an arrive (extra="counter")
+# atom.inc of a global counter other CTAs take from, its value deciding an arrive (extra="counter");
+# shared data a wgmma reads, with its stores, fences and wgmma groups (extra="wdata")
 CTA2_KINDS = ("remote", "remote", "mcast", "csync", "stasync")  # only with two CTAs
 
 
@@ -166,6 +167,28 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
             return Elect((DsmemStore(cta, loc), SmemStore(ref, Const(0), loc)), loc)
         scope = draw(st.sampled_from(["cluster", "cluster", "cta", "relaxed"]))
         return Elect((MbarArrive(draw(bar_ref(sizes, num_ctas)), 1, loc, scope),), loc)
+    if kind == "wdata":
+        # shared data a wgmma reads (a tile the threads fill): element stores and loads of its
+        # cells, proxy fences, wgmma reads of it and the groups that retire them
+        cell = WordRef("d", draw(st.sampled_from([Const(0), Const(1), Var("k") % 2])))
+        which = draw(st.sampled_from(["store", "store", "load", "fence", "fence", "read", "read",
+                                      "commit", "wait", "sync", "fill", "fill", "mma", "mma"]))
+        sync = BarSync(Const(1), None, loc)
+        return {"fill": lambda: If(Const(1), (SmemStore(cell, Const(0), loc),
+                                              *draw(st.sampled_from([(FenceProxyAsync(loc),), ()])),
+                                              sync), (), loc),
+                "mma": lambda: If(Const(1), (sync, WgmmaReadData("d", loc),
+                                             WgmmaCommit(depth=2, loc=loc, datas=("d",)),
+                                             WgmmaWait(draw(st.integers(0, 1)), depth=2, loc=loc,
+                                                       datas=("d",))), (), loc),
+                "store": lambda: SmemStore(cell, Const(0), loc),
+                "load": lambda: SmemLoad(DATA_DEST, cell, loc),
+                "fence": lambda: FenceProxyAsync(loc),
+                "read": lambda: WgmmaReadData("d", loc),
+                "commit": lambda: WgmmaCommit(depth=2, loc=loc, datas=("d",)),
+                "wait": lambda: WgmmaWait(draw(st.integers(0, 1)), depth=2, loc=loc,
+                                          datas=("d",)),
+                "sync": lambda: BarSync(Const(1), None, loc)}[which]()
     if kind == "store":
         # a shared word written by one lane or the whole warp (race with a concurrent access)
         st_ = SmemStore(WordRef("w", draw(st.sampled_from([Const(0), Var("k") % 2]))),
@@ -389,6 +412,8 @@ def protocols(draw, extra: str | None = None) -> Kernel:
     if uses_mask_param(procs):
         params.append(Param("M", 1, 3))
     words = (WordsDecl("w", 2),) if {"store", "load", "stasync", "dsmem"} & set(extras) else ()
+    if "wdata" in extras:
+        words += (WordsDecl("d", 2, data=True),)
     maps = (TensormapDecl("t"),) if "tensormap" in extras else ()
     buffers = ()
     if "buffer" in extras:

@@ -170,6 +170,14 @@ def test_counter_protocols_match_interpreter(k):
 
 
 @diff_settings(max(20, EXAMPLES // 4))
+@given(protocols(extra="wdata"))
+def test_wgmma_data_protocols_match_interpreter(k):
+    """Shared data a wgmma reads: element stores and loads of its cells, proxy fences, wgmma
+    reads and the groups that retire them."""
+    spin_agrees(k, reduce=True, fuse=True, stats="wgmma data vs interpreter")
+
+
+@diff_settings(max(20, EXAMPLES // 4))
 @given(protocols(extra="cpasync"))
 def test_cp_async_protocols_match_interpreter(k):
     """cp.async copies into a thread's own part, their groups, accesses through that part, and
@@ -498,6 +506,11 @@ def test_buffer_protocols_cover_every_buffer_op():
         "Tcgen05Commit", "WgmmaAcc", "AccAccess", "WgmmaFence"),
         lambda s: "TmaLoad(into)" if isinstance(s, TmaLoad) and s.dst is not None else
         "MmaRead(pair)" if isinstance(s, MmaRead) and s.pair else None)
+
+
+def test_wgmma_data_protocols_cover_every_op():
+    assert not _missing("wdata", 200, ("SmemStore", "SmemLoad", "FenceProxyAsync",
+                                        "WgmmaReadData", "WgmmaCommit", "WgmmaWait"))
 
 
 def test_cp_async_protocols_cover_every_cp_async_op():

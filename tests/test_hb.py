@@ -76,7 +76,7 @@ def agrees(k: Kernel, stats: str) -> Outcome | None:
 
 @hb_settings(EXAMPLES)
 @given(protocols(extra=None) | protocols(extra="buffer") | protocols(extra="cpasync")
-       | protocols(extra="dsmem") | protocols(extra="tcgen05"))
+       | protocols(extra="dsmem") | protocols(extra="tcgen05") | protocols(extra="wdata"))
 def test_random_protocols_agree_with_the_interpreter(k):
     agrees(k, "random protocols")
 

@@ -12,7 +12,8 @@ from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpA
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
                           TmemAccess, TmemLoad, TmemWaitLd, Unsupported,
                           WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, GlobalAdd, GlobalWait,
-                          WgmmaAcc, AccAccess, WgmmaFence)
+                          WgmmaAcc, AccAccess, WgmmaFence, WgmmaReadData)
+from ..syncir.ops.wgmma import data_mode_of
 from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, NOLOC, Param, Process,
                          SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
                          walk_stmts, with_bodies)
@@ -231,6 +232,8 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
         walks = [(cta, warp, lanes, _without_cluster_ops(body), labels)
                  for cta, warp, lanes, body, labels in walks]
     walks, data_words, ctx.data_explained = follow_data(ctx, walks)
+    walks = _wgmma_data(ctx, walks, data_words)
+    proxy_data = _reads_data(w[3] for w in walks)
     staged = _staged_buffers(ctx, walks)
     if tmem_check(ctx) is None:  # TMEM buffers: every TMEM access attributed (extract/tmem.py)
         for (_, _, count, _), (name, label, loc) in ctx.tmem_buffers.items():
@@ -239,7 +242,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                                 "of tensor memory stays inside the tensor's columns (its "
                                 "coordinates are in range)")
     walks = [(cta, warp, lanes, _without_idle_groups(_only_buffers(_shared_marked(body, ctx),
-                                                                   staged)), labels)
+                                                                   staged, proxy_data)), labels)
              for cta, warp, lanes, body, labels in walks]
 
     # consecutive warps of one CTA with the same body and width form one process
@@ -338,6 +341,8 @@ def _words(ctx: Context, procs: list[Process], data: tuple[WordsDecl, ...] = ()
                  if isinstance(s, ClcTryCancel)}
 
     def fix(st):
+        if isinstance(st, WgmmaReadData):
+            return () if st.array in dropped else (st,)
         if not isinstance(st, (SmemStore, SmemLoad, StAsync)):
             return (st,)
         name = st.ref.name
@@ -361,6 +366,30 @@ def _words(ctx: Context, procs: list[Process], data: tuple[WordsDecl, ...] = ()
 
     procs = [replace(p, body=finish(list(rewrite_stmts(p.body, fix)))) for p in procs]
     return tuple(decls), procs
+
+
+def _reads_data(bodies) -> bool:
+    """Whether a wgmma reads shared data in one of `bodies`."""
+    return any(isinstance(s, WgmmaReadData) for b in bodies for s in walk_stmts(b))
+
+
+def _wgmma_data(ctx: Context, walks: list, data: tuple[WordsDecl, ...]) -> list:
+    """The walks without the wgmma reads of shared data whose stores are not known to be fenced
+    for the async proxy (ops.wgmma_data_mode "unknown"): races on it are then not checked."""
+    bodies = [w[3] for w in walks]
+    unknown = {d.name: d for d in data if _reads_data(bodies) and
+               any(isinstance(s, WgmmaReadData) and s.array == d.name
+                   for b in bodies for s in walk_stmts(b))
+               and data_mode_of(bodies, d.name) == "unknown"}
+    if not unknown:
+        return walks
+    for d in unknown.values():
+        ctx.unchecked.append(Unchecked(
+            "race", d.label, "a wgmma reads it, and a thread's store of it meets the thread's "
+            "next synchronization before a fence.proxy.async: whether another thread's fence "
+            "orders the store before the wgmma is not followed", d.loc))
+    drop = lambda st: () if isinstance(st, WgmmaReadData) and st.array in unknown else (st,)  # noqa: E731
+    return [(w[0], w[1], w[2], finish(list(rewrite_stmts(w[3], drop))), *w[4:]) for w in walks]
 
 
 def _without_idle_groups(body: tuple) -> tuple:
@@ -502,10 +531,11 @@ def _shared_marked(body: tuple, ctx: Context) -> tuple:
     return rewrite_stmts(body, mark) if ctx.cp_shared else body
 
 
-def _only_buffers(body: tuple, staged: dict) -> tuple:
+def _only_buffers(body: tuple, staged: dict, proxy_data: bool = False) -> tuple:
     """The staged accesses of the buffers the model follows; the proxy fences only when it
     follows one that TMA stores read or this warp reads or writes through the generic proxy (a
-    TMA load may refill it); wgmma groups only in a warp whose wgmmas read one. TMEM data
+    TMA load may refill it), or, with `proxy_data`, where a wgmma reads shared data threads
+    write (ops.wgmma_data_mode reads where the fences are); wgmma groups only in a warp whose wgmmas read one. TMEM data
     (`data` of the TMEM accesses) only when the model follows TMEM buffers; tcgen05.wait::ld
     only in a warp whose tcgen05.ld read one."""
     tmem = any(v[4:] == ["tmem"] for v in staged.values())
@@ -513,7 +543,7 @@ def _only_buffers(body: tuple, staged: dict) -> tuple:
         isinstance(s, (SmemRead, SmemWrite)) and _bufs_of(s) & set(staged)
         for s in walk_stmts(body))
     reads = any(isinstance(s, WgmmaRead) and _bufs_of(s) & set(staged) or
-                isinstance(s, WgmmaAcc) for s in walk_stmts(body))
+                isinstance(s, (WgmmaAcc, WgmmaReadData)) for s in walk_stmts(body))
 
     def keep(st) -> tuple:
         if isinstance(st, (SmemWrite, TmaStore, CpAsync, SmemOwn)) and st.buf not in staged:
@@ -525,7 +555,7 @@ def _only_buffers(body: tuple, staged: dict) -> tuple:
             return (replace(st, data=False),)
         if isinstance(st, TmaLoad) and st.dst is not None and st.dst not in staged:
             return (replace(st, dst=None),)
-        if isinstance(st, FenceProxyAsync) and not stored:
+        if isinstance(st, FenceProxyAsync) and not stored and not proxy_data:
             return ()
         if isinstance(st, (WgmmaCommit, WgmmaWait)) and not reads:
             return ()
@@ -612,13 +642,14 @@ def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[Bu
         decls.append(BufferDecl(name, count, tuple(storers), barrier, loc, label, others))
     if dropped:
         keep = {n: v for n, v in staged.items() if n not in dropped}
-        procs = [replace(p, body=_only_buffers(p.body, keep)) for p in procs]
+        proxy_data = _reads_data(p.body for p in procs)
+        procs = [replace(p, body=_only_buffers(p.body, keep, proxy_data)) for p in procs]
     return tuple(decls), _cp_groups(_wgmma_groups(procs))
 
 
 def _wgmma_groups(procs: list[Process]) -> list[Process]:
-    """Every wgmma commit and wait told which buffer stages its warp's wgmmas read and how many
-    groups to tell apart (the kernel's largest wait + 1)."""
+    """Every wgmma commit and wait told which buffer stages, accumulators and shared data its
+    warp's wgmmas use and how many groups to tell apart (the kernel's largest wait + 1)."""
     depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
                      if isinstance(s, WgmmaWait)), default=0)
     outs = []
@@ -626,10 +657,13 @@ def _wgmma_groups(procs: list[Process]) -> list[Process]:
         bufs = tuple(sorted({b for s in walk_stmts(p.body) if isinstance(s, WgmmaRead)
                              for b, _ in s.reads}))
         accs = tuple(sorted({s.acc for s in walk_stmts(p.body) if isinstance(s, WgmmaAcc)}))
+        datas = tuple(sorted({s.array for s in walk_stmts(p.body)
+                              if isinstance(s, WgmmaReadData)}))
 
-        def told(st, bufs=bufs, accs=accs):
+        def told(st, bufs=bufs, accs=accs, datas=datas):
             if isinstance(st, (WgmmaCommit, WgmmaWait)):
-                return (replace(st, bufs=bufs, accs=accs, depth=depth),) if bufs or accs else ()
+                return (replace(st, bufs=bufs, accs=accs, datas=datas, depth=depth),) \
+                    if bufs or accs or datas else ()
             if isinstance(st, AccAccess):  # no wgmma of this warp writes it: nothing pending
                 return (replace(st, depth=depth),) if st.acc in accs else ()
             if isinstance(st, WgmmaFence):

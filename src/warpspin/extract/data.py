@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from ..syncir.ops import DATA_DEST, DsmemStore
+from ..syncir.ops import DATA_DEST, DsmemStore, WgmmaReadData
 from ..syncir.ir import (BinOp, Expr, Unchecked, Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
                          TmaStore, WordRef, WordsDecl, rewrite_stmts, walk_stmts)
 from .cleanup import finish
@@ -45,6 +45,8 @@ class DataAccess(Stmt):
     # a generic store into the peer CTA `cta` (st.shared::cluster): it stays a DsmemStore, with
     # its bytes as that CTA's data when the allocation is followed
     cta: Optional[Expr] = None
+    # a wgmma's read of its shared-memory operand (an async-proxy read until its group retires)
+    wgmma: bool = False
 
     def unplaced(self) -> "DataAccess":
         """The access with its bytes unknown (its offset reads a value not modelled)."""
@@ -89,11 +91,15 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
             continue
         dynamic = any(a.base is not None for a in acc)
         if dynamic:
-            why = _element_cells_why(acc)
+            why = _element_cells_why([a for a in acc if not a.wgmma])
             if why is not None:
                 ctx.data_why[alloc] = why
                 continue
             lo, hi = next(a.extent for a in acc if a.base is not None)
+            if any(x < lo or y > hi for a in acc if a.wgmma for x, y in a.spans):
+                ctx.data_why[alloc] = (f"the wgmma at {_at(next(a for a in acc if a.wgmma).loc)} "
+                                       "reads bytes outside the tensor its threads index")
+                continue
         else:
             lo = min(s[0] for a in acc for s in a.spans)
             hi = max(s[1] for a in acc for s in a.spans)
@@ -113,7 +119,8 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         if _buffer_here(ctx, busy, alloc, lo, hi):
             ctx.data_why[alloc] = "a TMA or cp.async buffer shares its bytes"
             continue
-        elem = acc[0].elem
+        plain = [a for a in acc if not a.wgmma]
+        elem = plain[0].elem
         parts = [(x, x + elem) for x in range(lo, hi, elem)] if dynamic else _cells(acc)
         if any(a.bar is not None and not _whole_cells(a, parts) for a in acc):
             ctx.data_why[alloc] = "an st.async writes part of a cell"
@@ -121,10 +128,10 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         from .build import _alloc_label
         label = _alloc_label(ctx, alloc, (lo, hi))
         if label.startswith("shared memory"):
-            label = next(filter(None, (_subscripted(a.loc) for a in acc)), label)
+            label = next(filter(None, (_subscripted(a.loc) for a in plain)), label)
         name = f"data{alloc}"
         cells[alloc] = (name, parts)
-        decls.append(WordsDecl(name, len(parts), acc[0].loc, label, data=True))
+        decls.append(WordsDecl(name, len(parts), plain[0].loc, label, data=True))
         handoff = next(filter(None, (_lane_handoff(w[3], alloc) for w in walks)), None)
         if handoff is not None:  # races between warps are still checked, and reported
             ctx.unchecked.append(Unchecked(
@@ -136,6 +143,8 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
     def rewrite(st):
         if not isinstance(st, DataAccess):
             return (st,)
+        if st.wgmma:
+            return (WgmmaReadData(cells[st.alloc][0], st.loc),) if st.alloc in cells else ()
         if st.cta is not None:
             if st.alloc not in cells:
                 return (DsmemStore(st.cta, st.loc),)
@@ -177,7 +186,8 @@ def _lane_handoff(body: tuple, alloc: int) -> Optional[Loc]:
         for st in stmts:
             if isinstance(st, (BarSync, MbarWait, MbarTestWait, ClusterWait)):
                 since.clear()
-            elif isinstance(st, DataAccess) and st.alloc == alloc and st.bar is None:
+            elif isinstance(st, DataAccess) and st.alloc == alloc and st.bar is None and \
+                    not st.wgmma:
                 for e in since:
                     if (e.write or st.write) and _cross_lane(e, st):
                         return st.loc

@@ -36,7 +36,8 @@ from ..syncir.objects import (CLUSTER_BARRIER, LIMITS, LIVE, MBARRIER, NAMED_BAR
                               TMEM_STAGE_FIELDS, ctype)
 from ..syncir.ops import (DEAD_RESET, EARLY_ISSUE, FAILED_TEST_BLOCKS, FUSION, MERGED_COMPLETIONS,
                           LOAD_RUN_MOVER, LOAD_RUNS, RESUME_FUSION, RESUME_MOVER,
-                          NARROW_TYPES, async_word_arrays, shared_copies, storers_in_cta,
+                          NARROW_TYPES, async_word_arrays, shared_copies, wgmma_data_arrays,
+                          wgmma_data_mode, storers_in_cta,
                           uses_tmem)
 from ..syncir.rules import (BufField, Carried, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live,
                             Local, MbarField, NamedField, Obs, Self, Set, When, WordField,
@@ -234,6 +235,9 @@ class _Lowering:
         self.words = _unique([w.name for w in kernel.words], "w_")
         self.wat = _unique([w.name for w in kernel.words], "wat_")
         self.wpend = _unique(sorted(async_word_arrays(kernel)), "wp_")
+        self.wread = _unique(sorted(wgmma_data_arrays(kernel)), "wr_")
+        self.wunf = _unique(sorted(a for a in self.wread
+                                   if wgmma_data_mode(kernel, a) == "unfenced"), "wu_")
         self.counters = _unique([c.name for c in kernel.counters], "cnt_")
         self.flags = _unique([f.name for f in kernel.flags], "flag_")
         self.tmaps = _unique([t.name for t in kernel.tensormaps], "tm_")
@@ -436,6 +440,11 @@ class _Lowering:
             if w.name in self.wpend:
                 out.append(f"{ctype(0, len(self.lay.async_keys))} {self.wpend[w.name]}[{n}];  "
                            "/* the st.async in flight that wrote it (copy counter + 1) */")
+            if w.name in self.wread:
+                f = SHARED_WORD.field("ard")
+                out.append(f"{ctype(f.lo, f.hi)} {self.wread[w.name]}[{n}];  /* {f.doc} */")
+            if w.name in self.wunf:
+                out.append(f"bit {self.wunf[w.name]}[{n}];  /* unfenced generic write */")
         for c in self.k.counters:
             f = GLOBAL_COUNTER.field("val")
             out.append(f"{ctype(f.lo, f.hi)} {self.counters[c.name]};  /* global counter "
@@ -1048,6 +1057,10 @@ class _GlobalCtx:
                 return f"{low.words[p.array]}[{i}]"
             if p.field == "pend":
                 return f"{low.wpend[p.array]}[{i}]"
+            if p.field == "ard":
+                return f"{low.wread[p.array]}[{i}]"
+            if p.field == "unf":
+                return f"{low.wunf[p.array]}[{i}]"
             return f"{low.wat[p.array]}[({i}) * 2 + {1 if p.field == 'at_st' else 0}]"
         return self.instance_place(p)
 

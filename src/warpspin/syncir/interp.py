@@ -74,6 +74,10 @@ class StateLayout:
         off += len(lay.words)
         self.swp = off  # the words' `pend` fields (st.async in flight)
         off += len(lay.words)
+        self.swr = off  # their `ard` (wgmma groups reading shared data) and `unf` fields
+        off += len(lay.words)
+        self.swu = off
+        off += len(lay.words)
         self.cl = off
         off += len(CL_FIELDS)
         self.live = off
@@ -276,7 +280,7 @@ class Machine:
             i = sl.cl + CL_FIELDS[p.field]
             return lambda v: i
         if isinstance(p, WordField):
-            start = {"val": sl.sw, "pend": sl.swp}[p.field]
+            start = {"val": sl.sw, "pend": sl.swp, "ard": sl.swr, "unf": sl.swu}[p.field]
             size = k.word_array(p.array).size
             base = lay.word_base[p.array]
             cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)

@@ -110,6 +110,11 @@ SHARED_WORD = ObjectKind("shared-word", "cta", (
     FieldDecl("at_st", 0, _MAX_INSTANCES, 0, "instances whose next step stores it (race monitor)"),
     FieldDecl("pend", 0, LIMITS.inflight, 0, "the st.async in flight that wrote it (its copy "
               "counter's number + 1; 0: none); only in arrays an st.async writes"),
+    FieldDecl("ard", 0, LIMITS.inflight, 0, "the (warp, wgmma group) pairs not retired whose "
+              "wgmmas read it; only in arrays of shared data a wgmma reads"),
+    FieldDecl("unf", 0, 1, 0, "1: written through the generic proxy with no fence.proxy.async "
+              "that may order the write before a wgmma; only in such arrays of a kernel with "
+              "no proxy fence"),
 ), "a 32-bit word of shared memory used as a value by several roles (st.shared / ld.shared, "
    "PTX 9.7.9.8-9), one per array element per CTA")
 

@@ -9,6 +9,7 @@ from ...frontend.mlir_data import Op
 from ...syncir.ops import (WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, WgmmaAcc, WgmmaFence,
                            TmemAccess)
 from ..accumulators import wgmma_acc
+from ..data import DataAccess
 from ..values import Region, View
 
 
@@ -42,6 +43,8 @@ class MmaRules:
         for vid in op.operands[2:4]:
             stage = self.staged(vid)
             if stage is None:
+                if not sm100:
+                    self.wgmma_operand(op, vid, out)
                 continue
             name = self.claim(op, stage)
             reads.append((name, stage.index))
@@ -50,6 +53,18 @@ class MmaRules:
         elif reads:
             out.append(WgmmaRead(tuple(reads), self.loc(op)))
         out += [WgmmaAcc(acc, self.loc(op)) for acc in wgmma_acc(self.ctx.accumulators, op)]
+
+    def wgmma_operand(self, op: Op, vid, out) -> None:
+        """A wgmma operand in shared memory that no TMA fills: the wgmma reads its bytes
+        (the descriptors' region) as shared data (extract/data.py follows it if the threads'
+        other accesses of the allocation are element accesses)."""
+        v = self.val(vid)
+        if not isinstance(v, Region) or v.alloc is None:
+            return
+        records = tuple(r for r in self.records_since_op()
+                        if r[0] == "u" and self.ctx.smem_uses[r[1]][:2] == (v.alloc, (v.lo, v.hi)))
+        out.append(DataAccess(v.alloc, ((v.lo, v.hi),), False, records, self.loc(op),
+                              wgmma=True))
 
     def wgmma_commit(self, op: Op, out) -> None:
         out.append(WgmmaCommit(loc=self.loc(op)))

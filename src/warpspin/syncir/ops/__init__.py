@@ -43,8 +43,9 @@ from .buffers import (FenceProxyAsync, SmemWrite, TmaStore, add_expr, batches_bo
 from .reads import (COV_BITS, MmaRead, SmemRead, TmemLoad, TmemWaitLd, WgmmaRead, commit_bits,  # noqa: F401
                     is_tmem, mma_bufs, mma_open, tl_open, tmem_load_bufs, tmem_mma_bufs,
                     tmem_mma_issuer_problem, wg_group, wg_open)
-from .wgmma import (AccAccess, WgmmaAcc, WgmmaCommit, WgmmaFence, WgmmaWait, wa_fenced, wa_group,  # noqa: F401
-                    wa_open)
+from .wgmma import (AccAccess, WgmmaAcc, WgmmaCommit, WgmmaFence, WgmmaReadData, WgmmaWait,  # noqa: F401
+                    wa_fenced, wa_group, wa_open, wd_group, wd_open, wgmma_data_arrays,
+                    wgmma_data_mode)
 from .cp_async import (CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, cp_depth, cp_group, cp_open,  # noqa: F401
                        cp_pending, cp_pending_at_exit, shared_copies, stores_pending_at_exit)
 from .tcgen05 import (PAIR_KINDS, TMEM_ACCESSES, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc,  # noqa: F401
@@ -64,7 +65,7 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "tm_open", "tm_group", "tm_acquired", "SmemWrite", "FenceProxyAsync", "TmaStore",
            "bs_open", "bs_group", "bw_unfenced", "bw_fenced", "bw_released_raw", "br_unfenced",
            "touches_filled", "touches_filled_in", "WgmmaRead", "MmaRead", "mma_open", "mma_bufs",
-           "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "WgmmaAcc", "AccAccess", "WgmmaFence", "CpAsync",
+           "SmemRead", "WgmmaCommit", "WgmmaWait", "wg_open", "wg_group", "WgmmaAcc", "AccAccess", "WgmmaFence", "WgmmaReadData", "CpAsync",
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
            "TmemRelinquish", "TmemPairResume", "TmemAccess", "TmemLoad", "TmemWaitLd", "is_tmem",

@@ -6,10 +6,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import BinOp, Const, Expr, Loc, NOLOC
-from ..rules import Fail, Local, Rule, Set, When, all_of, sub
-from .base import ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _band, _bit, _eq, _ne, sync_op
-from .buffers import _stage
+from ..objects import LIMITS
+from ..rules import Fail, Local, Rule, Set, When, WordField, add, all_of, sub
+from .base import (ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _band, _bit, _eq, _ge, _gt, _ne,
+                   sync_op)
+from .buffers import FenceProxyAsync, _stage
 from .reads import wg_group, wg_open
+from .words import SmemLoad, SmemStore
 
 
 class _MaskGroups:
@@ -21,12 +24,15 @@ class _MaskGroups:
 
     def __post_init__(self):
         object.__setattr__(self, "bufs", tuple(self.bufs))
-        if hasattr(self, "accs"):
-            object.__setattr__(self, "accs", tuple(self.accs))
+        for f in ("accs", "datas"):
+            if hasattr(self, f):
+                object.__setattr__(self, f, tuple(getattr(self, f)))
 
     def _told(self) -> str:
         accs = f" acc=[{', '.join(getattr(self, 'accs', ()))}]" if getattr(self, "accs", ()) \
             else ""
+        if getattr(self, "datas", ()):
+            accs += f" data=[{', '.join(self.datas)}]"
         if not self.bufs:
             return f"{accs}, depth={self.depth}" if accs else ""
         return f" [{', '.join(self.bufs)}]{accs}, depth={self.depth}"
@@ -48,7 +54,9 @@ class _MaskGroups:
                      for n in (self.open_local(b),
                                *(self.group_local(b, i) for i in range(self.depth)))) + \
             tuple(n for a in getattr(self, "accs", ())
-                  for n in (wa_open(a), *(wa_group(a, i) for i in range(self.depth))))
+                  for n in (wa_open(a), *(wa_group(a, i) for i in range(self.depth)))) + \
+            tuple(n for a in getattr(self, "datas", ())
+                  for n in (wd_open(a), *(wd_group(a, i) for i in range(self.depth))))
 
     def _fmt_wait(self) -> str:
         return f"{self.mnemonic} {self.n}" + self._told()
@@ -56,7 +64,8 @@ class _MaskGroups:
     def _wait_problems(self, k) -> list[str]:
         """A wait for all but the n newest groups needs n + 1 of them told apart."""
         out = self._problems(k)
-        if (self.bufs or getattr(self, "accs", ())) and self.depth <= self.n:
+        if (self.bufs or getattr(self, "accs", ()) or getattr(self, "datas", ())) and \
+                self.depth <= self.n:
             out.append(f"{self.mnemonic} {self.n} needs groups told apart to depth "
                        f"{self.n + 1}, not {self.depth}")
         return out
@@ -76,6 +85,12 @@ class _WgmmaGroups(_MaskGroups):
                for s in range(c.kernel.buffer(b).stages)]
         return out + [Set(into, BinOp("|", into, other))]
 
+    def _data_problems(self, k) -> list[str]:
+        return [p for a in getattr(self, "datas", ()) for p in _data_array_problems(k, a)]
+
+    def _data_footprint(self) -> tuple:
+        return (_acc("shared-word", "rw", "cta"),) if getattr(self, "datas", ()) else ()
+
 
 @sync_op
 @dataclass(frozen=True)
@@ -85,12 +100,14 @@ class WgmmaCommit(_WgmmaGroups, SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     accs: tuple[str, ...] = ()
+    datas: tuple[str, ...] = ()
     mnemonic: ClassVar[str] = "wgmma.commit_group"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.commit_group)"
     summary: ClassVar[str] = ("per buffer the warp's wgmmas read: the group masks shift by one "
                               "(the oldest absorbs the next, a stage in both counted once), the "
-                              "newest gets the open reads")
+                              "newest gets the open reads; so do the accumulators' and the data "
+                              "arrays' group bits (a data array in both: ard -= 1 on its cells)")
     # R10 mover: it moves its own masks; `wrd` it only lowers for a stage the warp still
     # holds in the merged group, so no fill's check (wrd > 0) changes
     proven: ClassVar[frozenset[str]] = ALL | {RESUME_MOVER}
@@ -101,13 +118,23 @@ class WgmmaCommit(_WgmmaGroups, SyncOp):
 
     def fmt(self): return "wgmma.commit_group" + self._told()
 
-    def problems(self, k): return self._problems(k)
+    def problems(self, k): return self._problems(k) + self._data_problems(k)
 
     def footprint(self, k):
-        return Footprint((_acc("buffer-stage", "rw", "cta"),) if self.bufs else ())
+        return Footprint(((_acc("buffer-stage", "rw", "cta"),) if self.bufs else ()) +
+                         self._data_footprint())
 
     def rule(self, c):
         body = []
+        for a in self.datas:
+            g = [Local(wd_group(a, i)) for i in range(self.depth)]
+            into, other = (g[-1], g[-2]) if self.depth > 1 else (g[0], Local(wd_open(a)))
+            body.append(When(all_of(_eq(into, 1), _eq(other, 1)), _data_retire(c, a)))
+            body.append(Set(into, BinOp("|", into, other)))
+            if self.depth > 1:
+                body += [Set(g[i], g[i - 1]) for i in range(self.depth - 2, 0, -1)]
+                body.append(Set(g[0], Local(wd_open(a))))
+            body.append(Set(Local(wd_open(a)), Const(0)))
         for b in self.bufs:
             g = [Local(wg_group(b, i)) for i in range(self.depth)]
             first = Local(wg_open(b))
@@ -143,11 +170,13 @@ class WgmmaWait(_WgmmaGroups, SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     accs: tuple[str, ...] = ()
+    datas: tuple[str, ...] = ()
     mnemonic: ClassVar[str] = "wgmma.wait_group"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.wait_group)"
     summary: ClassVar[str] = ("per buffer the warp's wgmmas read: each stage of the groups older "
-                              "than the n newest leaves wrd")
+                              "than the n newest leaves wrd; per data array they read: ard -= 1 "
+                              "on its cells for each such group")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -156,13 +185,18 @@ class WgmmaWait(_WgmmaGroups, SyncOp):
 
     def fmt(self): return self._fmt_wait()
 
-    def problems(self, k): return self._wait_problems(k)
+    def problems(self, k): return self._wait_problems(k) + self._data_problems(k)
 
     def footprint(self, k):
-        return Footprint((_acc("buffer-stage", "rw", "cta"),) if self.bufs else ())
+        return Footprint(((_acc("buffer-stage", "rw", "cta"),) if self.bufs else ()) +
+                         self._data_footprint())
 
     def rule(self, c):
         body = []
+        for a in self.datas:
+            for i in range(self.n, self.depth):
+                g = Local(wd_group(a, i))
+                body += [When(_eq(g, 1), _data_retire(c, a)), Set(g, Const(0))]
         for b in self.bufs:
             for i in range(self.n, self.depth):
                 g = Local(wg_group(b, i))
@@ -301,3 +335,166 @@ class WgmmaFence(SyncOp):
 
     def rule(self, c):
         return Rule([Set(Local(wa_fenced(a)), Const(1)) for a in self.accs])
+
+
+# ----------------------------------------------------------------------------- wgmma operands threads write
+
+def wd_open(array: str) -> str:
+    """1 while the executing warp's uncommitted wgmmas read data array `array`."""
+    return f"_wdo_{array}"
+
+
+def wd_group(array: str, i: int) -> str:
+    """1 while its i-th most recent wgmma group (the last: that group or older) reads it."""
+    return f"_wdg{i}_{array}"
+
+
+def _data_retire(c, array: str) -> list:
+    """A (warp, group) pair that read `array` retires: ard -= 1 on every cell."""
+    size = c.kernel.word_array(array).size
+    return [sub(WordField(array, Const(c.cta), Const(j), "ard"), 1) for j in range(size)]
+
+
+def _data_array_problems(k, array: str) -> list[str]:
+    try:
+        d = k.word_array(array)
+    except KeyError:
+        return [f"undeclared shared-data array {array!r}"]
+    if not d.data:
+        return [f"{array} is an array of words handed between roles, not shared data"]
+    return []
+
+
+def wgmma_data_arrays(k) -> frozenset[str]:
+    """The arrays of shared data some wgmma reads, or a wgmma group is told of (their cells
+    have `ard`)."""
+    from ..ir import walk_stmts
+    return k.memo("wgmma_data_arrays", lambda: frozenset(
+        a for p in k.processes for s in walk_stmts(p.body)
+        for a in ((s.array,) if isinstance(s, WgmmaReadData) else
+                  getattr(s, "datas", ()) if isinstance(s, (WgmmaCommit, WgmmaWait)) else ())))
+
+
+# what a thread may execute between its store of shared data and its fence.proxy.async with
+# that fence still on every path the store is ordered along: none of them orders the thread's
+# earlier writes before another thread's step (data accesses, its own register bookkeeping)
+_BEFORE_FENCE = (SmemStore, SmemLoad, WgmmaAcc, WgmmaFence, WgmmaCommit, WgmmaWait, AccAccess)
+
+
+def wgmma_data_mode(k, array: str) -> str:
+    """How the generic writes of data array `array` reach the wgmmas that read it (PTX 9.7.13.4:
+    a generic write and an async-proxy read are ordered only with a fence.proxy.async between
+    them in causality order):
+    "fenced": every store of it meets its thread's next fence.proxy.async before any other op
+      (on every path; loops twice): the fence lies on every path the store is ordered along;
+    "unfenced": not so, and the kernel has no proxy fence at all: a store a wgmma read is
+      ordered after is a proxy race (`unf`);
+    "unknown": neither (whether another thread's fence orders the store is not followed)."""
+    return k.memo(("wgmma_data_mode", array),
+                  lambda: data_mode_of([p.body for p in k.processes], array))
+
+
+def data_mode_of(bodies, array: str) -> str:
+    """wgmma_data_mode over the processes' `bodies` (the extractor asks before the kernel is
+    built)."""
+    from ..ir import walk_stmts
+    if all(_fenced_first(b, array) for b in bodies):
+        return "fenced"
+    if not any(isinstance(s, FenceProxyAsync) for b in bodies for s in walk_stmts(b)):
+        return "unfenced"
+    return "unknown"
+
+
+def _fenced_first(body, array: str) -> bool:
+    from ..ir import For, If, Lanes, While
+
+    def scan(stmts, pending: bool):
+        for st in stmts:
+            if isinstance(st, SmemStore) and st.ref.name == array:
+                pending = True
+            elif isinstance(st, FenceProxyAsync):
+                pending = False
+            elif isinstance(st, (For, While)):
+                for _ in range(2):
+                    pending = scan(st.body, pending)
+                    if pending is None:
+                        return None
+            elif isinstance(st, If):
+                a, b = scan(st.then, pending), scan(st.else_, pending)
+                if a is None or b is None:
+                    return None
+                pending = a or b
+            elif isinstance(st, Lanes):
+                pending = scan(st.body, pending)
+                if pending is None:
+                    return None
+            elif isinstance(st, SyncOp) and pending and not isinstance(st, _BEFORE_FENCE):
+                return None
+        return pending
+    return scan(tuple(body), False) is not None
+
+
+@sync_op
+@dataclass(frozen=True)
+class WgmmaReadData(SyncOp):
+    """The executing warp's wgmmas read shared data `array` (cells that threads write and read
+    as elements, extract/data.py: an operand tile the threads fill) asynchronously, until a
+    wgmma.wait_group of the warp retires their group. Every store of a cell must be ordered
+    before the read, with a fence.proxy.async between them (PTX 9.7.13.4), or after the wait
+    that retires it. The read covers every cell of the array (a sound over-approximation of
+    the descriptor's bytes)."""
+    array: str
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "wgmma.read.data"
+    hb_rule: ClassVar[str | None] = "generic"
+    ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (wait_group), 9.7.13.4"
+    summary: ClassVar[str] = ("per cell: another instance about to store it: race; unf = 1: "
+                              "proxy-race; then, unless the warp's open group already reads "
+                              "the array, ard += 1 on every cell")
+    # R6, R8, R11: as st.shared, it reads the race monitor and word state and writes only the
+    # cells' `ard` (which no load reads) and its own local
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("tile")
+
+    def fmt(self): return f"wgmma.read.data {self.array}"
+
+    def problems(self, k):
+        out = _data_array_problems(k, self.array)
+        if not out and wgmma_data_mode(k, self.array) == "unknown":
+            out.append(f"wgmma.read.data {self.array}: a store of it is not followed by its "
+                       "thread's fence.proxy.async before the thread's next synchronization, "
+                       "and the kernel has proxy fences (not modelled)")
+        return out
+
+    def own_locals(self, pc): return (wd_open(self.array),)
+
+    def footprint(self, k):
+        return Footprint((_acc("shared-word", "rw", "cta", proxy="async"),),
+                         retired_by="wgmma.wait_group of the issuing warp")
+
+    def rule(self, c):
+        d = c.kernel.word_array(self.array)
+        name = d.label or self.array
+        unfenced = wgmma_data_mode(c.kernel, self.array) == "unfenced"
+        cell = lambda j, f: WordField(self.array, Const(c.cta), Const(j), f)  # noqa: E731
+        body = []
+        for j in range(d.size):
+            body.append(When(_gt(cell(j, "at_st"), 0), [Fail(
+                "race", "{who}'s wgmma reads " + name + "[{0}] while another instance is "
+                "about to store it: no synchronization orders the store before the wgmma",
+                (Const(j),))]))
+            if unfenced:
+                body.append(When(_eq(cell(j, "unf"), 1), [Fail(
+                    "proxy-race", "{who}'s wgmma (async proxy) reads " + name + "[{0}], "
+                    "written through the generic proxy with no fence.proxy.async between the "
+                    "write and the wgmma", (Const(j),))]))
+        opened = Local(wd_open(self.array))
+        body.append(When(_eq(opened, 0), [
+            When(_ge(cell(0, "ard"), LIMITS.inflight), [Fail(
+                "copy-bound", f"more than {LIMITS.inflight} wgmma groups reading {name} "
+                "unretired (model bound)")]),
+            *(add(cell(j, "ard"), 1) for j in range(d.size)), Set(opened, Const(1))]))
+        return Rule(body)

@@ -106,7 +106,8 @@ class SmemStore(SyncOp):
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9"
     summary: ClassVar[str] = ("val = value; another instance about to load or store the word: "
-                              "race; a value beyond the integer band: integer-range")
+                              "race; a cell a wgmma group not retired reads (ard > 0): race; a "
+                              "value beyond the integer band: integer-range")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -133,8 +134,25 @@ class SmemStore(SyncOp):
                                 "instance is about to load or store it: no synchronization "
                                 "orders the two accesses", (w.index,))]),
                      *_pending_check(c, w, "stores", name),
+                     *_wgmma_read_check(c, w, name),
                      _in_band(self.value, name),
                      Set(w, self.value)])
+
+
+def _wgmma_read_check(c, w: WordField, name: str) -> list:
+    """A store of a cell of shared data a wgmma reads: a race while a wgmma group that reads
+    it is not retired; in a kernel with no proxy fence, the cell is unfenced from now on."""
+    from .wgmma import wgmma_data_arrays, wgmma_data_mode
+    if w.array not in wgmma_data_arrays(c.kernel):
+        return []
+    field = lambda f: WordField(w.array, w.cta, w.index, f)  # noqa: E731
+    out = [When(_gt(field("ard"), 0), [Fail(
+        "race", "{who} stores " + name + "[{0}] while {1} wgmma group(s) that read it are not "
+        "retired: no wgmma.wait_group of the reading warp retired them before this store",
+        (w.index, field("ard")))])]
+    if wgmma_data_mode(c.kernel, w.array) == "unfenced":
+        out.append(Set(field("unf"), Const(1)))
+    return out
 
 
 @sync_op
