@@ -79,18 +79,21 @@ def test_persistent_scheduler_hands_tiles_through_shared_words():
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
 def test_persistent_verified():
     """quack's default SM90 GEMM (persistent tile scheduler, cluster 1), through the library's
-    own compile: VERIFIED for every tile count 0..2 (0: the CTA gets no tile), grid 1..2 and
-    each CTA of it, and 1..2 k-tiles, the scheduler's divisors those of a 1x1x1 problem in
-    clusters (2.8 M states, about 80 s on one core of the CI container; tile counts 0..3 are a
-    row of docs/coverage.md, `quack.gemm_sm90.persistent.ranges`, and k-tiles 1..3 are measured
-    on 16 cores in bench/parallel.md)."""
+    own compile: VERIFIED by SPIN for every tile count 0..2 (0: the CTA gets no tile), grid
+    1..2 and each CTA of it, and one k-tile, the scheduler's divisors those of a 1x1x1 problem
+    in clusters (3.3 M states, about 75 s on one core of the CI container), and by the
+    happens-before engine for 1..2 k-tiles too (tile counts 0..3 are a row of docs/coverage.md,
+    `quack.gemm_sm90.persistent.ranges`; SPIN over k-tiles 1..3 is measured on 16 cores in
+    bench/parallel.md)."""
     from fixtures.catalog import PERSISTENT_RANGES
-    sk = extract(quack_sm90_gemm("persistent"), params=dict(PERSISTENT_RANGES, size_in__delinearize_work_idx=(0, 2)))
+    ranges = dict(PERSISTENT_RANGES, size_in__delinearize_work_idx=(0, 2))
+    sk = extract(quack_sm90_gemm("persistent"), params=ranges)
     assert {p.name: (p.lo, p.hi) for p in sk.params if p.lo != p.hi} == \
         {"size_in__delinearize_work_idx": (0, 2), K_TILES: (1, 2), "clusterid_z": (0, 1), "nclusterid_z": (1, 2)}
     # SPIN without load races (its state count): deadlocks and the staged buffers it follows
-    r = verify_kernel(sk, opts=CheckOptions(timeout_s=1200, memory_mb=12288, engine="spin",
-                                            load_races=False, properties=("deadlock",)))
+    one = extract(quack_sm90_gemm("persistent"), params=dict(ranges, **{K_TILES: 1}))
+    r = verify_kernel(one, opts=CheckOptions(timeout_s=1200, memory_mb=12288, engine="spin",
+                                             load_races=False, properties=("deadlock",)))
     assert r.verdict == "verified", str(r)
     assert r.stats.states > 2_000_000
     assert any("FastDivmod" in a for a in r.config["assumptions"])
@@ -160,10 +163,11 @@ def test_two_consumer_warpgroups_verified():
 def test_persistent_dynamic_verified():
     """quack's dynamic persistent GEMM: its scheduler warp takes each next tile from a global
     semaphore (lane 0's atom.inc, shuffled to the warp) that the grid's other CTAs take tiles
-    from too. It extracts completely and is VERIFIED for every tile count 0..2, grid 1..2 and
-    every way the other CTAs can take tiles between two fetches, with one k-tile: by SPIN for
-    deadlocks (1.6 M states), and by the happens-before engine for every property (tile counts
-    0..3 are a row of docs/coverage.md, `quack.gemm_sm90.persistent_dynamic.ranges`)."""
+    from too. It extracts completely and is VERIFIED for grid 1..2 and every way the other
+    CTAs can take tiles between two fetches, with one k-tile: by SPIN for deadlocks for tile
+    counts 0..1 (1.2 M states, about 35 s on one core; 0..2 is 5.5 M states), and by the
+    happens-before engine for every property for tile counts 0..2 (0..3 are a row of
+    docs/coverage.md, `quack.gemm_sm90.persistent_dynamic.ranges`)."""
     from fixtures.catalog import DYNAMIC_RANGES
     sk = extract(quack_sm90_gemm("persistent_dynamic"), params=dict(DYNAMIC_RANGES,
                                                                     size_in__delinearize_work_idx=(0, 2)))
@@ -171,8 +175,10 @@ def test_persistent_dynamic_verified():
     (decl,) = sk.counters
     assert decl.label == "tile_count_semaphore"
     assert decl.limit == Var("size_in__delinearize_work_idx") - 1
-    r = verify_kernel(sk, opts=CheckOptions(timeout_s=900, memory_mb=4096,
-                                            properties=("deadlock",), engine="spin"))
+    small = extract(quack_sm90_gemm("persistent_dynamic"),
+                    params=dict(DYNAMIC_RANGES, size_in__delinearize_work_idx=(0, 1)))
+    r = verify_kernel(small, opts=CheckOptions(timeout_s=900, memory_mb=4096,
+                                               properties=("deadlock",), engine="spin"))
     assert r.verdict == "verified", str(r)
     assert any("tile_count_semaphore" in a for a in r.config["assumptions"])
     # the happens-before engine, one run per sequence of tiles the other CTAs leave, agrees
