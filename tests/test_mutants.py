@@ -50,7 +50,27 @@ def _mainloop_with_accumulator():
     return r(k, name="mainloop_acc", processes=tuple(procs))
 
 
+def _filled_operand():
+    """A warp fills a tile of shared data a wgmma of another warp reads, per k-tile: the
+    filler's stores, fence.proxy.async and bar.sync 1 hand it over; the MMA warp's wgmma read,
+    commit and wait_group 0 and bar.sync 2 give it back for the refill."""
+    from warpspin.syncir.ir import Const, For, Kernel, Loc, Process, WordRef, WordsDecl
+    from warpspin.syncir.ops import (BarSync, FenceProxyAsync, SmemStore, WgmmaCommit,
+                                     WgmmaReadData, WgmmaWait)
+    L = lambda n: Loc("operand.py", n)  # noqa: E731
+    fill = (SmemStore(WordRef("tile", Const(0)), Const(0), L(2)),
+            SmemStore(WordRef("tile", Const(1)), Const(0), L(3)), FenceProxyAsync(L(4)),
+            BarSync(Const(1), Const(64), L(5)), BarSync(Const(2), Const(64), L(6)))
+    mma = (BarSync(Const(1), Const(64), L(5)), WgmmaReadData("tile", L(8)),
+           WgmmaCommit(depth=1, loc=L(9), datas=("tile",)),
+           WgmmaWait(0, depth=1, loc=L(10), datas=("tile",)), BarSync(Const(2), Const(64), L(6)))
+    return Kernel("filled_operand", (Process("fill", (For("k", 0, 2, fill, loc=L(1)),), warps=(0, 1)),
+                                     Process("mma", (For("k", 0, 2, mma, loc=L(7)),), warps=(1, 2))),
+                  (), words=(WordsDecl("tile", 2, L(0), "sA", data=True),))
+
+
 KERNELS = {"epilogue": lambda: P.epilogue(), "mainloop": lambda: P.mainloop(),
+           "filled_operand": _filled_operand,
            "mainloop_accumulator": _mainloop_with_accumulator,
            "exchange": lambda: P.exchange(rounds=2),
            "cluster_multicast": lambda: cluster_multicast(stages=1, trips=2),
