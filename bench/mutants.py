@@ -132,7 +132,18 @@ SIGNALS = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx, BarArrive, Cl
            WgmmaCommit, BulkCommit, CpAsyncCommit, Tcgen05Commit)
 GROUP_WAITS = (BulkWaitRead, WgmmaWait, CpAsyncWait)
 # (kernel name, the edit as fmt_edit writes it) -> why the mutant is correct
+_ACC_INTO_NEXT_GROUP = (
+    "the wgmma's use of the accumulator joins the warp's next wgmma group instead of this one; "
+    "the only access of the accumulator is its store after the loop's last wait_group(0), which "
+    "retires every group, and no wgmma.fence check changes (no access lies between): nothing "
+    "the properties observe changes")
 REVIEWED = {
+    ('wgmma_accumulator.correct',
+     'process 0: `wgmma.acc acc0` (wgmma_accumulator.py:101) swapped with `wgmma.commit_group '
+     'acc=[acc0] data=[data24, data28], depth=1`'): _ACC_INTO_NEXT_GROUP,
+    ('wgmma_accumulator.correct',
+     'process 2: `wgmma.acc acc0` (wgmma_accumulator.py:101) swapped with `wgmma.commit_group '
+     'acc=[acc0] data=[data24, data28], depth=1`'): _ACC_INTO_NEXT_GROUP,
     ('kernel_warpspin_catalog_dsmem_handoffDsmemHandof',
      'process 1: `barrier.cluster.wait` (dsmem_handoff.py:77) swapped with `mbarrier.wait bar[0], '
      'parity=0`'):
@@ -552,14 +563,15 @@ def _one_instruction(a, b) -> bool:
     """The two steps the extractor makes of one tcgen05 instruction (same source line): its
     `tmem.access` (the allocation is held at the issue) and its data access of an accumulator
     stage (`tcgen05.mma.read`, `tcgen05.ld.read`); of one wgmma: its operand reads of the stages
-    (`wgmma.read`) and its use of the registers (`wgmma.acc`); or of one st.shared::cluster: its
+    (`wgmma.read`) or of shared data (`wgmma.read.data`) and its use of the registers
+    (`wgmma.acc`); or of one st.shared::cluster: its
     release bookkeeping (`DsmemStore`) and the peer cell it writes (`st.shared @cta(t)`)."""
     pair = {type(a).__name__, type(b).__name__}
     if pair == {"DsmemStore", "SmemStore"}:  # st.shared::cluster and the peer cell it writes
         d, w = (a, b) if type(a).__name__ == "DsmemStore" else (b, a)
         return w.ref.cta == d.cta and d.loc == w.loc
     return pair in ({"TmemAccess", "MmaRead"}, {"TmemAccess", "TmemLoad"},
-                    {"WgmmaRead", "WgmmaAcc"}) and \
+                    {"WgmmaRead", "WgmmaAcc"}, {"WgmmaReadData", "WgmmaAcc"}) and \
         getattr(a, "loc", None) == getattr(b, "loc", None)
 
 
