@@ -206,16 +206,26 @@ def fence_first(kernel, buf: str) -> bool:
 
 
 def _fence_first_in(body, buf: str, bid) -> bool:
-    from ..ir import For, If, Lanes, While
     from .reads import _FENCE_NEUTRAL
+    return fence_meets_first(
+        body, lambda st: isinstance(st, SmemWrite) and st.buf == buf,
+        # fenced, or released unfenced (then lost as such)
+        lambda st: isinstance(st, FenceProxyAsync) or (
+            isinstance(st, (BarSync, BarArrive)) and st.barrier_id == Const(bid)),
+        _FENCE_NEUTRAL)
+
+
+def fence_meets_first(body, writes, clears, neutral) -> bool:
+    """Whether, on every path of `body` (a loop's body twice), each statement `writes` accepts
+    meets one `clears` accepts before any SyncOp that is not an instance of `neutral`."""
+    from ..ir import For, If, Lanes, While
 
     def scan(stmts, pending: bool):
         for st in stmts:
-            if isinstance(st, SmemWrite) and st.buf == buf:
+            if writes(st):
                 pending = True
-            elif isinstance(st, FenceProxyAsync) or (
-                    isinstance(st, (BarSync, BarArrive)) and st.barrier_id == Const(bid)):
-                pending = False  # fenced, or released unfenced (then lost as such)
+            elif clears(st):
+                pending = False
             elif isinstance(st, (For, While)):
                 for _ in range(2):
                     pending = scan(st.body, pending)
@@ -230,7 +240,7 @@ def _fence_first_in(body, buf: str, bid) -> bool:
                 pending = scan(st.body, pending)
                 if pending is None:
                     return None
-            elif isinstance(st, SyncOp) and pending and not isinstance(st, _FENCE_NEUTRAL):
+            elif isinstance(st, SyncOp) and pending and not isinstance(st, neutral):
                 return None
         return pending
     return scan(tuple(body), False) is not None

@@ -10,7 +10,7 @@ from ..objects import LIMITS
 from ..rules import Fail, Local, Rule, Set, When, WordField, add, all_of, sub
 from .base import (ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _band, _bit, _eq, _ge, _gt, _ne,
                    sync_op)
-from .buffers import FenceProxyAsync, _stage
+from .buffers import FenceProxyAsync, _stage, fence_meets_first
 from .reads import wg_group, wg_open
 from .words import SmemLoad, SmemStore
 
@@ -406,32 +406,8 @@ def data_mode_of(bodies, array: str) -> str:
 
 
 def _fenced_first(body, array: str) -> bool:
-    from ..ir import For, If, Lanes, While
-
-    def scan(stmts, pending: bool):
-        for st in stmts:
-            if isinstance(st, SmemStore) and st.ref.name == array:
-                pending = True
-            elif isinstance(st, FenceProxyAsync):
-                pending = False
-            elif isinstance(st, (For, While)):
-                for _ in range(2):
-                    pending = scan(st.body, pending)
-                    if pending is None:
-                        return None
-            elif isinstance(st, If):
-                a, b = scan(st.then, pending), scan(st.else_, pending)
-                if a is None or b is None:
-                    return None
-                pending = a or b
-            elif isinstance(st, Lanes):
-                pending = scan(st.body, pending)
-                if pending is None:
-                    return None
-            elif isinstance(st, SyncOp) and pending and not isinstance(st, _BEFORE_FENCE):
-                return None
-        return pending
-    return scan(tuple(body), False) is not None
+    return fence_meets_first(body, lambda st: isinstance(st, SmemStore) and st.ref.name == array,
+                             lambda st: isinstance(st, FenceProxyAsync), _BEFORE_FENCE)
 
 
 @sync_op
