@@ -116,9 +116,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from hb_gen import described_mutants  # noqa: E402
 from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.syncir import validate  # noqa: E402
-from warpspin.syncir.ir import (Assign, BarArrive, BarSync, ClusterArrive, Const, If, Lanes,  # noqa: E402
-                                MbarArrive, MbarArriveExpectTx, MbarInit, MbarWait, TmaLoad,
-                                expr_vars, walk_stmts)
+from warpspin.syncir.ir import Assign, Const, If, Lanes, expr_vars, walk_stmts
+from warpspin.syncir.ops import (BarArrive, BarSync, ClusterArrive, MbarArrive, MbarArriveExpectTx, MbarInit, MbarWait, TmaLoad)
 from warpspin.extract.cleanup import stmt_exprs  # noqa: E402
 from warpspin.syncir.ops import (DATA_DEST, BulkCommit, BulkWaitRead, ClusterWait,  # noqa: E402
                                  CpAsyncCommit, CpAsyncWait, Exit, FenceProxyAsync, MbarExpectTx,

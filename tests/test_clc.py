@@ -54,7 +54,7 @@ def test_quack_sm100_clc_gemm_extracts_the_response_words():
     sys.path.insert(0, os.path.dirname(__file__))
     from fixtures import catalog as C
     from warpspin.syncir import Unsupported, check, walk_stmts
-    from warpspin.syncir.ir import SmemLoad
+    from warpspin.syncir.ops import SmemLoad
     from warpspin.syncir.ops import ClcTryCancel
     k = C.extracted("quack.gemm_sm100.clc")
     check(k)

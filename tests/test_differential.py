@@ -32,10 +32,8 @@ from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import REDUCTION_UNSOUND, check, lower_and_check
 from warpspin.lower import lower
 from warpspin.syncir import interp, validate
-from warpspin.syncir.ir import (Tcgen05Commit, BarArrive, ClusterArrive, ClusterWait, Const, Elect, Exit, For, Kernel,
-                                Lanes, MBarRef, MBarrierDecl, MbarArrive, MbarArriveExpectTx, MbarInit,
-                                MbarInitFence, MbarTestWait, MbarWait, Process, SmemStore, TmaLoad,
-                                walk_stmts)
+from warpspin.syncir.ir import Const, Elect, For, Kernel, Lanes, MBarRef, MBarrierDecl, Process, walk_stmts
+from warpspin.syncir.ops import (Tcgen05Commit, BarArrive, ClusterArrive, ClusterWait, Exit, MbarArrive, MbarArriveExpectTx, MbarInit, MbarInitFence, MbarTestWait, MbarWait, SmemStore, TmaLoad)
 from warpspin.lower import promela
 from warpspin.syncir.protocols import PREFIX_BUG_EXPECT, PREFIX_BUGS, RING_BUGS, prefix_ring, ring
 

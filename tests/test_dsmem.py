@@ -6,8 +6,8 @@ from warpspin.api import verify_kernel
 from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import Const, Kernel, Process, check
 from warpspin.syncir.interp import explore
-from warpspin.syncir.ir import (ClusterArrive, ClusterWait, Elect, MBarRef, MBarrierDecl,
-                                MbarArrive, MbarInit, MbarInitFence, MbarWait)
+from warpspin.syncir.ir import Elect, MBarRef, MBarrierDecl
+from warpspin.syncir.ops import ClusterArrive, ClusterWait, MbarArrive, MbarInit, MbarInitFence, MbarWait
 from warpspin.syncir.ops import DsmemStore
 from warpspin.syncir.validate import InvalidKernel
 
@@ -107,7 +107,8 @@ def data_handoff(bug=None):
     """The hand-off with its data: CTA 0 stores word d[0] of CTA 1 (st.shared @cta(1)) beside
     its DsmemStore, and CTA 1 reads d[0] after its wait; `bug`: "read_early" reads before the
     wait, "store_late" stores after the arrive."""
-    from warpspin.syncir.ir import Loc, SmemLoad, SmemStore, WordRef, WordsDecl
+    from warpspin.syncir.ir import Loc, WordRef, WordsDecl
+    from warpspin.syncir.ops import SmemLoad, SmemStore
     from warpspin.syncir.ops import DATA_DEST
     L = lambda n: Loc("data_handoff.py", n)  # noqa: E731
     init = (Elect((MbarInit(MBarRef("b"), 32),)), MbarInitFence(), ClusterArrive(relaxed=True),
@@ -141,7 +142,8 @@ def test_the_bytes_stored_into_a_peer_cta_are_its_shared_data(bug, kind):
 def test_a_peer_word_outside_the_cluster_or_without_its_dsmem_store_is_invalid():
     """A peer's word is stored only right after the st.shared::cluster of its line (which
     carries the release's scope), inside the cluster, and never loaded."""
-    from warpspin.syncir.ir import SmemLoad, SmemStore, WordRef
+    from warpspin.syncir.ir import WordRef
+    from warpspin.syncir.ops import SmemLoad, SmemStore
     k = data_handoff()
     for body in ((DsmemStore(Const(1)), SmemStore(WordRef("d", Const(0), Const(2)), Const(0))),
                  (SmemStore(WordRef("d", Const(0), Const(1)), Const(0)),),
@@ -156,7 +158,7 @@ def test_a_peer_word_outside_the_cluster_or_without_its_dsmem_store_is_invalid()
 def test_a_dsmem_store_without_its_words_leaves_their_races_not_checked():
     """Without the st.shared of its cells right after it, a DSMEM store's bytes are not
     followed: the headline is INCONCLUSIVE and says so, never VERIFIED."""
-    from warpspin.syncir.ir import SmemStore
+    from warpspin.syncir.ops import SmemStore
     k = data_handoff()
     sender = tuple(s for s in k.processes[0].body if not isinstance(s, SmemStore))
     bare = Kernel(k.name, (Process("sender", sender, cta=0, warps=(0, 1)), k.processes[1]),
@@ -172,7 +174,8 @@ def test_a_store_into_a_peer_keeps_every_cta_in_the_model():
     2)` in a loop. The CTAs looked independent (R2: CTA 0 checked alone), and the reduced model
     then called the store into CTA 1 an invalid-operand that the interpreter and the plain model
     never reach. The store is not covered by R2's proof."""
-    from warpspin.syncir.ir import BarSync, For, Var
+    from warpspin.syncir.ir import For, Var
+    from warpspin.syncir.ops import BarSync
     from warpspin.lower.reductions import independent_ctas
     body = (BarSync(), For("k", 0, 2, (DsmemStore(Var("k") % 2),)))
     k = Kernel("peer_loop", tuple(Process("p", body, cta=c, warps=(0, 1)) for c in (0, 1)),
@@ -191,7 +194,8 @@ def test_a_store_into_a_peer_needs_a_cluster_wait_before_it(waited):
     """Until the storing instance passed a cluster wait, nothing shows the peer is running:
     cluster-lifetime at the store, in every engine; after one, the hand-off verifies."""
     from backends import assert_every_engine
-    from warpspin.syncir.ir import Loc, SmemStore, WordRef, WordsDecl
+    from warpspin.syncir.ir import Loc, WordRef, WordsDecl
+    from warpspin.syncir.ops import SmemStore
     init = (Elect((MbarInit(MBarRef("b"), 32),)), MbarInitFence(), ClusterArrive(relaxed=True))
     at = Loc("early.py", 7)
     store = (DsmemStore(Const(1), at), SmemStore(WordRef("d", Const(0), Const(1)), Const(0), at))

@@ -10,8 +10,8 @@ from warpspin.engine import check, lower_and_check
 from warpspin.engine.spin import parse_pan, parse_trail
 from warpspin.lower import lower
 from warpspin.syncir import interp
-from warpspin.syncir.ir import (Assign, Kernel, MBarRef, MBarrierDecl, MbarInit, MbarWait, Process,
-                                TmaLoad, Var, While, MbarInitFence, BarSync)
+from warpspin.syncir.ir import Assign, Kernel, MBarRef, MBarrierDecl, Process, Var, While
+from warpspin.syncir.ops import MbarInit, MbarWait, TmaLoad, MbarInitFence, BarSync
 from warpspin.syncir.trace import Complete, ParamChoice, Step
 
 pytestmark = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,

@@ -11,9 +11,8 @@ from warpspin.lower import lower
 from warpspin.lower.promela import expr_text
 from warpspin.syncir import validate
 from warpspin.syncir.interp import eval_expr
-from warpspin.syncir.ir import (BarArrive, BarSync, BinOp, Const, Elect, Kernel, Loc, MBarRef,
-                                MBarrierDecl, MbarArrive, MbarInit, MbarInitFence, MbarTestWait,
-                                MbarWait, Param, Process, Select, TmaLoad, UnOp, Var, While, Assign)
+from warpspin.syncir.ir import (BinOp, Const, Elect, Kernel, Loc, MBarRef, MBarrierDecl, Param, Process, Select, UnOp, Var, While, Assign)
+from warpspin.syncir.ops import (BarArrive, BarSync, MbarArrive, MbarInit, MbarInitFence, MbarTestWait, MbarWait, TmaLoad)
 
 pytestmark = pytest.mark.skipif(shutil.which("spin") is None, reason="needs SPIN")
 

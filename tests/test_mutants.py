@@ -101,7 +101,8 @@ def test_every_mutant_is_reported_or_equivalent(name):
 def test_the_equivalence_rules_do_not_excuse_a_real_bug():
     """Arrives on elements that may be one barrier do not commute; a wait does not commute with
     the assignment of its parity; the rules read the edit, and these edits change what happens."""
-    from warpspin.syncir.ir import Assign, Const, MBarRef, MbarArrive, MbarWait, Var
+    from warpspin.syncir.ir import Assign, Const, MBarRef, Var
+    from warpspin.syncir.ops import MbarArrive, MbarWait
     one, other = MBarRef("full", Const(0)), MBarRef("full", Const(1))
     assert not bench._may_share_a_barrier(MbarArrive(one), MbarArrive(other))
     assert bench._may_share_a_barrier(MbarArrive(one), MbarArrive(MBarRef("full", Var("s"))))

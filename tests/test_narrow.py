@@ -9,9 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from warpspin.lower import analysis
 from warpspin.lower.promela import _Lowering, lower
 from warpspin.syncir.flat import Op
-from warpspin.syncir.ir import (Assign, BarSync, Elect, For, If, Kernel, Loc, MBarRef, MBarrierDecl,
-                               MbarArrive, MbarInit, MbarInitFence, MbarTestWait, MbarWait, Process,
-                               Var)
+from warpspin.syncir.ir import Assign, Elect, For, If, Kernel, Loc, MBarRef, MBarrierDecl, Process, Var
+from warpspin.syncir.ops import BarSync, MbarArrive, MbarInit, MbarInitFence, MbarTestWait, MbarWait
 from warpspin.syncir.interp import Machine, Violation
 from warpspin.syncir.layout import Layout
 from protocol_gen import protocols

@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 from protocol_gen import protocols
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.syncir import interp
-from warpspin.syncir.ir import (Assign, BarSync, Const, Elect, For, If, Kernel, Loc, MBarRef,
-                                MBarrierDecl, MbarArrive, MbarInit, MbarInitFence, MbarWait,
-                                Process, Var, stmt_bodies, walk_stmts, with_bodies)
+from warpspin.syncir.ir import (Assign, Const, Elect, For, If, Kernel, Loc, MBarRef, MBarrierDecl, Process, Var, stmt_bodies, walk_stmts, with_bodies)
+from warpspin.syncir.ops import BarSync, MbarArrive, MbarInit, MbarInitFence, MbarWait
 from warpspin.syncir.passes import without_noop_fences
 
 b = MBarRef("b")

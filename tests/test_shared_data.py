@@ -145,7 +145,7 @@ def test_cluster_softmax_warps_that_skip_the_wait_read_the_peers_partials_in_fli
 
     from warpspin.frontend.serialize import load
     from warpspin.syncir import MbarWait, rewrite_stmts
-    from warpspin.syncir.ir import StAsync
+    from warpspin.syncir.ops import StAsync
     k = extract(load(os.path.join(os.path.dirname(__file__), "fixtures",
                                   "quack.softmax.cluster.json.gz")))
     assert not k.unchecked

@@ -13,8 +13,8 @@ from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine.spin import lower_and_check
 from warpspin.syncir import Kernel, Process, check
 from warpspin.syncir.interp import explore
-from warpspin.syncir.ir import (Elect, MBarRef, MbarArrive, MBarrierDecl, MbarInit, MbarInitFence, MbarWait,
-                                BarSync, ClusterArrive, ClusterWait, Const, For, Loc, walk_stmts)
+from warpspin.syncir.ir import Elect, MBarRef, MBarrierDecl, Const, For, Loc, walk_stmts
+from warpspin.syncir.ops import (MbarArrive, MbarInit, MbarInitFence, MbarWait, BarSync, ClusterArrive, ClusterWait)
 from warpspin.syncir.ops import (MmaRead, Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad,
                                  TmemRelinquish, Unsupported)
 from warpspin.syncir.protocols import (UMMA_BUG_EXPECT, UMMA_BUGS, UMMA_DATA_BUG_EXPECT,
@@ -337,7 +337,7 @@ def test_quack_sm100_2cta_gemm_extracts_the_pair_model():
     import sys
     sys.path.insert(0, os.path.dirname(__file__))
     from fixtures import catalog as C
-    from warpspin.syncir.ir import TmaLoad
+    from warpspin.syncir.ops import TmaLoad
     k = C.extracted("quack.gemm_sm100.2cta")
     check(k)
     stmts = [(p.cta, s) for p in k.processes for s in walk_stmts(p.body)]

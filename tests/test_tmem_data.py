@@ -16,7 +16,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from fixtures import catalog as C  # noqa: E402
 from warpspin.extract import tmem  # noqa: E402
 from warpspin.extract.cleanup import finish  # noqa: E402
-from warpspin.syncir.ir import Const, Loc, MbarWait, Var, expr_vars, walk_stmts  # noqa: E402
+from warpspin.syncir.ir import Const, Loc, Var, expr_vars, walk_stmts  # noqa: E402
+from warpspin.syncir.ops import MbarWait  # noqa: E402
 from warpspin.syncir.ops import MmaRead, TmemAccess, TmemLoad, TmemWaitLd  # noqa: E402
 from warpspin.syncir.unchecked import unchecked_objects  # noqa: E402
 

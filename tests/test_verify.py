@@ -134,8 +134,8 @@ def test_a_deadlock_trail_leaves_out_the_roles_it_does_not_involve():
     import dataclasses
     from warpspin.report.html import render_html
     from warpspin.report.render import involved_roles, render_text
-    from warpspin.syncir.ir import (MBarRef, MBarrierDecl, MbarArrive, MbarInit, MbarInitFence,
-                                    MbarWait, Process)
+    from warpspin.syncir.ir import MBarRef, MBarrierDecl, Process
+    from warpspin.syncir.ops import MbarArrive, MbarInit, MbarInitFence, MbarWait
     k = ring(2, 4, consumers=2, bug="missing-release")
     own = MBarRef("own")
     bystander = Process("bystander", (MbarInit(own, 32), MbarInitFence(), MbarArrive(own),

@@ -14,9 +14,8 @@ from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpA
                           WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, GlobalAdd, GlobalWait,
                           WgmmaAcc, AccAccess, WgmmaFence, WgmmaReadData)
 from ..syncir.ops.wgmma import data_mode_of
-from ..syncir.ir import (Unchecked, BarSync, BufferDecl, TensormapDecl, AtomInc, Assign, ClusterArrive, ClusterWait, Const, For, If, Kernel, Lanes, MBarrierDecl, NOLOC, Param, Process,
-                         SmemLoad, SmemStore, StAsync, TmaLoad, Var, While, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies,
-                         walk_stmts, with_bodies)
+from ..syncir.ir import (Unchecked, BufferDecl, TensormapDecl, Assign, Const, For, If, Kernel, Lanes, MBarrierDecl, NOLOC, Param, Process, Var, While, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies, walk_stmts, with_bodies)
+from ..syncir.ops import (BarSync, AtomInc, ClusterArrive, ClusterWait, SmemLoad, SmemStore, StAsync, TmaLoad)
 from ..syncir.objects import MAX_STORERS
 from ..syncir.printer import fmt_expr
 from ..syncir.validate import reaches_another_cta, some_launch, validate
@@ -800,7 +799,8 @@ def element_names(procs) -> dict[str, tuple[str, ...]]:
     """Per mbarrier array, a name for each element a pipeline's create() initializes: the
     pipeline's label (or class) and role, and the stage (the element's place among the role's
     elements). Elements no labelled init names keep the default `array[i]`."""
-    from ..syncir.ir import Const, MbarInit
+    from ..syncir.ir import Const
+    from ..syncir.ops import MbarInit
     groups: dict[tuple[str, str], list[int]] = {}
     named: dict[tuple[str, str], str] = {}   # (array, role) -> the pipeline's own name
     for p in procs:

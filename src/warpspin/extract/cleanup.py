@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from ..syncir.ops import CpAsync, TmemAccess, TmemLoad
 from ..syncir.validate import DEST_OPS
-from ..syncir.ir import (Assign, For, If, Lanes, MbarTestWait, SmemLoad, Stmt, Unsupported, While,
-                         expr_vars, map_exprs, stmt_exprs, walk_stmts)
+from ..syncir.ir import (Assign, For, If, Lanes, Stmt, While, expr_vars, map_exprs, stmt_exprs, walk_stmts)
+from ..syncir.ops import MbarTestWait, SmemLoad, Unsupported
 from .values import LANE, OPAQUE_PREFIX
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from ..syncir.ops import DATA_DEST, DsmemStore, WgmmaReadData
-from ..syncir.ir import (BinOp, Expr, Unchecked, Const, CpAsync, Loc, MBarRef, SmemLoad, SmemStore, StAsync, Stmt, TmaLoad,
-                         TmaStore, WordRef, WordsDecl, rewrite_stmts, walk_stmts)
+from ..syncir.ir import (BinOp, Expr, Unchecked, Const, Loc, MBarRef, Stmt, WordRef, WordsDecl, rewrite_stmts, walk_stmts)
+from ..syncir.ops import CpAsync, SmemLoad, SmemStore, StAsync, TmaLoad, TmaStore
 from .cleanup import finish
 
 

@@ -14,8 +14,8 @@ from typing import Callable, Optional
 from ..frontend.mlir_data import Block, Op
 from ..frontend.trace import describe_host
 from ..syncir.ops import AccAccess
-from ..syncir.ir import (Assign, Const, Expr, For, If, Lanes, Loc, Stmt, Unsupported, Var, While,
-                         expr_vars, walk_stmts)
+from ..syncir.ir import (Assign, Const, Expr, For, If, Lanes, Loc, Stmt, Var, While, expr_vars, walk_stmts)
+from ..syncir.ops import Unsupported
 from . import cute_types as ct
 from . import tmem
 from .accumulators import accessed

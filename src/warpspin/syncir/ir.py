@@ -644,8 +644,3 @@ def walk_stmts(body: tuple[Stmt, ...]):
         for b in stmt_bodies(s):
             yield from walk_stmts(b)
 
-
-from .ops import *  # noqa: E402,F401,F403  (the ops are part of the IR)
-from .ops import (BarArrive, BarSync, BarSyncResume, ClusterArrive, ClusterWait, Exit,  # noqa: E402,F401
-                  MbarArriveExpectTx, MbarArrive, MbarExpectTx, MbarInit, MbarInitFence,
-                  MbarTestWait, MbarWait, SyncOp, TmaLoad, Unsupported)

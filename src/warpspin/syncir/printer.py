@@ -1,8 +1,8 @@
 """Readable text form of SyncIR (for --emit, test failures and docs)."""
 from __future__ import annotations
 
-from .ir import (Assign, BinOp, Const, Expr, For, If, Kernel, Lanes, MBarRef, Process, Select,
-                 Stmt, SyncOp, UnOp, Var, While)
+from .ir import (Assign, BinOp, Const, Expr, For, If, Kernel, Lanes, MBarRef, Process, Select, Stmt, UnOp, Var, While)
+from .ops import SyncOp
 
 _PREC = {"or": 1, "and": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
          "|": 4, "^": 5, "&": 6, "+": 7, "-": 7, "*": 8, "//": 8, "%": 8}

@@ -6,10 +6,8 @@ so tests can check that a violation points at the intended op.
 """
 from __future__ import annotations
 
-from .ir import (AtomInc, BarSync, CounterDecl, Elect, For, If, Kernel, Lanes, Loc, MBarRef,
-                 MBarrierDecl, MbarArrive, MbarArriveExpectTx, MbarInit, MbarInitFence, MbarWait,
-                 Process, SmemLoad, SmemStore, TmaLoad, Var, While, WordRef, WordsDecl, Assign,
-                 Param, Const, BufferDecl)
+from .ir import (CounterDecl, Elect, For, If, Kernel, Lanes, Loc, MBarRef, MBarrierDecl, Process, Var, While, WordRef, WordsDecl, Assign, Param, Const, BufferDecl)
+from .ops import (AtomInc, BarSync, MbarArrive, MbarArriveExpectTx, MbarInit, MbarInitFence, MbarWait, SmemLoad, SmemStore, TmaLoad)
 from .ops import ClcTryCancel
 
 RING_FILE = "ring.py"

@@ -7,7 +7,7 @@ import re
 
 from ...frontend.mlir_data import Op
 from ...syncir.ops import TmemAccess
-from ...syncir.ir import MbarWait, Unsupported
+from ...syncir.ops import MbarWait, Unsupported
 from .. import tmem
 from ..values import MulHi
 

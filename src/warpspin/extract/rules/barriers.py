@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 from ...frontend.mlir_data import Op
-from ...syncir.ir import BarArrive, BarSync, ClusterArrive, ClusterWait, Const, Exit, Unsupported
+from ...syncir.ir import Const
+from ...syncir.ops import BarArrive, BarSync, ClusterArrive, ClusterWait, Exit, Unsupported
 
 
 class BarrierRules:

@@ -6,7 +6,8 @@ import re
 
 from ...frontend.mlir_data import Op
 from ...syncir.ops import CLC_WORDS, ClcTryCancel
-from ...syncir.ir import CounterDecl, Const, SmemLoad, TmaLoad, Unsupported, Var, WordRef, expr_vars
+from ...syncir.ir import CounterDecl, Const, Var, WordRef, expr_vars
+from ...syncir.ops import SmemLoad, TmaLoad, Unsupported
 from .. import cute_types as ct
 from ..values import LANE, ClcResponse, View, opaque
 

@@ -8,7 +8,8 @@ from typing import Optional
 
 from ...frontend.mlir_data import Op
 from ...syncir.ops import CpAsync, CpAsyncCommit, CpAsyncWait, FenceProxyAsync, SmemOwn, TmaStore
-from ...syncir.ir import Unchecked, Const, Expr, Lanes, MBarRef, TmaLoad, Unsupported
+from ...syncir.ir import Unchecked, Const, Expr, Lanes, MBarRef
+from ...syncir.ops import TmaLoad, Unsupported
 from .. import cute_types as ct
 from ..partitions import thread_partition
 from ..values import Atom, Region, Stage, Value, View, opaque

@@ -8,7 +8,8 @@ from typing import Optional
 
 from ...frontend.mlir_data import Op
 from ...syncir.ops import DsmemStore
-from ...syncir.ir import StAsync, Const, Expr, MBarRef, TmaLoad, Unsupported, WordRef, expr_vars
+from ...syncir.ir import Const, Expr, MBarRef, WordRef, expr_vars
+from ...syncir.ops import StAsync, TmaLoad, Unsupported
 from .. import cute_types as ct
 from ..data import DataAccess
 from ..partitions import element_type, image as layout_image

@@ -10,7 +10,8 @@ from typing import Optional
 from ...frontend.mlir_data import Op
 from ...syncir.ops import (SmemRead, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd,
                            GlobalWait)
-from ...syncir.ir import AtomInc, CounterDecl, Const, Expr, Loc, Unsupported, Var, expr_vars
+from ...syncir.ir import CounterDecl, Const, Expr, Loc, Var, expr_vars
+from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
 from ..values import LANE, Region, View, opaque_reasons, opaque
 from ..context import INT_TYPES, _pointer_name

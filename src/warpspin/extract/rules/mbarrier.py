@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ...frontend.mlir_data import Op
-from ...syncir.ir import (Const, MBarRef, MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit,
-                          MbarInitFence, MbarTestWait, MbarWait, Stmt, Unsupported, Var)
+from ...syncir.ir import Const, MBarRef, Stmt, Var
+from ...syncir.ops import (MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait, MbarWait, Unsupported)
 from ..values import Ptr, Unknown, Value, lin_expr
 
 

@@ -8,7 +8,7 @@ from typing import Optional
 from ...frontend.mlir_data import Op
 from ...syncir.ops import (Tcgen05Commit, TmemAccess, TmemAlloc, TmemDealloc, TmemLoad,
                            TmemRelinquish, TmemWaitLd)
-from ...syncir.ir import Unsupported
+from ...syncir.ops import Unsupported
 from .. import cute_types as ct
 from .. import tmem
 from ..values import Ptr

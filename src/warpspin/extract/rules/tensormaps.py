@@ -8,7 +8,7 @@ from typing import Optional
 from ...frontend.mlir_data import Op
 from ...syncir.ops import (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease,
                            TensormapWrite)
-from ...syncir.ir import Unsupported
+from ...syncir.ops import Unsupported
 from ..descriptors import TENSORMAP_CASTS, address, same_descriptor
 from .asm import tensormap_asm_form
 

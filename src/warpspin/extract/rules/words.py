@@ -7,7 +7,8 @@ import re
 from typing import Optional
 
 from ...frontend.mlir_data import Op
-from ...syncir.ir import Const, Expr, Loc, SmemLoad, SmemStore, Var, WordRef, expr_vars
+from ...syncir.ir import Const, Expr, Loc, Var, WordRef, expr_vars
+from ...syncir.ops import SmemLoad, SmemStore
 from .. import cute_types as ct
 from ..data import DataAccess, spans_of
 from ..values import (split_lane, LANE, Leaves, Ptr, Region, View, lane_values, opaque_reasons,
