@@ -99,5 +99,57 @@ class DataReuseOtherHalf(_Twice):
     fenced = False
 
 
+class _Ldmatrix(Litmus):
+    """2 warps copy a 16 x 16 bf16 tile into shared memory element by element (each element by
+    one thread), then (`barrier`) bar.sync, then warp 0 loads it with ldmatrix (a tiled copy of
+    LdMatrix8x8x16bOp, x4) for an SM80 MMA's A operand, and each of its threads writes its
+    first element to its word of x (no probe: the hardware shows that it completes). The
+    ldmatrix reads bytes warp 1 wrote."""
+    warps = 2
+    nbars = 1
+    barrier = True
+
+    @cute.jit
+    def body(self):
+        from cutlass import BFloat16
+        m, k = 16, 16
+        tidx = self.warp * 32 + self.lane
+        smem = cutlass.memory.SmemAllocator()
+        sA = smem.allocate_tensor(BFloat16, cute.make_layout((m, k), stride=(k, 1)),
+                                  byte_alignment=128)
+        for i in cutlass.range_constexpr(m * k // 64):
+            e = i * 64 + tidx
+            sA[e // k, e % k] = BFloat16(1.0)
+        if cutlass.const_expr(self.barrier):
+            cute.arch.barrier()
+        if self.warp == 0:
+            self.load(sA)
+
+    @cute.jit
+    def load(self, sA):
+        from cutlass import BFloat16
+        from cutlass.cute.nvgpu import warp
+        mma = cute.make_tiled_mma(warp.MmaF16BF16Op(BFloat16, Float32, (16, 8, 16)))
+        tCrA = mma.make_fragment_A(mma.get_slice(self.lane).partition_A(sA))
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(transpose=False, num_matrices=4),
+                                   BFloat16)
+        s2r = cute.make_tiled_copy_A(atom, mma).get_slice(self.lane)
+        cute.copy(s2r, s2r.partition_S(sA), s2r.retile(tCrA))
+        self.x[self.lane] = cutlass.Int32(Float32(tCrA[0]))
+
+
+class DataLdmatrixBarrier(_Ldmatrix):
+    """ldmatrix after the bar.sync that orders every thread's store before it: verified."""
+    rules = ("data.barrier",)
+
+
+class DataLdmatrixNoBarrier(_Ldmatrix):
+    """ldmatrix with no bar.sync after the stores: warp 0 may load bytes warp 1 has not stored
+    yet: race at the copy."""
+    rules = ("data.barrier",)
+    expect = "race"
+    barrier = False
+
+
 LITMUS = [DataReduceBarrier, DataReduceNoBarrier, DataReuseBarrier, DataReuseNoBarrier,
-          DataReuseOtherHalf]
+          DataReuseOtherHalf, DataLdmatrixBarrier, DataLdmatrixNoBarrier]

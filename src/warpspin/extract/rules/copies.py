@@ -11,6 +11,7 @@ from ...syncir.ops import CpAsync, CpAsyncCommit, CpAsyncWait, FenceProxyAsync, 
 from ...syncir.ir import Unchecked, Const, Expr, Lanes, MBarRef
 from ...syncir.ops import TmaLoad, Unsupported
 from .. import cute_types as ct
+from ..data import DataAccess
 from ..partitions import thread_partition
 from ..values import Atom, Region, Stage, Value, View, opaque
 from .tcgen05 import tmem_copy
@@ -56,11 +57,34 @@ class CopyRules:
         elif "tma_bar" in t or "mbar" in t:
             out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
         elif len(op.operands) > 2:  # a copy from / into a buffer stage reads / writes it
+            # (a load into registers of bytes no TMA fills is also a read of shared data: the
+            # buffer of its own-part claim goes if no cp.async writes it, the data if one does)
+            data = register_load(op.operand_types) and self.staged(op.operands[1]) is None
             if not self.own_access(op, op.operands[1], False, out) and \
                     not self.shared_cp_read(op, op.operands[1], out):
                 self.staged_read(op, op.operands[1], out)
+            if data:
+                self.register_load(op, out)
             if not self.own_access(op, op.operands[2], True, out):
                 self.staged_write(op, op.operands[2], out)
+
+    def register_load(self, op: Op, out) -> None:
+        """A synchronous copy from shared memory into registers (ldmatrix, a universal copy) of
+        bytes that are no buffer stage: a load of those bytes as shared data (extract/data.py),
+        all of the source tensor's bytes (a sound over-approximation of the lanes' addresses)."""
+        v = self.val(op.operands[1])
+        if isinstance(v, View) and v.ptr.alloc is not None and v.ptr.cta is None:
+            if v.ptr.lin:  # a partition at the thread index: the bytes of the tensor it slices
+                self.ctx.derived_view_writes = True
+            (lo, hi), uid, elem = v.byte_range, v.ptr.alloc.uid, v.elem
+        elif isinstance(v, Region) and v.alloc is not None:
+            self.ctx.derived_view_writes = True  # a partition of a tensor, inside its bytes
+            lo, hi, uid, elem = v.lo, v.hi, v.alloc, ct.elem_bytes(op.operand_types[1]) or 0
+        else:
+            return
+        records = tuple(r for r in self.records_since_op()
+                        if r[0] == "u" and self.ctx.smem_uses[r[1]][0] == uid)
+        out.append(DataAccess(uid, ((lo, hi),), False, records, self.loc(op), elem=elem))
 
     def own_buffer(self, op: Op, vid: int) -> Optional[str]:
         """The buffer `vid` is the executing thread's own part of (a one-to-one tiled-copy
@@ -297,3 +321,14 @@ HANDLERS = {
     "nvvm.cp.async.commit.group": CopyRules.cp_async_commit,
     "nvvm.cp.async.wait.group": CopyRules.cp_async_wait,
 }
+
+
+# copy atoms that load shared memory into registers synchronously (generic proxy)
+REGISTER_LOAD_ATOMS = ("ldsm", "universal_copy")
+
+
+def register_load(types: list[str]) -> bool:
+    """Whether a cute.copy (its operand types) loads shared memory into registers with a
+    synchronous atom: it writes no shared memory."""
+    return len(types) > 2 and ct.atom_kind(types[0]) in REGISTER_LOAD_ATOMS and \
+        ct.is_smem(types[1]) and ct.memref_space(types[2]) == "rmem"

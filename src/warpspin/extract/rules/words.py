@@ -16,6 +16,7 @@ from ..values import (split_lane, LANE, Leaves, Ptr, Region, View, lane_values, 
 from ..context import MEMORY_READER_PREFIXES, _memory_reader
 from .asm import _asm_only_global_tensormap, _asm_may_write_shared, _one_st_async, ASM_ST_CLUSTER
 from .clc import _response_load
+from .copies import register_load
 from .tcgen05 import TMEM_ADDRESS_WORD, _tmem_address_word
 
 
@@ -56,8 +57,9 @@ class WordRules:
         if _memory_reader(op.name) or op.name in ("nvvm.store.async",  # its handler records it
                                                   "nvvm.clusterlaunchcontrol.try.cancel"):
             return
-        if op.name == "cute.copy" and _response_load(op.operand_types):
-            return  # a 16-byte load into registers (clc_response_load)
+        if op.name == "cute.copy" and (_response_load(op.operand_types) or
+                                       register_load(op.operand_types)):
+            return  # a load into registers (ldmatrix, clc_response_load)
         if op.name in TMEM_ADDRESS_WORD and len(op.operands) > 1:
             v = self.val(op.operands[1])  # tcgen05.alloc writes the 4-byte address there
             if (word := _tmem_address_word(v)) is not None:
