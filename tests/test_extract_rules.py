@@ -41,3 +41,44 @@ def test_rules_are_walker_methods():
     """Every rule is the WarpWalker method of its name (a mixin's, not shadowed by another)."""
     for op_name, rule in walker.HANDLERS.items():
         assert getattr(walker.WarpWalker, rule.__name__) is rule, op_name
+
+
+def test_an_op_with_no_rule_is_unsupported_by_construction():
+    """No fall-through: an op no table names is Unsupported, naming it, unless it is a value op
+    of the allow-list (a side-effect-free dialect, a cute op with no memory operand or that only
+    reads memory, or one named in VALUE_OPS)."""
+    from warpspin.frontend.mlir_data import Op
+    why = walker.unknown_op_why
+    assert why(Op("arith.remf")) is None and why(Op("math.sin")) is None
+    assert why(Op("cute.make_layout", operand_types=["!cute.shape<\"(4,8)\">"])) is None
+    assert why(Op("cute.get_iter", operand_types=["!cute.memref<f32, smem, \"4:1\">"])) is None
+    assert why(Op("llvm.store")) is None and why(Op("nvvm.vote.sync")) is None
+    # a cute op on memory that is neither a known reader nor a handled op
+    mem = why(Op("cute.memref.frobnicate", operand_types=["!cute.memref<f32, smem, \"4:1\">"]))
+    assert mem is not None and "cute.memref.frobnicate" in mem
+    # any other dialect's op: by name only
+    for name in ("nvvm.barrier.cta.sync.new", "llvm.call_intrinsic", "gpu.barrier",
+                 "vector.store", "memref.store"):
+        assert why(Op(name)) is not None, name
+
+
+def test_the_walker_emits_unsupported_for_an_unknown_op():
+    from warpspin.frontend.mlir_data import Op
+    from warpspin.syncir.ops import Unsupported
+    w = walker.WarpWalker.__new__(walker.WarpWalker)
+    w.env = {}
+    emitted = []
+
+    class _Ctx:
+        smem_writes, smem_uses, accumulators = [], [], {}
+
+        def writes_descriptor_memory(self, op):
+            return False
+    w.ctx = _Ctx()
+    w.loc = lambda op: None
+    w.set_unknown_results = lambda op: None
+    w.fence_scope = None
+    w.smem_writes_of = w.smem_uses_of = lambda op: None
+    w.op(Op("gpu.barrier"), emitted)
+    assert len(emitted) == 1 and isinstance(emitted[0], Unsupported) and \
+        "gpu.barrier" in emitted[0].what

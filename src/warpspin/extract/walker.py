@@ -52,6 +52,43 @@ UNSUPPORTED_PREFIXES = (
 )
 
 
+# An op no table above names is Unsupported (naming it) unless it is one of these: its results
+# are then values the model does not follow (anything that decides synchronization with them is
+# Unsupported in turn, cleanup.mark_unsupported), and what it does to memory the cross-cutting
+# checks of `WarpWalker.op` record from its operands. An allow-list, by construction:
+# * dialects with no side effects (arith, math);
+# * cute ops with no memory operand (layout, shape and atom algebra), or that only read or view
+#   memory (context.MEMORY_READERS);
+# * these, each known to touch no synchronization (ops of other dialects by name):
+VALUE_OPS = {
+    # stores whose bytes smem_writes_of / Context.written_gmem record (by operand type)
+    "llvm.store", "cute.memref.store_vec",
+    # a load (its acquire, if any, only orders more: dropping it can hide no race)
+    "nvvm.load.ext",
+    # warp votes and arithmetic intrinsics
+    "nvvm.vote.sync", "nvvm.fmax", "nvvm.fmin", "nvvm.rcp.approx.ftz.f", "nvvm.add.packed.f32x2",
+    "nvvm.fma.packed.f32x2", "nvvm.mul.packed.f32x2", "nvvm.sub.packed.f32x2",
+    "cf.assert", "iket.range_push", "iket.range_pop",
+    "vector.bitcast", "vector.broadcast", "vector.from_elements", "vector.reduction",
+    "vector.to_elements", "vector.extract", "vector.insert", "vector.extractelement",
+    "vector.insertelement", "vector.shuffle", "vector.splat", "vector.fma",
+    "cute_nvgpu.atom.make_tmem_copy",
+}
+PURE_DIALECTS = ("arith.", "math.")
+MEMORY_TYPE = re.compile(r"memref|ptr|smem_desc|tmem")
+
+
+def unknown_op_why(op: Op) -> Optional[str]:
+    """None when `op`, which no rule table names, is a value op (VALUE_OPS); else why it is
+    Unsupported."""
+    if op.name in VALUE_OPS or op.name.startswith(PURE_DIALECTS) or _memory_reader(op.name):
+        return None
+    if op.name.startswith("cute.") and (_memory_reader(op.name) or not any(
+            MEMORY_TYPE.search(t) for t in op.operand_types)):
+        return None
+    return f"{op.name}: an op with no extraction rule (what it does is not known)"
+
+
 # ops that may write global memory; one whose global operand shares a kernel argument with a
 # descriptor pointer and that is not a tensormap op the extractor reads is Unsupported
 GLOBAL_WRITE = re.compile(r"store|copy|atomic|\bred\b|inline_asm|inline_ptx|memset|memcpy")
@@ -273,6 +310,9 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             out.append(Unsupported(f"{op.name} (region op)", self.loc(op)))
             self.set_unknown_results(op)
         else:
+            why = unknown_op_why(op)
+            if why is not None:
+                out.append(Unsupported(why, self.loc(op)))
             self.set_unknown_results(op)
 
     # -- control flow ----------------------------------------------------------------------
