@@ -194,6 +194,28 @@ class TestAndTryWait(_Mbar):
             self.observe(3, cute.arch.mbarrier_try_wait(self.bar(0), 0))
 
 
+class TryWaitTimeLimit(_Mbar):
+    """The same with try_wait's explicit time limit (`mbarrier.try_wait.parity.timelimit`,
+    `experimental.primitives.nvvm_wrapper.mbarrier_try_wait_parity`, 1000 ns): 0 before warp 1's
+    arrival, after its limit, and 1 after it: probes [0, 1]."""
+    rules = ("mbarrier.test-wait",)
+    probes = 2
+
+    @cute.jit
+    def body(self):
+        from cutlass.experimental.primitives import nvvm_wrapper as nw
+        self.init(1)
+        if self.warp == 0:
+            self.observe(0, nw.mbarrier_try_wait_parity(self.bar(0), 0, time_limit=1000))
+        cute.arch.sync_threads()
+        if self.warp == 1:
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(self.bar(0))
+        cute.arch.sync_threads()
+        if self.warp == 0:
+            self.observe(1, nw.mbarrier_try_wait_parity(self.bar(0), 0, time_limit=1000))
+
+
 class OverArrival(_Mbar):
     """init(1); all 32 lanes of warp 0 arrive at once (no elect). warpspin: arrival-mismatch.
     The probes record what the hardware made of it: test_wait parity 0 and 1 afterwards."""
@@ -249,4 +271,4 @@ class UseBeforeInit(Litmus):
 
 LITMUS = [PhaseNeedsArrivals, ArriveCount, PendingTxKeepsPhaseOpen, PendingTxHangs,
           ArriveAfterCompletion, ParityOneBehind, ParityTwoBehindProbe, ParityTwoBehindWait,
-          TestAndTryWait, OverArrival, InitFenceOtherWarp, UseBeforeInit]
+          TestAndTryWait, TryWaitTimeLimit, OverArrival, InitFenceOtherWarp, UseBeforeInit]

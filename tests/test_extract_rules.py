@@ -82,3 +82,35 @@ def test_the_walker_emits_unsupported_for_an_unknown_op():
     w.op(Op("gpu.barrier"), emitted)
     assert len(emitted) == 1 and isinstance(emitted[0], Unsupported) and \
         "gpu.barrier" in emitted[0].what
+
+
+def test_try_wait_with_a_time_limit_is_a_test_of_the_phase():
+    """`mbarrier.try_wait.parity.timelimit` (the DSL's experimental nvvm_wrapper
+    mbarrier_try_wait_parity) is a test of the phase, as `cute.arch.mbarrier_try_wait`; with
+    relaxed order it acquires nothing and is refused, naming the op."""
+    import pytest
+    pytest.importorskip("cutlass")
+    import cutlass.cute as cute
+    from cutlass.experimental.primitives import nvvm_wrapper as nw
+    from conformance.mbarrier import TryWaitTimeLimit
+    from warpspin.extract import extract
+    from warpspin.frontend import trace
+    from warpspin.syncir.ir import walk_stmts
+    from warpspin.syncir.ops import MbarTestWait, Unsupported
+
+    def ops(lit):
+        (tk,) = trace(lit, *lit.args_cpu(), arch=lit.arch)
+        return [s for p in extract(tk).processes for s in walk_stmts(p.body)]
+    got = ops(TryWaitTimeLimit())
+    assert sum(isinstance(s, MbarTestWait) for s in got) == 2
+    assert not any(isinstance(s, Unsupported) for s in got)
+
+    class Relaxed(TryWaitTimeLimit):
+        @cute.jit
+        def body(self):
+            self.init(1)
+            if self.warp == 0:
+                self.observe(0, nw.mbarrier_try_wait_parity(self.bar(0), 0, time_limit=1000,
+                                                            order=nw.MemOrder.RELAXED))
+    bad = [s for s in ops(Relaxed()) if isinstance(s, Unsupported)]
+    assert bad and "timelimit with relaxed order" in bad[0].what, bad
