@@ -27,14 +27,16 @@ from warpspin.syncir.ir import rewrite_stmts
 from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
                                  FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, TensormapAcquire,
                                  TensormapRelease, TensormapWrite, TmaStore, WgmmaCommit,
-                                 WgmmaRead, WgmmaWait)
+                                 WgmmaRead, WgmmaWait, WgmmaReadData, WgmmaAcc, AccAccess,
+                                 WgmmaFence)
 from warpspin.syncir.passes import without_data_cells
 from warpspin.syncir.protocols import epilogue, kgrouped, mainloop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RACE_OPS = (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite,
             SmemWrite, TmaStore, FenceProxyAsync, WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait,
-            CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn)
+            CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, WgmmaReadData, WgmmaAcc, AccAccess,
+            WgmmaFence)
 
 
 def without_races(k):
@@ -89,6 +91,10 @@ def kernels():
     import block_reduce as br
     fn, args = br.correct()
     yield "block_reduce.py:correct (8 warps, reduction_buffer)", extract(trace(fn, *args)[0])
+    import wgmma_accumulator as wa
+    fn, args = wa.correct()
+    yield "wgmma_accumulator.py:correct (4 warps, sA and sB, the accumulator)", \
+        extract(trace(fn, *args)[0])
     yield "quack.rmsnorm (stored trace, sX and reduction_buffer)", stored("quack.rmsnorm")
     yield "quack.softmax.cluster (stored trace, sX and the partials)", \
         stored("quack.softmax.cluster")
