@@ -238,6 +238,11 @@ def concrete_op(stmt, env, kernel=None) -> str:
     text = fmt_op(replace(stmt, **changes))
     for plain, name in named:
         text = text.replace(plain, name, 1)
+    if kernel is not None:  # an array of shared data named whole (a wgmma's read, its groups)
+        import re
+        for w in kernel.words:
+            if w.data and w.label:
+                text = re.sub(rf"\b{re.escape(w.name)}\b", w.label, text)
     return text
 
 
