@@ -68,6 +68,19 @@ VALUE_OPS = {
     # warp votes and arithmetic intrinsics
     "nvvm.vote.sync", "nvvm.fmax", "nvvm.fmin", "nvvm.rcp.approx.ftz.f", "nvvm.add.packed.f32x2",
     "nvvm.fma.packed.f32x2", "nvvm.mul.packed.f32x2", "nvvm.sub.packed.f32x2",
+    "nvvm.fabs", "nvvm.ex2.approx.f", "nvvm.ex2.approx.ftz.f", "nvvm.lg2.approx.f",
+    "nvvm.rsqrt.approx.f", "nvvm.rsqrt.approx.ftz.f", "nvvm.sqrt.approx.f",
+    "nvvm.sin.approx.f", "nvvm.cos.approx.f", "nvvm.redux.sync",
+    # LLVM values and address arithmetic (a load reads; an address's uses are checked where
+    # they touch memory)
+    "llvm.mlir.undef", "llvm.mlir.poison", "llvm.mlir.constant", "llvm.mlir.zero",
+    "llvm.extractvalue", "llvm.insertvalue", "llvm.extractelement", "llvm.insertelement",
+    "llvm.shufflevector", "llvm.bitcast", "llvm.zext", "llvm.sext", "llvm.trunc", "llvm.icmp",
+    "llvm.fcmp", "llvm.select", "llvm.add", "llvm.sub", "llvm.mul", "llvm.and", "llvm.or",
+    "llvm.xor", "llvm.shl", "llvm.lshr", "llvm.ashr", "llvm.fadd", "llvm.fsub", "llvm.fmul",
+    "llvm.fdiv", "llvm.fneg", "llvm.fptrunc", "llvm.fpext", "llvm.sitofp", "llvm.uitofp",
+    "llvm.fptosi", "llvm.fptoui", "llvm.load", "llvm.getelementptr", "llvm.inttoptr",
+    "llvm.addrspacecast",
     "cf.assert", "iket.range_push", "iket.range_pop",
     "vector.bitcast", "vector.broadcast", "vector.from_elements", "vector.reduction",
     "vector.to_elements", "vector.extract", "vector.insert", "vector.extractelement",
