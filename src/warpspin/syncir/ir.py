@@ -644,3 +644,15 @@ def walk_stmts(body: tuple[Stmt, ...]):
         for b in stmt_bodies(s):
             yield from walk_stmts(b)
 
+
+
+def __getattr__(name: str):
+    """The ops live in syncir/ops/, which imports this module, never the reverse; a name of an op
+    imported from here (code written before the split) is looked up there when first asked."""
+    if name.startswith("__"):  # (`import *` asks for __all__: this module's names, not the ops')
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import ops
+    try:
+        return getattr(ops, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
