@@ -114,3 +114,21 @@ def test_fence_first_follows_loops_and_branches():
     k2 = Kernel("operand", (Process("fill", (late, FENCE), warps=(0, 1)),), (),
                 words=(WordsDecl("tile", 2, L(0), "sA", data=True),))
     assert wgmma_data_mode(k2, "tile") == "unknown"
+
+
+def test_a_store_from_another_cta_or_an_st_async_is_not_followed():
+    """Which proxy fence orders a peer CTA's st.shared::cluster, or an st.async, before a wgmma
+    is not modelled: the mode is unknown (the extractor reports the operand's races as not
+    checked), even where every store meets its thread's fence first."""
+    from warpspin.syncir import MBarRef
+    from warpspin.syncir.ops import StAsync
+    remote = SmemStore(WordRef("tile", Const(0), Const(1)), Const(0), L(1))
+    k = Kernel("operand", (Process("fill", (remote, FENCE, SYNC), warps=(0, 1)),
+                           Process("mma", _told((SYNC, READ, COMMIT, WAIT), 1), warps=(1, 2))),
+               (), words=(WordsDecl("tile", 2, L(0), "sA", data=True),), num_ctas=2)
+    assert wgmma_data_mode(k, "tile") == "unknown"
+    assert any("fence.proxy.async" in str(p) for p in validate(k))
+    st_async = StAsync(WordRef("tile", Const(0)), (Const(0),), MBarRef("b", Const(0)), L(1))
+    k2 = replace(k, processes=(replace(k.processes[0], body=(st_async, FENCE, SYNC)),
+                               k.processes[1]))
+    assert wgmma_data_mode(k2, "tile") == "unknown"

@@ -376,17 +376,17 @@ def _wgmma_data(ctx: Context, walks: list, data: tuple[WordsDecl, ...]) -> list:
     """The walks without the wgmma reads of shared data whose stores are not known to be fenced
     for the async proxy (ops.wgmma_data_mode "unknown"): races on it are then not checked."""
     bodies = [w[3] for w in walks]
-    unknown = {d.name: d for d in data if _reads_data(bodies) and
-               any(isinstance(s, WgmmaReadData) and s.array == d.name
-                   for b in bodies for s in walk_stmts(b))
-               and data_mode_of(bodies, d.name) == "unknown"}
+    read = {s.array for b in bodies for s in walk_stmts(b) if isinstance(s, WgmmaReadData)}
+    unknown = {d.name: d for d in data
+               if d.name in read and data_mode_of(bodies, d.name) == "unknown"}
     if not unknown:
         return walks
     for d in unknown.values():
         ctx.unchecked.append(Unchecked(
             "race", d.label, "a wgmma reads it, and a thread's store of it meets the thread's "
-            "next synchronization before a fence.proxy.async: whether another thread's fence "
-            "orders the store before the wgmma is not followed", d.loc))
+            "next synchronization before a fence.proxy.async, or another CTA or an st.async "
+            "writes it: whether a proxy fence orders the store before the wgmma is not "
+            "followed", d.loc))
     drop = lambda st: () if isinstance(st, WgmmaReadData) and st.array in unknown else (st,)  # noqa: E731
     return [(w[0], w[1], w[2], finish(list(rewrite_stmts(w[3], drop))), *w[4:]) for w in walks]
 

@@ -3,6 +3,7 @@ deadlock (docs/semantics.md, "Deadlock and its classification"), as a diagnosis 
 help lines."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, replace
 
 from .flat import Op
@@ -239,7 +240,6 @@ def concrete_op(stmt, env, kernel=None) -> str:
     for plain, name in named:
         text = text.replace(plain, name, 1)
     if kernel is not None:  # an array of shared data named whole (a wgmma's read, its groups)
-        import re
         for w in kernel.words:
             if w.data and w.label:
                 text = re.sub(rf"\b{re.escape(w.name)}\b", w.label, text)

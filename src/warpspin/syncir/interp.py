@@ -22,7 +22,7 @@ from .ir import (BINOP_FUNCS as _BINOPS, BinOp, Const, Kernel, Loc, ModelError, 
 from .layout import Layout
 from .objects import (BUFFER, BUFFER_STAGE, CLUSTER_BARRIER, LIMITS, MBARRIER, NAMED_BARRIER,
                       TENSORMAP, TMEM)
-from .ops import MbarTestWait, MbarWait, uses_tmem
+from .ops import MbarTestWait, MbarWait, uses_tmem, wgmma_data_arrays
 from .rules import (BufField, Carried, TmapField, TmemField, Call, ClusterField, CounterField, Fail, FlagField, Hook, Inflight, Live, Local, MbarField, NamedField,
                     Obs, Self, Set, When, WordField)
 from .trace import BOUND_KINDS, Complete, Event, ParamChoice, Step, Take  # noqa: F401 (re-exported)
@@ -74,10 +74,14 @@ class StateLayout:
         off += len(lay.words)
         self.swp = off  # the words' `pend` fields (st.async in flight)
         off += len(lay.words)
-        self.swr = off  # their `ard` (wgmma groups reading shared data) and `unf` fields
-        off += len(lay.words)
-        self.swu = off
-        off += len(lay.words)
+        # `ard` (wgmma groups reading it) and `unf` of the cells of arrays a wgmma reads only:
+        # ("ard" | "unf", array) -> its first slot
+        self.wread: dict[tuple[str, str], int] = {}
+        for w in k.words:
+            if w.name in wgmma_data_arrays(k):
+                for f in ("ard", "unf"):
+                    self.wread[(f, w.name)] = off
+                    off += w.size * k.num_ctas
         self.cl = off
         off += len(CL_FIELDS)
         self.live = off
@@ -280,9 +284,13 @@ class Machine:
             i = sl.cl + CL_FIELDS[p.field]
             return lambda v: i
         if isinstance(p, WordField):
-            start = {"val": sl.sw, "pend": sl.swp, "ard": sl.swr, "unf": sl.swu}[p.field]
             size = k.word_array(p.array).size
-            base = lay.word_base[p.array]
+            if p.field in ("ard", "unf"):
+                start, base = sl.wread.get((p.field, p.array)), 0
+                if start is None:
+                    raise ModelError(f"{p.field} of {p.array}, an array no wgmma reads")
+            else:
+                start, base = {"val": sl.sw, "pend": sl.swp}[p.field], lay.word_base[p.array]
             cta, idx = self._expr(p.cta, gid), self._expr(p.index, gid)
             n = k.num_ctas
 

@@ -12,7 +12,7 @@ from .base import (ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _band, _bit, _eq,
                    sync_op)
 from .buffers import FenceProxyAsync, _stage, fence_meets_first
 from .reads import wg_group, wg_open
-from .words import SmemLoad, SmemStore
+from .words import SmemLoad, SmemStore, StAsync
 
 
 class _MaskGroups:
@@ -124,17 +124,24 @@ class WgmmaCommit(_WgmmaGroups, SyncOp):
         return Footprint(((_acc("buffer-stage", "rw", "cta"),) if self.bufs else ()) +
                          self._data_footprint())
 
+    def _shift_bits(self, opened: Local, groups: list, merged=()) -> list:
+        """The one-bit group locals of an accumulator or a data array shifted by the commit:
+        the oldest absorbs the next (`merged`: what runs when both are set), the newest gets
+        the open bit, which clears."""
+        into, other = (groups[-1], groups[-2]) if self.depth > 1 else (groups[0], opened)
+        body = [When(all_of(_eq(into, 1), _eq(other, 1)), list(merged))] if merged else []
+        body.append(Set(into, BinOp("|", into, other)))
+        if self.depth > 1:
+            body += [Set(groups[i], groups[i - 1]) for i in range(self.depth - 2, 0, -1)]
+            body.append(Set(groups[0], opened))
+        return body + [Set(opened, Const(0))]
+
     def rule(self, c):
         body = []
         for a in self.datas:
-            g = [Local(wd_group(a, i)) for i in range(self.depth)]
-            into, other = (g[-1], g[-2]) if self.depth > 1 else (g[0], Local(wd_open(a)))
-            body.append(When(all_of(_eq(into, 1), _eq(other, 1)), _data_retire(c, a)))
-            body.append(Set(into, BinOp("|", into, other)))
-            if self.depth > 1:
-                body += [Set(g[i], g[i - 1]) for i in range(self.depth - 2, 0, -1)]
-                body.append(Set(g[0], Local(wd_open(a))))
-            body.append(Set(Local(wd_open(a)), Const(0)))
+            body += self._shift_bits(Local(wd_open(a)),
+                                     [Local(wd_group(a, i)) for i in range(self.depth)],
+                                     _data_retire(c, a))
         for b in self.bufs:
             g = [Local(wg_group(b, i)) for i in range(self.depth)]
             first = Local(wg_open(b))
@@ -147,15 +154,8 @@ class WgmmaCommit(_WgmmaGroups, SyncOp):
                 body += self._merge(c, b, g[0], first)
             body.append(Set(first, Const(0)))
         for a in self.accs:
-            g = [Local(wa_group(a, i)) for i in range(self.depth)]
-            if self.depth > 1:
-                body.append(Set(g[-1], BinOp("|", g[-1], g[-2])))
-                for i in range(self.depth - 2, 0, -1):
-                    body.append(Set(g[i], g[i - 1]))
-                body.append(Set(g[0], Local(wa_open(a))))
-            else:
-                body.append(Set(g[0], BinOp("|", g[0], Local(wa_open(a)))))
-            body.append(Set(Local(wa_open(a)), Const(0)))
+            body += self._shift_bits(Local(wa_open(a)),
+                                     [Local(wa_group(a, i)) for i in range(self.depth)])
         return Rule(body)
 
 
@@ -389,7 +389,9 @@ def wgmma_data_mode(k, array: str) -> str:
       (on every path; loops twice): the fence lies on every path the store is ordered along;
     "unfenced": not so, and the kernel has no proxy fence at all: a store a wgmma read is
       ordered after is a proxy race (`unf`);
-    "unknown": neither (whether another thread's fence orders the store is not followed)."""
+    "unknown": neither (whether another thread's fence orders the store is not followed), or
+      another CTA stores into it or an st.async writes it (which proxy fence orders those is
+      not modelled)."""
     return k.memo(("wgmma_data_mode", array),
                   lambda: data_mode_of([p.body for p in k.processes], array))
 
@@ -398,6 +400,9 @@ def data_mode_of(bodies, array: str) -> str:
     """wgmma_data_mode over the processes' `bodies` (the extractor asks before the kernel is
     built)."""
     from ..ir import walk_stmts
+    if any((isinstance(s, SmemStore) and s.ref.name == array and s.ref.cta is not None) or
+           (isinstance(s, StAsync) and s.ref.name == array) for b in bodies for s in walk_stmts(b)):
+        return "unknown"
     if all(_fenced_first(b, array) for b in bodies):
         return "fenced"
     if not any(isinstance(s, FenceProxyAsync) for b in bodies for s in walk_stmts(b)):
