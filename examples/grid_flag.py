@@ -21,6 +21,16 @@ Variants:
   weak_load      the consumer spins on a plain load (no .acquire): nothing orders the partials
                  before its reads, and nothing makes the load see a later value -> scope (on the
                  H200 it spins forever)
+  no_wait        the consumer reads the partials without waiting for the count -> race (it
+                 may read them before a producer wrote them)
+  unsynced_readers  the consumer's bar.sync after lane 0's wait is gone: the acquire orders
+                 only lane 0's reads -> races on partial not checked (the model's thread is the
+                 warp), INCONCLUSIVE naming the line
+  unsynced_writers  the producers' bar.sync before lane 0's add is gone: the release covers
+                 only lane 0's writes -> races on partial not checked, INCONCLUSIVE
+
+The partials are global data the flag hands over: every element store and load of them is
+checked against the others (docs/semantics.md, "Global data a flag hands over").
 """
 from __future__ import annotations
 
@@ -31,7 +41,8 @@ import cutlass.cute as cute
 from cutlass import Float32, Int32
 
 PRODUCERS = 3
-BUGS = ("off_by_one", "relaxed_add", "cta_scope", "weak_load")
+BUGS = ("off_by_one", "relaxed_add", "cta_scope", "weak_load", "no_wait", "unsynced_readers",
+        "unsynced_writers")
 CORRECT = (None, "fenced_add", "red_add")
 
 
@@ -62,7 +73,8 @@ class GridFlag:
             total = self.producers + 1                                         # BUG
         if cta < self.producers:                                               # producers
             partial[cta * 32 + lane] = a[cta * 32 + lane] * 2.0
-            cute.arch.sync_threads()
+            if cutlass.const_expr(self.bug != "unsynced_writers"):
+                cute.arch.sync_threads()
             if lane == 0:
                 if cutlass.const_expr(self.bug == "fenced_add"):
                     cute.arch.fence_acq_rel_gpu()
@@ -78,11 +90,12 @@ class GridFlag:
                 if cutlass.const_expr(self.bug == "weak_load"):
                     while cute.arch.load(count.iterator.llvm_ptr, Int32) < total:     # BUG
                         pass
-                else:
+                elif cutlass.const_expr(self.bug != "no_wait"):
                     while cute.arch.load(count.iterator.llvm_ptr, Int32, sem="acquire",
                                          scope="gpu") < total:
                         pass
-            cute.arch.sync_threads()
+            if cutlass.const_expr(self.bug != "unsynced_readers"):
+                cute.arch.sync_threads()
             acc = Float32(0.0)
             for p in cutlass.range(self.producers, unroll=1):
                 acc = acc + partial[p * 32 + lane]
@@ -127,16 +140,32 @@ def weak_load(**kw):
     return variant("weak_load", **kw)
 
 
+def no_wait(**kw):
+    return variant("no_wait", **kw)
+
+
+def unsynced_readers(**kw):
+    return variant("unsynced_readers", **kw)
+
+
+def unsynced_writers(**kw):
+    return variant("unsynced_writers", **kw)
+
+
 VARIANTS = {"correct": correct, "fenced_add": fenced_add, "red_add": red_add,
             **{b: globals()[b] for b in BUGS}}
 # what `warpspin check` must say (make demo and tests/test_examples.py check it)
-EXPECT = {"correct": "not-checked", "fenced_add": "not-checked", "red_add": "not-checked",
+EXPECT = {"correct": "verified", "fenced_add": "verified", "red_add": "verified",
           "off_by_one": "deadlock", "relaxed_add": "scope", "cta_scope": "scope",
-          "weak_load": "scope"}
+          "weak_load": "scope", "no_wait": "race", "unsynced_readers": "not-checked",
+          "unsynced_writers": "not-checked"}
 EXPECT_AT = {"off_by_one": "while cute.arch.load(count.iterator.llvm_ptr, Int32, sem=\"acquire\",",
              "weak_load": "while cute.arch.load(count.iterator.llvm_ptr, Int32) < total:",
              "relaxed_add": "cute.arch.atomic_add(count.iterator.llvm_ptr, Int32(1), sem=sem, scope=scope)",
-             "cta_scope": "cute.arch.atomic_add(count.iterator.llvm_ptr, Int32(1), sem=sem, scope=scope)"}
+             "cta_scope": "cute.arch.atomic_add(count.iterator.llvm_ptr, Int32(1), sem=sem, scope=scope)",
+             "no_wait": "acc = acc + partial[p * 32 + lane]",
+             "unsynced_readers": "acc = acc + partial[p * 32 + lane]",
+             "unsynced_writers": "cute.arch.atomic_add(count.iterator.llvm_ptr, Int32(1), sem=sem, scope=scope)"}
 
 
 def run_on_device(name: str, producers: int = PRODUCERS) -> None:

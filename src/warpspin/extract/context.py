@@ -56,6 +56,11 @@ GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice"
               "cute.recast_iter", "cute.derefine", "cute.assume", "cute.make_ptr", "cute.recast_layout",
               "cute.composition", "cute.logical_divide", "cute.zipped_divide", "cute.tiled_divide",
               "cute.flat_divide", "cute.group_modes", "cute.domain_offset"}
+# ops that compute addresses or layouts of global memory without accessing it
+# (`Context.global_data_why`)
+GLOBAL_ADDRESS_OPS = {"builtin.unrealized_conversion_cast", "cute.ptrtoint", "llvm.ptrtoint",
+                      "cute.get_layout", "cute.get_shape", "cute.get_stride"}
+GLOBAL_ADDRESS_PREFIXES = ("cute.get_", "cute.size", "cute.cosize")
 # op names that may write global memory (besides stores and copies, which are attributed)
 GMEM_WRITERS = re.compile(r"atomic|\batom|\bred\b|store|st_bulk|cp\.async\.bulk\.global|"
                           r"tma_store|reduce\.async|tensormap")
@@ -386,6 +391,36 @@ class Context:
         op = info.op
         if op is not None and op.operands and op.name in GMEM_VIEWS:
             return self.gmem_root(op.operands[0], depth + 1)
+        return None
+
+    def pointer_root(self, vid: Optional[int]) -> Optional[int]:
+        """The kernel argument a global tensor or pointer views, through casts of the pointer
+        (an LLVM pointer cast from a cute pointer), or None."""
+        while vid is not None:
+            info = self.kernel.value_info.get(vid)
+            if info is None or info.is_block_arg or info.op is None \
+                    or info.op.name != "builtin.unrealized_conversion_cast":
+                break
+            vid = info.op.operands[0]
+        return self.gmem_root(vid) if vid is not None else None
+
+    def global_data_why(self, root: int) -> Optional[str]:
+        """Why kernel argument `root` is not followed as global data in a grid model (None: it
+        may be): an op other than an element store or load (`cute.memref.store` / `load`) may
+        access it, or an op may access global memory not attributed to an argument. Views and
+        address computations access nothing; a flag's atomics and spin loads access the flag's
+        argument. An allow-list."""
+        for op in self.kernel.walk():
+            mem = [vid for vid, t in zip(op.operands, op.operand_types) if _may_be_gmem(t)]
+            if not mem or op.name in GMEM_VIEWS or op.name in GLOBAL_ADDRESS_OPS or \
+                    op.name.startswith(GLOBAL_ADDRESS_PREFIXES):
+                continue
+            roots = {self.pointer_root(v) for v in mem}
+            where = f"{op.name}@{op.loc.short()}"
+            if None in roots:
+                return f"{where} accesses global memory not attributed to a kernel argument"
+            if root in roots and op.name not in ("cute.memref.store", "cute.memref.load"):
+                return f"{where} may access it and is not an element store or load"
         return None
 
     def other_writer(self, root: int, what: str, changes: str) -> Optional[str]:

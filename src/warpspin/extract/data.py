@@ -53,6 +53,17 @@ class DataAccess(Stmt):
         return replace(self, spans=None, lanes=(), base=None, extent=None)
 
 
+def global_alloc(root: int) -> int:
+    """The DataAccess `alloc` of kernel argument `root`'s global memory (a grid model's global
+    data): negative, apart from shared-memory allocation uids."""
+    return -1 - root
+
+
+def global_root(alloc: int) -> Optional[int]:
+    """The kernel argument a DataAccess `alloc` of global memory names (None: shared memory)."""
+    return -1 - alloc if alloc < 0 else None
+
+
 def spans_of(offsets: list[int], size: int) -> tuple[tuple[int, int], ...]:
     """The byte ranges of elements of `size` bytes at `offsets`, merged."""
     out: list[list[int]] = []
@@ -103,8 +114,14 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         else:
             lo = min(s[0] for a in acc for s in a.spans)
             hi = max(s[1] for a in acc for s in a.spans)
+        root = global_root(alloc)
+        if root is not None:
+            why = ctx.global_data_why(root) or _flag_sync_why(walks)
+            if why is not None:
+                ctx.data_why[alloc] = why
+                continue
         mine = {r for a in acc for r in a.records}
-        others = [("w", i) for i, (al, rng, _) in enumerate(ctx.smem_writes)
+        others = [] if root is not None else [("w", i) for i, (al, rng, _) in enumerate(ctx.smem_writes)
                   if (al is None or (al == alloc and _overlaps(rng, lo, hi)))
                   and ("w", i) not in mine] + \
                  [("u", i) for i, (al, rng, _) in enumerate(ctx.smem_uses)
@@ -116,7 +133,7 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
             ctx.data_why[alloc] = (f"{what} may {'write' if k == 'w' else 'access'} its bytes "
                                    "and is not an element store or load")
             continue
-        if _buffer_here(ctx, busy, alloc, lo, hi):
+        if root is None and _buffer_here(ctx, busy, alloc, lo, hi):
             ctx.data_why[alloc] = "a TMA or cp.async buffer shares its bytes"
             continue
         plain = [a for a in acc if not a.wgmma]
@@ -125,20 +142,25 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         if any(a.bar is not None and not _whole_cells(a, parts) for a in acc):
             ctx.data_why[alloc] = "an st.async writes part of a cell"
             continue
-        from .build import _alloc_label
-        label = _alloc_label(ctx, alloc, (lo, hi))
-        if label.startswith("shared memory"):
-            label = next(filter(None, (_subscripted(a.loc) for a in plain)), label)
-        name = f"data{alloc}"
+        label = global_label(ctx, root, plain) if root is not None else _shared_label(ctx, alloc, lo, hi, plain)
+        name = f"data{alloc}" if root is None else f"gdata{root}"
         cells[alloc] = (name, parts)
-        decls.append(WordsDecl(name, len(parts), plain[0].loc, label, data=True))
+        decls.append(WordsDecl(name, len(parts), plain[0].loc, label, data=True,
+                               grid=root is not None))
         handoff = next(filter(None, (_lane_handoff(w[3], alloc) for w in walks)), None)
+        if root is not None and handoff is None and \
+                sum(any(isinstance(s, DataAccess) and s.alloc == alloc for s in walk_stmts(w[3]))
+                    for w in walks) > 1:  # (data one warp alone accesses meets no other warp)
+            handoff = next(filter(None, (_flag_lanes(w[3], alloc) for w in walks)), None)
+        if root is not None:
+            ctx.assumptions.add(f"global data {label}: no other kernel argument aliases it, and "
+                                "nothing outside the kernel accesses it while the kernel runs")
         if handoff is not None:  # races between warps are still checked, and reported
-            ctx.unchecked.append(Unchecked(
-                "race", label, f"lanes of one warp hand it over at {_at(handoff)} with no barrier "
-                "between one lane's access and another's (the model's thread is the warp: a "
-                "warp-synchronous hand-off is not modelled)", handoff))
+            what = label if root is None else f"global data {label}"
+            ctx.unchecked.append(Unchecked("race", what, handoff[1], handoff[0]))
         explained |= {i for k, i in mine if k == "w"}
+
+    _global_unchecked(ctx, by_alloc, set(cells))
 
     def rewrite(st):
         if not isinstance(st, DataAccess):
@@ -173,7 +195,111 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
     return out, tuple(decls), explained
 
 
-def _lane_handoff(body: tuple, alloc: int) -> Optional[Loc]:
+def _shared_label(ctx, alloc: int, lo: int, hi: int, plain: list) -> str:
+    from .build import _alloc_label
+    label = _alloc_label(ctx, alloc, (lo, hi))
+    if label.startswith("shared memory"):
+        label = next(filter(None, (_subscripted(a.loc) for a in plain)), label)
+    return label
+
+
+def global_label(ctx, root: int, plain: list = ()) -> str:
+    """How the user named kernel argument `root` (`partial[i] = ...`), else its position."""
+    name = next(filter(None, (_subscripted(a.loc) for a in plain)), None)
+    return name or f"kernel argument {root}"
+
+
+def _global_unchecked(ctx, by_alloc: dict, followed: set) -> None:
+    """In a grid model: races NOT CHECKED on each kernel argument the kernel writes that is not
+    followed as global data (the data a flag may hand over), and on global memory when a write
+    is not attributed to an argument."""
+    if ctx.grid_why is not None:
+        return
+    from ..syncir.ir import NOLOC
+    written, unknown = ctx.written_gmem()
+    unknown = [w for w in unknown if not w.startswith(("nvvm.atomicrmw@", "nvvm.red@"))]
+    if unknown:
+        ctx.unchecked.append(Unchecked("race", "global memory", f"{unknown[0]} writes global "
+                                       "memory the model does not place", NOLOC))
+    for root in sorted(written - {int(n[4:]) for n in ctx.flags}):
+        acc = by_alloc.get(global_alloc(root), [])
+        if global_alloc(root) in followed:
+            continue
+        why = ctx.data_why.get(global_alloc(root)) or ctx.global_data_why(root) or \
+            "no element store or load of it is placed"
+        ctx.unchecked.append(Unchecked(
+            "race", f"global data {global_label(ctx, root, acc)}", "the kernel writes it, and races on global "
+            "data are checked only where every access of it is an element store or load at a "
+            f"place known per lane: {why}", acc[0].loc if acc else NOLOC))
+
+
+def _flag_sync_why(walks) -> Optional[str]:
+    """Why the flags of a grid model do not order the global data they hand over (None: every
+    add is a release and every wait an acquire, at gpu scope or wider), so that a schedule
+    the flag forces is an order of the data too."""
+    from ..syncir.ops import GlobalAdd, GlobalWait
+    for w in walks:
+        for s in walk_stmts(w[3]):
+            if isinstance(s, GlobalAdd):
+                sems = ("acq_rel",) if s.dest is not None else ("release", "acq_rel")
+            elif isinstance(s, GlobalWait):
+                sems = ("acquire", "acq_rel")
+            else:
+                continue
+            if s.sem not in sems or s.scope not in ("gpu", "sys"):
+                return (f"the flag op at {_at(s.loc)} is {s.sem} at {s.scope} scope: it orders "
+                        "no global data between CTAs (`scope` reports it)")
+    return None
+
+
+def _flag_lanes(body: tuple, alloc: int) -> Optional[tuple[Loc, str]]:
+    """Where, in one warp's `body` in program order, an add to or a wait on a global flag by
+    some of its lanes (`if lane == 0`) meets an access of global data `alloc` by other lanes
+    of the warp with no bar.sync between: the release covers only the adding lanes' accesses,
+    the acquire orders only the waiting lanes' (PTX 8.7), and the model's thread is the warp."""
+    from ..syncir.ir import For, If, Lanes, While
+    from ..syncir.ops import BarSync, GlobalAdd, GlobalWait
+    accessed: list[tuple[Loc, object]] = []  # (where, lane block) since the last barrier
+    waited: list[tuple[Loc, object]] = []    # lane-subset waits since the last barrier
+
+    def scan(stmts, block) -> Optional[tuple[Loc, str]]:
+        for st in stmts:
+            if isinstance(st, BarSync):
+                accessed.clear()
+                waited.clear()
+            elif isinstance(st, DataAccess) and st.alloc == alloc:
+                w = next((w for w in waited if w[1] is not block), None)
+                if w is not None:
+                    return (st.loc, f"lanes access it at {_at(st.loc)} after a wait on a global "
+                            f"flag by other lanes of their warp ({_at(w[0])}) with no bar.sync "
+                            "between: the acquire orders only the lanes that executed it")
+                accessed.append((st.loc, block))
+            elif isinstance(st, GlobalAdd) and block is not None:
+                a = next((a for a in accessed if a[1] is not block), None)
+                if a is not None:
+                    return (st.loc, f"some lanes release a global flag at {_at(st.loc)} after "
+                            f"other lanes of their warp accessed it ({_at(a[0])}) with no "
+                            "bar.sync between: the release covers only the adding lanes' "
+                            "accesses")
+            elif isinstance(st, GlobalWait) and block is not None:
+                waited.append((st.loc, block))
+            elif isinstance(st, (For, While)):
+                found = scan(st.body, block) or scan(st.body, block)
+                if found:
+                    return found
+            elif isinstance(st, If):
+                found = scan(st.then, block) or scan(st.else_, block)
+                if found:
+                    return found
+            elif isinstance(st, Lanes):
+                found = scan(st.body, st if block is None else block)
+                if found:
+                    return found
+        return None
+    return scan(body, None)
+
+
+def _lane_handoff(body: tuple, alloc: int) -> Optional[tuple[Loc, str]]:
     """Where, in one warp's `body` in program order (a loop's body twice, for its next trip),
     an access of `alloc` by some lane meets an earlier one by another lane of the same bytes,
     one of them a write, with no barrier between (bar.sync, an mbarrier wait, a cluster wait):
@@ -182,7 +308,7 @@ def _lane_handoff(body: tuple, alloc: int) -> Optional[Loc]:
     from ..syncir.ops import BarSync, ClusterWait, MbarTestWait, MbarWait
     since: list[DataAccess] = []
 
-    def scan(stmts) -> Optional[Loc]:
+    def scan(stmts) -> Optional[tuple[Loc, str]]:
         for st in stmts:
             if isinstance(st, (BarSync, MbarWait, MbarTestWait, ClusterWait)):
                 since.clear()
@@ -190,7 +316,10 @@ def _lane_handoff(body: tuple, alloc: int) -> Optional[Loc]:
                     not st.wgmma:
                 for e in since:
                     if (e.write or st.write) and _cross_lane(e, st):
-                        return st.loc
+                        return (st.loc, f"lanes of one warp hand it over at {_at(st.loc)} with "
+                                "no barrier between one lane's access and another's (the "
+                                "model's thread is the warp: a warp-synchronous hand-off is not "
+                                "modelled)")
                 since.append(st)
             elif isinstance(st, (For, While)):
                 found = scan(st.body) or scan(st.body)

@@ -432,7 +432,7 @@ class _Lowering:
                            f"  /* {f.doc} */")
         for w in self.k.words:
             f = SHARED_WORD.field("val")
-            n = w.size * self.k.num_ctas
+            n = w.size * w.copies(self.k.num_ctas)
             many = sum(p.instances for p in self.k.processes) > 255
             out.append(f"{ctype(f.lo, f.hi)} {self.words[w.name]}[{n}];  /* shared words */")
             out.append(f"{'short' if many else 'byte'} {self.wat[w.name]}[{2 * n}];  "
@@ -1217,7 +1217,8 @@ class _Ctx(_GlobalCtx):
             return []
         kind, ref = acc
         a = self.low.wat[ref.name]
-        cta = Const(self.p.cta) if ref.cta is None else ref.cta
+        cta = Const(0) if self.low.k.word_array(ref.name).grid else \
+            Const(self.p.cta) if ref.cta is None else ref.cta
         i = (f"({self.e(self.low.word_index(ref.name, cta, ref.index))}) * 2 + "
              f"{1 if kind == 'st' else 0}")
         count = f"{a}[{i}] = {a}[{i}] {'+' if delta > 0 else '-'} 1;"

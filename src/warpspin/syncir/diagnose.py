@@ -239,6 +239,9 @@ def concrete_op(stmt, env, kernel=None) -> str:
     text = fmt_op(replace(stmt, **changes))
     for plain, name in named:
         text = text.replace(plain, name, 1)
+    if kernel is not None and isinstance(getattr(stmt, "ref", None), WordRef) and \
+            kernel.word_array(stmt.ref.name).grid:  # global data
+        text = re.sub(r"^(ld|st)\.shared", r"\1.global", text)
     if kernel is not None:  # an array of shared data named whole (a wgmma's read, its groups)
         for w in kernel.words:
             if w.data and w.label:

@@ -81,7 +81,7 @@ class StateLayout:
             if w.name in wgmma_data_arrays(k):
                 for f in ("ard", "unf"):
                     self.wread[(f, w.name)] = off
-                    off += w.size * k.num_ctas
+                    off += w.size * w.copies(k.num_ctas)
         self.cl = off
         off += len(CL_FIELDS)
         self.live = off
@@ -233,6 +233,7 @@ class Machine:
         every = self._word_waiting.get(key) if hasattr(self, "_word_waiting") else None
         if every is None:  # (gid, cta, pc, index function) of every access of that kind
             every = []
+            grid = self.kernel.word_array(p.array).grid  # global data: one array, CTA 0's
             for pi, pc, ref in sites.get((p.array, kind), ()):
                 if fixed_idx is not None and isinstance(ref.index, Const) and \
                         ref.index.value != fixed_idx:
@@ -241,8 +242,9 @@ class Machine:
                     if ref.cta is not None:  # a store into a peer CTA: its CTA is a value
                         every.append((inst.gid, self._expr(ref.cta, inst.gid), pc,
                                       self._expr(ref.index, inst.gid)))
-                    elif fixed_cta is None or inst.cta == fixed_cta:
-                        every.append((inst.gid, inst.cta, pc, self._expr(ref.index, inst.gid)))
+                    elif fixed_cta is None or grid or inst.cta == fixed_cta:
+                        every.append((inst.gid, 0 if grid else inst.cta, pc,
+                                      self._expr(ref.index, inst.gid)))
             self.__dict__.setdefault("_word_waiting", {})[key] = every
         waiting = [w for w in every if w[0] != gid]
         base = self.sl.base

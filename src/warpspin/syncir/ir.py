@@ -231,6 +231,13 @@ class WordsDecl:
     loc: Loc = NOLOC
     label: str = ""
     data: bool = False  # cells of shared data (extract/data.py): values 0, only races matter
+    # cells of global data (a grid model's kernel argument): one array for the whole grid, its
+    # accesses name no CTA
+    grid: bool = False
+
+    def copies(self, num_ctas: int) -> int:
+        """How many copies of the array the model holds: one per CTA, or one for the grid."""
+        return 1 if self.grid else num_ctas
 
     def element_name(self, index: int) -> str:
         return f"{self.label or self.name}[{index}]"

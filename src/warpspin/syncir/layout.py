@@ -99,7 +99,8 @@ class Layout:
         self.word_base: dict[str, int] = {}
         for w in k.words:
             self.word_base[w.name] = len(self.words)
-            self.words += [(c, w.name, i) for c in range(k.num_ctas) for i in range(w.size)]
+            self.words += [(c, w.name, i) for c in range(w.copies(k.num_ctas))
+                           for i in range(w.size)]
         # global counters (atom.inc), one slot each, and the environment step taking from each
         self.counters: list[str] = [c.name for c in k.counters]
         self.takes: dict[str, Rule] = {c.name: counter_take(c) for c in k.counters}

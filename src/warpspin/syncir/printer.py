@@ -101,7 +101,8 @@ def fmt_kernel(k: Kernel) -> str:
             label += ("  # " if not label else "; ") + ", ".join(named)
         lines.append(f"  mbarrier {m.name}[{m.size}]{label}")
     for w in k.words:
-        lines.append(f"  words {w.name}[{w.size}]" + (f"  # {w.label}" if w.label else ""))
+        kind = "global words" if w.grid else "words"
+        lines.append(f"  {kind} {w.name}[{w.size}]" + (f"  # {w.label}" if w.label else ""))
     for c in k.counters:
         others = "" if c.others == Const(1) else f", others={fmt_expr(c.others)}"
         lines.append(f"  counter {c.name}, limit={fmt_expr(c.limit)}{others}" +

@@ -7,8 +7,8 @@ from .ops import DsmemStore, TmemAccess, peer_word_store, tmem_access_checked
 
 
 def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
-    """The extractor's (buffers and copies it does not follow) and the model's own: TMEM data,
-    DSMEM data, and the data a global flag hands over."""
+    """The extractor's (buffers, copies and global data it does not follow) and the model's
+    own: TMEM data and DSMEM data."""
     out = list(kernel.unchecked)
     tmem = _first(kernel, TmemAccess)
     blind = next((s for p in kernel.processes for s in walk_stmts(p.body)
@@ -33,10 +33,6 @@ def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
         out.append(Unchecked("race", "the bytes stored into a peer CTA (DSMEM)", "the model "
                              "checks the scope of the release after st.shared::cluster, not the "
                              "readers' acquire nor races on the stored bytes", dsmem.loc))
-    for f in kernel.flags:
-        out.append(Unchecked("race", f"the global data flag {f.label or f.name} hands over",
-                             "the model checks the flag's protocol and the scope of its adds "
-                             "and waits, not the data they publish", f.loc))
     return out
 
 

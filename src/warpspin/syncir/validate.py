@@ -80,6 +80,7 @@ def validate(k: Kernel) -> list[Problem]:
     if len({f.name for f in k.flags}) != len(k.flags):
         probs.append(Problem("two global flags share a name", k.loc))
     probs += _several_clusters_problems(k)
+    probs += _grid_word_problems(k)
     if not k.processes:
         probs.append(Problem("kernel has no processes", k.loc))
     for c in range(k.num_ctas):
@@ -138,6 +139,26 @@ def _several_clusters_problems(k: Kernel) -> list[Problem]:
                 probs.append(Problem(f"process {p.role}: {type(s).__name__} reaches another CTA "
                                      f"of its cluster, in a model of {k.num_ctas // n} clusters "
                                      "(modelled for one cluster only)", getattr(s, "loc", NOLOC)))
+    return probs
+
+
+def _grid_word_problems(k: Kernel) -> list[Problem]:
+    """An array of global data (`WordsDecl.grid`) holds cells of data only, and only st.shared /
+    ld.shared of its cells name it (the other word ops' rules are for shared memory)."""
+    grid = {w.name for w in k.words if w.grid}
+    probs = [Problem(f"{w.name}: global data (grid) that is not data cells", w.loc)
+             for w in k.words if w.grid and not w.data]
+    for p in k.processes:
+        for s in walk_stmts(p.body):
+            if isinstance(s, (SmemStore, SmemLoad)) or not isinstance(s, SyncOp):
+                continue
+            named = {getattr(s, f.name).name for f in fields(s)
+                     if isinstance(getattr(s, f.name), WordRef)}
+            named |= {getattr(s, "array", None)} & grid
+            for name in sorted(named & grid):
+                probs.append(Problem(f"process {p.role}: {s.mnemonic} names {name}, global data "
+                                     "(only st.shared / ld.shared of its cells do)",
+                                     getattr(s, "loc", NOLOC)))
     return probs
 
 

@@ -13,7 +13,8 @@ from ...syncir.ops import (SmemRead, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTIC
 from ...syncir.ir import CounterDecl, Const, Expr, Loc, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
-from ..values import LANE, Region, View, opaque_reasons, opaque
+from ..data import DataAccess, global_alloc
+from ..values import LANE, Ptr, Region, View, opaque_reasons, opaque
 from ..context import INT_TYPES, _pointer_name
 from .integers import CMP, PASS_THROUGH
 
@@ -99,6 +100,7 @@ class GlobalRules:
             why = "a global tensor that is not a kernel argument"
         elif root in written:
             why = f"kernel argument {root}, which the kernel writes"
+            self.global_data_access(op, op.operands[1], False, out)
         elif unknown:
             why = f"global memory, which {unknown[0]} may write"
         elif op.result_types[0] not in INT_TYPES:
@@ -133,6 +135,34 @@ class GlobalRules:
         for i in reversed(range(lo, hi)):
             e = self.f.select(self.f.binop("==", idx, Const(i)), elems[i], e)
         self.bind(op, e, out)
+
+    def global_data_access(self, op: Op, coord: int, write: bool, out) -> None:
+        """A store or load of one element of a global tensor by the executing lanes, in a grid
+        model (every CTA of the grid; extract/data.py follows the tensor as global data): the
+        bytes they touch of the kernel argument the tensor is, when it is that argument itself
+        with a static layout (a view of it is not placed)."""
+        if self.ctx.grid_why is not None:
+            return
+        root = self.ctx.gmem_root(op.operands[0])
+        if root is None:
+            return  # (written_gmem names the op: the global data is not followed)
+        t = op.operand_types[0]
+        info = self.ctx.kernel.value_info.get(op.operands[0])
+        flat, elem = ct.flat_layout(t), ct.elem_bytes(t)
+        spans, lanes, base, extent = None, (), None, None
+        if info is not None and info.is_block_arg and info.region == -1 and flat and elem:
+            view = View(Ptr(None, space="gmem"), flat[0], flat[1], elem)
+            coords = self.element_coords(view, coord, t) or []
+            if len(coords) == len(view.shape) and all(
+                    isinstance(x, Expr) and not opaque_reasons(x) for x in coords):
+                off: Expr = Const(0)
+                for x, d in zip(coords, view.stride):
+                    off = self.f.binop("+", off, self.f.binop("*", x, Const(d * elem)))
+                extent = (0, view.cosize * elem)
+                spans, lanes, base = self.element_bytes(off, elem, extent)
+        out.append(DataAccess(global_alloc(root), spans, write, (), self.loc(op), lanes=lanes,
+                              base=base, elem=elem or 0,
+                              extent=extent if base is not None else None))
 
     def index_range(self, idx: Expr) -> tuple[Optional[int], Optional[int]]:
         """Bounds of an index: a constant, or the counter of an enclosing `for` with constant
@@ -197,14 +227,7 @@ class GlobalRules:
     def argument_root(self, pointer: Optional[int]) -> Optional[int]:
         """The kernel argument a global pointer (an LLVM pointer cast from a cute pointer) points
         into, or None."""
-        vid = pointer
-        while vid is not None:  # through casts of the pointer
-            info = self.k.value_info.get(vid)
-            if info is None or info.is_block_arg or info.op is None \
-                    or info.op.name != "builtin.unrealized_conversion_cast":
-                break
-            vid = info.op.operands[0]
-        return self.ctx.gmem_root(vid) if vid is not None else None
+        return self.ctx.pointer_root(pointer)
 
     def flag_root(self, op: Op, pointer: Optional[int]) -> tuple[Optional[int], Optional[str]]:
         """(kernel argument, None) of the global flag `pointer` points at, or (None, why not)."""

@@ -175,6 +175,8 @@ class WordRules:
         """A store into shared memory: a word value (`SmemStore`) when the model can follow it;
         global stores have no synchronization effect (`Context.written_gmem` tracks them)."""
         if not ct.is_smem(op.operand_types[0]):
+            if "gmem" in op.operand_types[0] and len(op.operands) > 1:
+                self.global_data_access(op, op.operands[1], True, out)
             return
         view = self.val(op.operands[0])
         where = f"@{op.loc.short()}"

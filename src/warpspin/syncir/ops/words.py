@@ -23,18 +23,31 @@ from .copies import _CompletesBytes, _copy_completes, _issue
 def _word(c, ref: WordRef) -> tuple[WordField, list]:
     """The word `ref` names (in the executing CTA, or in CTA `ref.cta` of the cluster), and the
     checks that it exists."""
-    size = c.kernel.word_array(ref.name).size
-    checks = _index_checks(ref.name, ref.index, size, " words") + \
-        _cta_checks(c, ref.cta, "stores into")
+    decl = c.kernel.word_array(ref.name)
+    checks = _index_checks(ref.name, ref.index, decl.size, " words")
+    if decl.grid:  # global data: one array for the grid
+        return WordField(ref.name, Const(0), ref.index, "val"), checks
+    checks += _cta_checks(c, ref.cta, "stores into")
     cta = Const(c.cta) if ref.cta is None else ref.cta
     return WordField(ref.name, cta, ref.index, "val"), checks
 
 
+def word_scope(k, ref: WordRef) -> str:
+    """Where the word `ref` names lives, for footprints: the executing CTA, some CTA of the
+    cluster, or the grid (global data)."""
+    if k.word_array(ref.name).grid:
+        return "grid"
+    return "cta" if ref.cta is None else "cluster"
+
+
 def _word_problems(k, ref: WordRef) -> list[str]:
     try:
-        size = k.word_array(ref.name).size
+        decl = k.word_array(ref.name)
     except KeyError:
         return [f"undeclared shared-word array {ref.name!r}"]
+    size = decl.size
+    if decl.grid and ref.cta is not None:
+        return [f"{ref.name} is global data (one array for the grid): an access names no CTA"]
     if isinstance(ref.index, Const) and not 0 <= ref.index.value < size:
         return [f"{ref.name}[{ref.index.value}] is outside the array of {size} words"]
     if isinstance(ref.cta, Const) and not 0 <= ref.cta.value < k.num_ctas:
@@ -121,8 +134,7 @@ class SmemStore(SyncOp):
     def problems(self, k): return _word_problems(k, self.ref)
 
     def footprint(self, k):
-        return Footprint((_acc("shared-word", "write",
-                               "cta" if self.ref.cta is None else "cluster"),))
+        return Footprint((_acc("shared-word", "write", word_scope(k, self.ref)),))
 
     def rule(self, c):
         w, checks = _word(c, self.ref)
@@ -185,7 +197,7 @@ class SmemLoad(SyncOp):
         return _word_problems(k, self.ref)
 
     def footprint(self, k):
-        return Footprint((_acc("shared-word", "read", "cta"),))
+        return Footprint((_acc("shared-word", "read", word_scope(k, self.ref)),))
 
     def rule(self, c):
         w, checks = _word(c, self.ref)
