@@ -281,6 +281,8 @@ def _flag_lanes(body: tuple, alloc: int) -> Optional[tuple[Loc, str]]:
                             f"other lanes of their warp accessed it ({_at(a[0])}) with no "
                             "bar.sync between: the release covers only the adding lanes' "
                             "accesses")
+                if st.dest is not None:  # an acquire too (a ticket)
+                    waited.append((st.loc, block))
             elif isinstance(st, GlobalWait) and block is not None:
                 waited.append((st.loc, block))
             elif isinstance(st, (For, While)):

@@ -321,14 +321,15 @@ class _Lowering:
             (the run's step has no guard of its own)."""
             ins = fp.code[pc]
             return (isinstance(ins, Op) and pc not in taken
-                    and LOAD_RUN_MOVER in ins.stmt.facts()
+                    and LOAD_RUN_MOVER in ins.stmt.facts_in(self.k, pi)
                     and self.lay.rule(pi, pc).guard == Const(1))
 
         out, pc = {}, 0
         while pc < len(fp.code):
             run = []
             while pc < len(fp.code) and load(pc) and not (
-                    expr_vars(fp.code[pc].stmt.ref.index) & {fp.code[x].stmt.dest for x in run}):
+                    expr_vars(fp.code[pc].stmt.ref.index)
+                    & {getattr(fp.code[x].stmt, "dest", None) for x in run}):
                 run.append(pc)
                 pc += 1
             if len(run) > 1:

@@ -136,6 +136,17 @@ class SmemStore(SyncOp):
     def footprint(self, k):
         return Footprint((_acc("shared-word", "write", word_scope(k, self.ref)),))
 
+    def facts_in(self, kernel, process):
+        """A store of a cell of data (its value always 0: it changes no state, never blocks,
+        and reports only a race or an index outside its array) may be a step of an R11 run, as
+        a load is; not in an array st.async or wgmma reads also track (`pend`, `ard`)."""
+        from .wgmma import wgmma_data_arrays
+        name = self.ref.name
+        if self.value == Const(0) and kernel.word_array(name).data and \
+                name not in async_word_arrays(kernel) and name not in wgmma_data_arrays(kernel):
+            return self.facts() | {LOAD_RUN_MOVER}
+        return self.facts()
+
     def rule(self, c):
         w, checks = _word(c, self.ref)
         others = lambda f: WordField(w.array, w.cta, w.index, f)  # noqa: E731
