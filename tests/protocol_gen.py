@@ -303,8 +303,17 @@ def sync_op(draw, sizes, line, kinds, num_ctas, depth=0):
     if kind == "flag":
         # an add (release or relaxed, at each scope) by an elected lane or a whole warp; an
         # elected lane's add whose old value decides an arrive (acq_rel or release); an elected
-        # lane's spin loop until the flag reaches a value (acquire or relaxed)
-        which = draw(st.sampled_from(["add", "add", "ticket", "wait"]))
+        # lane's spin loop until the flag reaches a value (acquire or relaxed); stores and loads
+        # of global data the flag may hand over (cells of one array for the grid, one or two
+        # in a row: an R11 run)
+        which = draw(st.sampled_from(["add", "add", "ticket", "wait", "gdata"]))
+        if which == "gdata":
+            cells = draw(st.sampled_from([(0,), (1,), (0, 1), (1, 0)]))
+            if draw(st.booleans()):
+                return If(Const(1), tuple(SmemStore(WordRef("g", Const(i)), Const(0), loc)
+                                          for i in cells), (), loc)
+            return If(Const(1), tuple(SmemLoad(DATA_DEST, WordRef("g", Const(i)), loc)
+                                      for i in cells), (), loc)
         if which == "ticket":
             op = GlobalAdd("f", Const(1), draw(st.sampled_from(["acq_rel", "acq_rel", "release"])),
                            "gpu", loc, dest="t")
@@ -414,6 +423,8 @@ def protocols(draw, extra: str | None = None) -> Kernel:
     words = (WordsDecl("w", 2),) if {"store", "load", "stasync", "dsmem"} & set(extras) else ()
     if "wdata" in extras:
         words += (WordsDecl("d", 2, data=True),)
+    if "flag" in extras:
+        words += (WordsDecl("g", 2, data=True, grid=True),)
     maps = (TensormapDecl("t"),) if "tensormap" in extras else ()
     buffers = ()
     if "buffer" in extras:

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from diffstats import write_lines
 from protocol_gen import (DRAWN, REJECTED, REQUIRED_CONSTRUCTS, constructs, prefix_protocols, protocols,
                           with_prefix_copies)
-from warpspin.syncir.ops import GlobalAdd, GlobalWait, MmaRead
+from warpspin.syncir.ops import GlobalAdd, GlobalWait, MmaRead, SmemLoad
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import REDUCTION_UNSOUND, check, lower_and_check
 from warpspin.lower import lower
@@ -529,10 +529,13 @@ def test_flag_protocols_cover_every_flag_op():
         if isinstance(s, GlobalAdd):
             return "add(old value)" if s.dest else "add(relaxed)" if s.sem == "relaxed" \
                 else f"add({s.scope})"
+        if isinstance(s, (SmemStore, SmemLoad)) and s.ref.name == "g":
+            return f"global data {'store' if isinstance(s, SmemStore) else 'load'}"
         return "wait(relaxed)" if isinstance(s, GlobalWait) and s.sem == "relaxed" else None
     assert not _missing("flag", 200, ("GlobalAdd", "GlobalWait", "add(relaxed)", "add(cta)",
                                       "add(cluster)", "add(old value)", "wait(relaxed)",
-                                      "two-clusters"), finer)
+                                      "two-clusters", "global data store", "global data load"),
+                        finer)
 
 
 def test_dsmem_protocols_cover_stores_and_every_scope():

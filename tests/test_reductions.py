@@ -422,3 +422,52 @@ def test_load_run_with_an_index_out_of_bounds():
         r = _check(k, reduce)
         assert r.verdict == "violation" and r.violations[0].kind == "invalid-operand", r
         assert r.violations[0].replayed
+
+
+def grid_data_kernel(wait: bool, overlap: bool = False) -> Kernel:
+    """Global data a flag hands over (a grid model): two producer CTAs store four cells each of
+    one global array (an R11 run of stores), bar.sync, lane 0 adds to the flag with a release;
+    the consumer CTA waits for 2 and loads all eight cells. Without `wait` its loads race with
+    the stores; with `overlap` producer 1 also stores producer 0's last cell (a race of one
+    store of a run with another run's)."""
+    from warpspin.syncir import (Const, FlagDecl, GlobalAdd, GlobalWait, SmemLoad, SmemStore,
+                                 WordRef, WordsDecl)
+
+    def producer(c):
+        cells = range(4 * c, 4 * c + 4)
+        if overlap and c == 1:
+            cells = (3, *cells)
+        return Process(f"p{c}", (*[SmemStore(WordRef("gd", Const(i)), Const(0)) for i in cells],
+                                  BarSync(), Elect((GlobalAdd("count", Const(1), "release",
+                                                              "gpu"),))), cta=c)
+    waits = (Elect((GlobalWait("count", ">=", Const(2), "acquire", "gpu"),)), BarSync()) \
+        if wait else ()
+    cons = Process("c", (*waits, *[SmemLoad("data_ld", WordRef("gd", Const(i)))
+                                   for i in range(8)]), cta=2)
+    return Kernel("grid_data", (producer(0), producer(1), cons), num_ctas=3, cluster_ctas=1,
+                  flags=(FlagDecl("count"),),
+                  words=(WordsDecl("gd", 8, label="partial", data=True, grid=True),))
+
+
+@pytest.mark.parametrize("wait,overlap,expect", [(True, False, "verified"),
+                                                 (False, False, "race"),
+                                                 (True, True, "race")])
+def test_store_runs_of_global_data_agree_with_plain_and_interpreter(wait, overlap, expect):
+    """R11 takes the producers' stores of data cells as one step each (a data store changes no
+    state); the verdict and kind are the plain encoding's and the interpreter's, and the reduced
+    model has fewer states. The cells are one array for the grid: CTA 2 reads what CTAs 0 and
+    1 store."""
+    from warpspin.syncir import validate
+    from warpspin.syncir.interp import explore
+    k = grid_data_kernel(wait, overlap)
+    assert validate(k) == []
+    assert any(r.startswith("R11: ") for r in lower(k).reductions), lower(k).reductions
+    red, plain = _check(k), _check(k, reduce=False)
+    got = {r.outcome for r in (red, plain)}
+    assert got == {expect}, (str(red), str(plain))
+    ex = explore(k)
+    assert (ex.violation.kind if ex.violation else "verified") == expect
+    if expect == "verified":
+        assert red.stats.states < plain.stats.states, (red.stats.states, plain.stats.states)
+    else:
+        assert red.violations[0].replayed
