@@ -1,6 +1,7 @@
 """Litmus kernels for global flags between CTAs: one CTA adds to a word of global memory, the
 other spins on it with ld.acquire (a grid of two CTAs, each its own cluster: warpspin models
 every CTA of the grid)."""
+import cutlass
 import cutlass.cute as cute
 from cutlass import Int32
 
@@ -34,7 +35,6 @@ class _Flag(Litmus):
 class FlagReleaseAcquire(_Flag):
     """The add (release, gpu scope) lets the spinning CTA go. warpspin: verified."""
     rules = ("gmem.flag-handoff", "gmem.flag-order")
-    expect = "not-checked"  # no violation; the data it hands over is not followed
 
 
 class FlagWaitsForMore(_Flag):
@@ -62,4 +62,60 @@ class FlagCtaScopeAdd(_Flag):
     scope = "cta"
 
 
-LITMUS = [FlagReleaseAcquire, FlagWaitsForMore, FlagRelaxedAdd, FlagCtaScopeAdd]
+class _FlagData(Litmus):
+    """Global data the flag hands over: CTA 0's lanes write out[lane] = lane + 1 (after `delay`
+    microseconds), bar.sync, and lane 0 adds 1 to x[0] with a release; CTA 1's lane 0 spins
+    until x[0] >= 1 with an acquire (unless `no_wait`), bar.sync, and each lane copies out[lane]
+    to out[32 + lane]. The data are floats to the model (no probed value): the device shows
+    whether each completes; `examples/grid_flag.py:no_wait` shows the race's wrong sums."""
+    grid = 2
+    warps = 1
+    nbars = 1
+    words = 64  # out: the data and the copies (no probe slots)
+    zero_x = (0,)
+    no_wait = False
+    delay = 20
+    launches = 20
+
+    @cute.jit
+    def produce(self):
+        self.sleep(self.delay)
+        self.out[self.lane] = Int32(self.lane + 1)
+        cute.arch.barrier()
+        if self.lane == 0:
+            cute.arch.atomic_add(self.x.iterator.llvm_ptr, Int32(1), sem="release", scope="gpu")
+
+    @cute.jit
+    def consume(self):
+        if cutlass.const_expr(not self.no_wait):
+            if self.lane == 0:
+                while cute.arch.load(self.x.iterator.llvm_ptr, Int32, sem="acquire",
+                                     scope="gpu") < 1:
+                    pass
+        cute.arch.barrier()
+        self.out[32 + self.lane] = self.out[self.lane]
+
+    @cute.jit
+    def body(self):
+        if self.rank == 0:
+            self.produce()
+        else:
+            self.consume()
+
+
+class FlagDataHandoff(_FlagData):
+    """Every copy is the written value (lane + 1). warpspin: verified (out followed as global
+    data, one array for the grid)."""
+    rules = ("gmem.flag-data",)
+
+
+class FlagDataNoWait(_FlagData):
+    """CTA 1 copies without waiting for the flag: its reads race with CTA 0's writes (a copy of
+    0 when it reads first). warpspin: race at the read."""
+    rules = ("gmem.flag-data",)
+    expect = "race"
+    no_wait = True
+
+
+LITMUS = [FlagReleaseAcquire, FlagWaitsForMore, FlagRelaxedAdd, FlagCtaScopeAdd, FlagDataHandoff,
+          FlagDataNoWait]

@@ -177,4 +177,8 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.flag-order": ("Global flags between CTAs (deadlock, scope)", "8.5, 8.7",
         "an add another CTA waits for must be a release at a scope that includes it (a wait an "
         "acquire); a relaxed add, or one at .cta scope across CTAs: scope"),
+    "gmem.flag-data": ("Global data a flag hands over (race)", "8.7, 8.9",
+        "element stores and loads of a kernel argument in a grid model are cells of one array "
+        "for the grid: an access no flag hand-off (release add, acquire wait, bar.sync around "
+        "a lane's) orders before another CTA's access of the same element, one a store: race"),
 }

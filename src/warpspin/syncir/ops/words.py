@@ -35,7 +35,7 @@ def _word(c, ref: WordRef) -> tuple[WordField, list]:
 def word_scope(k, ref: WordRef) -> str:
     """Where the word `ref` names lives, for footprints: the executing CTA, some CTA of the
     cluster, or the grid (global data)."""
-    if k.word_array(ref.name).grid:
+    if any(w.grid for w in k.words if w.name == ref.name):
         return "grid"
     return "cta" if ref.cta is None else "cluster"
 
