@@ -104,7 +104,7 @@ VARIANTS = {"correct": correct, "no_barrier": no_barrier, "reuse_no_barrier": re
 # what `warpspin check` must say
 EXPECT = {"correct": "verified", "no_barrier": "race", "reuse_no_barrier": "race"}
 EXPECT_AT = {"no_barrier": "partial = reduction_buffer[lane_idx]",
-             "reuse_no_barrier": "partial = reduction_buffer[lane_idx]"}
+             "reuse_no_barrier": "reduction_buffer[warp_idx] = val"}
 
 
 # -- running on a GPU ------------------------------------------------------------------------------
