@@ -245,3 +245,40 @@ def test_a_fence_on_some_paths_does_not_make_the_add_a_release():
     fn, args = fence_in_branch()
     r = verify(fn, *args, params={"cond": (0, 1)})
     assert r.violations and r.violations[0].kind == "scope", str(r)
+
+
+@dsl
+@pytest.mark.parametrize("form,kind,why", [
+    ("correct", "verified", None),
+    ("early_read", "race", None),
+    ("no_sync", "not-checked", "the acquire orders only the lanes that executed it"),
+    ("view", "not-checked", "through a view of the argument (cute.local_tile)"),
+    ("pointer", "not-checked", "nvvm.load.ext@flag_kernels.py"),
+])
+def test_split_k_partials_are_global_data(form, kind, why):
+    """Split-K's last CTA reads every CTA's partial back: the partials are global data the
+    ticket hands over. Correct: verified; a read of CTA 0's slot before any ticket: a race
+    (replayed); lane 0's acquire with no bar.sync to the other lanes, a write through a tile of
+    the tensor and a read through its pointer: races on the data NOT CHECKED, naming why."""
+    from fixtures.flag_kernels import split_k
+    from warpspin.api import verify
+    fn, args = split_k(form)
+    r = verify(fn, *args)
+    assert r.outcome == kind, str(r)
+    if why is not None:
+        assert any("races NOT CHECKED on global data" in x and why in x for x in r.reasons), \
+            r.reasons
+    if r.violations:
+        assert r.violations[0].replayed
+        assert "partial[" in r.violations[0].message
+
+
+def test_global_data_needs_release_and_acquire():
+    """A relaxed add hands no data over: the global data is not followed (its races NOT
+    CHECKED, naming the add), whatever properties are asked, so `--properties race` alone
+    never verifies what the flag's order would not give."""
+    from warpspin.extract.data import _flag_sync_why
+    k = handoff(sem="relaxed")
+    why = _flag_sync_why([(0, 0, 32, p.body) for p in k.processes])
+    assert why and "relaxed at gpu scope" in why, why
+    assert _flag_sync_why([(0, 0, 32, p.body) for p in handoff().processes]) is None

@@ -96,7 +96,7 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
             continue
         unplaced = next((a for a in acc if a.spans is None), None)
         if unplaced is not None:
-            ctx.data_why[alloc] = (f"the element access at {_at(unplaced.loc)} has an address "
+            ctx.data_why[alloc] = ctx.data_why.get(alloc) or (f"the element access at {_at(unplaced.loc)} has an address "
                                    "that is neither a function of the lane alone nor a "
                                    "lane-free offset plus one")
             continue
@@ -205,7 +205,8 @@ def _shared_label(ctx, alloc: int, lo: int, hi: int, plain: list) -> str:
 
 def global_label(ctx, root: int, plain: list = ()) -> str:
     """How the user named kernel argument `root` (`partial[i] = ...`), else its position."""
-    name = next(filter(None, (_subscripted(a.loc) for a in plain)), None)
+    placed_first = sorted(plain, key=lambda a: a.spans is None)
+    name = next(filter(None, (_subscripted(a.loc) for a in placed_first)), None)
     return name or f"kernel argument {root}"
 
 
@@ -237,9 +238,12 @@ def _flag_sync_why(walks) -> Optional[str]:
     """Why the flags of a grid model do not order the global data they hand over (None: every
     add is a release and every wait an acquire, at gpu scope or wider), so that a schedule
     the flag forces is an order of the data too."""
-    from ..syncir.ops import GlobalAdd, GlobalWait
+    from ..syncir.ops import AtomInc, GlobalAdd, GlobalWait
     for w in walks:
         for s in walk_stmts(w[3]):
+            if isinstance(s, AtomInc):  # (relaxed: the order of its values orders no data)
+                return (f"the atom.inc at {_at(s.loc)} hands out values CTAs may act on: "
+                        "whether it orders global data is not followed")
             if isinstance(s, GlobalAdd):
                 sems = ("acq_rel",) if s.dest is not None else ("release", "acq_rel")
             elif isinstance(s, GlobalWait):

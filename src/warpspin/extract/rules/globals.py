@@ -150,7 +150,12 @@ class GlobalRules:
         info = self.ctx.kernel.value_info.get(op.operands[0])
         flat, elem = ct.flat_layout(t), ct.elem_bytes(t)
         spans, lanes, base, extent = None, (), None, None
-        if info is not None and info.is_block_arg and info.region == -1 and flat and elem:
+        if info is None or not info.is_block_arg:
+            self.ctx.data_why.setdefault(global_alloc(root), (
+                f"the element access at {op.loc.short()} is through a view of the argument "
+                f"({info.op.name if info is not None and info.op is not None else 'a value'}): "
+                "only element accesses of the argument itself are placed"))
+        elif info.region == -1 and flat and elem:
             view = View(Ptr(None, space="gmem"), flat[0], flat[1], elem)
             coords = self.element_coords(view, coord, t) or []
             if len(coords) == len(view.shape) and all(
