@@ -274,11 +274,25 @@ def test_split_k_partials_are_global_data(form, kind, why):
 
 
 def test_global_data_needs_release_and_acquire():
-    """A relaxed add hands no data over: the global data is not followed (its races NOT
-    CHECKED, naming the add), whatever properties are asked, so `--properties race` alone
-    never verifies what the flag's order would not give."""
-    from warpspin.extract.data import _flag_sync_why
-    k = handoff(sem="relaxed")
-    why = _flag_sync_why([(0, 0, 32, p.body) for p in k.processes])
-    assert why and "relaxed at gpu scope" in why, why
-    assert _flag_sync_why([(0, 0, 32, p.body) for p in handoff().processes]) is None
+    """A relaxed add hands no data over: races on the global data are NOT CHECKED, naming the
+    add, whatever properties are asked, so `--properties race` alone never verifies what the
+    flag's order would not give."""
+    from dataclasses import replace
+    from warpspin.syncir import SmemLoad, SmemStore, WordRef, WordsDecl
+    from warpspin.syncir.unchecked import unchecked_objects
+
+    def with_data(k):  # each producer stores its cell before its bar.sync; the consumer reads
+        procs = tuple(replace(p, body=(SmemStore(WordRef("g", Const(p.cta)), Const(0)), *p.body))
+                      if p.role != "consumer" else
+                      replace(p, body=(*p.body, SmemLoad("data_ld", WordRef("g", Const(0))),
+                                       SmemLoad("data_ld", WordRef("g", Const(1)))))
+                      for p in k.processes)
+        return replace(k, processes=procs,
+                       words=(WordsDecl("g", 2, label="partial", data=True, grid=True),))
+    relaxed = unchecked_objects(with_data(handoff(sem="relaxed")))
+    assert [u.what for u in relaxed] == ["global data partial"], relaxed
+    assert "relaxed at gpu scope" in relaxed[0].why
+    assert unchecked_objects(with_data(handoff())) == []
+    r = verify_kernel(with_data(handoff(sem="relaxed")),
+                      opts=CheckOptions(properties=("race",), timeout_s=120))
+    assert r.verdict != "verified", str(r)  # (the scope violation, or races NOT CHECKED)

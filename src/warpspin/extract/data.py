@@ -116,7 +116,7 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
             hi = max(s[1] for a in acc for s in a.spans)
         root = global_root(alloc)
         if root is not None:
-            why = ctx.global_data_why(root) or _flag_sync_why(walks)
+            why = ctx.global_data_why(root)
             if why is not None:
                 ctx.data_why[alloc] = why
                 continue
@@ -148,10 +148,6 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         decls.append(WordsDecl(name, len(parts), plain[0].loc, label, data=True,
                                grid=root is not None))
         handoff = next(filter(None, (_lane_handoff(w[3], alloc) for w in walks)), None)
-        if root is not None and handoff is None and \
-                sum(any(isinstance(s, DataAccess) and s.alloc == alloc for s in walk_stmts(w[3]))
-                    for w in walks) > 1:  # (data one warp alone accesses meets no other warp)
-            handoff = next(filter(None, (_flag_lanes(w[3], alloc) for w in walks)), None)
         if root is not None:
             ctx.assumptions.add(f"global data {label}: no other kernel argument aliases it, and "
                                 "nothing outside the kernel accesses it while the kernel runs")
@@ -232,77 +228,6 @@ def _global_unchecked(ctx, by_alloc: dict, followed: set) -> None:
             "race", f"global data {global_label(ctx, root, acc)}", "the kernel writes it, and races on global "
             "data are checked only where every access of it is an element store or load at a "
             f"place known per lane: {why}", acc[0].loc if acc else NOLOC))
-
-
-def _flag_sync_why(walks) -> Optional[str]:
-    """Why the flags of a grid model do not order the global data they hand over (None: every
-    add is a release and every wait an acquire, at gpu scope or wider), so that a schedule
-    the flag forces is an order of the data too."""
-    from ..syncir.ops import AtomInc, GlobalAdd, GlobalWait
-    for w in walks:
-        for s in walk_stmts(w[3]):
-            if isinstance(s, AtomInc):  # (relaxed: the order of its values orders no data)
-                return (f"the atom.inc at {_at(s.loc)} hands out values CTAs may act on: "
-                        "whether it orders global data is not followed")
-            if isinstance(s, GlobalAdd):
-                sems = ("acq_rel",) if s.dest is not None else ("release", "acq_rel")
-            elif isinstance(s, GlobalWait):
-                sems = ("acquire", "acq_rel")
-            else:
-                continue
-            if s.sem not in sems or s.scope not in ("gpu", "sys"):
-                return (f"the flag op at {_at(s.loc)} is {s.sem} at {s.scope} scope: it orders "
-                        "no global data between CTAs (`scope` reports it)")
-    return None
-
-
-def _flag_lanes(body: tuple, alloc: int) -> Optional[tuple[Loc, str]]:
-    """Where, in one warp's `body` in program order, an add to or a wait on a global flag by
-    some of its lanes (`if lane == 0`) meets an access of global data `alloc` by other lanes
-    of the warp with no bar.sync between: the release covers only the adding lanes' accesses,
-    the acquire orders only the waiting lanes' (PTX 8.7), and the model's thread is the warp."""
-    from ..syncir.ir import For, If, Lanes, While
-    from ..syncir.ops import BarSync, GlobalAdd, GlobalWait
-    accessed: list[tuple[Loc, object]] = []  # (where, lane block) since the last barrier
-    waited: list[tuple[Loc, object]] = []    # lane-subset waits since the last barrier
-
-    def scan(stmts, block) -> Optional[tuple[Loc, str]]:
-        for st in stmts:
-            if isinstance(st, BarSync):
-                accessed.clear()
-                waited.clear()
-            elif isinstance(st, DataAccess) and st.alloc == alloc:
-                w = next((w for w in waited if w[1] is not block), None)
-                if w is not None:
-                    return (st.loc, f"lanes access it at {_at(st.loc)} after a wait on a global "
-                            f"flag by other lanes of their warp ({_at(w[0])}) with no bar.sync "
-                            "between: the acquire orders only the lanes that executed it")
-                accessed.append((st.loc, block))
-            elif isinstance(st, GlobalAdd) and block is not None:
-                a = next((a for a in accessed if a[1] is not block), None)
-                if a is not None:
-                    return (st.loc, f"some lanes release a global flag at {_at(st.loc)} after "
-                            f"other lanes of their warp accessed it ({_at(a[0])}) with no "
-                            "bar.sync between: the release covers only the adding lanes' "
-                            "accesses")
-                if st.dest is not None:  # an acquire too (a ticket)
-                    waited.append((st.loc, block))
-            elif isinstance(st, GlobalWait) and block is not None:
-                waited.append((st.loc, block))
-            elif isinstance(st, (For, While)):
-                found = scan(st.body, block) or scan(st.body, block)
-                if found:
-                    return found
-            elif isinstance(st, If):
-                found = scan(st.then, block) or scan(st.else_, block)
-                if found:
-                    return found
-            elif isinstance(st, Lanes):
-                found = scan(st.body, st if block is None else block)
-                if found:
-                    return found
-        return None
-    return scan(body, None)
 
 
 def _lane_handoff(body: tuple, alloc: int) -> Optional[tuple[Loc, str]]:

@@ -2,14 +2,18 @@
 not cover (pipeline._decide_verified turns each one asked for into INCONCLUSIVE)."""
 from __future__ import annotations
 
-from .ir import Kernel, Unchecked, stmt_bodies, walk_stmts
-from .ops import DsmemStore, TmemAccess, peer_word_store, tmem_access_checked
+import os
+from typing import Optional
+
+from .ir import For, If, Kernel, Lanes, Loc, Unchecked, While, stmt_bodies, walk_stmts
+from .ops import (AtomInc, BarSync, DsmemStore, GlobalAdd, GlobalWait, SmemLoad, SmemStore,
+                  TmemAccess, peer_word_store, tmem_access_checked)
 
 
 def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
     """The extractor's (buffers, copies and global data it does not follow) and the model's
-    own: TMEM data and DSMEM data."""
-    out = list(kernel.unchecked)
+    own: TMEM data, DSMEM data, and global data a flag does not order."""
+    out = list(kernel.unchecked) + _global_data(kernel)
     tmem = _first(kernel, TmemAccess)
     blind = next((s for p in kernel.processes for s in walk_stmts(p.body)
                   if isinstance(s, TmemAccess) and not s.data), None)
@@ -47,3 +51,103 @@ def _sequences(body: tuple):
 def _first(kernel: Kernel, cls):
     return next((s for p in kernel.processes for s in walk_stmts(p.body) if isinstance(s, cls)),
                 None)
+
+
+def _global_data(kernel: Kernel) -> list[Unchecked]:
+    """Races on global data (`WordsDecl.grid`) that the model's order does not cover: a flag op
+    that is not a release (add) or an acquire (wait, ticket) at .gpu scope or wider, or an
+    atom.inc, orders no data between CTAs (docs/semantics.md, "Global data a flag hands over");
+    and a release or acquire by some lanes of a warp covers only those lanes' accesses, while
+    the model's thread is the warp."""
+    grid = [w for w in kernel.words if w.grid]
+    if not grid:
+        return []
+    out = []
+    why = _flag_order_why(kernel)
+    for w in grid:
+        name = f"global data {w.label or w.name}"
+        if why is not None:
+            out.append(Unchecked("race", name, why[1], why[0]))
+            continue
+        users = sum(p.instances for p in kernel.processes
+                    if any(_touches(s, w.name) for s in walk_stmts(p.body)))
+        if users < 2:  # (data one warp alone accesses meets no other warp)
+            continue
+        lanes = next(filter(None, (_flag_lanes(p.body, w.name) for p in kernel.processes)), None)
+        if lanes is not None:
+            out.append(Unchecked("race", name, lanes[1], lanes[0]))
+    return out
+
+
+def _at(loc: Loc) -> str:
+    return f"{os.path.basename(loc.file)}:{loc.line}"
+
+
+def _touches(st, array: str) -> bool:
+    return isinstance(st, (SmemStore, SmemLoad)) and st.ref.name == array
+
+
+def _flag_order_why(kernel: Kernel) -> Optional[tuple[Loc, str]]:
+    for p in kernel.processes:
+        for s in walk_stmts(p.body):
+            if isinstance(s, AtomInc):
+                return (s.loc, f"the atom.inc at {_at(s.loc)} hands out values CTAs may act on: "
+                        "whether it orders global data is not followed")
+            if isinstance(s, GlobalAdd):
+                sems = ("acq_rel",) if s.dest is not None else ("release", "acq_rel")
+            elif isinstance(s, GlobalWait):
+                sems = ("acquire", "acq_rel")
+            else:
+                continue
+            if s.sem not in sems or s.scope not in ("gpu", "sys"):
+                return (s.loc, f"the flag op at {_at(s.loc)} is {s.sem} at {s.scope} scope: it "
+                        "orders no global data between CTAs (`scope` reports it)")
+    return None
+
+
+def _flag_lanes(body: tuple, array: str) -> Optional[tuple[Loc, str]]:
+    """Where, in one process's `body` in program order (a loop's body twice), an add to or a
+    wait on a global flag by some of its lanes (`Lanes`) meets an access of global data `array`
+    by other lanes with no bar.sync between: the release covers only the adding lanes' accesses,
+    the acquire (a wait, or an add whose old value is used) orders only the waiting lanes' (PTX
+    8.7). Two lane blocks are taken as different lanes (fail closed)."""
+    accessed: list[tuple[Loc, object]] = []  # (where, lane block) since the last barrier
+    waited: list[tuple[Loc, object]] = []    # lane-subset acquires since the last barrier
+
+    def scan(stmts, block) -> Optional[tuple[Loc, str]]:
+        for st in stmts:
+            if isinstance(st, BarSync):
+                accessed.clear()
+                waited.clear()
+            elif _touches(st, array):
+                w = next((w for w in waited if w[1] is not block), None)
+                if w is not None:
+                    return (st.loc, f"lanes access it at {_at(st.loc)} after a wait on a global "
+                            f"flag by other lanes of their warp ({_at(w[0])}) with no bar.sync "
+                            "between: the acquire orders only the lanes that executed it")
+                accessed.append((st.loc, block))
+            elif isinstance(st, GlobalAdd) and block is not None:
+                a = next((a for a in accessed if a[1] is not block), None)
+                if a is not None:
+                    return (st.loc, f"some lanes release a global flag at {_at(st.loc)} after "
+                            f"other lanes of their warp accessed it ({_at(a[0])}) with no "
+                            "bar.sync between: the release covers only the adding lanes' "
+                            "accesses")
+                if st.dest is not None:  # an acquire too (a ticket)
+                    waited.append((st.loc, block))
+            elif isinstance(st, GlobalWait) and block is not None:
+                waited.append((st.loc, block))
+            elif isinstance(st, (For, While)):
+                found = scan(st.body, block) or scan(st.body, block)
+                if found:
+                    return found
+            elif isinstance(st, If):
+                found = scan(st.then, block) or scan(st.else_, block)
+                if found:
+                    return found
+            elif isinstance(st, Lanes):
+                found = scan(st.body, st if block is None else block)
+                if found:
+                    return found
+        return None
+    return scan(body, None)
