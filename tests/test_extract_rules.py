@@ -40,7 +40,38 @@ def test_every_handler_from_exactly_one_family():
 def test_rules_are_walker_methods():
     """Every rule is the WarpWalker method of its name (a mixin's, not shadowed by another)."""
     for op_name, rule in walker.HANDLERS.items():
-        assert getattr(walker.WarpWalker, rule.__name__) is rule, op_name
+        assert getattr(walker.WarpWalker, rule.handle.__name__) is rule.handle, op_name
+
+
+def test_every_rule_declares_its_effects():
+    """Each table entry is its handler and the effects it declares (effects.py): what the op
+    may do to shared and global memory and through cluster addresses; the cross-cutting pass
+    reads nothing else."""
+    from warpspin.extract.effects import Effects, Rule
+    from warpspin.frontend.mlir_data import Op
+    for op_name, rule in walker.HANDLERS.items():
+        assert isinstance(rule, Rule), op_name
+        assert isinstance(rule.of(Op(op_name)), Effects), op_name
+
+
+def test_effects_of_ops_without_rules():
+    """A value op has the effects its allow-list entry declares; the layout algebra and pure
+    dialects touch nothing; an op no table names may do anything (UNKNOWN)."""
+    from warpspin.extract.effects import NONE, READS, UNKNOWN
+    from warpspin.frontend.mlir_data import Op
+    eff = walker.effects_of
+    assert eff(Op("llvm.store")).global_write == "may" and eff(Op("llvm.store")).shared == "write"
+    assert eff(Op("llvm.load")) == READS and eff(Op("nvvm.load.ext")) == READS
+    assert eff(Op("llvm.getelementptr")) == NONE and eff(Op("arith.addi")) == NONE
+    assert eff(Op("cute.local_tile")) == NONE and eff(Op("nvvm.read.ptx.sreg.tid.x")) == NONE
+    assert eff(Op("gpu.barrier")) == UNKNOWN
+    assert eff(Op("cute.memref.frobnicate",
+                  operand_types=["!cute.memref<f32, smem, \"4:1\">"])) == UNKNOWN
+    # decided per op: inline PTX writes global memory only when its text stores
+    assert eff(Op("llvm.inline_asm", attrs={"asm_string": "mul.hi.u32 $0, $1, $2;"})
+               ).global_write == "none"
+    assert eff(Op("llvm.inline_asm", attrs={"asm_string": "st.global.b32 [$0], $1;"})
+               ).global_write == "may"
 
 
 def test_an_op_with_no_rule_is_unsupported_by_construction():
@@ -79,6 +110,7 @@ def test_the_walker_emits_unsupported_for_an_unknown_op():
     w.set_unknown_results = lambda op: None
     w.fence_scope = None
     w.smem_writes_of = w.smem_uses_of = lambda op: None
+    w.tensormap_asm = lambda op: False
     w.op(Op("gpu.barrier"), emitted)
     assert len(emitted) == 1 and isinstance(emitted[0], Unsupported) and \
         "gpu.barrier" in emitted[0].what

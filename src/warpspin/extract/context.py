@@ -20,32 +20,6 @@ from .values import Alloc, Stage, View
 INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "index"}
 
 
-# ops with memory operands that do not write memory (`WarpWalker.smem_writes_of`,
-# `Context.written_gmem`); cute.memref.store and cute.copy are recorded by their own handlers
-MEMORY_READERS = {"cute.memref.load", "cute.memref.store", "cute.make_view", "cute.get_iter",
-                "cute.add_offset", "cute.recast_iter", "cute.get_layout", "cute.get_shape",
-                "cute.get_stride", "cute.derefine", "cute.assume", "cute.ptrtoint", "llvm.ptrtoint",
-                "nvvm.mapa", "cute_nvgpu.arch.make_warp_uniform", "nvvm.mbarrier.try_wait.parity",
-                "nvvm.mbarrier.wait.parity", "nvvm.mbarrier.test.wait",
-                "cute_nvgpu.atom.tma_partition", "cute.memref.alloca", "cute_nvgpu.atom.set_value",
-                "builtin.unrealized_conversion_cast", "nvvm.load.ext",
-                # reads the address tcgen05.alloc wrote into shared memory
-                "cute_nvgpu.arch.sm100.retrieve_tmem_ptr",
-                # an executable copy atom of a TMA descriptor: the copy that uses it writes
-                "cute_nvgpu.atom.make_exec_tma"}
-MEMORY_READER_PREFIXES = ("cute.get_", "cute.make_", "cute.local_", "cute.slice", "cute.group_",
-                        "cute.composition", "cute.logical_", "cute.zipped_", "cute.tiled_",
-                        "cute.flat_", "cute.tuple_", "cute.recast", "cute.domain_offset",
-                        "cute.append", "cute.prepend", "cute.select", "cute.size", "cute.cosize",
-                        "cute.coalesce", "cute.filter", "cute.static", "cute.to_int_tuple",
-                        "cute.tiled.copy.partition_", "cute.tiled.copy.retile",
-                        "cute.tiled.mma.partition", "cute.mma.make_fragment")
-
-
-def _memory_reader(name: str) -> bool:
-    return name in MEMORY_READERS or name.startswith(MEMORY_READER_PREFIXES)
-
-
 def _may_be_gmem(t: str) -> bool:
     """A global tensor or pointer, or a generic pointer (which may point to global memory)."""
     return "gmem" in t or t.startswith("!llvm.ptr<1>") or t == "!llvm.ptr" or "generic" in t
@@ -458,6 +432,7 @@ class Context:
         memory and is not a known reader (a load, a view, an address computation) may write it.
         Cached."""
         if self._written is None:
+            from .walker import effects_of
             args: set[int] = set()
             unknown: list[str] = []
             for op in self.kernel.walk():
@@ -491,7 +466,7 @@ class Context:
                     if re.search(r"\bst\.|\batom|\bred\.|cp\.async\.bulk|tensormap", text):
                         unknown.append(f"inline PTX@{op.loc.short()}")
                     continue
-                elif _memory_reader(op.name):
+                elif effects_of(op).reads_only:
                     continue
                 elif GMEM_WRITERS.search(op.name) or any(_may_be_gmem(t) for t in op.operand_types):
                     unknown.append(where)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 from ..frontend.mlir_data import Block, Op
 from ..frontend.trace import describe_host
@@ -23,7 +23,8 @@ from .cleanup import reads_var, subst_stmts
 from .names import host_name, value_name
 from .values import (ELECT, LANE, Folder, Region, SliceCoord, Unknown, Value, View, lane_values,
                      opaque_reasons, opaque)
-from .context import INT_TYPES, _memory_reader, MAX_LANE_SPLIT, to_loc, cluster_coord, Context
+from .context import INT_TYPES, MAX_LANE_SPLIT, to_loc, cluster_coord, Context
+from .effects import NONE, READS, UNKNOWN, VIEW_PREFIXES, Effects, Rule, rule
 from .rules.integers import ARITH, PASS_THROUGH
 from .rules.views import _assigned_name
 from .rules.asm import _one_st_async, tcgen05_mma_asm
@@ -55,37 +56,41 @@ UNSUPPORTED_PREFIXES = (
 # An op no table above names is Unsupported (naming it) unless it is one of these: its results
 # are then values the model does not follow (anything that decides synchronization with them is
 # Unsupported in turn, cleanup.mark_unsupported), and what it does to memory the cross-cutting
-# checks of `WarpWalker.op` record from its operands. An allow-list, by construction:
+# pass of `WarpWalker.op` records from its declared effects (effects.py). An allow-list, by
+# construction:
 # * dialects with no side effects (arith, math);
-# * cute ops with no memory operand (layout, shape and atom algebra), or that only read or view
-#   memory (context.MEMORY_READERS);
-# * these, each known to touch no synchronization (ops of other dialects by name):
-VALUE_OPS = {
+# * cute ops with no memory operand (layout, shape and atom algebra), or that only view memory
+#   (`VIEW_PREFIXES`);
+# * these, each known to touch no synchronization (ops of other dialects by name), with the
+#   effects each declares:
+_STORE = Effects("write", "may")
+VALUE_OPS: dict[str, Effects] = {
     # stores whose bytes smem_writes_of / Context.written_gmem record (by operand type)
-    "llvm.store", "cute.memref.store_vec",
-    # a load (its acquire, if any, only orders more: dropping it can hide no race)
-    "nvvm.load.ext",
+    "llvm.store": _STORE, "cute.memref.store_vec": _STORE,
+    # loads (an acquire, if any, only orders more: dropping it can hide no race)
+    "nvvm.load.ext": READS, "llvm.load": READS,
     # warp votes and arithmetic intrinsics
-    "nvvm.vote.sync", "nvvm.fmax", "nvvm.fmin", "nvvm.rcp.approx.ftz.f", "nvvm.add.packed.f32x2",
-    "nvvm.fma.packed.f32x2", "nvvm.mul.packed.f32x2", "nvvm.sub.packed.f32x2",
-    "nvvm.fabs", "nvvm.ex2.approx.f", "nvvm.ex2.approx.ftz.f", "nvvm.lg2.approx.f",
-    "nvvm.rsqrt.approx.f", "nvvm.rsqrt.approx.ftz.f", "nvvm.sqrt.approx.f",
-    "nvvm.sin.approx.f", "nvvm.cos.approx.f", "nvvm.redux.sync",
-    # LLVM values and address arithmetic (a load reads; an address's uses are checked where
-    # they touch memory)
-    "llvm.mlir.undef", "llvm.mlir.poison", "llvm.mlir.constant", "llvm.mlir.zero",
-    "llvm.extractvalue", "llvm.insertvalue", "llvm.extractelement", "llvm.insertelement",
-    "llvm.shufflevector", "llvm.bitcast", "llvm.zext", "llvm.sext", "llvm.trunc", "llvm.icmp",
-    "llvm.fcmp", "llvm.select", "llvm.add", "llvm.sub", "llvm.mul", "llvm.and", "llvm.or",
-    "llvm.xor", "llvm.shl", "llvm.lshr", "llvm.ashr", "llvm.fadd", "llvm.fsub", "llvm.fmul",
-    "llvm.fdiv", "llvm.fneg", "llvm.fptrunc", "llvm.fpext", "llvm.sitofp", "llvm.uitofp",
-    "llvm.fptosi", "llvm.fptoui", "llvm.load", "llvm.getelementptr", "llvm.inttoptr",
-    "llvm.addrspacecast",
-    "cf.assert", "iket.range_push", "iket.range_pop",
-    "vector.bitcast", "vector.broadcast", "vector.from_elements", "vector.reduction",
-    "vector.to_elements", "vector.extract", "vector.insert", "vector.extractelement",
-    "vector.insertelement", "vector.shuffle", "vector.splat", "vector.fma",
-    "cute_nvgpu.atom.make_tmem_copy",
+    **dict.fromkeys((
+        "nvvm.vote.sync", "nvvm.fmax", "nvvm.fmin", "nvvm.rcp.approx.ftz.f", "nvvm.add.packed.f32x2",
+        "nvvm.fma.packed.f32x2", "nvvm.mul.packed.f32x2", "nvvm.sub.packed.f32x2",
+        "nvvm.fabs", "nvvm.ex2.approx.f", "nvvm.ex2.approx.ftz.f", "nvvm.lg2.approx.f",
+        "nvvm.rsqrt.approx.f", "nvvm.rsqrt.approx.ftz.f", "nvvm.sqrt.approx.f",
+        "nvvm.sin.approx.f", "nvvm.cos.approx.f", "nvvm.redux.sync",
+        # LLVM values and address arithmetic (an address's uses are checked where they touch
+        # memory)
+        "llvm.mlir.undef", "llvm.mlir.poison", "llvm.mlir.constant", "llvm.mlir.zero",
+        "llvm.extractvalue", "llvm.insertvalue", "llvm.extractelement", "llvm.insertelement",
+        "llvm.shufflevector", "llvm.bitcast", "llvm.zext", "llvm.sext", "llvm.trunc", "llvm.icmp",
+        "llvm.fcmp", "llvm.select", "llvm.add", "llvm.sub", "llvm.mul", "llvm.and", "llvm.or",
+        "llvm.xor", "llvm.shl", "llvm.lshr", "llvm.ashr", "llvm.fadd", "llvm.fsub", "llvm.fmul",
+        "llvm.fdiv", "llvm.fneg", "llvm.fptrunc", "llvm.fpext", "llvm.sitofp", "llvm.uitofp",
+        "llvm.fptosi", "llvm.fptoui", "llvm.getelementptr", "llvm.inttoptr",
+        "llvm.addrspacecast",
+        "cf.assert", "iket.range_push", "iket.range_pop",
+        "vector.bitcast", "vector.broadcast", "vector.from_elements", "vector.reduction",
+        "vector.to_elements", "vector.insert", "vector.extractelement",
+        "vector.insertelement", "vector.shuffle", "vector.splat", "vector.fma",
+        "cute_nvgpu.atom.make_tmem_copy", "cute_nvgpu.atom.tma_partition"), NONE),
 }
 PURE_DIALECTS = ("arith.", "math.")
 MEMORY_TYPE = re.compile(r"memref|ptr|smem_desc|tmem")
@@ -94,22 +99,30 @@ MEMORY_TYPE = re.compile(r"memref|ptr|smem_desc|tmem")
 def unknown_op_why(op: Op) -> Optional[str]:
     """None when `op`, which no rule table names, is a value op (VALUE_OPS); else why it is
     Unsupported."""
-    if op.name in VALUE_OPS or op.name.startswith(PURE_DIALECTS) or _memory_reader(op.name):
+    if op.name in VALUE_OPS or op.name.startswith(PURE_DIALECTS) or \
+            op.name.startswith(VIEW_PREFIXES):
         return None
-    if op.name.startswith("cute.") and (_memory_reader(op.name) or not any(
-            MEMORY_TYPE.search(t) for t in op.operand_types)):
+    if op.name.startswith("cute.") and not any(MEMORY_TYPE.search(t) for t in op.operand_types):
         return None
     return f"{op.name}: an op with no extraction rule (what it does is not known)"
 
 
-# ops that may write global memory; one whose global operand shares a kernel argument with a
-# descriptor pointer and that is not a tensormap op the extractor reads is Unsupported
-GLOBAL_WRITE = re.compile(r"store|copy|atomic|\bred\b|inline_asm|inline_ptx|memset|memcpy")
-TENSORMAP_OPS = {"cute_nvgpu.copy_tma_desc", "cute_nvgpu.update_tma_desc"}
-
-
-# ops with a shared::cluster operand whose handler follows what they do to it
-DSMEM_FOLLOWED = {"nvvm.store.async", "nvvm.mapa", "llvm.inline_asm", "nvvm.inline_ptx"}
+def effects_of(op: Op) -> Effects:
+    """What `op` may do to memory (effects.py): its family's declaration, or a value op's, or
+    UNKNOWN (an op with no rule, Unsupported unless a value op)."""
+    r = HANDLERS.get(op.name)
+    if r is not None:
+        return r.of(op)
+    if op.name in VALUE_OPS:
+        return VALUE_OPS[op.name]
+    if op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
+        return asm.asm_effects(op)
+    if op.name in ARITH or op.name in PASS_THROUGH or op.name in IGNORED or \
+            op.name.startswith(("nvvm.read.ptx.sreg.", *PURE_DIALECTS, *VIEW_PREFIXES)):
+        return NONE
+    if op.name.startswith("cute.") and not any(MEMORY_TYPE.search(t) for t in op.operand_types):
+        return NONE
+    return UNKNOWN
 
 
 # ops whose shared-memory result is a part of their staged operand's stage (a view, partition,
@@ -266,41 +279,14 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         return out, None
 
     def op(self, op: Op, out: list[Stmt]) -> None:
-        self.smem_mark = len(self.ctx.smem_writes)
-        self.use_mark = len(self.ctx.smem_uses)
-        self.smem_writes_of(op)
-        self.smem_uses_of(op)
-        if op.name not in TENSORMAP_OPS and GLOBAL_WRITE.search(op.name) and \
-                self.ctx.writes_descriptor_memory(op) and not self.tensormap_asm(op):
-            out.append(Unsupported(f"{op.name}: a write into the memory a TMA descriptor pointer "
-                                   "is computed from, not read as a tensormap write",
-                                   self.loc(op)))
-        acc = accessed(self.ctx.accumulators, op)
-        if acc is not None:
-            out.append(AccAccess(acc, loc=self.loc(op)))
-        if tmem.propagate(self, op):  # a view, part or address of a followed TMEM tensor
+        eff = effects_of(op)
+        if self.effects(op, eff, out):
             return
-        h = HANDLERS.get(op.name)
-        if (op.name == "cute.memref.store" or not _memory_reader(op.name)) and \
-                op.name not in DSMEM_FOLLOWED and not op.name.startswith("nvvm.mbarrier.") and \
-                any(ct.is_cluster_smem(t) for t in op.operand_types):
-            # a write into some CTA's shared memory through a cluster address: st.shared::cluster
-            # (inline PTX, `st_cluster`; llvm.store and a universal cute.copy through a mapa
-            # address, `dsmem_store`) and st.async are followed
-            store = self.dsmem_store(op)
-            if store is None:
-                out.append(Unsupported(f"{op.name}: a store into distributed shared memory the "
-                                       "model does not follow", self.loc(op)))
-            else:
-                self.dsmem_write(op, *store, out)
-                self.fence_scope = None
-                return
+        r = HANDLERS.get(op.name)
         fenced = self.fence_scope
-        if h is not None:
-            h(self, op, out)
-            if GLOBAL_WRITE.search(op.name):
-                self.fence_scope = None
-            elif op.regions and self.fence_scope != fenced:
+        if r is not None:
+            r.handle(self, op, out)
+            if op.regions and self.fence_scope != fenced:
                 # a fence or a write in a branch or loop body that may not run: after it, no
                 # fence is known to precede what follows
                 self.fence_scope = None
@@ -327,6 +313,50 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             if why is not None:
                 out.append(Unsupported(why, self.loc(op)))
             self.set_unknown_results(op)
+        if eff.global_write != "none":
+            self.fence_scope = None  # a global write after the fence: the fence precedes it only
+
+    def effects(self, op: Op, eff: Effects, out: list[Stmt]) -> bool:
+        """The cross-cutting pass over the effects `op` declares (effects.py), before its rule
+        runs: the shared-memory writes and uses it may make are recorded; a write into the
+        memory a TMA descriptor pointer is computed from, by an op that is not a tensormap
+        rule, is Unsupported; an access of a wgmma fragment is an `acc.access`; a store
+        through a cluster address is a DSMEM store or Unsupported. True when that settles
+        the op (a TMEM view, a DSMEM store)."""
+        self.smem_mark = len(self.ctx.smem_writes)
+        self.use_mark = len(self.ctx.smem_uses)
+        if eff.shared == "write":
+            self.smem_writes_of(op)
+        if eff.shared != "none":
+            self.smem_uses_of(op)
+        if eff.global_write == "may" and self.ctx.writes_descriptor_memory(op) and \
+                not self.tensormap_asm(op):
+            out.append(Unsupported(f"{op.name}: a write into the memory a TMA descriptor pointer "
+                                   "is computed from, not read as a tensormap write",
+                                   self.loc(op)))
+        acc = accessed(self.ctx.accumulators, op)
+        if acc is not None:
+            out.append(AccAccess(acc, loc=self.loc(op)))
+        if tmem.propagate(self, op):  # a view, part or address of a followed TMEM tensor
+            return True
+        if eff.shared == "none" or eff.cluster == "own" or \
+                not any(ct.is_cluster_smem(t) for t in op.operand_types):
+            return False
+        if eff.shared == "read":  # ld.shared::cluster of a peer's bytes: not modelled
+            out.append(Unsupported(f"{op.name}: a load from distributed shared memory the "
+                                   "model does not follow", self.loc(op)))
+            return False
+        # a write into some CTA's shared memory through a cluster address: st.shared::cluster
+        # (inline PTX, `st_cluster`; llvm.store and a universal cute.copy through a mapa
+        # address, `dsmem_store`) and st.async are followed
+        store = self.dsmem_store(op)
+        if store is None:
+            out.append(Unsupported(f"{op.name}: a store into distributed shared memory the "
+                                   "model does not follow", self.loc(op)))
+            return False
+        self.dsmem_write(op, *store, out)
+        self.fence_scope = None
+        return True
 
     # -- control flow ----------------------------------------------------------------------
     def region(self, op: Op, i: int, args: list[Value]) -> tuple[list[Stmt], list[Value]]:
@@ -589,9 +619,9 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
 
 # structured control flow: the walker's own table
 CONTROL_FLOW = {
-    "scf.if": WarpWalker.scf_if,
-    "scf.for": WarpWalker.scf_for,
-    "scf.while": WarpWalker.scf_while,
+    "scf.if": rule(WarpWalker.scf_if, NONE),
+    "scf.for": rule(WarpWalker.scf_for, NONE),
+    "scf.while": rule(WarpWalker.scf_while, NONE),
 }
 # the op tables of the rule families (rules/*.py) and the walker's own; no op is in two
 # of them (tests/test_extract_rules.py)
@@ -612,5 +642,5 @@ FAMILIES: dict[str, dict] = {
     "globals": globals_.HANDLERS,
     "control flow": CONTROL_FLOW,
 }
-HANDLERS: dict[str, Callable[[WarpWalker, Op, list], None]] = {
-    name: rule for table in FAMILIES.values() for name, rule in table.items()}
+HANDLERS: dict[str, Rule] = {
+    name: r for table in FAMILIES.values() for name, r in table.items()}

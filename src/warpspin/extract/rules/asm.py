@@ -9,6 +9,7 @@ from ...frontend.mlir_data import Op
 from ...syncir.ops import TmemAccess
 from ...syncir.ops import MbarWait, Unsupported
 from .. import tmem
+from ..effects import Effects
 from ..values import MulHi
 
 
@@ -160,3 +161,14 @@ class AsmRules:
 
 # none: `WarpWalker.op` itself sends inline PTX (llvm.inline_asm, nvvm.inline_ptx) to `asm`
 HANDLERS: dict = {}
+
+
+def asm_effects(op: Op) -> Effects:
+    """Inline PTX: what its text may write in shared memory is decided from the text
+    (`WarpWalker.smem_writes_of`); it may write global memory when the text has a store, an
+    atomic, a bulk copy or a tensormap write; its rule follows a store through a cluster
+    address (st.shared::cluster, st.async)."""
+    text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
+    writes = re.search(r"\bst\.|\batom|\bred\.|cp\.async\.bulk|tensormap|\bcp\.", text)
+    return Effects("write", "may" if writes else "none", "own")
+

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...frontend.mlir_data import Op
 from ...syncir.ir import Const
 from ...syncir.ops import BarArrive, BarSync, ClusterArrive, ClusterWait, Exit, Unsupported
+from ..effects import NONE, rule
 
 
 class BarrierRules:
@@ -78,12 +79,12 @@ class BarrierRules:
 
 
 HANDLERS = {
-    "nvvm.barrier": BarrierRules.barrier,
-    "nvvm.barrier.cta.sync": BarrierRules.barrier_cta_sync,
-    "nvvm.barrier.arrive": BarrierRules.barrier_arrive,
-    "nvvm.barrier.cta.arrive": BarrierRules.barrier_arrive,
-    "nvvm.exit": BarrierRules.exit_,
-    "nvvm.cluster.arrive": BarrierRules.cluster_arrive,
-    "nvvm.cluster.arrive.relaxed": BarrierRules.cluster_arrive,
-    "nvvm.cluster.wait": BarrierRules.cluster_wait,
+    "nvvm.barrier": rule(BarrierRules.barrier, NONE),
+    "nvvm.barrier.cta.sync": rule(BarrierRules.barrier_cta_sync, NONE),
+    "nvvm.barrier.arrive": rule(BarrierRules.barrier_arrive, NONE),
+    "nvvm.barrier.cta.arrive": rule(BarrierRules.barrier_arrive, NONE),
+    "nvvm.exit": rule(BarrierRules.exit_, NONE),
+    "nvvm.cluster.arrive": rule(BarrierRules.cluster_arrive, NONE),
+    "nvvm.cluster.arrive.relaxed": rule(BarrierRules.cluster_arrive, NONE),
+    "nvvm.cluster.wait": rule(BarrierRules.cluster_wait, NONE),
 }

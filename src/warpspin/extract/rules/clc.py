@@ -10,6 +10,7 @@ from ...syncir.ir import CounterDecl, Const, Var, WordRef, expr_vars
 from ...syncir.ops import SmemLoad, TmaLoad, Unsupported
 from .. import cute_types as ct
 from ..values import LANE, ClcResponse, View, opaque
+from ..effects import Effects, NONE, WRITES, rule
 
 
 def _response_load(types: list[str]) -> bool:
@@ -101,9 +102,11 @@ class ClcRules:
                                              f"(not followed)@{op.loc.short()}")
 
 
+TRY_CANCEL = Effects("own")  # its rule records the response it writes
+
 HANDLERS = {
-    "nvvm.clusterlaunchcontrol.try.cancel": ClcRules.clc_try_cancel,
-    "nvvm.clusterlaunchcontrol.query.cancel": ClcRules.clc_query,
-    "cute.memref.load_vec": ClcRules.clc_response_value,
-    "vector.extract": ClcRules.clc_response_value,
+    "nvvm.clusterlaunchcontrol.try.cancel": rule(ClcRules.clc_try_cancel, TRY_CANCEL),
+    "nvvm.clusterlaunchcontrol.query.cancel": rule(ClcRules.clc_query, WRITES),
+    "cute.memref.load_vec": rule(ClcRules.clc_response_value, WRITES),
+    "vector.extract": rule(ClcRules.clc_response_value, NONE),
 }

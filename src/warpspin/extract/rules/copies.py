@@ -15,6 +15,7 @@ from ..data import DataAccess
 from ..partitions import thread_partition
 from ..values import Atom, Region, Stage, Value, View, opaque
 from .tcgen05 import tmem_copy
+from ..effects import Effects, NONE, rule
 
 
 class CopyRules:
@@ -313,13 +314,22 @@ class CopyRules:
         return opaque(getattr(value, "reason", type(value).__name__.lower()))
 
 
+
+def _copy_effects(op) -> Effects:
+    """A copy writes its destination (shared or global memory), except a load into registers
+    (ldmatrix, a universal copy, a cluster launch control response), which only reads."""
+    from .clc import _response_load
+    loads = register_load(op.operand_types) or _response_load(op.operand_types)
+    return Effects("read" if loads else "write", "may")
+
+
 HANDLERS = {
-    "cute_nvgpu.atom.make_exec_tma": CopyRules.make_exec,
-    "cute_nvgpu.atom.set_value": CopyRules.set_value,
-    "cute.copy": CopyRules.copy,
-    "nvvm.fence.proxy": CopyRules.fence_proxy,
-    "nvvm.cp.async.commit.group": CopyRules.cp_async_commit,
-    "nvvm.cp.async.wait.group": CopyRules.cp_async_wait,
+    "cute_nvgpu.atom.make_exec_tma": rule(CopyRules.make_exec, NONE),
+    "cute_nvgpu.atom.set_value": rule(CopyRules.set_value, NONE),
+    "cute.copy": rule(CopyRules.copy, _copy_effects),
+    "nvvm.fence.proxy": rule(CopyRules.fence_proxy, NONE),
+    "nvvm.cp.async.commit.group": rule(CopyRules.cp_async_commit, NONE),
+    "nvvm.cp.async.wait.group": rule(CopyRules.cp_async_wait, NONE),
 }
 
 

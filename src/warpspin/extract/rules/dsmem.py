@@ -16,6 +16,7 @@ from ..partitions import element_type, image as layout_image
 from ..values import LANE, Ptr, opaque_reasons, lin_expr
 from ..context import MAX_LANE_SPLIT
 from .asm import PTX_OPERAND
+from ..effects import Effects, rule
 
 
 _SCALAR_BYTES = {"i8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4, "i64": 8, "f64": 8}
@@ -235,7 +236,10 @@ class DsmemRules:
         return words if isinstance(words, str) else (*words, vals)
 
 
+MAPA = Effects(cluster="own")  # an address in a peer CTA
+ST_ASYNC = Effects("own", "may", "own")  # its rule records the bytes it stores, in any CTA
+
 HANDLERS = {
-    "nvvm.mapa": DsmemRules.mapa,
-    "nvvm.store.async": DsmemRules.store_async,
+    "nvvm.mapa": rule(DsmemRules.mapa, MAPA),
+    "nvvm.store.async": rule(DsmemRules.store_async, ST_ASYNC),
 }

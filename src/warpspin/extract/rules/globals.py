@@ -17,6 +17,7 @@ from ..data import DataAccess, global_alloc
 from ..values import LANE, Ptr, Region, View, opaque_reasons, opaque
 from ..context import INT_TYPES, _pointer_name
 from .integers import CMP, PASS_THROUGH
+from ..effects import Effects, NONE, READS, rule
 
 
 # global reads modelled as launch choices: at most this many elements one load may read, each in
@@ -365,9 +366,11 @@ class GlobalRules:
         return Const(1 if n > 1 else 0)
 
 
+ATOMIC = Effects("write", "may")  # an atomic on global (or shared) memory
+
 HANDLERS = {
-    "cute.memref.load": GlobalRules.memref_load,
-    "nvvm.atomicrmw": GlobalRules.atomic_rmw,
-    "nvvm.red": GlobalRules.red,
-    "llvm.fence": GlobalRules.llvm_fence,
+    "cute.memref.load": rule(GlobalRules.memref_load, READS),
+    "nvvm.atomicrmw": rule(GlobalRules.atomic_rmw, ATOMIC),
+    "nvvm.red": rule(GlobalRules.red, ATOMIC),
+    "llvm.fence": rule(GlobalRules.llvm_fence, NONE),
 }

@@ -13,6 +13,7 @@ from .. import cute_types as ct
 from ..values import (split_lane, ELECT, LANE, FastQuot, MulHi, Unknown, lane_values,
                       opaque_reasons, opaque, subst)
 from ..context import INT_TYPES, cluster_coord
+from ..effects import NONE, rule
 
 
 CMP = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
@@ -322,21 +323,21 @@ class IntegerRules:
 
 
 HANDLERS = {
-    "arith.constant": IntegerRules.constant,
-    "arith.cmpi": IntegerRules.cmpi,
-    "arith.select": IntegerRules.select,
-    "cute.ceil_div": IntegerRules.cute_ceil_div,
-    "cute.fast_divmod.compute": IntegerRules.fast_divmod_compute,
-    "arith.ceildivsi": IntegerRules.ceildiv,
-    "arith.ceildivui": IntegerRules.ceildiv,
-    "arith.shli": IntegerRules.shift,
-    "arith.shrsi": IntegerRules.shift,
-    "arith.shrui": IntegerRules.shift,
-    "cute.tuple_add": IntegerRules.tuple_arith,
-    "cute.tuple_sub": IntegerRules.tuple_arith,
-    "cute.tuple_mul": IntegerRules.tuple_arith,
-    "cute.tuple_div": IntegerRules.tuple_arith,
-    "cute.tuple_mod": IntegerRules.tuple_arith,
-    "nvvm.elect.sync": IntegerRules.elect,
-    "nvvm.shfl.sync": IntegerRules.shfl_sync,
+    "arith.constant": rule(IntegerRules.constant, NONE),
+    "arith.cmpi": rule(IntegerRules.cmpi, NONE),
+    "arith.select": rule(IntegerRules.select, NONE),
+    "cute.ceil_div": rule(IntegerRules.cute_ceil_div, NONE),
+    "cute.fast_divmod.compute": rule(IntegerRules.fast_divmod_compute, NONE),
+    "arith.ceildivsi": rule(IntegerRules.ceildiv, NONE),
+    "arith.ceildivui": rule(IntegerRules.ceildiv, NONE),
+    "arith.shli": rule(IntegerRules.shift, NONE),
+    "arith.shrsi": rule(IntegerRules.shift, NONE),
+    "arith.shrui": rule(IntegerRules.shift, NONE),
+    "cute.tuple_add": rule(IntegerRules.tuple_arith, NONE),
+    "cute.tuple_sub": rule(IntegerRules.tuple_arith, NONE),
+    "cute.tuple_mul": rule(IntegerRules.tuple_arith, NONE),
+    "cute.tuple_div": rule(IntegerRules.tuple_arith, NONE),
+    "cute.tuple_mod": rule(IntegerRules.tuple_arith, NONE),
+    "nvvm.elect.sync": rule(IntegerRules.elect, NONE),
+    "nvvm.shfl.sync": rule(IntegerRules.shfl_sync, NONE),
 }

@@ -9,6 +9,7 @@ from ...frontend.mlir_data import Op
 from ...syncir.ir import Const, MBarRef, Stmt, Var
 from ...syncir.ops import (MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence, MbarTestWait, MbarWait, Unsupported)
 from ..values import Ptr, Unknown, Value, lin_expr
+from ..effects import Effects, NONE, rule
 
 
 class MbarrierRules:
@@ -103,13 +104,17 @@ class MbarrierRules:
             del self.env[key]
 
 
+# an mbarrier op writes or reads its barrier's 8 bytes; its rule follows a remote one (mapa)
+BARRIER_WRITE = Effects("write", cluster="own")
+BARRIER_READ = Effects("read", cluster="own")
+
 HANDLERS = {
-    "nvvm.mbarrier.init": MbarrierRules.mbar_init,
-    "nvvm.mbarrier.arrive": MbarrierRules.mbar_arrive,
-    "nvvm.mbarrier.arrive.expect_tx": MbarrierRules.mbar_arrive_tx,
-    "nvvm.mbarrier.expect_tx": MbarrierRules.mbar_expect_tx,
-    "nvvm.mbarrier.try_wait.parity": MbarrierRules.mbar_wait,
-    "nvvm.mbarrier.wait.parity": MbarrierRules.mbar_probe,
-    "nvvm.mbarrier.try_wait.parity.timelimit": MbarrierRules.mbar_probe_timelimit,
-    "nvvm.fence.mbarrier.init": MbarrierRules.fence_init,
+    "nvvm.mbarrier.init": rule(MbarrierRules.mbar_init, BARRIER_WRITE),
+    "nvvm.mbarrier.arrive": rule(MbarrierRules.mbar_arrive, BARRIER_WRITE),
+    "nvvm.mbarrier.arrive.expect_tx": rule(MbarrierRules.mbar_arrive_tx, BARRIER_WRITE),
+    "nvvm.mbarrier.expect_tx": rule(MbarrierRules.mbar_expect_tx, BARRIER_WRITE),
+    "nvvm.mbarrier.try_wait.parity": rule(MbarrierRules.mbar_wait, BARRIER_READ),
+    "nvvm.mbarrier.wait.parity": rule(MbarrierRules.mbar_probe, BARRIER_READ),
+    "nvvm.mbarrier.try_wait.parity.timelimit": rule(MbarrierRules.mbar_probe_timelimit, BARRIER_READ),
+    "nvvm.fence.mbarrier.init": rule(MbarrierRules.fence_init, NONE),
 }

@@ -11,6 +11,7 @@ from ...syncir.ops import (WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, WgmmaAcc,
 from ..accumulators import wgmma_acc
 from ..data import DataAccess
 from ..values import Region, View
+from ..effects import NONE, WRITES, rule
 
 
 class MmaRules:
@@ -77,9 +78,9 @@ class MmaRules:
 
 
 HANDLERS = {
-    "cute.mma.make_fragment": MmaRules.make_fragment,
-    "cute.gemm": MmaRules.gemm,
-    "nvvm.wgmma.commit.group.sync.aligned": MmaRules.wgmma_commit,
-    "nvvm.wgmma.fence.aligned": MmaRules.wgmma_fence,
-    "nvvm.wgmma.wait.group.sync.aligned": MmaRules.wgmma_wait,
+    "cute.mma.make_fragment": rule(MmaRules.make_fragment, NONE),
+    "cute.gemm": rule(MmaRules.gemm, WRITES),
+    "nvvm.wgmma.commit.group.sync.aligned": rule(MmaRules.wgmma_commit, NONE),
+    "nvvm.wgmma.fence.aligned": rule(MmaRules.wgmma_fence, NONE),
+    "nvvm.wgmma.wait.group.sync.aligned": rule(MmaRules.wgmma_wait, NONE),
 }

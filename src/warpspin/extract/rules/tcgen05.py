@@ -12,6 +12,7 @@ from ...syncir.ops import Unsupported
 from .. import cute_types as ct
 from .. import tmem
 from ..values import Ptr
+from ..effects import NONE, READS, WRITES, rule
 
 
 def tmem_copy(types: list[str]) -> Optional[str]:
@@ -122,10 +123,10 @@ class Tcgen05Rules:
 
 
 HANDLERS = {
-    "nvvm.tcgen05.commit": Tcgen05Rules.tcgen05_commit,
-    "nvvm.tcgen05.wait": Tcgen05Rules.tmem_wait,
-    "cute_nvgpu.arch.sm100.alloc_tmem": Tcgen05Rules.tmem_alloc,
-    "cute_nvgpu.arch.sm100.dealloc_tmem": Tcgen05Rules.tmem_dealloc,
-    "cute_nvgpu.arch.sm100.relinquish_tmem_alloc_permit": Tcgen05Rules.tmem_relinquish,
-    "cute_nvgpu.arch.sm100.retrieve_tmem_ptr": Tcgen05Rules.tmem_ptr,
+    "nvvm.tcgen05.commit": rule(Tcgen05Rules.tcgen05_commit, WRITES),
+    "nvvm.tcgen05.wait": rule(Tcgen05Rules.tmem_wait, NONE),
+    "cute_nvgpu.arch.sm100.alloc_tmem": rule(Tcgen05Rules.tmem_alloc, WRITES),
+    "cute_nvgpu.arch.sm100.dealloc_tmem": rule(Tcgen05Rules.tmem_dealloc, WRITES),
+    "cute_nvgpu.arch.sm100.relinquish_tmem_alloc_permit": rule(Tcgen05Rules.tmem_relinquish, NONE),
+    "cute_nvgpu.arch.sm100.retrieve_tmem_ptr": rule(Tcgen05Rules.tmem_ptr, READS),
 }

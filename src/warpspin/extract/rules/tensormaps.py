@@ -11,6 +11,7 @@ from ...syncir.ops import (BulkCommit, BulkWaitRead, TensormapAcquire, Tensormap
 from ...syncir.ops import Unsupported
 from ..descriptors import TENSORMAP_CASTS, address, same_descriptor
 from .asm import tensormap_asm_form
+from ..effects import Effects, NONE, rule
 
 
 # a bulk group or tensormap op on lanes that may miss the TMA's elected one (extract/build.py
@@ -156,9 +157,11 @@ class TensormapRules:
             self.tensormap_op(op, TensormapWrite(desc, False, self.loc(op)), out)
 
 
+TENSORMAP_WRITE = Effects("write", "own")  # the tensormap write is this family's rule
+
 HANDLERS = {
-    "nvvm.cp.async.bulk.commit.group": TensormapRules.bulk_commit,
-    "nvvm.cp.async.bulk.wait_group": TensormapRules.bulk_wait,
-    "cute_nvgpu.copy_tma_desc": TensormapRules.tensormap_write,
-    "cute_nvgpu.update_tma_desc": TensormapRules.tensormap_write,
+    "nvvm.cp.async.bulk.commit.group": rule(TensormapRules.bulk_commit, NONE),
+    "nvvm.cp.async.bulk.wait_group": rule(TensormapRules.bulk_wait, NONE),
+    "cute_nvgpu.copy_tma_desc": rule(TensormapRules.tensormap_write, TENSORMAP_WRITE),
+    "cute_nvgpu.update_tma_desc": rule(TensormapRules.tensormap_write, TENSORMAP_WRITE),
 }

@@ -12,6 +12,7 @@ from ...syncir.ir import Const, Expr, Loc
 from .. import cute_types as ct
 from ..values import (Alloc, Leaves, Ptr, Region, SliceCoord, Stage, Unknown, View, opaque_reasons,
                       lin_add, lin_scale, linear, opaque)
+from ..effects import NONE, rule
 
 
 def _assigned_name(loc: Loc) -> Optional[str]:
@@ -320,16 +321,16 @@ class ViewRules:
 
 
 HANDLERS = {
-    "cute.memref.alloca": ViewRules.alloca,
-    "cute.make_view": ViewRules.make_view,
-    "cute.get_iter": ViewRules.get_iter,
-    "cute.slice": ViewRules.slice_,
-    "cute.add_offset": ViewRules.add_offset,
-    "cute.make_int_tuple": ViewRules.make_int_tuple,
-    "cute.make_coord": ViewRules.make_coord,
-    "cute.get_hier_coord": ViewRules.hier_coord,
+    "cute.memref.alloca": rule(ViewRules.alloca, NONE),
+    "cute.make_view": rule(ViewRules.make_view, NONE),
+    "cute.get_iter": rule(ViewRules.get_iter, NONE),
+    "cute.slice": rule(ViewRules.slice_, NONE),
+    "cute.add_offset": rule(ViewRules.add_offset, NONE),
+    "cute.make_int_tuple": rule(ViewRules.make_int_tuple, NONE),
+    "cute.make_coord": rule(ViewRules.make_coord, NONE),
+    "cute.get_hier_coord": rule(ViewRules.hier_coord, NONE),
     # a flat layout's hierarchical coordinate is its flat one (flat_layout flattens both)
-    "cute.get_flat_coord": ViewRules.hier_coord,
-    "cute.crd2idx": ViewRules.crd2idx,
-    "cute.get_leaves": ViewRules.get_leaves,
+    "cute.get_flat_coord": rule(ViewRules.hier_coord, NONE),
+    "cute.crd2idx": rule(ViewRules.crd2idx, NONE),
+    "cute.get_leaves": rule(ViewRules.get_leaves, NONE),
 }

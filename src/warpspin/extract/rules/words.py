@@ -13,21 +13,9 @@ from .. import cute_types as ct
 from ..data import DataAccess, spans_of
 from ..values import (split_lane, LANE, Leaves, Ptr, Region, View, lane_values, opaque_reasons,
                       lin_expr, opaque)
-from ..context import MEMORY_READER_PREFIXES, _memory_reader
 from .asm import _asm_only_global_tensormap, _asm_may_write_shared, _one_st_async, ASM_ST_CLUSTER
-from .clc import _response_load
-from .copies import register_load
 from .tcgen05 import TMEM_ADDRESS_WORD, _tmem_address_word
-
-
-# ops that only make views of shared memory (a tensor, a partition, a pointer, a layout): they
-# neither read nor write it (WarpWalker.smem_uses_of)
-VIEW_ONLY = {"cute.make_view", "cute.get_iter", "cute_nvgpu.atom.tma_partition",
-             "cute.mma.make_fragment", "cute.memref.alloca", "cute.add_offset",
-             "cute_nvgpu.atom.set_value", "cute_nvgpu.atom.make_exec_tma",
-             "builtin.unrealized_conversion_cast", "cute.recast_iter", "cute.derefine",
-             "cute.assume", "cute.ptrtoint", "llvm.ptrtoint", "nvvm.mapa", "scf.yield"}
-VIEW_ONLY_PREFIXES = MEMORY_READER_PREFIXES
+from ..effects import Effects, rule
 
 
 class WordRules:
@@ -51,15 +39,10 @@ class WordRules:
         return lin
 
     def smem_writes_of(self, op: Op) -> None:
-        """Every op with a shared-memory operand that is not known to leave shared memory as it
-        is (a load, a view, an address computation) may write it; mbarrier ops and
-        tcgen05.commit write their barrier's 8 bytes. Word stores are recorded by `memref_store` itself."""
-        if _memory_reader(op.name) or op.name in ("nvvm.store.async",  # its handler records it
-                                                  "nvvm.clusterlaunchcontrol.try.cancel"):
-            return
-        if op.name == "cute.copy" and (_response_load(op.operand_types) or
-                                       register_load(op.operand_types)):
-            return  # a load into registers (ldmatrix, clc_response_load)
+        """The writes of an op that declares it may write the shared memory its operands name
+        (effects.py "write"): every shared-memory operand's bytes; an mbarrier op and
+        tcgen05.commit write their barrier's 8 bytes, tcgen05.alloc its address word, inline PTX
+        what its text may write."""
         if op.name in TMEM_ADDRESS_WORD and len(op.operands) > 1:
             v = self.val(op.operands[1])  # tcgen05.alloc writes the 4-byte address there
             if (word := _tmem_address_word(v)) is not None:
@@ -221,11 +204,10 @@ class WordRules:
         return self.ctx.word_array_at(p.alloc, lo, hi, self.loc(op)), index
 
     def smem_uses_of(self, op: Op) -> None:
-        """Every op with a shared-memory operand (a tensor, a part of one, a pointer) that is
-        not a view of it (`VIEW_ONLY`) may read or write it (build.py: a buffer whose stages TMA
-        loads fill is followed only if every use of its bytes is a staged access)."""
-        if op.name in VIEW_ONLY or op.name.startswith(VIEW_ONLY_PREFIXES):
-            return
+        """The uses of an op that declares it reads or writes the shared memory its operands
+        name (effects.py, not "none"): each shared-memory operand (a tensor, a part of one, a
+        pointer) (build.py: a buffer whose stages TMA loads fill is followed only if every use
+        of its bytes is a staged access)."""
         what = f"{op.name}@{op.loc.short()}"
         text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
         if op.name in ("llvm.inline_asm", "nvvm.inline_ptx") and ("[" in text or "wgmma" in text
@@ -254,6 +236,8 @@ class WordRules:
                 self.ctx.smem_uses.append((v.alloc.uid, rng, what))
 
 
+STORE = Effects("own", "may")  # its rule records the words and data it stores; global ones too
+
 HANDLERS = {
-    "cute.memref.store": WordRules.memref_store,
+    "cute.memref.store": rule(WordRules.memref_store, STORE),
 }
