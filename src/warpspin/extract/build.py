@@ -8,20 +8,20 @@ from typing import Mapping, Optional, Union
 from ..frontend.mlir_data import TracedKernel
 from dataclasses import replace
 
-from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommit, CpAsyncWait,
+from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync,
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
                           TmemAccess, TmemLoad, TmemWaitLd, Unsupported,
                           WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, GlobalAdd, GlobalWait,
-                          WgmmaAcc, AccAccess, WgmmaFence, WgmmaReadData)
+                          WgmmaAcc, AccAccess, WgmmaReadData)
 from ..syncir.ops.wgmma import data_mode_of
-from ..syncir.ir import (Unchecked, BufferDecl, TensormapDecl, Assign, Const, For, If, Kernel, Lanes, MBarrierDecl, NOLOC, Param, Process, Var, While, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies, walk_stmts, with_bodies)
+from ..syncir.ir import (Unchecked, BufferDecl, Assign, Const, For, If, Kernel, Lanes, MBarrierDecl, NOLOC, Param, Process, Var, While, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies, walk_stmts, with_bodies)
 from ..syncir.ops import (BarSync, AtomInc, ClusterArrive, ClusterWait, SmemLoad, SmemStore, StAsync, TmaLoad)
 from ..syncir.objects import MAX_STORERS
 from ..syncir.printer import fmt_expr
 from ..syncir.validate import reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
 from .data import follow as follow_data
-from .descriptors import one_slot_per_cta
+from .groups import bulk_groups, cp_groups, wgmma_groups
 from .tmem import check as tmem_check
 from .values import Folder, opaque
 from .walker import LANE_SUBSET, Context, WarpWalker, cluster_coord, to_loc
@@ -262,7 +262,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
 
     words, procs = _words(ctx, procs, data_words)
     buffers, procs = _buffers(ctx, procs, staged)
-    tensormaps, procs = _bulk_groups(k, ctx, procs, buffers)
+    tensormaps, procs = bulk_groups(k, ctx, procs, buffers)
     used: set[str] = set()
     for p in procs:
         for s in walk_stmts(p.body):
@@ -643,54 +643,7 @@ def _buffers(ctx: Context, procs: list[Process], staged: dict) -> tuple[tuple[Bu
         keep = {n: v for n, v in staged.items() if n not in dropped}
         proxy_data = _reads_data(p.body for p in procs)
         procs = [replace(p, body=_only_buffers(p.body, keep, proxy_data)) for p in procs]
-    return tuple(decls), _cp_groups(_wgmma_groups(procs))
-
-
-def _wgmma_groups(procs: list[Process]) -> list[Process]:
-    """Every wgmma commit and wait told which buffer stages, accumulators and shared data its
-    warp's wgmmas use and how many groups to tell apart (the kernel's largest wait + 1)."""
-    depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
-                     if isinstance(s, WgmmaWait)), default=0)
-    outs = []
-    for p in procs:
-        bufs = tuple(sorted({b for s in walk_stmts(p.body) if isinstance(s, WgmmaRead)
-                             for b, _ in s.reads}))
-        accs = tuple(sorted({s.acc for s in walk_stmts(p.body) if isinstance(s, WgmmaAcc)}))
-        datas = tuple(sorted({s.array for s in walk_stmts(p.body)
-                              if isinstance(s, WgmmaReadData)}))
-
-        def told(st, bufs=bufs, accs=accs, datas=datas):
-            if isinstance(st, (WgmmaCommit, WgmmaWait)):
-                return (replace(st, bufs=bufs, accs=accs, datas=datas, depth=depth),) \
-                    if bufs or accs or datas else ()
-            if isinstance(st, AccAccess):  # no wgmma of this warp writes it: nothing pending
-                return (replace(st, depth=depth),) if st.acc in accs else ()
-            if isinstance(st, WgmmaFence):
-                return (replace(st, accs=accs),) if accs else ()
-            return (st,)
-        outs.append(replace(p, body=finish(list(rewrite_stmts(p.body, told)))))
-    return outs
-
-
-def _cp_groups(procs: list[Process]) -> list[Process]:
-    """Every cp.async commit and wait told which buffers its thread copies into and how many
-    groups to tell apart (the kernel's largest wait + 1); accesses through a thread's own part
-    told that depth too. A commit or wait of a process that copies into no followed buffer
-    retires nothing the model follows: it goes."""
-    depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
-                     if isinstance(s, CpAsyncWait)), default=0)
-    outs = []
-    for p in procs:
-        bufs = tuple(sorted({s.buf for s in walk_stmts(p.body) if isinstance(s, CpAsync)}))
-
-        def told(st, bufs=bufs):
-            if isinstance(st, (CpAsyncCommit, CpAsyncWait)):
-                return (replace(st, bufs=bufs, depth=depth),) if bufs else ()
-            if isinstance(st, SmemOwn):
-                return (replace(st, depth=depth),)
-            return (st,)
-        outs.append(replace(p, body=finish(list(rewrite_stmts(p.body, told)))))
-    return outs
+    return tuple(decls), cp_groups(wgmma_groups(procs))
 
 
 def _with_threads(body, threads: int):
@@ -704,41 +657,6 @@ def _with_threads(body, threads: int):
             yield from _with_threads(st.else_, threads)
         elif isinstance(st, (For, While)):
             yield from _with_threads(st.body, threads)
-
-
-def _bulk_groups(k, ctx: Context, procs: list[Process], buffers: tuple[BufferDecl, ...]
-                 ) -> tuple[tuple[TensormapDecl, ...], list[Process]]:
-    """The tensormaps the kernel rewrites, and every bulk commit and wait_group.read told which
-    of them its process loads through, which buffer stages it stores, and how many groups to
-    tell apart (the largest wait + 1). A commit or wait of a process that does neither retires
-    nothing the model follows: it goes."""
-    decls = tuple(TensormapDecl(name, loc, label) for name, label, loc, _ in
-                  dict.fromkeys(ctx.tensormaps.values()))
-    if tuple(k.grid_dim or ()) != (1, 1, 1) and not (k.cluster_size == 1 and one_slot_per_cta(
-            [a for *_, a in ctx.tensormaps.values()])):
-        for _, _, loc, _ in dict.fromkeys(ctx.tensormaps.values()):
-            ctx.assumptions.add(
-                f"tensormaps: the descriptor pointer at {loc.file.rsplit('/', 1)[-1]}:{loc.line} "
-                "depends on the block index, and no two CTAs of the grid rewrite or load through "
-                "the same descriptor (one slot per CTA, as TensorMapManager lays them out)")
-    depth = 1 + max((s.n for p in procs for s in walk_stmts(p.body)
-                     if isinstance(s, BulkWaitRead)), default=0)
-    outs = []
-    stages_of = {d.name: d.stages for d in buffers}
-    for p in procs:
-        maps = tuple(sorted({s.desc for s in walk_stmts(p.body)
-                             if isinstance(s, TmaLoad) and s.desc is not None}))
-        stages = tuple((b, i) for b in sorted({s.buf for s in walk_stmts(p.body)
-                                               if isinstance(s, TmaStore)})
-                       for i in range(stages_of[b]))
-
-        def told(st, maps=maps, stages=stages):
-            if not isinstance(st, (BulkCommit, BulkWaitRead)):
-                return (st,)
-            return (replace(st, maps=maps, depth=depth, stages=stages),) \
-                if maps or stages else ()
-        outs.append(replace(p, body=finish(list(rewrite_stmts(p.body, told)))))
-    return decls, outs
 
 
 def _wide_st_async(procs: list[Process]) -> dict[str, list[str]]:

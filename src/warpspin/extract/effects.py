@@ -11,8 +11,10 @@ and `Context.written_gmem` read.
 * `global_write`: "none"; "may" (may write global memory: a write into the memory a TMA
   descriptor pointer is computed from is Unsupported, and no fence is known to precede what
   follows); "own" (a tensormap write its rule reads; it still ends a fence's reach).
-* `cluster`: "checked" (a store of it through a cluster address is followed as a DSMEM store or
-  is Unsupported) or "own" (its rule follows what it does through one).
+* `cluster`: "checked" (an access of it through a cluster address is followed as a DSMEM store
+  or is Unsupported) or "own" (its rule follows what it does through one).
+* `control`: it decides which of its regions run, and how often (structured control flow): a
+  fence or a global write inside them is not known to precede what follows.
 
 An op that no family declares has `UNKNOWN` (it is Unsupported unless `walker.unknown_op_why`
 allows it as a value op, and the pass then records what it may do: everything).
@@ -28,6 +30,7 @@ class Effects:
     shared: str = "none"
     global_write: str = "none"
     cluster: str = "checked"
+    control: bool = False
 
     def __post_init__(self):
         assert self.shared in ("none", "read", "own", "write"), self.shared
@@ -43,6 +46,7 @@ class Effects:
 NONE = Effects()                                # values, views, addresses, layouts
 READS = Effects("read")                         # loads and waits that read their operands
 WRITES = Effects("write")                       # may write the shared memory it names
+CONTROL = Effects(control=True)                 # scf.if, scf.for, scf.while
 UNKNOWN = Effects("write", "may")               # an op no family declares
 
 # the layout-algebra families (cute.get_*, cute.make_*, partitions, tiles, slices, ...): views

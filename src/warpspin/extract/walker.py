@@ -24,7 +24,7 @@ from .names import host_name, value_name
 from .values import (ELECT, LANE, Folder, Region, SliceCoord, Unknown, Value, View, lane_values,
                      opaque_reasons, opaque)
 from .context import INT_TYPES, MAX_LANE_SPLIT, to_loc, cluster_coord, Context
-from .effects import NONE, READS, UNKNOWN, VIEW_PREFIXES, Effects, Rule, rule
+from .effects import CONTROL, NONE, READS, UNKNOWN, VIEW_PREFIXES, Effects, Rule, rule
 from .rules.integers import ARITH, PASS_THROUGH
 from .rules.views import _assigned_name
 from .rules.asm import _one_st_async, tcgen05_mma_asm
@@ -286,7 +286,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         fenced = self.fence_scope
         if r is not None:
             r.handle(self, op, out)
-            if op.regions and self.fence_scope != fenced:
+            if eff.control and self.fence_scope != fenced:
                 # a fence or a write in a branch or loop body that may not run: after it, no
                 # fence is known to precede what follows
                 self.fence_scope = None
@@ -619,9 +619,9 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
 
 # structured control flow: the walker's own table
 CONTROL_FLOW = {
-    "scf.if": rule(WarpWalker.scf_if, NONE),
-    "scf.for": rule(WarpWalker.scf_for, NONE),
-    "scf.while": rule(WarpWalker.scf_while, NONE),
+    "scf.if": rule(WarpWalker.scf_if, CONTROL),
+    "scf.for": rule(WarpWalker.scf_for, CONTROL),
+    "scf.while": rule(WarpWalker.scf_while, CONTROL),
 }
 # the op tables of the rule families (rules/*.py) and the walker's own; no op is in two
 # of them (tests/test_extract_rules.py)
