@@ -96,9 +96,9 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
             continue
         unplaced = next((a for a in acc if a.spans is None), None)
         if unplaced is not None:
-            ctx.data_why[alloc] = ctx.data_why.get(alloc) or (f"the element access at {_at(unplaced.loc)} has an address "
-                                   "that is neither a function of the lane alone nor a "
-                                   "lane-free offset plus one")
+            ctx.data_why[alloc] = ctx.data_why.get(alloc) or (
+                f"the element access at {unplaced.loc.short()} has an address that is neither a "
+                "function of the lane alone nor a lane-free offset plus one")
             continue
         dynamic = any(a.base is not None for a in acc)
         if dynamic:
@@ -108,7 +108,7 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
                 continue
             lo, hi = next(a.extent for a in acc if a.base is not None)
             if any(x < lo or y > hi for a in acc if a.wgmma for x, y in a.spans):
-                ctx.data_why[alloc] = (f"the wgmma at {_at(next(a for a in acc if a.wgmma).loc)} "
+                ctx.data_why[alloc] = (f"the wgmma at {next(a for a in acc if a.wgmma).loc.short()} "
                                        "reads bytes outside the tensor its threads index")
                 continue
         else:
@@ -121,7 +121,8 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
                 ctx.data_why[alloc] = why
                 continue
         mine = {r for a in acc for r in a.records}
-        others = [] if root is not None else [("w", i) for i, (al, rng, _) in enumerate(ctx.smem_writes)
+        others = [] if root is not None else \
+                 [("w", i) for i, (al, rng, _) in enumerate(ctx.smem_writes)
                   if (al is None or (al == alloc and _overlaps(rng, lo, hi)))
                   and ("w", i) not in mine] + \
                  [("u", i) for i, (al, rng, _) in enumerate(ctx.smem_uses)
@@ -142,7 +143,8 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
         if any(a.bar is not None and not _whole_cells(a, parts) for a in acc):
             ctx.data_why[alloc] = "an st.async writes part of a cell"
             continue
-        label = global_label(ctx, root, plain) if root is not None else _shared_label(ctx, alloc, lo, hi, plain)
+        label = global_label(ctx, root, plain) if root is not None else \
+            _shared_label(ctx, alloc, lo, hi, plain)
         name = f"data{alloc}" if root is None else f"gdata{root}"
         cells[alloc] = (name, parts)
         decls.append(WordsDecl(name, len(parts), plain[0].loc, label, data=True,
@@ -225,9 +227,9 @@ def _global_unchecked(ctx, by_alloc: dict, followed: set) -> None:
         why = ctx.data_why.get(global_alloc(root)) or ctx.global_data_why(root) or \
             "no element store or load of it is placed"
         ctx.unchecked.append(Unchecked(
-            "race", f"global data {global_label(ctx, root, acc)}", "the kernel writes it, and races on global "
-            "data are checked only where every access of it is an element store or load at a "
-            f"place known per lane: {why}", acc[0].loc if acc else NOLOC))
+            "race", f"global data {global_label(ctx, root, acc)}", "the kernel writes it, and "
+            "races on global data are checked only where every access of it is an element store "
+            f"or load at a place known per lane: {why}", acc[0].loc if acc else NOLOC))
 
 
 def _lane_handoff(body: tuple, alloc: int) -> Optional[tuple[Loc, str]]:
@@ -247,7 +249,7 @@ def _lane_handoff(body: tuple, alloc: int) -> Optional[tuple[Loc, str]]:
                     not st.wgmma:
                 for e in since:
                     if (e.write or st.write) and _cross_lane(e, st):
-                        return (st.loc, f"lanes of one warp hand it over at {_at(st.loc)} with "
+                        return (st.loc, f"lanes of one warp hand it over at {st.loc.short()} with "
                                 "no barrier between one lane's access and another's (the "
                                 "model's thread is the warp: a warp-synchronous hand-off is not "
                                 "modelled)")
@@ -297,10 +299,10 @@ def _element_cells_why(acc: list[DataAccess]) -> Optional[str]:
             return "an st.async writes it at an address over loop counters"
         if a.base is None:
             if any(x < lo or y > hi or (x - lo) % elem for x, y in a.spans):
-                return f"the element access at {_at(a.loc)} is outside its tensor's elements"
+                return f"the element access at {a.loc.short()} is outside its tensor's elements"
         elif not _multiple(BinOp("-", a.base, Const(lo)), elem) or \
                 any(x % elem for x, _ in a.spans):
-            return (f"the element access at {_at(a.loc)} may not fall on an element boundary "
+            return (f"the element access at {a.loc.short()} may not fall on an element boundary "
                     "(its offset over loop counters is not a known multiple of the size)")
     return None
 
@@ -316,10 +318,6 @@ def _multiple(e: Expr, n: int) -> bool:
             _multiple(e.lhs, n) or _multiple(e.rhs, n)
     return False
 
-
-def _at(loc: Loc) -> str:
-    import os
-    return f"{os.path.basename(loc.file)}:{loc.line}"
 
 
 def _subscripted(loc: Loc) -> Optional[str]:

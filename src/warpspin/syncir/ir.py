@@ -9,6 +9,8 @@ Semantics: docs/semantics.md.
 """
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field, fields
 from typing import Optional, Union
 
@@ -25,6 +27,10 @@ class Loc:
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}"
         return f"{where} ({self.frame})" if self.frame else where
+
+    def short(self) -> str:
+        """`file.py:line`, the file without its directory."""
+        return f"{os.path.basename(self.file)}:{self.line}"
 
 
 NOLOC = Loc("<unknown>", 0)

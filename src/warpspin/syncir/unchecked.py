@@ -2,7 +2,6 @@
 not cover (pipeline._decide_verified turns each one asked for into INCONCLUSIVE)."""
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 from .ir import For, If, Kernel, Lanes, Loc, Unchecked, While, stmt_bodies, walk_stmts
@@ -79,9 +78,6 @@ def _global_data(kernel: Kernel) -> list[Unchecked]:
     return out
 
 
-def _at(loc: Loc) -> str:
-    return f"{os.path.basename(loc.file)}:{loc.line}"
-
 
 def _touches(st, array: str) -> bool:
     return isinstance(st, (SmemStore, SmemLoad)) and st.ref.name == array
@@ -91,7 +87,7 @@ def _flag_order_why(kernel: Kernel) -> Optional[tuple[Loc, str]]:
     for p in kernel.processes:
         for s in walk_stmts(p.body):
             if isinstance(s, AtomInc):
-                return (s.loc, f"the atom.inc at {_at(s.loc)} hands out values CTAs may act on: "
+                return (s.loc, f"the atom.inc at {s.loc.short()} hands out values CTAs may act on: "
                         "whether it orders global data is not followed")
             if isinstance(s, GlobalAdd):
                 sems = ("acq_rel",) if s.dest is not None else ("release", "acq_rel")
@@ -100,7 +96,7 @@ def _flag_order_why(kernel: Kernel) -> Optional[tuple[Loc, str]]:
             else:
                 continue
             if s.sem not in sems or s.scope not in ("gpu", "sys"):
-                return (s.loc, f"the flag op at {_at(s.loc)} is {s.sem} at {s.scope} scope: it "
+                return (s.loc, f"the flag op at {s.loc.short()} is {s.sem} at {s.scope} scope: it "
                         "orders no global data between CTAs (`scope` reports it)")
     return None
 
@@ -122,15 +118,15 @@ def _flag_lanes(body: tuple, array: str) -> Optional[tuple[Loc, str]]:
             elif _touches(st, array):
                 w = next((w for w in waited if w[1] is not block), None)
                 if w is not None:
-                    return (st.loc, f"lanes access it at {_at(st.loc)} after a wait on a global "
-                            f"flag by other lanes of their warp ({_at(w[0])}) with no bar.sync "
+                    return (st.loc, f"lanes access it at {st.loc.short()} after a wait on a global "
+                            f"flag by other lanes of their warp ({w[0].short()}) with no bar.sync "
                             "between: the acquire orders only the lanes that executed it")
                 accessed.append((st.loc, block))
             elif isinstance(st, GlobalAdd) and block is not None:
                 a = next((a for a in accessed if a[1] is not block), None)
                 if a is not None:
-                    return (st.loc, f"some lanes release a global flag at {_at(st.loc)} after "
-                            f"other lanes of their warp accessed it ({_at(a[0])}) with no "
+                    return (st.loc, f"some lanes release a global flag at {st.loc.short()} after "
+                            f"other lanes of their warp accessed it ({a[0].short()}) with no "
                             "bar.sync between: the release covers only the adding lanes' "
                             "accesses")
                 if st.dest is not None:  # an acquire too (a ticket)

@@ -165,10 +165,10 @@ HANDLERS: dict = {}
 
 def asm_effects(op: Op) -> Effects:
     """Inline PTX: what its text may write in shared memory is decided from the text
-    (`WarpWalker.smem_writes_of`); it may write global memory when the text has a store, an
-    atomic, a bulk copy or a tensormap write; its rule follows a store through a cluster
-    address (st.shared::cluster, st.async)."""
+    (`WarpWalker.smem_writes_of`); it may write global memory when the text has a memory
+    operand (`[...]`: PTX addresses memory only so), so text with none (`mul.hi`, a fence)
+    touches no memory; its rule follows a store through a cluster address (st.shared::cluster,
+    st.async)."""
     text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
-    writes = re.search(r"\bst\.|\batom|\bred\.|cp\.async\.bulk|tensormap|\bcp\.", text)
-    return Effects("write", "may" if writes else "none", "own")
+    return Effects("write", "may" if "[" in text else "none", "own")
 
