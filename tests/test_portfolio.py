@@ -3,10 +3,12 @@ the same search as on one core, a hunt's counterexample is real, replayed and sh
 hunt that finds nothing never makes a result complete."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from warpspin.engine import check, lower_and_check
-from warpspin.engine.portfolio import split_jobs
+from warpspin.engine.portfolio import replay_trail, split_jobs
 from warpspin.engine.spin import parse_pan
 from warpspin.lower import lower
 from warpspin.pipeline import check_kernel
@@ -129,3 +131,24 @@ def test_early_termination_is_not_a_truncation():
            "   1000 states, stored\n")
     r = parse_pan(out)
     assert r.truncated == () and r.pan_error.startswith("assertion violated")
+
+
+def test_a_replay_that_does_not_finish_is_stopped(tmp_path):
+    pan = tmp_path / "pan"
+    pan.write_text("#!/bin/sh\nsleep 30\n")
+    pan.chmod(0o755)
+    t0 = time.monotonic()
+    assert replay_trail(str(tmp_path), None, 0.5) is None
+    assert time.monotonic() - t0 < 10
+
+
+def test_a_shortening_whose_replay_times_out_keeps_the_engines_counterexample(monkeypatch):
+    """SPIN shortening a happens-before counterexample is best effort: its trail replay running
+    out of time (a loaded CI machine) leaves the engine's own, replayed, never an error."""
+    import warpspin.engine.spin as spin
+    monkeypatch.setattr(spin, "replay_trail", lambda cwd, trail, timeout: None)
+    r = check_kernel(ring(stages=2, trips=4, consumers=2, bug="two-behind"), timeout_s=120,
+                     engine="auto")
+    assert r.verdict == "violation", str(r)
+    assert r.violations[0].replayed
+    assert r.config.get("not_shortened"), r.config

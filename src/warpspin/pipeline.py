@@ -206,8 +206,8 @@ def _shortened(kernel: Kernel, found: Outcome, res: Result, options: EngineOptio
             return short
     found.found_by = how
     found.config["not_shortened"] = (
-        f"SPIN's breadth-first search did not finish in {budget:.0f} s: the interleaving is the "
-        "engine's, not a shortest one" if budget >= 1 else
+        f"SPIN's breadth-first search gave no replayed counterexample within {budget:.0f} s: the "
+        "interleaving is the engine's, not a shortest one" if budget >= 1 else
         "not shortened by SPIN (--engine hb): the interleaving is the engine's")
     _account(res.stats, found)
     return found

@@ -138,13 +138,27 @@ def _trail_of(run: _Run, out: str, started: float, replayable: bool) -> Trail | 
     if not any(w in pan_error for w in COUNTEREXAMPLE):
         return None  # pan stopped itself: its trail is no counterexample
     depth = _DEPTH.search(pan_error)
-    replay = ""
-    if replayable:
-        replay = subprocess.run(["./pan", "-r", trails[0], "-n"], cwd=run.cwd,
-                                capture_output=True, text=True, timeout=120).stdout
+    replay = (replay_trail(run.cwd, trails[0], 120.0) or "") if replayable else ""
     os.rename(os.path.join(run.cwd, trails[0]), os.path.join(run.cwd, "seen.trail-done"))
     return Trail(int(depth.group(1)) if depth else 1 << 30, pan_error, replay, run.name,
                  time.monotonic() - started)
+
+
+def replay_trail(cwd: str, trail: str | None, timeout: float) -> str | None:
+    """What `pan -r` prints replaying a trail (the model's embedded C prints its WS| lines), or
+    None when it did not finish within `timeout` (its process group is stopped)."""
+    p = subprocess.Popen(["./pan", "-r", *([trail] if trail else []), "-n"], cwd=cwd,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        return p.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        kill_group(p)
+        p.communicate()
+        return None
+    except BaseException:
+        kill_group(p)
+        raise
 
 
 def run_portfolio(tmp: str, exhaustive_bin: str, build_hunt, hunt_bin: str,

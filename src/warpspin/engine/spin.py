@@ -21,7 +21,7 @@ from ..lower.promela import LoweredModel, lower
 from ..lower.trail import fix_param, parse_trail
 from .progress import PAN_FREQ, REPORTER, Progress, Ticker, last_progress
 from .portfolio import (COUNTEREXAMPLE as _COUNTEREXAMPLE, HUNT_MB, PAN_ERROR, hunt_to_depth,
-                        kill_group, run_portfolio, split_jobs)
+                        kill_group, replay_trail, run_portfolio, split_jobs)
 from ..syncir.interp import failed_tests_at_end
 from ..syncir.trace import Complete, Event, ParamChoice, Step, Take
 
@@ -310,10 +310,11 @@ def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_
         res.truncated = _stopped(res.truncated, timed_out)
         res.complete = False
     if os.path.exists(os.path.join(tmp, "model.pml.trail")):
-        # pan replays its own trail (-r), running the model's embedded C and printing WS| lines
-        r = subprocess.run(["./pan", "-r", "-n"], cwd=tmp, capture_output=True,
-                           text=True, timeout=max(30.0, timeout_s))
-        _take_trail(res, model, r.stdout, res.pan_error)
+        replay = replay_trail(tmp, None, max(30.0, timeout_s))
+        if replay is None:
+            raise EngineTimeout("pan -r did not replay the trail it wrote within "
+                                f"{max(30.0, timeout_s):.0f} s")
+        _take_trail(res, model, replay, res.pan_error)
     elif res.pan_error and not res.truncated:
         raise EngineError(f"pan reported an error but wrote no trail:\n{out}")
     return res
