@@ -5,7 +5,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup spin chromium bench clean fuzz mutate
+.PHONY: demo test setup spin chromium bench clean fuzz mutate exhaustive
 
 setup: spin chromium $(STAMP)
 
@@ -44,10 +44,15 @@ demo: setup
 
 # CI must run the tests that need the DSL and quack, never skip them. The files are spread over
 # TEST_JOBS processes (pytest-xdist; one file stays in one process, so its cached traces are
-# made once): CI's machine has 2 cores.
+# made once): CI's machine has 2 cores. The tests marked `exhaustive` (searches of millions of
+# states) are left to make exhaustive.
 TEST_JOBS ?= 2
 test: setup
-	WARPSPIN_REQUIRE_ALL=1 $(VPY) -m pytest -q -n $(TEST_JOBS) --dist loadfile
+	WARPSPIN_REQUIRE_ALL=1 $(VPY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not exhaustive"
+
+# the exhaustive tests, one row each (bench/exhaustive.py; about 10 minutes on 2 cores)
+exhaustive: setup
+	WARPSPIN_REQUIRE_ALL=1 $(VPY) bench/exhaustive.py -n $(TEST_JOBS)
 
 # make fuzz: the differential tests (SPIN reduced, plain and fused vs the interpreter, and on the
 # protocols of each construct family: tensormaps, buffers, counters, wgmma data, cp.async, DSMEM,

@@ -41,7 +41,7 @@ pytestmark = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gc
                                 reason="needs SPIN and gcc")
 
 FUZZ = bool(os.environ.get("WARPSPIN_DIFF_FUZZ"))
-EXAMPLES = int(os.environ.get("WARPSPIN_DIFF_EXAMPLES", "1000" if FUZZ else "96"))
+EXAMPLES = int(os.environ.get("WARPSPIN_DIFF_EXAMPLES", "1000" if FUZZ else "64"))
 ENGINE_KINDS = {"deadlock"}  # SPIN reports deadlocks unclassified; every other kind is its own
 REGRESSIONS = pathlib.Path(__file__).parent / "regressions"
 

@@ -78,7 +78,8 @@ KERNELS = {"epilogue": lambda: P.epilogue(), "mainloop": lambda: P.mainloop(),
            "kgrouped": lambda: P.kgrouped()}
 
 
-@pytest.mark.parametrize("name", KERNELS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.exhaustive)
+                                  if n == "cluster_multicast" else n for n in KERNELS])
 def test_every_mutant_is_reported_or_equivalent(name):
     k = KERNELS[name]()
     base = verify_kernel(k, opts=CheckOptions(timeout_s=60))

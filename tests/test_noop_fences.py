@@ -74,7 +74,7 @@ def with_fences(draw):
     return replace(k, processes=tuple(replace(p, body=put(p.body)) for p in k.processes))
 
 
-@settings(max_examples=150, deadline=None, database=None, derandomize=True,
+@settings(max_examples=60, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.filter_too_much])
 @given(with_fences())

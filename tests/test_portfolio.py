@@ -8,7 +8,7 @@ import time
 import pytest
 
 from warpspin.engine import check, lower_and_check
-from warpspin.engine.portfolio import replay_trail, split_jobs
+from warpspin.engine.portfolio import HUNT_MB, replay_trail, split_jobs
 from warpspin.engine.spin import parse_pan
 from warpspin.lower import lower
 from warpspin.pipeline import check_kernel
@@ -89,17 +89,21 @@ def test_hunts_go_on_after_the_search_stops_at_a_limit(monkeypatch):
     assert replay(model.kernel, r.events, expect_kind="parity-aliasing").ok
 
 
-def test_hunts_never_make_a_result_complete():
+def test_hunts_never_make_a_result_complete(monkeypatch):
+    import warpspin.engine.spin as spin
+    monkeypatch.setattr(spin, "EXHAUSTIVE_MIN_MB", 64)  # (the search's floor: filled sooner)
     model = lower(ring(stages=4, trips=64, consumers=16), reduce=True, fuse=False)
-    r = check(model, timeout_s=240, memory_mb=120, jobs=2)
+    r = check(model, timeout_s=240, memory_mb=64 + HUNT_MB, jobs=2)
     assert r.kind is None and not r.complete and "memory" in r.truncated
     assert r.hunts >= 1
 
 
-def test_parallel_bfs_out_of_shared_memory_is_not_complete():
+def test_parallel_bfs_out_of_shared_memory_is_not_complete(monkeypatch):
     """A core that stops for lack of shared memory leaves the others printing `errors: 0`."""
+    import warpspin.engine.spin as spin
+    monkeypatch.setattr(spin, "EXHAUSTIVE_MIN_MB", 64)
     model = lower(ring(stages=4, trips=64, consumers=16), reduce=True, fuse=False)
-    r = check(model, timeout_s=240, memory_mb=120, jobs=4)
+    r = check(model, timeout_s=240, memory_mb=64 + HUNT_MB, jobs=4)
     assert r.kind is None and not r.complete
     assert "memory" in r.truncated
 

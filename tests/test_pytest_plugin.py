@@ -59,23 +59,23 @@ def test_assert_verified_and_the_fixture_on_a_traced_kernel(pytester):
             assert results and results[0].verdict == "verified"
 
         def test_a_bug_fails_with_the_report():
-            fn, args = raw.missing_release()
-            with pytest.raises(AssertionError, match="error\\\\[deadlock\\\\]") as e:
-                warpspin.assert_verified(fn, *args, target="raw.missing_release")
+            fn, args = raw.wrong_tx_bytes()
+            with pytest.raises(AssertionError, match="error\\\\[tx-mismatch\\\\]") as e:
+                warpspin.assert_verified(fn, *args, target="raw.wrong_tx_bytes")
             text = str(e.value)
-            assert text.startswith("warpspin: raw.missing_release: not verified")
-            assert "raw.missing_release: VIOLATION: error[deadlock] at raw.py:" in text
-            assert "report: .warpspin-reports/raw.missing_release/" in text
+            assert text.startswith("warpspin: raw.wrong_tx_bytes: not verified")
+            assert "raw.wrong_tx_bytes: VIOLATION: error[tx-mismatch] at raw.py:" in text
+            assert "report: .warpspin-reports/raw.wrong_tx_bytes/" in text
             import os
-            assert os.path.exists(".warpspin-reports/raw.missing_release/raw.missing_release.html")
+            assert os.path.exists(".warpspin-reports/raw.wrong_tx_bytes/raw.wrong_tx_bytes.html")
 
         def test_a_failure_points_at_the_test_not_into_warpspin():
-            fn, args = raw.missing_release()
+            fn, args = raw.wrong_tx_bytes()
             warpspin.assert_verified(fn, *args)
 
         def test_fixture_expecting_the_kind(warpspin):
-            fn, args = raw.missing_release()
-            warpspin.check_jit(fn, *args, expect="deadlock")
+            fn, args = raw.wrong_tx_bytes()
+            warpspin.check_jit(fn, *args, expect="tx-mismatch")
     """)
     # in a child process: the DSL's native libraries load once per process
     r = pytester.runpytest_subprocess("-q")

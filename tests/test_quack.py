@@ -79,30 +79,37 @@ def test_persistent_scheduler_hands_tiles_through_shared_words():
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")
 def test_persistent_verified():
     """quack's default SM90 GEMM (persistent tile scheduler, cluster 1), through the library's
-    own compile: VERIFIED by SPIN for every tile count 0..2 (0: the CTA gets no tile), grid
-    1..2 and each CTA of it, and one k-tile, the scheduler's divisors those of a 1x1x1 problem
-    in clusters (3.3 M states, about 75 s on one core of the CI container), and by the
-    happens-before engine for 1..2 k-tiles too (tile counts 0..3 are a row of docs/coverage.md,
-    `quack.gemm_sm90.persistent.ranges`; SPIN over k-tiles 1..3 is measured on 16 cores in
-    bench/parallel.md)."""
+    own compile: VERIFIED by the happens-before engine for every tile count 0..2 (0: the CTA
+    gets no tile), grid 1..2 and each CTA of it, and 1..2 k-tiles, the scheduler's divisors
+    those of a 1x1x1 problem in clusters (tile counts 0..3 are a row of docs/coverage.md,
+    `quack.gemm_sm90.persistent.ranges`). SPIN's proof of the same kernel is
+    `test_persistent_verified_by_spin` (exhaustive: bench/exhaustive.py)."""
     from fixtures.catalog import PERSISTENT_RANGES
     ranges = dict(PERSISTENT_RANGES, size_in__delinearize_work_idx=(0, 2))
     sk = extract(quack_sm90_gemm("persistent"), params=ranges)
     assert {p.name: (p.lo, p.hi) for p in sk.params if p.lo != p.hi} == \
         {"size_in__delinearize_work_idx": (0, 2), K_TILES: (1, 2), "clusterid_z": (0, 1), "nclusterid_z": (1, 2)}
-    # SPIN without load races (its state count): deadlocks and the staged buffers it follows
+    h = verify_kernel(sk)  # the default engine: one execution per launch choice, load races too
+    assert h.verdict == "verified" and h.stats.engine == "happens-before", str(h)
+    from warpspin.syncir.interp import Machine
+    assert h.stats.hb_runs == len(Machine(sk).initial_states())  # one per launch choice
+    assert any("FastDivmod" in a for a in h.config["assumptions"])
+    assert "size_in__delinearize_work_idx" in str(h.config) and "0..2" in str(h.config), h.config
+
+
+@pytest.mark.exhaustive
+def test_persistent_verified_by_spin():
+    """SPIN's proof of the persistent GEMM for deadlocks and the staged buffers it follows,
+    without load races (its state count), with one k-tile: 3.3 M states, 75-120 s on one core
+    of the CI container (SPIN over k-tiles 1..3 is measured on 16 cores in bench/parallel.md)."""
+    from fixtures.catalog import PERSISTENT_RANGES
+    ranges = dict(PERSISTENT_RANGES, size_in__delinearize_work_idx=(0, 2))
     one = extract(quack_sm90_gemm("persistent"), params=dict(ranges, **{K_TILES: 1}))
     r = verify_kernel(one, opts=CheckOptions(timeout_s=1200, memory_mb=12288, engine="spin",
                                              load_races=False, properties=("deadlock",)))
     assert r.verdict == "verified", str(r)
     assert r.stats.states > 2_000_000
     assert any("FastDivmod" in a for a in r.config["assumptions"])
-    h = verify_kernel(sk)  # the default engine: one execution per launch choice, load races too
-    assert h.verdict == "verified" and h.stats.engine == "happens-before", str(h)
-    from warpspin.syncir.interp import Machine
-    assert h.stats.hb_runs == len(Machine(sk).initial_states())  # one per launch choice
-    assert any("FastDivmod" in a for a in h.config["assumptions"])
-    assert "size_in__delinearize_work_idx" in str(r.config) and "0..2" in str(r.config), r.config
 
 
 def test_persistent_cluster2_words_wait_for_st_async():
@@ -164,10 +171,10 @@ def test_persistent_dynamic_verified():
     """quack's dynamic persistent GEMM: its scheduler warp takes each next tile from a global
     semaphore (lane 0's atom.inc, shuffled to the warp) that the grid's other CTAs take tiles
     from too. It extracts completely and is VERIFIED for grid 1..2 and every way the other
-    CTAs can take tiles between two fetches, with one k-tile: by SPIN for deadlocks for tile
-    counts 0..1 (1.2 M states, about 35 s on one core; 0..2 is 5.5 M states), and by the
-    happens-before engine for every property for tile counts 0..2 (0..3 are a row of
-    docs/coverage.md, `quack.gemm_sm90.persistent_dynamic.ranges`)."""
+    CTAs can take tiles between two fetches, with one k-tile, by the happens-before engine for
+    every property for tile counts 0..2 (0..3 are a row of docs/coverage.md,
+    `quack.gemm_sm90.persistent_dynamic.ranges`), one run per sequence of tiles the other CTAs
+    leave. SPIN's proof is `test_persistent_dynamic_verified_by_spin` (exhaustive)."""
     from fixtures.catalog import DYNAMIC_RANGES
     sk = extract(quack_sm90_gemm("persistent_dynamic"), params=dict(DYNAMIC_RANGES,
                                                                     size_in__delinearize_work_idx=(0, 2)))
@@ -175,17 +182,23 @@ def test_persistent_dynamic_verified():
     (decl,) = sk.counters
     assert decl.label == "tile_count_semaphore"
     assert decl.limit == Var("size_in__delinearize_work_idx") - 1
+    hb = verify_kernel(sk, opts=CheckOptions(timeout_s=300))
+    assert hb.verdict == "verified" and hb.stats.engine == "happens-before", str(hb)
+    assert hb.stats.hb_runs > 1
+    assert any("tile_count_semaphore" in a for a in hb.config["assumptions"])
+
+
+@pytest.mark.exhaustive
+def test_persistent_dynamic_verified_by_spin():
+    """SPIN agrees for deadlocks, tile counts 0..1: 1.2 M states, 35-90 s on one core of the
+    CI container (0..2 is 5.5 M states)."""
+    from fixtures.catalog import DYNAMIC_RANGES
     small = extract(quack_sm90_gemm("persistent_dynamic"),
                     params=dict(DYNAMIC_RANGES, size_in__delinearize_work_idx=(0, 1)))
     r = verify_kernel(small, opts=CheckOptions(timeout_s=900, memory_mb=4096,
                                                properties=("deadlock",), engine="spin"))
     assert r.verdict == "verified", str(r)
     assert any("tile_count_semaphore" in a for a in r.config["assumptions"])
-    # the happens-before engine, one run per sequence of tiles the other CTAs leave, agrees
-    # with SPIN's search, and decides every property
-    hb = verify_kernel(sk, opts=CheckOptions(timeout_s=300))
-    assert hb.verdict == "verified" and hb.stats.engine == "happens-before", str(hb)
-    assert hb.stats.hb_runs > 1
 
 
 @pytest.mark.skipif(shutil.which("spin") is None, reason="SPIN is not installed")

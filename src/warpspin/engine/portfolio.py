@@ -28,6 +28,7 @@ HUNT_BITS = (22, 24, 26, 27)     # pan -w per hunt run, cycled (2^w bits: 0.5 to
 HUNT_SLICE_S = (2.0, 5.0, 15.0)  # a hunt run's time, cycled: short runs first, then longer ones
 HUNT_AFTER_S = 1.0               # hunts start when the exhaustive search has not ended by then
 HUNT_MB = 96                     # a hunt's memory: its bit array and its depth-first stack
+EXHAUSTIVE_MIN_MB = 256          # the exhaustive search's memory beside the hunts, at least
 
 
 @dataclass
@@ -93,8 +94,8 @@ def _start(name, tmp, binary, args, limit) -> _Run:
     os.makedirs(cwd)
     os.symlink(binary, os.path.join(cwd, "pan"))
     with open(os.path.join(cwd, "out.txt"), "w") as out:
-        proc = subprocess.Popen(["./pan", *args], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(["./pan", *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     return _Run(name, cwd, proc, limit)
 
 

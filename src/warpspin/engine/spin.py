@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from ..lower.promela import LoweredModel, lower
 from ..lower.trail import fix_param, parse_trail
 from .progress import PAN_FREQ, REPORTER, Progress, Ticker, last_progress
-from .portfolio import (COUNTEREXAMPLE as _COUNTEREXAMPLE, HUNT_MB, PAN_ERROR, hunt_to_depth,
-                        kill_group, replay_trail, run_portfolio, split_jobs)
+from .portfolio import (COUNTEREXAMPLE as _COUNTEREXAMPLE, EXHAUSTIVE_MIN_MB, HUNT_MB, PAN_ERROR,
+                        hunt_to_depth, kill_group, replay_trail, run_portfolio, split_jobs)
 from ..syncir.interp import failed_tests_at_end
 from ..syncir.trace import Complete, Event, ParamChoice, Step, Take
 
@@ -248,8 +248,8 @@ def _to_cta(model, ev, cta: int):
 def _run(cmd, cwd, timeout, what) -> subprocess.CompletedProcess:
     """Run `cmd` in a process group of its own: a time limit or Ctrl-C stops all of it (gcc's
     cc1 and as too, not only the driver)."""
-    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         if REPORTER.get() is not None and what.startswith("gcc"):
             _wait_reporting(p, timeout)
@@ -356,7 +356,7 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
     start = time.monotonic()
     cores, hunts = split_jobs(jobs)
     _spin_a(tmp, model.text, timeout_s)
-    ex_mb = max(256, memory_mb - hunts * HUNT_MB)
+    ex_mb = max(EXHAUSTIVE_MIN_MB, memory_mb - hunts * HUNT_MB)
     ex_flags = _flags(opt, ex_mb, vector_size, collapse) + (
         ["-DBFS_PAR", "-DNO_TDH", f"-DNCORE={cores}"] if cores > 1 else ["-DBFS"])
     hunt_flags = [opt, "-DSAFETY", "-DNOCLAIM", "-DBITSTATE", "-DT_RAND", "-DP_RAND",
@@ -365,7 +365,7 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
 
     def build_hunt():  # its own process group: stopping it stops gcc's cc1 and as too
         return subprocess.Popen([CC, *hunt_flags, "-o", "pan_h", "pan.c"], cwd=tmp,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
     compile_s = time.monotonic() - start
     ex_args = [f"-w{hash_bits(ex_mb)}", f"-m{max_depth}", "-n"]
@@ -443,7 +443,8 @@ def _run_pan(args, cwd, timeout) -> tuple[str, str | None, float]:
     report = REPORTER.get()
     path = os.path.join(cwd, "pan.out")
     with open(path, "w") as sink:
-        p = subprocess.Popen(args, cwd=cwd, stdout=sink if report else subprocess.PIPE,
+        p = subprocess.Popen(args, cwd=cwd, stdin=subprocess.DEVNULL,
+                             stdout=sink if report else subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
     why = None
     try:
