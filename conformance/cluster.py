@@ -1,4 +1,4 @@
-"""Litmus kernels for the cluster: barrier.cluster (PTX ISA 9.7.13.2), exited threads (9.7.19.2),
+"""Litmus kernels for the cluster: barrier.cluster (PTX ISA 9.7.13.3), exited threads (9.7.19.2),
 remote mbarrier arrives through mapa (9.7.13.15.13) and multicast TMA loads (9.7.9.25).  One
 cluster of two CTAs each."""
 

@@ -74,14 +74,22 @@ class _FlagData(Litmus):
     words = 64  # out: the data and the copies (no probe slots)
     zero_x = (0,)
     no_wait = False
+    sync_warp = False  # bar.warp.sync (the CTA is one warp) in place of bar.sync
     delay = 20
     launches = 20
+
+    @cute.jit
+    def sync(self):
+        if cutlass.const_expr(self.sync_warp):
+            cute.arch.sync_warp()
+        else:
+            cute.arch.barrier()
 
     @cute.jit
     def produce(self):
         self.sleep(self.delay)
         self.out[self.lane] = Int32(self.lane + 1)
-        cute.arch.barrier()
+        self.sync()
         if self.lane == 0:
             cute.arch.atomic_add(self.x.iterator.llvm_ptr, Int32(1), sem="release", scope="gpu")
 
@@ -92,7 +100,7 @@ class _FlagData(Litmus):
                 while cute.arch.load(self.x.iterator.llvm_ptr, Int32, sem="acquire",
                                      scope="gpu") < 1:
                     pass
-        cute.arch.barrier()
+        self.sync()
         self.out[32 + self.lane] = self.out[self.lane]
 
     @cute.jit
@@ -117,5 +125,13 @@ class FlagDataNoWait(_FlagData):
     no_wait = True
 
 
+class FlagDataSyncWarp(_FlagData):
+    """cute.arch.sync_warp() (bar.warp.sync) in place of both bar.syncs: each CTA is one warp,
+    so it orders the other lanes' writes before lane 0's release and lane 0's acquire before
+    the other lanes' reads (PTX 9.7.13.2). warpspin: verified."""
+    rules = ("gmem.flag-data", "warp.sync")
+    sync_warp = True
+
+
 LITMUS = [FlagReleaseAcquire, FlagWaitsForMore, FlagRelaxedAdd, FlagCtaScopeAdd, FlagDataHandoff,
-          FlagDataNoWait]
+          FlagDataNoWait, FlagDataSyncWarp]

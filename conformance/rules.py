@@ -53,11 +53,11 @@ RULES: dict[str, tuple[str, str, str]] = {
     "exit.pending-copy": ("Async operations", "9.7.19.2",
         "the last thread of a CTA exiting while a copy into it is in flight: pending-at-exit"),
     # cluster
-    "cluster.barrier": ("Cluster barrier", "9.7.13.2",
+    "cluster.barrier": ("Cluster barrier", "9.7.13.3",
         "barrier.cluster.wait passes once every non-exited thread of the cluster arrived"),
-    "cluster.exited-threads": ("Cluster barrier", "9.7.13.2",
+    "cluster.exited-threads": ("Cluster barrier", "9.7.13.3",
         "threads that exited are not waited for by the cluster barrier"),
-    "cluster.relaxed": ("Cluster barrier", "9.7.13.2",
+    "cluster.relaxed": ("Cluster barrier", "9.7.13.3",
         "barrier.cluster.arrive.relaxed counts like arrive (it only orders less memory)"),
     "cluster.remote-arrive": ("mbarrier", "9.7.13.15.13",
         "an arrive through mapa counts on the peer CTA's barrier"),
@@ -181,4 +181,9 @@ RULES: dict[str, tuple[str, str, str]] = {
         "element stores and loads of a kernel argument in a grid model are cells of one array "
         "for the grid: an access no flag hand-off (release add, acquire wait, bar.sync around "
         "a lane's) orders before another CTA's access of the same element, one a store: race"),
+    "warp.sync": ("bar.warp.sync orders its warp's lanes", "9.7.13.2, 8.9",
+        "bar.warp.sync with every lane in its mask, by the whole warp, orders each lane's "
+        "earlier accesses before every lane's later ones: a lane-subset release or acquire of a "
+        "flag, or shared data between lanes, is ordered through it (without it: races NOT "
+        "CHECKED); in the model the warp is one thread and the op changes nothing"),
 }

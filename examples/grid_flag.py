@@ -13,6 +13,9 @@ Variants:
   fenced_add     fence.acq_rel.gpu, then a relaxed add (the release pattern of PTX 8.7; CUDA's
                  __threadfence(); atomicAdd()): also correct
   red_add        red.add.release.gpu (cute.arch.red, no old value): also correct
+  tiled          the partials written and read through 32-element tiles of ``partial``
+                 (``cute.local_tile(partial, (32,), (cta,))``, as CuTe kernels address a CTA's
+                 slice of a workspace): also correct
   off_by_one     the consumer waits for PRODUCERS + 1 increments -> it spins forever (deadlock;
                  it hangs on the H200)
   relaxed_add    the producers add with ``.relaxed``: their writes of the partials are not
@@ -28,6 +31,8 @@ Variants:
                  warp), INCONCLUSIVE naming the line
   unsynced_writers  the producers' bar.sync before lane 0's add is gone: the release covers
                  only lane 0's writes -> races on partial not checked, INCONCLUSIVE
+  same_tile      the tiled form, but every producer writes tile 0 (the CTA's coordinate left
+                 out): the producers' writes race -> race (wrong sums on the GPU)
 
 The partials are global data the flag hands over: every element store and load of them is
 checked against the others (docs/semantics.md, "Global data a flag hands over").
@@ -42,8 +47,8 @@ from cutlass import Float32, Int32
 
 PRODUCERS = 3
 BUGS = ("off_by_one", "relaxed_add", "cta_scope", "weak_load", "no_wait", "unsynced_readers",
-        "unsynced_writers")
-CORRECT = (None, "fenced_add", "red_add")
+        "unsynced_writers", "same_tile")
+CORRECT = (None, "fenced_add", "red_add", "tiled")
 
 
 class GridFlag:
@@ -71,8 +76,15 @@ class GridFlag:
         total = self.producers
         if cutlass.const_expr(self.bug == "off_by_one"):
             total = self.producers + 1                                         # BUG
+        tiled = self.bug in ("tiled", "same_tile")
         if cta < self.producers:                                               # producers
-            partial[cta * 32 + lane] = a[cta * 32 + lane] * 2.0
+            if cutlass.const_expr(tiled):
+                mine = cute.local_tile(partial, (32,), (cta,))
+                if cutlass.const_expr(self.bug == "same_tile"):
+                    mine = cute.local_tile(partial, (32,), (0,))               # BUG
+                mine[lane] = a[cta * 32 + lane] * 2.0
+            else:
+                partial[cta * 32 + lane] = a[cta * 32 + lane] * 2.0
             if cutlass.const_expr(self.bug != "unsynced_writers"):
                 cute.arch.sync_threads()
             if lane == 0:
@@ -98,7 +110,10 @@ class GridFlag:
                 cute.arch.sync_threads()
             acc = Float32(0.0)
             for p in cutlass.range(self.producers, unroll=1):
-                acc = acc + partial[p * 32 + lane]
+                if cutlass.const_expr(tiled):
+                    acc = acc + cute.local_tile(partial, (32,), (p,))[lane]
+                else:
+                    acc = acc + partial[p * 32 + lane]
             out[lane] = acc
 
 
@@ -140,6 +155,14 @@ def weak_load(**kw):
     return variant("weak_load", **kw)
 
 
+def tiled(**kw):
+    return variant("tiled", **kw)
+
+
+def same_tile(**kw):
+    return variant("same_tile", **kw)
+
+
 def no_wait(**kw):
     return variant("no_wait", **kw)
 
@@ -152,18 +175,19 @@ def unsynced_writers(**kw):
     return variant("unsynced_writers", **kw)
 
 
-VARIANTS = {"correct": correct, "fenced_add": fenced_add, "red_add": red_add,
+VARIANTS = {"correct": correct, "fenced_add": fenced_add, "red_add": red_add, "tiled": tiled,
             **{b: globals()[b] for b in BUGS}}
 # what `warpspin check` must say (make demo and tests/test_examples.py check it)
 EXPECT = {"correct": "verified", "fenced_add": "verified", "red_add": "verified",
           "off_by_one": "deadlock", "relaxed_add": "scope", "cta_scope": "scope",
           "weak_load": "scope", "no_wait": "race", "unsynced_readers": "not-checked",
-          "unsynced_writers": "not-checked"}
+          "unsynced_writers": "not-checked", "tiled": "verified", "same_tile": "race"}
 EXPECT_AT = {"off_by_one": "while cute.arch.load(count.iterator.llvm_ptr, Int32, sem=\"acquire\",",
              "weak_load": "while cute.arch.load(count.iterator.llvm_ptr, Int32) < total:",
              "relaxed_add": "cute.arch.atomic_add(count.iterator.llvm_ptr, Int32(1), sem=sem, scope=scope)",
              "cta_scope": "cute.arch.atomic_add(count.iterator.llvm_ptr, Int32(1), sem=sem, scope=scope)",
-             "no_wait": "acc = acc + partial[p * 32 + lane]"}
+             "no_wait": "acc = acc + partial[p * 32 + lane]",
+             "same_tile": "mine[lane] = a[cta * 32 + lane] * 2.0"}
 
 
 def run_on_device(name: str, producers: int = PRODUCERS) -> None:

@@ -2,10 +2,14 @@
 Makefile installs SPIN, the CuTe DSL and quack, so a skip there means a broken set-up that would
 otherwise pass silently."""
 import os
+import tempfile
 
 import pytest
 
 REQUIRE_ALL = bool(os.environ.get("WARPSPIN_REQUIRE_ALL"))
+# compiled pan executables (engine/pan_cache.py) in a directory of this process's own, not the
+# user's cache: a test run starts with none
+os.environ.setdefault("WARPSPIN_CACHE_DIR", tempfile.mkdtemp(prefix="warpspin-pan-"))
 
 
 def _fail_skips(report):

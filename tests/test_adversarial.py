@@ -474,7 +474,7 @@ def tma_no_elect_warps():
 
 CASES = [
     # ------------------------------------------------------------ p_cluster.py (issue 7 item 7)
-    # PTX 9.7.13.2: barrier.cluster.wait waits for all *non-exited* threads of the cluster to
+    # PTX 9.7.13.3: barrier.cluster.wait waits for all *non-exited* threads of the cluster to
     # arrive; an arrival by a thread that then exits must not count.
     (p1_false_verified, {"deadlock"},
      "A arrives and exits; C never arrives (waits for m, released after B's cluster wait): B hangs"),

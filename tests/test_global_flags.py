@@ -252,14 +252,20 @@ def test_a_fence_on_some_paths_does_not_make_the_add_a_release():
     ("correct", "verified", None),
     ("early_read", "race", None),
     ("no_sync", "not-checked", "the acquire orders only the lanes that executed it"),
-    ("view", "not-checked", "through a view of the argument (cute.local_tile)"),
+    ("view", "verified", None),
+    ("sync_warp", "verified", None),
+    ("tile_overlap", "race", None),
+    ("divided", "not-checked", "through a view of the argument (cute.zipped_divide)"),
     ("pointer", "not-checked", "nvvm.load.ext@flag_kernels.py"),
 ])
 def test_split_k_partials_are_global_data(form, kind, why):
     """Split-K's last CTA reads every CTA's partial back: the partials are global data the
-    ticket hands over. Correct: verified; a read of CTA 0's slot before any ticket: a race
-    (replayed); lane 0's acquire with no bar.sync to the other lanes, a write through a tile of
-    the tensor and a read through its pointer: races on the data NOT CHECKED, naming why."""
+    ticket hands over. Correct, written through the CTA's tile (`local_tile`), and with
+    bar.warp.sync ordering the one warp's lanes in place of bar.sync: verified; a
+    read of CTA 0's slot before any ticket, or every CTA writing through tile 0: a race
+    (replayed); lane 0's acquire with no bar.sync to the other lanes, a write through a
+    zipped_divide of the tensor and a read through its pointer: races on the data NOT CHECKED,
+    naming why."""
     from fixtures.flag_kernels import split_k
     from warpspin.api import verify
     fn, args = split_k(form)
@@ -296,3 +302,36 @@ def test_global_data_needs_release_and_acquire():
     r = verify_kernel(with_data(handoff(sem="relaxed")),
                       opts=CheckOptions(properties=("race",), timeout_s=120))
     assert r.verdict != "verified", str(r)  # (the scope violation, or races NOT CHECKED)
+
+
+@pytest.mark.parametrize("sync,checked", [
+    ("bar.sync", True), ("bar.warp.sync", True), ("bar.warp.sync by lane 0", False),
+    ("none", False)])
+def test_the_lanes_an_acquire_orders(sync, checked):
+    """The consumer's lane 0 waits (Lanes(1)) and the whole warp reads the data after it: a
+    bar.sync, or a bar.warp.sync by the whole warp, orders the other lanes after the acquire
+    (PTX 9.7.13.1-2, causality order 8.9); one by lane 0 alone, or none, leaves the data's races
+    NOT CHECKED, naming the read."""
+    from dataclasses import replace
+    from warpspin.syncir import SmemLoad, SmemStore, WordRef, WordsDecl
+    from warpspin.syncir.ops import WarpSync
+    from warpspin.syncir.unchecked import unchecked_objects
+    k = handoff()
+    between = {"bar.sync": (BarSync(loc=Loc(FILE, 21)),), "bar.warp.sync": (WarpSync(),),
+               "bar.warp.sync by lane 0": (Lanes(1, (WarpSync(),)),), "none": ()}[sync]
+    procs = tuple(
+        replace(p, body=(SmemStore(WordRef("g", Const(p.cta)), Const(0)), *p.body))
+        if p.role != "consumer" else
+        replace(p, body=(p.body[0], *between,
+                         SmemLoad("data_ld", WordRef("g", Const(0)), Loc(FILE, 30))))
+        for p in k.processes)
+    k = replace(k, processes=procs, words=(WordsDecl("g", 2, label="partial", data=True,
+                                                     grid=True),))
+    got = unchecked_objects(k)
+    if checked:
+        assert got == [], got
+        assert verify_kernel(k, opts=CheckOptions(timeout_s=120)).verdict == "verified"
+    else:
+        assert [u.what for u in got] == ["global data partial"], got
+        assert "acquire orders only the lanes that executed it" in got[0].why
+        assert got[0].loc.line == 30

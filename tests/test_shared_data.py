@@ -169,15 +169,19 @@ def _lanes_hand_over(x: cute.Tensor, mode: cutlass.Constexpr):
     buf[lane_idx] = x[tidx]
     if cutlass.const_expr(mode == "barrier"):
         cute.arch.barrier()
+    if cutlass.const_expr(mode == "sync_warp"):
+        cute.arch.sync_warp()
     x[tidx] = buf[(lane_idx + 1) % 32]        # the next lane's value
 
 
-@pytest.mark.parametrize("mode,checked", [("no_barrier", False), ("barrier", True)])
+@pytest.mark.parametrize("mode,checked", [("no_barrier", False), ("barrier", True),
+                                          ("sync_warp", True)])
 def test_a_hand_off_between_lanes_of_one_warp_is_not_taken_as_ordered(mode, checked):
     """The model's thread is a warp: a lane reading what another lane of its warp wrote, with no
     barrier between, is no race it can see (independent thread scheduling makes it one), so
     races on the buffer are "not checked", naming the line (races between warps still are:
-    test_unordered_accesses...); with a bar.sync between, it is checked."""
+    test_unordered_accesses...); with a bar.sync or a bar.warp.sync (`cute.arch.sync_warp()`,
+    which orders the warp's lanes: PTX 9.7.13.2) between, it is checked."""
     @cute.jit
     def launch(x: cute.Tensor):
         _lanes_hand_over(x, mode).launch(grid=(1, 1, 1), block=(32, 1, 1))

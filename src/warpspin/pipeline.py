@@ -91,6 +91,7 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         return
 
     elided = 0
+    unchecked = [u for u in unchecked_objects(kernel) if u.property in properties]
     if reduce:  # R13: the rest of the check (model, replay, report) sees the kernel without them
         kernel, elided = without_noop_fences(kernel)
     assumed = list(kernel.assumptions)
@@ -123,7 +124,6 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         _emit(out.model or lower(kernel, reduce=reduce), kernel, emit_promela)
     if out.engine == HB and out.verdict in (ENGINE_VERIFIED, ENGINE_VIOLATION):
         res.config["engine"] = HB
-    unchecked = [u for u in unchecked_objects(kernel) if u.property in properties]
     if out.config.get("load_races") and "race" in properties:
         unchecked.append(Unchecked("race", "the stages TMA loads fill", "SPIN searched without "
                                    "those races (--no-load-races)"))

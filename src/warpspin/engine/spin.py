@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from ..lower.promela import LoweredModel, lower
 from ..lower.trail import fix_param, parse_trail
+from .pan_cache import cache_key, fetch, store
 from .progress import PAN_FREQ, REPORTER, Progress, Ticker, last_progress
 from .portfolio import (COUNTEREXAMPLE as _COUNTEREXAMPLE, EXHAUSTIVE_MIN_MB, HUNT_MB, PAN_ERROR,
                         hunt_to_depth, kill_group, replay_trail, run_portfolio, split_jobs)
@@ -43,8 +44,13 @@ class EngineError(Exception):
 
 
 class EngineTimeout(EngineError):
-    """The time limit ran out while SPIN or the C compiler prepared the search (a limit, not a
-    bug: the verdict is INCONCLUSIVE)."""
+    """The time limit ran out while SPIN or the C compiler prepared the search, or (`searched`)
+    while pan replayed the counterexample it found (a limit, not a bug: the verdict is
+    INCONCLUSIVE)."""
+
+    def __init__(self, message: str, searched: bool = False):
+        super().__init__(message)
+        self.searched = searched
 
 
 @dataclass
@@ -266,6 +272,15 @@ def _run(cmd, cwd, timeout, what) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
+def compile_pan(tmp: str, flags: list[str], exe: str, timeout: float) -> None:
+    """gcc pan.c -> `exe`, or the executable an earlier compile of the same text with the same
+    flags and compiler made (pan_cache.py)."""
+    key = cache_key(tmp, [CC, *flags])
+    if fetch(key, os.path.join(tmp, exe)):
+        return
+    _run([CC, *flags, "-o", exe, "pan.c"], tmp, timeout, "gcc pan.c")
+    store(key, os.path.join(tmp, exe))
+
 
 def _wait_reporting(p, timeout: float) -> None:
     """Wait for the compiler, telling the terminal each second that it still runs (the output
@@ -296,7 +311,7 @@ def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_
         flags.append("-DBFS")
     if search == "dfs-shortest":
         flags.append("-DREACH")
-    _run([CC, *flags, "-o", "pan", "pan.c"], tmp, timeout_s, "gcc pan.c")
+    compile_pan(tmp, flags, "pan", timeout_s)
     compile_s = time.monotonic() - start
     args = ["./pan", f"-w{hash_bits(memory_mb)}", f"-m{max_depth}", "-n", *extra_args]
     if search == "dfs-shortest":
@@ -313,7 +328,7 @@ def _check_in(tmp, model, text, timeout_s, memory_mb, search, max_depth, vector_
         replay = replay_trail(tmp, None, max(30.0, timeout_s))
         if replay is None:
             raise EngineTimeout("pan -r did not replay the trail it wrote within "
-                                f"{max(30.0, timeout_s):.0f} s")
+                                f"{max(30.0, timeout_s):.0f} s", searched=True)
         _take_trail(res, model, replay, res.pan_error)
     elif res.pan_error and not res.truncated:
         raise EngineError(f"pan reported an error but wrote no trail:\n{out}")
@@ -361,7 +376,7 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
         ["-DBFS_PAR", "-DNO_TDH", f"-DNCORE={cores}"] if cores > 1 else ["-DBFS"])
     hunt_flags = [opt, "-DSAFETY", "-DNOCLAIM", "-DBITSTATE", "-DT_RAND", "-DP_RAND",
                   f"-DVECTORSZ={int(vector_size)}"]
-    _run([CC, *ex_flags, "-o", "pan_x", "pan.c"], tmp, timeout_s, "gcc pan.c")
+    compile_pan(tmp, ex_flags, "pan_x", timeout_s)
 
     def build_hunt():  # its own process group: stopping it stops gcc's cc1 and as too
         return subprocess.Popen([CC, *hunt_flags, "-o", "pan_h", "pan.c"], cwd=tmp,

@@ -43,7 +43,9 @@ class Spin:
             model, er = lower_and_check(kernel, reduce=options.reduce, timeout_s=options.timeout_s,
                                         memory_mb=options.memory_mb, jobs=options.jobs)
         except EngineTimeout as e:
-            out.reasons = [f"the time limit was reached ({e}): raise --timeout"]
+            out.reasons = [f"the time limit was reached ({e}): raise --timeout" if e.searched else
+                           f"the time limit was reached before the search began ({e}): raise "
+                           "--timeout; nothing was searched"]
             return out
         except (LowerError, EngineError) as e:
             out.verdict = FAILED

@@ -13,6 +13,7 @@ accesses go and the verdict says that races on it were not checked.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -202,7 +203,12 @@ def _shared_label(ctx, alloc: int, lo: int, hi: int, plain: list) -> str:
 
 
 def global_label(ctx, root: int, plain: list = ()) -> str:
-    """How the user named kernel argument `root` (`partial[i] = ...`), else its position."""
+    """How the user named kernel argument `root`: the kernel's parameter, else the tensor its
+    accesses subscript (`partial[i] = ...`; a tile of it has a name of its own), else its
+    position."""
+    arg = next((a for a in ctx.kernel.args if a.index == root), None)
+    if arg is not None and arg.name and re.fullmatch(r"[A-Za-z_]\w*", arg.name):
+        return arg.name
     placed_first = sorted(plain, key=lambda a: a.spans is None)
     name = next(filter(None, (_subscripted(a.loc) for a in placed_first)), None)
     return name or f"kernel argument {root}"
@@ -235,15 +241,16 @@ def _global_unchecked(ctx, by_alloc: dict, followed: set) -> None:
 def _lane_handoff(body: tuple, alloc: int) -> Optional[tuple[Loc, str]]:
     """Where, in one warp's `body` in program order (a loop's body twice, for its next trip),
     an access of `alloc` by some lane meets an earlier one by another lane of the same bytes,
-    one of them a write, with no barrier between (bar.sync, an mbarrier wait, a cluster wait):
+    one of them a write, with no barrier between (bar.sync, an mbarrier wait, a cluster wait,
+    bar.warp.sync by the whole warp):
     the model takes a warp's lanes as one thread, so such a hand-off is not checked."""
     from ..syncir.ir import For, If, Lanes, While
-    from ..syncir.ops import BarSync, ClusterWait, MbarTestWait, MbarWait
+    from ..syncir.ops import BarSync, ClusterWait, MbarTestWait, MbarWait, WarpSync
     since: list[DataAccess] = []
 
     def scan(stmts) -> Optional[tuple[Loc, str]]:
         for st in stmts:
-            if isinstance(st, (BarSync, MbarWait, MbarTestWait, ClusterWait)):
+            if isinstance(st, (BarSync, MbarWait, MbarTestWait, ClusterWait, WarpSync)):
                 since.clear()
             elif isinstance(st, DataAccess) and st.alloc == alloc and st.bar is None and \
                     not st.wgmma:

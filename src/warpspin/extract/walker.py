@@ -39,7 +39,7 @@ __all__ = ["WarpWalker", "Active", "HANDLERS", "Context", "cluster_coord", "to_l
 
 
 # No effect in the SyncIR model (see docs/dsl-ir.md for why each is safe to drop).
-IGNORED = {"nvvm.setmaxregister", "nvvm.bar.warp.sync",
+IGNORED = {"nvvm.setmaxregister",
            "cute_nvgpu.prefetch_tma_desc",
            "cute_nvgpu.arch.prefetch_tma_desc", "cuda.return", "func.return", "nvvm.nanosleep",
            # griddepcontrol waits for the previous grid, outside this kernel (assumed to finish)
@@ -172,6 +172,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         self.env: dict[int, Value] = {}
         self.labels: list[str] = []
         self.ptr_stages: dict = {}  # pointer value -> (Stage, bytes) of the staged view it came from
+        self.gmem_tiles: dict = {}  # global tile value -> GlobalRules.gmem_base of it
         self.counters: dict[str, tuple[Expr, Expr]] = {}  # enclosing for-loop counters: bounds
         # the arguments named by identity first: a host-named one never takes their names
         for a in sorted(self.k.args, key=lambda a: a.host is not None and a.host[0] == "op"

@@ -15,7 +15,7 @@ class Limits:
     """Hardware limits (PTX ISA 9.x section in each comment) and model bounds."""
     warp_threads: int = 32                 # a process instance is at most one warp
     cta_threads: int = 1024                # threads per CTA (launch limit)
-    cluster_ctas: int = 16                 # CTAs per cluster (non-portable maximum, 9.7.13.2)
+    cluster_ctas: int = 16                 # CTAs per cluster (non-portable maximum, 9.7.13.3)
     named_barriers: int = 16               # bar/barrier ids 0..15 per CTA (9.7.13.1)
     arrive_count: int = (1 << 20) - 1      # mbarrier expected/arrive count 1..2^20-1 (9.7.13.15.1)
     tx_count: int = (1 << 20) - 1          # |tx-count| and one expect/complete 0..2^20-1 (9.7.13.15.2)
@@ -85,7 +85,7 @@ CLUSTER_BARRIER = ObjectKind("cluster-barrier", "cluster", (
     FieldDecl("arr", 0, LIMITS.cluster_ctas * _CTA_T, 0,
               "non-exited threads arrived in this phase"),
     FieldDecl("gen", 0, _PH, 0, "completed phases"),
-), "the cluster barrier (barrier.cluster.arrive/wait, PTX 9.7.13.2), one per cluster")
+), "the cluster barrier (barrier.cluster.arrive/wait, PTX 9.7.13.3), one per cluster")
 
 LIVE = ObjectKind("live-threads", "cta", (
     FieldDecl("live", 0, _CTA_T, 0, "threads of the CTA that have not exited"),

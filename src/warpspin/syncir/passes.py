@@ -6,7 +6,8 @@ from dataclasses import replace
 from .ir import (For, If, Kernel, Lanes, Stmt, While, rewrite_stmts, stmt_bodies, walk_stmts,
                  with_bodies)
 from .ops import (CpAsync, MbarInit, MbarInitFence, SmemLoad, SmemOwn, SmemRead, SmemStore,
-                  StAsync, TmaLoad, TmaStore, WgmmaCommit, WgmmaRead, WgmmaWait, MmaRead)
+                  StAsync, TmaLoad, TmaStore, WarpSync, WgmmaCommit, WgmmaRead, WgmmaWait,
+                  MmaRead)
 
 LOAD_RACE_OPS = (WgmmaRead, MmaRead, SmemRead, WgmmaCommit, WgmmaWait)
 
@@ -96,7 +97,8 @@ def _inits(body: tuple[Stmt, ...]) -> bool:
 
 def without_noop_fences(k: Kernel) -> tuple[Kernel, int]:
     """R13 (docs/semantics.md, "Reductions"): the kernel without the `fence.mbarrier_init`s that
-    change nothing, and how many went. A fence acts only on the barriers its own instance
+    change nothing and without its `bar.warp.sync`s (the model's warp moves as one thread), and
+    how many went. A fence acts only on the barriers its own instance
     initialized and has not fenced yet: one in a process with no `mbarrier.init` is a no-op, and
     so is one that every path reaches through an earlier fence of the same instance with no init
     of that instance since (a fence followed in its statement list by statements with no init,
@@ -110,6 +112,9 @@ def without_noop_fences(k: Kernel) -> tuple[Kernel, int]:
         nonlocal dropped
         out = []
         for s in body:
+            if isinstance(s, WarpSync):
+                dropped += 1
+                continue
             if isinstance(s, MbarInitFence):
                 if fenced:
                     dropped += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .ir import For, If, Kernel, Lanes, Loc, Unchecked, While, stmt_bodies, walk_stmts
-from .ops import (AtomInc, BarSync, DsmemStore, GlobalAdd, GlobalWait, SmemLoad, SmemStore,
+from .ops import (AtomInc, BarSync, WarpSync, DsmemStore, GlobalAdd, GlobalWait, SmemLoad, SmemStore,
                   TmemAccess, peer_word_store, tmem_access_checked)
 
 
@@ -104,31 +104,34 @@ def _flag_order_why(kernel: Kernel) -> Optional[tuple[Loc, str]]:
 def _flag_lanes(body: tuple, array: str) -> Optional[tuple[Loc, str]]:
     """Where, in one process's `body` in program order (a loop's body twice), an add to or a
     wait on a global flag by some of its lanes (`Lanes`) meets an access of global data `array`
-    by other lanes with no bar.sync between: the release covers only the adding lanes' accesses,
-    the acquire (a wait, or an add whose old value is used) orders only the waiting lanes' (PTX
-    8.7). Two lane blocks are taken as different lanes (fail closed)."""
+    by other lanes with no bar.sync (or, by the whole warp, bar.warp.sync) between: the release
+    covers only the adding lanes' accesses, the acquire (a wait, or an add whose old value is
+    used) orders only the waiting lanes' (PTX 8.7; a barrier orders the lanes' accesses through
+    causality order, 8.9, 9.7.13.2). Two lane blocks are taken as different lanes (fail
+    closed)."""
     accessed: list[tuple[Loc, object]] = []  # (where, lane block) since the last barrier
     waited: list[tuple[Loc, object]] = []    # lane-subset acquires since the last barrier
 
     def scan(stmts, block) -> Optional[tuple[Loc, str]]:
         for st in stmts:
-            if isinstance(st, BarSync):
+            if isinstance(st, BarSync) or isinstance(st, WarpSync) and block is None:
                 accessed.clear()
                 waited.clear()
             elif _touches(st, array):
                 w = next((w for w in waited if w[1] is not block), None)
                 if w is not None:
                     return (st.loc, f"lanes access it at {st.loc.short()} after a wait on a global "
-                            f"flag by other lanes of their warp ({w[0].short()}) with no bar.sync "
-                            "between: the acquire orders only the lanes that executed it")
+                            f"flag by other lanes of their warp ({w[0].short()}) with no bar.sync or "
+                            "bar.warp.sync between: the acquire orders only the lanes that "
+                            "executed it")
                 accessed.append((st.loc, block))
             elif isinstance(st, GlobalAdd) and block is not None:
                 a = next((a for a in accessed if a[1] is not block), None)
                 if a is not None:
                     return (st.loc, f"some lanes release a global flag at {st.loc.short()} after "
                             f"other lanes of their warp accessed it ({a[0].short()}) with no "
-                            "bar.sync between: the release covers only the adding lanes' "
-                            "accesses")
+                            "bar.sync or bar.warp.sync between: the release covers only the "
+                            "adding lanes' accesses")
                 if st.dest is not None:  # an acquire too (a ticket)
                     waited.append((st.loc, block))
             elif isinstance(st, GlobalWait) and block is not None:

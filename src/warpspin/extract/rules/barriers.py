@@ -1,11 +1,12 @@
-"""Named barriers (bar.sync, bar.arrive, barrier.cta.*), cluster barriers and exit.
+"""Named barriers (bar.sync, bar.arrive, barrier.cta.*), bar.warp.sync, cluster barriers and exit.
 """
 from __future__ import annotations
 
 
 from ...frontend.mlir_data import Op
 from ...syncir.ir import Const
-from ...syncir.ops import BarArrive, BarSync, ClusterArrive, ClusterWait, Exit, Unsupported
+from ...syncir.ops import (BarArrive, BarSync, ClusterArrive, ClusterWait, Exit, Unsupported,
+                           WarpSync)
 from ..effects import NONE, rule
 
 
@@ -64,6 +65,14 @@ class BarrierRules:
             return
         out.append(BarArrive(self.expr(op.operands[0]), self.expr(op.operands[1]), self.loc(op)))
 
+    def warp_sync(self, op, out):
+        """``bar.warp.sync mask``: `WarpSync` when the mask holds every lane and the whole warp
+        executes it. Another mask, or a subset of the lanes, orders nothing the model counts:
+        nothing is emitted, and a hand-off between the warp's lanes stays not checked."""
+        m = self.expr(op.operands[0]) if len(op.operands) == 1 else None
+        if isinstance(m, Const) and m.value & 0xFFFFFFFF == 0xFFFFFFFF and self.whole_warp():
+            out.append(WarpSync(self.loc(op)))
+
     def cluster_arrive(self, op, out):
         self.note_relaxed(op)
         out.append(ClusterArrive(op.name.endswith(".relaxed"), self.loc(op)))
@@ -84,6 +93,7 @@ HANDLERS = {
     "nvvm.barrier.arrive": rule(BarrierRules.barrier_arrive, NONE),
     "nvvm.barrier.cta.arrive": rule(BarrierRules.barrier_arrive, NONE),
     "nvvm.exit": rule(BarrierRules.exit_, NONE),
+    "nvvm.bar.warp.sync": rule(BarrierRules.warp_sync, NONE),
     "nvvm.cluster.arrive": rule(BarrierRules.cluster_arrive, NONE),
     "nvvm.cluster.arrive.relaxed": rule(BarrierRules.cluster_arrive, NONE),
     "nvvm.cluster.wait": rule(BarrierRules.cluster_wait, NONE),

@@ -14,7 +14,7 @@ from ...syncir.ir import CounterDecl, Const, Expr, Loc, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
 from ..data import DataAccess, global_alloc
-from ..values import LANE, Ptr, Region, View, opaque_reasons, opaque
+from ..values import LANE, Leaves, Ptr, Region, View, opaque_reasons, opaque
 from ..context import INT_TYPES, _pointer_name
 from .integers import CMP, PASS_THROUGH
 from ..effects import Effects, NONE, READS, rule
@@ -39,6 +39,14 @@ LLVM_ORDERINGS = {"2": "relaxed", "4": "acquire", "5": "release", "6": "acq_rel"
 UNSIGNED_PREDICATES = (6, 7, 8, 9)  # arith.cmpi ult, ule, ugt, uge
 NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _plain_tile(type_str: str) -> Optional[tuple[int, ...]]:
+    """``!cute.tile<"[32:1;8:1]">`` -> (32, 8): a tile whose every mode is a plain extent; None
+    for any other (a `_` mode, a strided or nested one)."""
+    qs = ct.quoted(type_str)
+    m = re.fullmatch(r"\[(\d+:1(?:;\d+:1)*)\]", qs[-1].strip()) if qs else None
+    return tuple(int(x.split(":")[0]) for x in m.group(1).split(";")) if m else None
 
 
 def _memory_order(op: Op, attr: str, default: str) -> str:
@@ -141,34 +149,95 @@ class GlobalRules:
         """A store or load of one element of a global tensor by the executing lanes, in a grid
         model (every CTA of the grid; extract/data.py follows the tensor as global data): the
         bytes they touch of the kernel argument the tensor is, when it is that argument itself
-        with a static layout (a view of it is not placed)."""
+        or a tile of it (`local_tile`) with a static layout (another view of it is not placed)."""
         if self.ctx.grid_why is not None:
             return
         root = self.ctx.gmem_root(op.operands[0])
         if root is None:
             return  # (written_gmem names the op: the global data is not followed)
         t = op.operand_types[0]
-        info = self.ctx.kernel.value_info.get(op.operands[0])
         flat, elem = ct.flat_layout(t), ct.elem_bytes(t)
+        at = self.gmem_base(op.operands[0], t)
         spans, lanes, base, extent = None, (), None, None
-        if info is None or not info.is_block_arg:
+        if at is None:
+            info = self.ctx.kernel.value_info.get(op.operands[0])
             self.ctx.data_why.setdefault(global_alloc(root), (
                 f"the element access at {op.loc.short()} is through a view of the argument "
                 f"({info.op.name if info is not None and info.op is not None else 'a value'}): "
-                "only element accesses of the argument itself are placed"))
-        elif info.region == -1 and flat and elem:
+                "element accesses of the argument itself and of its tiles (cute.local_tile) "
+                "are placed"))
+        elif flat and elem:
+            first, cosize = at
             view = View(Ptr(None, space="gmem"), flat[0], flat[1], elem)
             coords = self.element_coords(view, coord, t) or []
             if len(coords) == len(view.shape) and all(
                     isinstance(x, Expr) and not opaque_reasons(x) for x in coords):
-                off: Expr = Const(0)
+                off: Expr = self.f.binop("*", first, Const(elem))
                 for x, d in zip(coords, view.stride):
                     off = self.f.binop("+", off, self.f.binop("*", x, Const(d * elem)))
-                extent = (0, view.cosize * elem)
+                extent = (0, cosize * elem)
                 spans, lanes, base = self.element_bytes(off, elem, extent)
         out.append(DataAccess(global_alloc(root), spans, write, (), self.loc(op), lanes=lanes,
                               base=base, elem=elem or 0,
                               extent=extent if base is not None else None))
+
+    def gmem_base(self, vid: int, type_str: str) -> Optional[tuple[Expr, int]]:
+        """(its first element's offset from the kernel argument's, in elements; the argument's
+        cosize) of a global tensor that is a kernel argument with a static layout, or a tile of
+        one (`local_tile`); None for any other."""
+        if vid in self.gmem_tiles:
+            return self.gmem_tiles[vid]
+        info = self.ctx.kernel.value_info.get(vid)
+        flat = ct.flat_layout(type_str)
+        if info is None or not info.is_block_arg or info.region != -1 or flat is None:
+            return None
+        return Const(0), View(Ptr(None, space="gmem"), flat[0], flat[1], 1).cosize
+
+    def local_tile(self, op: Op, out) -> None:
+        """``cute.local_tile(tensor, tile, coord)`` of a global tensor that `gmem_base` places:
+        the tile's first element, when the tensor's modes are flat and static, each tile mode a
+        plain extent (``N:1``) that divides its mode, the result the tile's extents on the
+        tensor's strides, and each coordinate a constant (a block index of a grid model) or a
+        loop counter inside the tiles. Any other tile is not placed (its accesses name it)."""
+        self.set_unknown_results(op)
+        t = op.operand_types[0] if op.operand_types else ""
+        if "gmem" not in t or len(op.operands) != 3 or len(op.results) != 1:
+            return
+        at = self.gmem_base(op.operands[0], t)
+        flat, tile = ct.flat_layout(t), _plain_tile(op.operand_types[1])
+        shape_text = (ct.quoted(t) or [""])[-1].split(":")[0].strip()
+        if at is None or flat is None or tile is None or len(tile) != len(flat[0]) or \
+                "(" in shape_text.strip("()") or \
+                ct.flat_layout(op.result_types[0]) != (tile, flat[1]) or \
+                any(n % m for n, m in zip(flat[0], tile)):
+            return
+        coords = self.coord_leaves(op.operands[2])
+        if coords is None or len(coords) != len(tile):
+            return
+        first = at[0]
+        for x, n, m, d in zip(coords, flat[0], tile, flat[1]):
+            lo, hi = self.index_range(x) if isinstance(x, Expr) and not opaque_reasons(x) \
+                else (None, None)
+            if lo is None or lo < 0 or hi >= n // m:
+                return
+            first = self.f.binop("+", first, self.f.binop("*", x, Const(m * d)))
+        self.gmem_tiles[op.results[0]] = (first, at[1])
+
+    def coord_leaves(self, vid: int) -> Optional[list]:
+        """The leaves of a flat coordinate `cute.make_coord` made (its static leaves from the
+        type, its dynamic ones the op's operands), or None."""
+        c = self.val(vid)
+        if isinstance(c, Leaves):
+            return list(c.items)
+        info = self.ctx.kernel.value_info.get(vid)
+        if info is None or info.op is None or info.op.name != "cute.make_coord":
+            return None
+        text = ct.int_tuple_value(info.op.result_types[0]) or ""
+        leaves = re.findall(r"\?|-?\d+", text)
+        if "(" in text.strip("()") or leaves.count("?") != len(info.op.operands):
+            return None
+        ops = iter(info.op.operands)
+        return [self.expr(next(ops)) if x == "?" else Const(int(x)) for x in leaves]
 
     def index_range(self, idx: Expr) -> tuple[Optional[int], Optional[int]]:
         """Bounds of an index: a constant, or the counter of an enclosing `for` with constant
@@ -370,6 +439,7 @@ ATOMIC = Effects("write", "may")  # an atomic on global (or shared) memory
 
 HANDLERS = {
     "cute.memref.load": rule(GlobalRules.memref_load, READS),
+    "cute.local_tile": rule(GlobalRules.local_tile, NONE),
     "nvvm.atomicrmw": rule(GlobalRules.atomic_rmw, ATOMIC),
     "nvvm.red": rule(GlobalRules.red, ATOMIC),
     "llvm.fence": rule(GlobalRules.llvm_fence, NONE),

@@ -29,7 +29,7 @@ from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_COMPLETE, CLUSTER_GEN, DEAD_RES
 from .dsmem import CLUSTER_SEEN, DSMEM_STORED, SCOPES_OF_ARRIVE, DsmemStore, dsmem_release  # noqa: F401
 from .mbarrier import (MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarInit, MbarInitFence,  # noqa: F401
                        MbarTestWait, MbarWait)
-from .named import BarArrive, BarSync, BarSyncResume  # noqa: F401
+from .named import BarArrive, BarSync, BarSyncResume, WarpSync  # noqa: F401
 from .cluster import ClusterArrive, ClusterWait  # noqa: F401
 from .copies import TmaLoad  # noqa: F401
 from .words import (CLC_WORDS, DATA_DEST, ClcTryCancel, SmemLoad, SmemStore, StAsync,  # noqa: F401
@@ -58,7 +58,7 @@ from .exit import Exit, Unsupported  # noqa: F401
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
            "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
-           "BarSync", "BarSyncResume", "BarArrive", "ClusterArrive", "ClusterWait", "TmaLoad",
+           "BarSync", "BarSyncResume", "BarArrive", "WarpSync", "ClusterArrive", "ClusterWait", "TmaLoad",
            "SmemStore", "SmemLoad", "StAsync", "ClcTryCancel", "CLC_WORDS", "clc_failed",
            "async_word_arrays", "AtomInc", "counter_take",
            "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",

@@ -1,4 +1,4 @@
-"""The cluster barrier: barrier.cluster.arrive, barrier.cluster.wait (PTX 9.7.13.2)."""
+"""The cluster barrier: barrier.cluster.arrive, barrier.cluster.wait (PTX 9.7.13.3)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,7 +22,7 @@ class ClusterArrive(SyncOp):
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "barrier.cluster.arrive"
     hb_rule: ClassVar[str | None] = "cluster.arrive"
-    ptx: ClassVar[str] = "9.7.13.2"
+    ptx: ClassVar[str] = "9.7.13.3"
     summary: ClassVar[str] = ("arriving twice without a wait: arrival-mismatch; arr += threads; "
                               "when every non-exited thread of the cluster has arrived: gen += 1 "
                               "and every CTA's fenced inits are published")
@@ -58,7 +58,7 @@ class ClusterWait(SyncOp):
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "barrier.cluster.wait"
     hb_rule: ClassVar[str | None] = "cluster.wait"
-    ptx: ClassVar[str] = "9.7.13.2"
+    ptx: ClassVar[str] = "9.7.13.3"
     summary: ClassVar[str] = ("without a preceding arrive: arrival-mismatch; blocks until gen "
                               "moves past the one seen at arrival")
     proven: ClassVar[frozenset[str]] = (ALL - {INDEPENDENT_CTAS}) | {RESUME_MOVER}

@@ -1,4 +1,4 @@
-"""Named barriers: bar.sync (and its resume), bar.arrive (PTX 9.7.13.1)."""
+"""Named barriers: bar.sync (and its resume), bar.arrive (PTX 9.7.13.1); bar.warp.sync (9.7.13.2)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -156,3 +156,31 @@ class BarArrive(SyncOp):
 
     def rule(self, c):
         return Rule(_named_arrive(c, self, sync=False))
+
+
+@sync_op
+@dataclass(frozen=True)
+class WarpSync(SyncOp):
+    """bar.warp.sync with every lane in its member mask (`cute.arch.sync_warp()`, CUDA's
+    `__syncwarp()`), executed by the whole warp: each lane waits for the others, and the memory
+    accesses of every lane before it are ordered before every lane's after it (PTX 9.7.13.2).
+    The model's thread is the warp, whose lanes move together: the step changes nothing but its
+    pc (R13 drops it). The checks of hand-offs between lanes of one warp read it
+    (syncir/unchecked.py: a flag's lane-subset release and acquire; extract/data.py: shared
+    data)."""
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "bar.warp.sync"
+    hb_rule: ClassVar[str | None] = "generic"
+    ptx: ClassVar[str] = "9.7.13.2"
+    summary: ClassVar[str] = "nothing (the lanes of the model's warp move together)"
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls()
+
+    def footprint(self, k):
+        return Footprint(())
+
+    def rule(self, c):
+        return Rule([])
