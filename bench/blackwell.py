@@ -19,6 +19,8 @@ from warpspin.api import CheckOptions, verify_kernel
 from warpspin.report.result import Stats
 from warpspin.syncir.protocols import UMMA_BUG_EXPECT, umma_acc
 
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAD = ("kernel", "processes", "states", "state-vector bytes", "check s", "MB", "verdict")
 

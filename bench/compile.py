@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = ("ring16", "quack.gemm_sm90", "quack.gemm_sm90.persistent", "fa4.sm90",
            "fa4.sm90.causal", "quack.softmax.cluster")

@@ -25,6 +25,8 @@ from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.extract import extract  # noqa: E402
 from warpspin.report.result import Stats  # noqa: E402
 
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
+
 HEAD = ("kernel", "warps", "engine", "verdict", "states / ops", "state-vector bytes", "trace s",
         "extract s", "check s", "MB", "why")
 

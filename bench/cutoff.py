@@ -29,6 +29,8 @@ from warpspin.syncir.ir import UNBOUNDED  # noqa: E402
 from warpspin.syncir.passes import without_noop_fences  # noqa: E402
 from warpspin.syncir.protocols import ring  # noqa: E402
 
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
+
 HEAD = ("kernel", "parameter", "range", "engine", "processes", "ops", "runs", "values checked",
         "pump", "check s", "MB", "verdict")
 

@@ -38,6 +38,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THIS = os.path.abspath(__file__)
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "warpspin-dsl")

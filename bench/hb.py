@@ -27,6 +27,8 @@ from warpspin.engine import hb  # noqa: E402
 from warpspin.syncir.passes import without_noop_fences  # noqa: E402
 from warpspin.syncir.protocols import ring  # noqa: E402
 
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
+
 HEAD = ("kernel", "engine", "processes", "states / ops", "runs", "check s", "MB", "verdict")
 
 

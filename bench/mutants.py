@@ -127,6 +127,8 @@ from warpspin.syncir.ops import (DATA_DEST, BulkCommit, BulkWaitRead, ClusterWai
 from warpspin.syncir.passes import without_noop_fences  # noqa: E402
 from warpspin.syncir.printer import fmt_kernel  # noqa: E402
 
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
+
 SIGNALS = (MbarInit, MbarArrive, MbarArriveExpectTx, MbarExpectTx, BarArrive, ClusterArrive,
            WgmmaCommit, BulkCommit, CpAsyncCommit, Tcgen05Commit)
 GROUP_WAITS = (BulkWaitRead, WgmmaWait, CpAsyncWait)

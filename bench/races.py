@@ -32,6 +32,8 @@ from warpspin.syncir.ops import (BulkCommit, BulkWaitRead, CpAsync, CpAsyncCommi
 from warpspin.syncir.passes import without_data_cells
 from warpspin.syncir.protocols import epilogue, kgrouped, mainloop
 
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RACE_OPS = (BulkCommit, BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite,
             SmemWrite, TmaStore, FenceProxyAsync, WgmmaRead, SmemRead, WgmmaCommit, WgmmaWait,

@@ -14,12 +14,15 @@ Plain models are skipped where the reduced model of the same ring already has mo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 from warpspin.engine import check, lower_and_check
 from warpspin.lower import lower
 from warpspin.syncir.protocols import ring
+
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
 
 HEAD = ("NC", "S", "K", "CTAs", "processes", "encoding", "jobs", "states", "state-vector bytes", "pan s",
         "total s", "MB", "result")

@@ -15,6 +15,8 @@ import sys
 
 from warpspin.api import CheckOptions, check_target
 
+os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS = [("moe_counts.py", v, {f"counts_{e}": (0, hi) for e in range(4)}, f"counts_e in 0..{hi}")
         for v in ("correct", "producer_caps") for hi in (1, 2, 3, 4)] + \

@@ -131,6 +131,8 @@ class FlagDataSyncWarp(_FlagData):
     the other lanes' reads (PTX 9.7.13.2). warpspin: verified."""
     rules = ("gmem.flag-data", "warp.sync")
     sync_warp = True
+    awaiting_h200 = ("written 2026-12-06 15:20 UTC; no device machine could be started in the "
+                     "rest of that session")
 
 
 LITMUS = [FlagReleaseAcquire, FlagWaitsForMore, FlagRelaxedAdd, FlagCtaScopeAdd, FlagDataHandoff,
