@@ -335,3 +335,17 @@ def test_the_lanes_an_acquire_orders(sync, checked):
         assert [u.what for u in got] == ["global data partial"], got
         assert "acquire orders only the lanes that executed it" in got[0].why
         assert got[0].loc.line == 30
+
+
+@dsl
+@pytest.mark.xfail(strict=True, reason="known gap (issue 34): outside grid models (a kernel with no "
+                   "global flag) races between CTAs on global memory are not checked, and the "
+                   "verdict does not say so")
+def test_ctas_storing_the_same_global_elements_are_not_verified():
+    """Two CTAs store into the same 32 elements of `out`: a race between them. Until races
+    between CTAs on global memory are checked outside grid models, this reads VERIFIED (a
+    silent gap): the test fails the day it does not."""
+    from fixtures.flag_kernels import same_output
+    from warpspin.api import verify
+    fn, args = same_output()
+    assert verify(fn, *args).outcome != "verified"
