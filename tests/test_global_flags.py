@@ -338,8 +338,8 @@ def test_the_lanes_an_acquire_orders(sync, checked):
 
 
 @dsl
-@pytest.mark.xfail(strict=True, reason="known gap (issue 34): outside grid models (a kernel with no "
-                   "global flag) races between CTAs on global memory are not checked, and the "
+@pytest.mark.xfail(strict=True, reason="known gap (issue 34): outside grid models (a kernel "
+                   "with no global flag) races between CTAs on global memory are not checked, and the "
                    "verdict does not say so")
 def test_ctas_storing_the_same_global_elements_are_not_verified():
     """Two CTAs store into the same 32 elements of `out`: a race between them. Until races

@@ -81,4 +81,5 @@ def test_the_least_recently_used_entries_go(cache, tmp_path, monkeypatch):
         os.utime(cache / f"k{i}", (1000 + i, 1000 + i))
     pan_cache.store("k5", str(exe))
     assert sorted(os.listdir(cache)) == ["k3", "k4", "k5"]
-    assert pan_cache.fetch("k4", str(tmp_path / "got")) and not pan_cache.fetch("k0", str(tmp_path / "no"))
+    assert pan_cache.fetch("k4", str(tmp_path / "got"))
+    assert not pan_cache.fetch("k0", str(tmp_path / "no"))

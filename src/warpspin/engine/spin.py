@@ -380,7 +380,8 @@ def _check_portfolio(tmp, model, timeout_s, memory_mb, max_depth, vector_size, o
 
     def build_hunt():  # its own process group: stopping it stops gcc's cc1 and as too
         return subprocess.Popen([CC, *hunt_flags, "-o", "pan_h", "pan.c"], cwd=tmp,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
                                 start_new_session=True)
     compile_s = time.monotonic() - start
     ex_args = [f"-w{hash_bits(ex_mb)}", f"-m{max_depth}", "-n"]

@@ -109,7 +109,8 @@ def follow(ctx, walks: list) -> tuple[list, tuple[WordsDecl, ...], set]:
                 continue
             lo, hi = next(a.extent for a in acc if a.base is not None)
             if any(x < lo or y > hi for a in acc if a.wgmma for x, y in a.spans):
-                ctx.data_why[alloc] = (f"the wgmma at {next(a for a in acc if a.wgmma).loc.short()} "
+                wgmma = next(a for a in acc if a.wgmma)
+                ctx.data_why[alloc] = (f"the wgmma at {wgmma.loc.short()} "
                                        "reads bytes outside the tensor its threads index")
                 continue
         else:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .ir import For, If, Kernel, Lanes, Loc, Unchecked, While, stmt_bodies, walk_stmts
-from .ops import (AtomInc, BarSync, WarpSync, DsmemStore, GlobalAdd, GlobalWait, SmemLoad, SmemStore,
-                  TmemAccess, peer_word_store, tmem_access_checked)
+from .ops import (AtomInc, BarSync, DsmemStore, GlobalAdd, GlobalWait, SmemLoad, SmemStore,
+                  TmemAccess, WarpSync, peer_word_store, tmem_access_checked)
 
 
 def unchecked_objects(kernel: Kernel) -> list[Unchecked]:
@@ -120,10 +120,10 @@ def _flag_lanes(body: tuple, array: str) -> Optional[tuple[Loc, str]]:
             elif _touches(st, array):
                 w = next((w for w in waited if w[1] is not block), None)
                 if w is not None:
-                    return (st.loc, f"lanes access it at {st.loc.short()} after a wait on a global "
-                            f"flag by other lanes of their warp ({w[0].short()}) with no bar.sync or "
-                            "bar.warp.sync between: the acquire orders only the lanes that "
-                            "executed it")
+                    return (st.loc, f"lanes access it at {st.loc.short()} after a wait on a "
+                            f"global flag by other lanes of their warp ({w[0].short()}) with no "
+                            "bar.sync or bar.warp.sync between: the acquire orders only the lanes "
+                            "that executed it")
                 accessed.append((st.loc, block))
             elif isinstance(st, GlobalAdd) and block is not None:
                 a = next((a for a in accessed if a[1] is not block), None)

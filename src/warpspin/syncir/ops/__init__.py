@@ -58,7 +58,8 @@ from .exit import Exit, Unsupported  # noqa: F401
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
            "MbarArrive", "MbarArriveExpectTx", "MbarExpectTx", "MbarWait", "MbarTestWait",
-           "BarSync", "BarSyncResume", "BarArrive", "WarpSync", "ClusterArrive", "ClusterWait", "TmaLoad",
+           "BarSync", "BarSyncResume", "BarArrive", "WarpSync", "ClusterArrive", "ClusterWait",
+           "TmaLoad",
            "SmemStore", "SmemLoad", "StAsync", "ClcTryCancel", "CLC_WORDS", "clc_failed",
            "async_word_arrays", "AtomInc", "counter_take",
            "TensormapWrite", "TensormapRelease", "TensormapAcquire", "BulkCommit", "BulkWaitRead",

@@ -1,4 +1,5 @@
-"""Named barriers: bar.sync (and its resume), bar.arrive (PTX 9.7.13.1); bar.warp.sync (9.7.13.2)."""
+"""Named barriers: bar.sync (and its resume), bar.arrive (PTX 9.7.13.1); bar.warp.sync
+(9.7.13.2)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
