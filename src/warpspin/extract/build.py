@@ -21,6 +21,7 @@ from ..syncir.printer import fmt_expr
 from ..syncir.validate import reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
 from .data import follow as follow_data
+from .ownership import global_unchecked
 from .groups import bulk_groups, cp_groups, wgmma_groups
 from .tmem import check as tmem_check
 from .values import Folder, opaque
@@ -231,6 +232,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
         walks = [(cta, warp, lanes, _without_cluster_ops(body), labels)
                  for cta, warp, lanes, body, labels in walks]
     walks, data_words, ctx.data_explained = follow_data(ctx, walks)
+    ctx.unchecked += global_unchecked(ctx)
     walks = _wgmma_data(ctx, walks, data_words)
     proxy_data = _reads_data(w[3] for w in walks)
     staged = _staged_buffers(ctx, walks)

@@ -235,6 +235,13 @@ class Context:
     data_why: dict = field(default_factory=dict)  # allocation uid -> why its data is not followed
     plain_buffers: frozenset = frozenset()
     unchecked: list = field(default_factory=list)  # Unchecked: properties not followed
+    # outside grid models: the element accesses of written kernel arguments placed for
+    # extract/ownership.py, and the ops writing global memory whose rule modelled or placed
+    # the write (the other writers walked: op uid -> (kernel argument or None, what, loc))
+    global_accesses: list = field(default_factory=list)
+    gmem_settled: set = field(default_factory=set)
+    gmem_unplaced: dict = field(default_factory=dict)
+    gmem_writers: dict = field(default_factory=dict)  # written_gmem: op uid -> argument or None
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
     # buffer name -> (partition, "copy" | "read" | "write", loc) of each access through one
     cp_uses: dict = field(default_factory=dict)
@@ -378,15 +385,16 @@ class Context:
             vid = info.op.operands[0]
         return self.gmem_root(vid) if vid is not None else None
 
-    def global_data_why(self, root: int) -> Optional[str]:
+    def global_data_why(self, root: int, settled: frozenset = frozenset()) -> Optional[str]:
         """Why kernel argument `root` is not followed as global data in a grid model (None: it
         may be): an op other than an element store or load (`cute.memref.store` / `load`) may
         access it, or an op may access global memory not attributed to an argument. Views and
         address computations access nothing; a flag's atomics and spin loads access the flag's
-        argument. An allow-list."""
+        argument; `settled`: ops whose rules modelled what they write (not global memory). An
+        allow-list."""
         for op in self.kernel.walk():
             mem = [vid for vid, t in zip(op.operands, op.operand_types) if _may_be_gmem(t)]
-            if not mem or op.name in GMEM_VIEWS or op.name in GLOBAL_ADDRESS_OPS or \
+            if not mem or op.uid in settled or op.name in GMEM_VIEWS or op.name in GLOBAL_ADDRESS_OPS or \
                     op.name.startswith(GLOBAL_ADDRESS_PREFIXES):
                 continue
             roots = {self.pointer_root(v) for v in mem}
@@ -435,6 +443,7 @@ class Context:
             from .walker import effects_of
             args: set[int] = set()
             unknown: list[str] = []
+            writers = self.gmem_writers = {}
             for op in self.kernel.walk():
                 where = f"{op.name}@{op.loc.short()}"
                 dst = None
@@ -450,12 +459,14 @@ class Context:
                     kind = ct.atom_kind(op.operand_types[0])
                     if kind in ("tma_store", "tma_reduce"):
                         desc = self.descriptor_argument(op.operands[0])
+                        writers[op.uid] = desc
                         if desc is None:
                             unknown.append(where)
                         else:
                             args.add(desc)
                         continue
                     if kind == "bulk_copy_s2g":
+                        writers[op.uid] = None
                         unknown.append(where)
                         continue
                     if "gmem" not in (op.operand_types[2] if len(op.operand_types) > 2 else ""):
@@ -464,16 +475,19 @@ class Context:
                 elif op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
                     text = str(op.attrs.get("asm_string") or op.attrs.get("ptxCode") or "")
                     if re.search(r"\bst\.|\batom|\bred\.|cp\.async\.bulk|tensormap", text):
+                        writers[op.uid] = None
                         unknown.append(f"inline PTX@{op.loc.short()}")
                     continue
                 elif effects_of(op).reads_only:
                     continue
                 elif GMEM_WRITERS.search(op.name) or any(_may_be_gmem(t) for t in op.operand_types):
+                    writers[op.uid] = None
                     unknown.append(where)
                     continue
                 else:
                     continue
                 root = self.gmem_root(dst)
+                writers[op.uid] = root
                 if root is None:
                     unknown.append(where)
                 else:

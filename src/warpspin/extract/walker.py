@@ -125,6 +125,16 @@ def effects_of(op: Op) -> Effects:
     return UNKNOWN
 
 
+def _models_write(s: Stmt) -> bool:
+    """`s` is what a rule made of an op that may write global memory: the write modelled (a
+    counter's atom.inc, a tensormap write, a store into shared memory through a cluster
+    address) or refused (Unsupported, which the verdict says)."""
+    from ..syncir.ops import (AtomInc, DsmemStore, SmemStore, StAsync, TensormapWrite, TmaLoad)
+    from .data import DataAccess
+    return isinstance(s, (AtomInc, DsmemStore, SmemStore, StAsync, TensormapWrite, TmaLoad,
+                          Unsupported)) or isinstance(s, DataAccess) and s.alloc >= 0
+
+
 # ops whose shared-memory result is a part of their staged operand's stage (a view, partition,
 # tile or slice of it): the result keeps the stage (extract/values.py Stage)
 STAGE_KEEPING = {"cute.get_iter", "cute.make_view", "cute.group_modes", "cute.slice",
@@ -174,6 +184,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         self.ptr_stages: dict = {}  # pointer value -> (Stage, bytes) of the staged view it came from
         self.gmem_tiles: dict = {}  # global tile value -> GlobalRules.gmem_base of it
         self.counters: dict[str, tuple[Expr, Expr]] = {}  # enclosing for-loop counters: bounds
+        self.local_defs: dict[str, Expr] = {}  # integers.bind's locals: the value each holds
         # the arguments named by identity first: a host-named one never takes their names
         for a in sorted(self.k.args, key=lambda a: a.host is not None and a.host[0] == "op"
                         and not (a.name and re.fullmatch(r"\w+", a.name))):
@@ -281,7 +292,9 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
 
     def op(self, op: Op, out: list[Stmt]) -> None:
         eff = effects_of(op)
+        mark = len(out)
         if self.effects(op, eff, out):
+            self.global_write_placed(op, out[mark:])
             return
         r = HANDLERS.get(op.name)
         fenced = self.fence_scope
@@ -316,6 +329,24 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             self.set_unknown_results(op)
         if eff.global_write != "none":
             self.fence_scope = None  # a global write after the fence: the fence precedes it only
+            self.global_write_placed(op, out[mark:])
+
+    def global_write_placed(self, op: Op, made: list[Stmt]) -> None:
+        """Outside grid models, an op that may write global memory (`Context.written_gmem`) is
+        placed when its rule modelled the write (a counter, a tensormap, a store into shared
+        memory through a cluster address) or recorded it for extract/ownership.py; any other
+        is remembered, and races on what it writes are NOT CHECKED (build.py)."""
+        if self.ctx.grid_why is None:
+            return
+        self.ctx.written_gmem()
+        if op.uid not in self.ctx.gmem_writers or op.uid in self.ctx.gmem_settled:
+            return
+        if any(_models_write(s) for s in made):
+            self.ctx.gmem_settled.add(op.uid)
+            return
+        name = "inline PTX" if op.name in ("llvm.inline_asm", "nvvm.inline_ptx") else op.name
+        self.ctx.gmem_unplaced.setdefault(op.uid, (self.ctx.gmem_writers[op.uid], name,
+                                                   self.loc(op)))
 
     def effects(self, op: Op, eff: Effects, out: list[Stmt]) -> bool:
         """The cross-cutting pass over the effects `op` declares (effects.py), before its rule

@@ -14,6 +14,7 @@ from ...syncir.ir import CounterDecl, Const, Expr, Loc, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
 from ..data import DataAccess, global_alloc
+from ..ownership import GlobalAccess, inline_locals
 from ..values import LANE, Leaves, Ptr, Region, View, opaque_reasons, opaque
 from ..context import INT_TYPES, _pointer_name
 from .integers import CMP, PASS_THROUGH
@@ -146,40 +147,64 @@ class GlobalRules:
         self.bind(op, e, out)
 
     def global_data_access(self, op: Op, coord: int, write: bool, out) -> None:
-        """A store or load of one element of a global tensor by the executing lanes, in a grid
-        model (every CTA of the grid; extract/data.py follows the tensor as global data): the
-        bytes they touch of the kernel argument the tensor is, when it is that argument itself
-        or a tile of it (`local_tile`) with a static layout (another view of it is not placed)."""
-        if self.ctx.grid_why is not None:
-            return
+        """A store or load of one element of a global tensor by the executing lanes: the bytes
+        they touch of the kernel argument the tensor is, when it is that argument itself or a
+        tile of it (`local_tile`) with a static layout (another view of it is not placed). In a
+        grid model (every CTA of the grid) a `DataAccess` extract/data.py follows as global
+        data; else a `GlobalAccess` for extract/ownership.py's proof that no two threads of
+        the grid meet there."""
         root = self.ctx.gmem_root(op.operands[0])
         if root is None:
             return  # (written_gmem names the op: the global data is not followed)
         t = op.operand_types[0]
         flat, elem = ct.flat_layout(t), ct.elem_bytes(t)
         at = self.gmem_base(op.operands[0], t)
-        spans, lanes, base, extent = None, (), None, None
+        off, extent, why = None, None, ""
         if at is None:
             info = self.ctx.kernel.value_info.get(op.operands[0])
-            self.ctx.data_why.setdefault(global_alloc(root), (
-                f"the element access at {op.loc.short()} is through a view of the argument "
-                f"({info.op.name if info is not None and info.op is not None else 'a value'}): "
-                "element accesses of the argument itself and of its tiles (cute.local_tile) "
-                "are placed"))
+            why = (f"the element access at {op.loc.short()} is through a view of the argument "
+                   f"({info.op.name if info is not None and info.op is not None else 'a value'}"
+                   "): element accesses of the argument itself and of its tiles "
+                   "(cute.local_tile) are placed")
+            self.ctx.data_why.setdefault(global_alloc(root), why)
         elif flat and elem:
             first, cosize = at
             view = View(Ptr(None, space="gmem"), flat[0], flat[1], elem)
             coords = self.element_coords(view, coord, t) or []
             if len(coords) == len(view.shape) and all(
                     isinstance(x, Expr) and not opaque_reasons(x) for x in coords):
-                off: Expr = self.f.binop("*", first, Const(elem))
+                off = self.f.binop("*", first, Const(elem))
                 for x, d in zip(coords, view.stride):
                     off = self.f.binop("+", off, self.f.binop("*", x, Const(d * elem)))
                 extent = (0, cosize * elem)
-                spans, lanes, base = self.element_bytes(off, elem, extent)
+        if self.ctx.grid_why is not None:
+            self.ctx.global_accesses.append(GlobalAccess(
+                root, write, inline_locals(off, self.local_defs) if off is not None else None,
+                elem or 0, frozenset(self.active.lanes), not self.active.exact,
+                self.cta, self.warp, self._counter_ranges(), self.loc(op),
+                why or "its element coordinates are not known",
+                write and self._lane_uniform(op.operands[2] if len(op.operands) > 2 else None)))
+            self.ctx.gmem_settled.add(op.uid)
+            return
+        spans, lanes, base = self.element_bytes(off, elem, extent) if off is not None else \
+            (None, (), None)
         out.append(DataAccess(global_alloc(root), spans, write, (), self.loc(op), lanes=lanes,
                               base=base, elem=elem or 0,
                               extent=extent if base is not None else None))
+
+    def _lane_uniform(self, vid: Optional[int]) -> bool:
+        """The value `vid` is one integer for every lane (a constant, or lane-free and known)."""
+        v = self.val(vid) if vid is not None else None
+        return isinstance(v, Expr) and LANE not in expr_vars(v) and not opaque_reasons(v)
+
+    def _counter_ranges(self) -> tuple[tuple[str, int, int], ...]:
+        """The enclosing loop counters with constant bounds, lo..hi inclusive."""
+        out = []
+        for name in self.counters:
+            lo, hi = self.index_range(Var(name))
+            if lo is not None:
+                out.append((name, lo, hi))
+        return tuple(out)
 
     def gmem_base(self, vid: int, type_str: str) -> Optional[tuple[Expr, int]]:
         """(its first element's offset from the kernel argument's, in elements; the argument's
@@ -197,8 +222,8 @@ class GlobalRules:
         """``cute.local_tile(tensor, tile, coord)`` of a global tensor that `gmem_base` places:
         the tile's first element, when the tensor's modes are flat and static, each tile mode a
         plain extent (``N:1``) that divides its mode, the result the tile's extents on the
-        tensor's strides, and each coordinate a constant (a block index of a grid model) or a
-        loop counter inside the tiles. Any other tile is not placed (its accesses name it)."""
+        tensor's strides, and each coordinate a known integer (in a grid model, a constant or
+        a loop counter inside the tiles: its cells are placed). Any other tile is not placed (its accesses name it)."""
         self.set_unknown_results(op)
         t = op.operand_types[0] if op.operand_types else ""
         if "gmem" not in t or len(op.operands) != 3 or len(op.results) != 1:
@@ -216,9 +241,11 @@ class GlobalRules:
             return
         first = at[0]
         for x, n, m, d in zip(coords, flat[0], tile, flat[1]):
-            lo, hi = self.index_range(x) if isinstance(x, Expr) and not opaque_reasons(x) \
-                else (None, None)
-            if lo is None or lo < 0 or hi >= n // m:
+            if not isinstance(x, Expr) or opaque_reasons(x):
+                return
+            lo, hi = self.index_range(x)
+            # (outside grid models the place is only compared: any coordinate will do)
+            if self.ctx.grid_why is None and (lo is None or lo < 0 or hi >= n // m):
                 return
             first = self.f.binop("+", first, self.f.binop("*", x, Const(m * d)))
         self.gmem_tiles[op.results[0]] = (first, at[1])

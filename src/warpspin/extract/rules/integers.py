@@ -103,6 +103,7 @@ class IntegerRules:
         if _size(e) > BIG_EXPR and expr_vars(e) - set(self.ctx.params) - {LANE}:
             name = f"v{op.uid}" if result is None else f"v{op.uid}_{result}"
             split = split_lane(e) if LANE in expr_vars(e) else None
+            self.local_defs[name] = split[0] if split is not None else e
             if split is not None:  # the local holds the lane-free part; the lane's stays inline
                 out.append(Assign(name, split[0], self.loc(op)))
                 e = self.f.binop("+", Var(name), split[1])
