@@ -14,6 +14,7 @@ from .litmus import Litmus
 class _Partials(Litmus):
     warps = 4
     nbars = 1
+    words = 128  # out: each thread's copy of what it gathered (its own word)
 
     @cute.jit
     def partials(self):
@@ -29,7 +30,7 @@ class _Partials(Litmus):
         total = Float32(0.0)
         if self.lane < 4:
             total = red[base + self.lane]
-        self.out[self.rank * 8 + self.warp] = cutlass.Int32(total)
+        self.out[self.warp * 32 + self.lane] = cutlass.Int32(total)
 
 
 class DataReduceBarrier(_Partials):

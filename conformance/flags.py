@@ -131,9 +131,44 @@ class FlagDataSyncWarp(_FlagData):
     the other lanes' reads (PTX 9.7.13.2). warpspin: verified."""
     rules = ("gmem.flag-data", "warp.sync")
     sync_warp = True
-    awaiting_h200 = ("written 2026-12-06 15:20 UTC; no device machine could be started in the "
-                     "rest of that session")
+
+
+class _Outputs(Litmus):
+    """No flag: 2 CTAs (each its own cluster: the model holds one) store into `out` after a
+    delay of 20 us in CTA 1, each lane one element, at `place` (the lane, the CTA)."""
+    grid = 2
+    warps = 1
+    nbars = 1
+    words = 64
+    launches = 20
+
+    @cute.jit
+    def body(self):
+        if self.rank == 1:
+            self.sleep(20)
+        self.out[self.place()] = Int32(self.rank + 1)
+
+
+class GlobalOwnElements(_Outputs):
+    """CTA c stores out[32 c + lane]: no two threads of the grid meet. warpspin: verified."""
+    rules = ("gmem.owned",)
+
+    @cute.jit
+    def place(self):
+        return self.rank * 32 + self.lane
+
+
+class GlobalSameElements(_Outputs):
+    """Both CTAs store out[lane]: a write-write race between the CTAs (out ends 1 or 2 from
+    launch to launch). warpspin: races NOT CHECKED on out, naming the store (the model holds
+    one cluster; it proves threads apart or says so)."""
+    rules = ("gmem.owned",)
+    expect = "not-checked"
+
+    @cute.jit
+    def place(self):
+        return self.lane
 
 
 LITMUS = [FlagReleaseAcquire, FlagWaitsForMore, FlagRelaxedAdd, FlagCtaScopeAdd, FlagDataHandoff,
-          FlagDataNoWait, FlagDataSyncWarp]
+          FlagDataNoWait, FlagDataSyncWarp, GlobalOwnElements, GlobalSameElements]

@@ -186,4 +186,9 @@ RULES: dict[str, tuple[str, str, str]] = {
         "earlier accesses before every lane's later ones: a lane-subset release or acquire of a "
         "flag, or shared data between lanes, is ordered through it (without it: races NOT "
         "CHECKED); in the model the warp is one thread and the op changes nothing"),
+    "gmem.owned": ("Global memory between the threads of the grid (race)", "8.2, 8.9",
+        "outside grid models, element stores and loads of a written kernel argument at places "
+        "affine in the cluster index: no byte accessed by two threads of the grid with a write "
+        "among the accesses (one store of one value by a warp's lanes is one write); anything "
+        "else, or a TMA store or copy into global memory: races NOT CHECKED, naming the access"),
 }

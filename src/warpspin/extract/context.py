@@ -33,7 +33,8 @@ GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice"
 # ops that compute addresses or layouts of global memory without accessing it
 # (`Context.global_data_why`)
 GLOBAL_ADDRESS_OPS = {"builtin.unrealized_conversion_cast", "cute.ptrtoint", "llvm.ptrtoint",
-                      "cute.get_layout", "cute.get_shape", "cute.get_stride"}
+                      "cute.get_layout", "cute.get_shape", "cute.get_stride",
+                      "cute_nvgpu.atom.set_value"}  # (an atom's field: a descriptor's address)
 GLOBAL_ADDRESS_PREFIXES = ("cute.get_", "cute.size", "cute.cosize")
 # op names that may write global memory (besides stores and copies, which are attributed)
 GMEM_WRITERS = re.compile(r"atomic|\batom|\bred\b|store|st_bulk|cp\.async\.bulk\.global|"

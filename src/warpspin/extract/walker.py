@@ -127,12 +127,14 @@ def effects_of(op: Op) -> Effects:
 
 def _models_write(s: Stmt) -> bool:
     """`s` is what a rule made of an op that may write global memory: the write modelled (a
-    counter's atom.inc, a tensormap write, a store into shared memory through a cluster
-    address) or refused (Unsupported, which the verdict says)."""
-    from ..syncir.ops import (AtomInc, DsmemStore, SmemStore, StAsync, TensormapWrite, TmaLoad)
+    counter's atom.inc, a tensormap write or fence, a store into shared memory through a
+    cluster address) or refused (Unsupported, which the verdict says)."""
+    from ..syncir.ops import (AtomInc, DsmemStore, SmemStore, StAsync, TensormapAcquire,
+                              TensormapRelease, TensormapWrite, TmaLoad)
     from .data import DataAccess
     return isinstance(s, (AtomInc, DsmemStore, SmemStore, StAsync, TensormapWrite, TmaLoad,
-                          Unsupported)) or isinstance(s, DataAccess) and s.alloc >= 0
+                          TensormapAcquire, TensormapRelease, Unsupported)) or \
+        isinstance(s, DataAccess) and s.alloc >= 0
 
 
 # ops whose shared-memory result is a part of their staged operand's stage (a view, partition,
