@@ -4,6 +4,7 @@ import glob
 import os
 
 import pytest
+from verdicts import verified_but_global_memory
 
 if not os.environ.get("WARPSPIN_REQUIRE_ALL"):  # make test (CI) installs the DSL: never skip there
     pytest.importorskip("cutlass", reason="needs nvidia-cutlass-dsl (make test installs it)")
@@ -34,6 +35,8 @@ def test_example(path, variant, mod):
     assert results
     for r in results:  # "a|b": either kind (which one an engine meets first)
         assert r.outcome in expect.split("|"), str(r)
+        if variant in getattr(mod, "GLOBAL_ONLY", ()):
+            assert verified_but_global_memory(r), str(r)
         where = getattr(mod, "EXPECT_AT", {}).get(variant)
         if where:
             loc = r.violations[0].locations[0]

@@ -102,6 +102,7 @@ def test_the_walker_emits_unsupported_for_an_unknown_op():
 
     class _Ctx:
         smem_writes, smem_uses, accumulators = [], [], {}
+        grid_why = None  # (outside grid models the walker also records unplaced global writes)
 
         def writes_descriptor_memory(self, op):
             return False

@@ -203,8 +203,11 @@ def test_a_static_grid_of_one_cta_has_no_other_ctas():
     for grid in (1, 2):
         fn, args = mod.variant("static_count", grid=grid)
         r = verify(fn, *args, params={"num_tiles": (0, 5)})
-        kinds[grid] = r.violations[0].kind if r.violations else r.verdict
-    assert kinds == {1: "verified", 2: "deadlock"}
+        kinds[grid] = r.violations[0].kind if r.violations else r.outcome
+        if grid == 1:  # out's place is the tile the counter hands out: not followed
+            from verdicts import verified_but_global_memory
+            assert verified_but_global_memory(r), str(r)
+    assert kinds == {1: "not-checked", 2: "deadlock"}
 
 
 @dsl

@@ -33,7 +33,8 @@ def test_a_plain_shared_tensor_stored_by_tma_is_followed(engine):
     assert r.verdict == "violation" and r.violations[0].kind == "proxy-race", render_text(r)
     assert r.violations[0].locations[0].line == line_of(K.__file__, "# @unfenced-store")
     r = verify_kernel(_plain_store(fence=True), opts=CheckOptions(engine=engine, timeout_s=120))
-    assert r.verdict == "verified", render_text(r)
+    from verdicts import verified_but_global_memory  # (the TMA store's global tile)
+    assert verified_but_global_memory(r), render_text(r)
 
 
 def _grid_flag(variant: str):

@@ -22,6 +22,7 @@ from warpspin.api import CheckOptions, verify_kernel  # noqa: E402
 from warpspin.extract import ExtractError, extract  # noqa: E402
 from warpspin.syncir import (Const, MbarArrive, MbarArriveExpectTx, SmemLoad, SmemStore, StAsync, TmaLoad,  # noqa: E402
                              Var, unsupported_ops, walk_stmts)
+from verdicts import verified_but_global_memory  # noqa: E402
 
 
 def quack_sm90_gemm(variant: str = ""):
@@ -53,7 +54,7 @@ def test_verified():
     k = quack_sm90_gemm()
     sk = extract(k, params={K_TILES: 2})
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=300, memory_mb=2048))
-    assert r.verdict == "verified", str(r)
+    assert verified_but_global_memory(r), str(r)
 
 
 def test_persistent_scheduler_hands_tiles_through_shared_words():
@@ -90,7 +91,7 @@ def test_persistent_verified():
     assert {p.name: (p.lo, p.hi) for p in sk.params if p.lo != p.hi} == \
         {"size_in__delinearize_work_idx": (0, 2), K_TILES: (1, 2), "clusterid_z": (0, 1), "nclusterid_z": (1, 2)}
     h = verify_kernel(sk)  # the default engine: one execution per launch choice, load races too
-    assert h.verdict == "verified" and h.stats.engine == "happens-before", str(h)
+    assert verified_but_global_memory(h) and h.stats.engine == "happens-before", str(h)
     from warpspin.syncir.interp import Machine
     assert h.stats.hb_runs == len(Machine(sk).initial_states())  # one per launch choice
     assert any("FastDivmod" in a for a in h.config["assumptions"])
@@ -162,7 +163,7 @@ def test_two_consumer_warpgroups_verified():
     assert buf.label == "sD" and len(buf.storers) == 1
     assert sorted(b.label for b in sk.buffers if not b.storers) == ["sA", "sB"]
     r = verify_kernel(sk, opts=CheckOptions(timeout_s=300, memory_mb=4096))
-    assert r.verdict == "verified", str(r)
+    assert verified_but_global_memory(r), str(r)
     assert "sD" in r.config["buffers"], r.config
 
 
@@ -183,7 +184,7 @@ def test_persistent_dynamic_verified():
     assert decl.label == "tile_count_semaphore"
     assert decl.limit == Var("size_in__delinearize_work_idx") - 1
     hb = verify_kernel(sk, opts=CheckOptions(timeout_s=300))
-    assert hb.verdict == "verified" and hb.stats.engine == "happens-before", str(hb)
+    assert verified_but_global_memory(hb) and hb.stats.engine == "happens-before", str(hb)
     assert hb.stats.hb_runs > 1
     assert any("tile_count_semaphore" in a for a in hb.config["assumptions"])
 
@@ -219,7 +220,7 @@ def test_cluster_reduction_verified(name):
     from warpspin.syncir import CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn, rewrite_stmts
     k = C.extracted(name)
     r = verify_kernel(k, opts=CheckOptions(timeout_s=600))
-    assert r.verdict == "verified" and r.stats.engine == "happens-before", str(r)
+    assert verified_but_global_memory(r) and r.stats.engine == "happens-before", str(r)
     row_copies = (CpAsync, CpAsyncCommit, CpAsyncWait, SmemOwn)
     barriers_only = replace(k, buffers=(), processes=tuple(
         replace(p, body=rewrite_stmts(p.body, lambda s: () if isinstance(s, row_copies) else (s,)))

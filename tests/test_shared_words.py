@@ -165,7 +165,8 @@ def test_a_race_report_names_both_accesses():
 
 @pytest.mark.parametrize("grid", [1, 2, 3])
 def test_persistent_scheduler_over_grids_and_tile_counts(grid):
-    """Every grid 1..3 and tile count 0..5 (every CTA of the grid): the correct kernel verifies;
+    """Every grid 1..3 and tile count 0..5 (every CTA of the grid): the correct kernel has no
+    violation (races on out NOT CHECKED: its place is a tile a shared word hands over);
     the consumer that waits for a first tile hangs, for a tile count that leaves a CTA none."""
     import importlib.util
     from warpspin.api import verify
@@ -173,8 +174,9 @@ def test_persistent_scheduler_over_grids_and_tile_counts(grid):
         "ps_grid", os.path.join(ROOT, "examples", "persistent_scheduler.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    from verdicts import verified_but_global_memory
     ok = verify(*_flat(mod.correct(grid=grid)), params={"num_tiles": (0, 5)})
-    assert ok.verdict == "verified", str(ok)
+    assert verified_but_global_memory(ok), str(ok)  # out's place is the tile a word hands over
     bad = verify(*_flat(mod.zero_tile_wait(grid=grid)), params={"num_tiles": (0, 5)})
     assert bad.violations and bad.violations[0].kind == "deadlock", str(bad)
     assert "num_tiles = " in str(bad)

@@ -231,7 +231,7 @@ def ownership_why(accesses: list[GlobalAccess],
                           {b for b, (_, a) in owner.items() if a.write}, set(owner))
     if why is not None:
         a = next(a for _, _, _, a in points if a.write)
-        return a.loc, f"clusters of the grid may access the same bytes: {why}"
+        return a.loc, why
     return None
 
 
@@ -243,12 +243,21 @@ def cluster_counts(k) -> tuple[Optional[int], ...]:
     return tuple(g // c for g, c in zip(k.grid_dim, cluster))
 
 
+def _label(ctx, root: int) -> str:
+    """How the verdict names kernel argument `root`'s memory: the tensor's name, or for a TMA
+    descriptor (a TMA store's) the tensor it was made from."""
+    from .data import global_label
+    arg = next((a for a in ctx.kernel.args if a.index == root), None)
+    if arg is not None and "non_exec_tiled_tma" in arg.type:
+        return f"the global tensor of TMA descriptor argument {root}"
+    return f"global data {global_label(ctx, root)}"
+
+
 def global_unchecked(ctx) -> list:
     """Outside grid models: an `Unchecked` race on each kernel argument the kernel writes whose
     accesses are not proven apart between the threads of the grid, and on global memory when
     a write the model does not place reaches memory not attributed to an argument."""
     from ..syncir.ir import Unchecked
-    from .data import global_label
     if ctx.grid_why is None:
         return []
     written, _ = ctx.written_gmem()
@@ -267,11 +276,10 @@ def global_unchecked(ctx) -> list:
     for root in sorted(written):
         if str(root) in counters or (root not in unplaced and root not in by_root):
             continue  # a counter, or written only by ops whose rules model the write
-        label = f"global data {global_label(ctx, root)}"
+        label = _label(ctx, root)
         if root in unplaced:
             name, loc = unplaced[root]
-            why = (f"{name} at {loc.short()} writes it, and which threads of the grid write "
-                   "which of its elements is not followed")
+            why = f"which elements the {name} at {loc.short()} writes is not followed"
         else:
             loc = by_root[root][0].loc
             why = ctx.global_data_why(root, ctx.gmem_settled)
@@ -279,6 +287,6 @@ def global_unchecked(ctx) -> list:
             if found is not None:
                 loc, why = found
         if why is not None:
-            out.append(Unchecked("race", label, "races between threads of the grid on global "
-                                 f"memory are checked where no two threads meet: {why}", loc))
+            out.append(Unchecked("race", label, f"threads of the grid are not shown apart there: "
+                                 f"{why}", loc))
     return out

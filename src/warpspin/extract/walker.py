@@ -347,6 +347,9 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             self.ctx.gmem_settled.add(op.uid)
             return
         name = "inline PTX" if op.name in ("llvm.inline_asm", "nvvm.inline_ptx") else op.name
+        if op.name == "cute.copy" and op.operand_types:
+            name = {"tma_store": "TMA store", "tma_reduce": "TMA reduction",
+                    "bulk_copy_s2g": "bulk copy"}.get(ct.atom_kind(op.operand_types[0]), name)
         self.ctx.gmem_unplaced.setdefault(op.uid, (self.ctx.gmem_writers[op.uid], name,
                                                    self.loc(op)))
 
