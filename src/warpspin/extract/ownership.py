@@ -289,4 +289,8 @@ def global_unchecked(ctx) -> list:
         if why is not None:
             out.append(Unchecked("race", label, f"threads of the grid are not shown apart there: "
                                  f"{why}", loc))
+        else:
+            ctx.assumptions.add("global memory the kernel writes: kernel arguments (and the "
+                                "tensors TMA descriptor arguments were made from) do not alias, "
+                                "and no other kernel accesses them while it runs")
     return out
