@@ -93,6 +93,9 @@ def test_one_value_stored_by_the_lanes_of_one_store():
                                            acc(flag, same_value=True, warp=1)], (None, 1, 1))[1]
     # an elected lane is one thread
     assert ownership_why([acc(flag, one_lane=True)], (None, 1, 1)) is None
+    # one constant: every trip of a loop around the store writes the same
+    assert ownership_why([acc(flag, same_value=True, counters=[("k1", 0, 1)])],
+                         (None, 1, 1)) is None
 
 
 def test_loop_counters_are_enumerated():
@@ -118,6 +121,7 @@ FORMS_WHY = {
     "neighbour_read": "overlap",
     "lane_flag": "two threads of one cluster access byte 0",
     "copy": "cute.copy at owned_outputs.py",
+    "shared_copy": "cute.copy at owned_outputs.py",
 }
 
 

@@ -391,16 +391,16 @@ class Context:
         may be): an op other than an element store or load (`cute.memref.store` / `load`) may
         access it, or an op may access global memory not attributed to an argument. Views and
         address computations access nothing; a flag's atomics and spin loads access the flag's
-        argument; `settled`: ops whose rules modelled what they write (not global memory). An
-        allow-list."""
+        argument; `settled`: ops whose rules modelled what they write (a DSMEM store through an
+        address no argument roots), exempt from the second clause only. An allow-list."""
         for op in self.kernel.walk():
             mem = [vid for vid, t in zip(op.operands, op.operand_types) if _may_be_gmem(t)]
-            if not mem or op.uid in settled or op.name in GMEM_VIEWS or op.name in GLOBAL_ADDRESS_OPS or \
+            if not mem or op.name in GMEM_VIEWS or op.name in GLOBAL_ADDRESS_OPS or \
                     op.name.startswith(GLOBAL_ADDRESS_PREFIXES):
                 continue
             roots = {self.pointer_root(v) for v in mem}
             where = f"{op.name}@{op.loc.short()}"
-            if None in roots:
+            if None in roots and op.uid not in settled:
                 return f"{where} accesses global memory not attributed to a kernel argument"
             if root in roots and op.name not in ("cute.memref.store", "cute.memref.load"):
                 return f"{where} may access it and is not an element store or load"

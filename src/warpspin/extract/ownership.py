@@ -9,8 +9,8 @@ The proof reads each element access the walker placed (`GlobalAccess`: its byte 
 the lane, the loop counters around it and the cluster index): the offsets of every lane and
 every counter value are evaluated, each an affine function ``A . clusterid + r`` of the
 cluster index. Threads of one cluster are apart when no byte is accessed by two of them with a
-write among the accesses (lanes of one warp storing one value in one store are one write: the
-CUDA programming guide's "only one thread performs a write"). Clusters are apart when one
+write among the accesses (lanes of one warp storing one constant in one store are one write:
+the CUDA programming guide's "only one thread performs a write", and every trip writes the same). Clusters are apart when one
 coefficient vector ``A`` serves every access and, for every difference ``d != 0`` of two
 cluster indices that moves by less than a cluster's span of bytes, no written byte shifted by
 ``A . d`` is accessed.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..syncir.ir import BinOp, Const, Expr, Loc, Select, UnOp, Var, expr_vars
-from .values import LANE, Folder, opaque_reasons, subst
+from .values import LANE, Folder, linear, opaque_reasons, subst
 
 MAX_POINTS = 1 << 16  # lane and counter values evaluated per access, at most
 CLUSTER_VARS = tuple(f"clusterid_{d}" for d in "xyz")
@@ -45,7 +45,7 @@ class GlobalAccess:
     counters: tuple[tuple[str, int, int], ...]
     loc: Loc
     why: str = ""
-    same_value: bool = False  # a store of one value by all its lanes (CUDA: one write lands)
+    same_value: bool = False  # a store of one constant by all its lanes (CUDA: one write lands)
 
 
 def inline_locals(e: Expr, defs: dict[str, Expr], budget: int = 4096) -> Expr:
@@ -71,39 +71,38 @@ def inline_locals(e: Expr, defs: dict[str, Expr], budget: int = 4096) -> Expr:
 
 
 def affine(e: Expr, names: tuple[str, ...]) -> Optional[tuple[tuple[int, ...], int]]:
-    """``e`` as ``sum(a_i * names_i) + r`` with integer a_i, r; None when it is not that."""
-    if isinstance(e, Const):
-        return tuple(0 for _ in names), e.value
-    if isinstance(e, Var):
-        if e.name not in names:
+    """``e`` as ``sum(a_i * names_i) + r`` with integer a_i, r (`values.linear`'s terms, each
+    a name, a negation or a division of such a form); None when it is not that."""
+    terms, const = linear(e)
+    coef = dict.fromkeys(names, 0)
+    for atom, c in terms:
+        if isinstance(atom, Var) and atom.name in names:
+            coef[atom.name] += c
+            continue
+        inner = _atom(atom, names)
+        if inner is None:
             return None
-        return tuple(int(n == e.name) for n in names), 0
+        for n, x in zip(names, inner[0]):
+            coef[n] += c * x
+        const += c * inner[1]
+    return tuple(coef[n] for n in names), const
+
+
+def _atom(e: Expr, names: tuple[str, ...]) -> Optional[tuple[tuple[int, ...], int]]:
+    """A non-linear term of `affine`: ``-x``, or ``(d*A . c + r) // d = A . c + r // d`` and
+    ``(d*A . c + r) % d = r % d`` (exact when d divides every coefficient)."""
     if isinstance(e, UnOp) and e.op == "-":
         a = affine(e.arg, names)
         return None if a is None else (tuple(-x for x in a[0]), -a[1])
-    if isinstance(e, BinOp) and e.op in ("+", "-", "*"):
-        lhs, rhs = affine(e.lhs, names), affine(e.rhs, names)
-        if lhs is None or rhs is None:
-            return None
-        if e.op == "+":
-            return tuple(x + y for x, y in zip(lhs[0], rhs[0])), lhs[1] + rhs[1]
-        if e.op == "-":
-            return tuple(x - y for x, y in zip(lhs[0], rhs[0])), lhs[1] - rhs[1]
-        if not any(lhs[0]):
-            return tuple(lhs[1] * y for y in rhs[0]), lhs[1] * rhs[1]
-        if not any(rhs[0]):
-            return tuple(x * rhs[1] for x in lhs[0]), lhs[1] * rhs[1]
-    if isinstance(e, BinOp) and e.op in ("//", "%"):
-        # (d*A . c + r) // d = A . c + r // d, and (d*A . c + r) % d = r % d, exactly
-        lhs, rhs = affine(e.lhs, names), affine(e.rhs, names)
-        if lhs is None or rhs is None or any(rhs[0]) or rhs[1] <= 0 or \
-                any(x % rhs[1] for x in lhs[0]):
-            return None
-        d = rhs[1]
-        if e.op == "//":
-            return tuple(x // d for x in lhs[0]), lhs[1] // d
-        return tuple(0 for _ in names), lhs[1] % d
-    return None
+    if not (isinstance(e, BinOp) and e.op in ("//", "%") and isinstance(e.rhs, Const)
+            and e.rhs.value > 0):
+        return None
+    lhs, d = affine(e.lhs, names), e.rhs.value
+    if lhs is None or any(x % d for x in lhs[0]):
+        return None
+    if e.op == "//":
+        return tuple(x // d for x in lhs[0]), lhs[1] // d
+    return tuple(0 for _ in names), lhs[1] % d
 
 
 def _points(a: GlobalAccess, clusters: tuple[str, ...]):
@@ -220,6 +219,7 @@ def ownership_why(accesses: list[GlobalAccess],
             if seen is None:
                 owner[b] = (thread, a)
             elif seen[0] != thread and (a.write or seen[1].write) and not (
+                    # one store of one constant by the lanes of a warp (whatever the trip)
                     seen[1] is a and a.same_value and seen[0][:2] == thread[:2]):
                 other = seen[1]
                 return a.loc, (f"two threads of one cluster access byte {b} of it (lines "

@@ -134,7 +134,7 @@ def _models_write(s: Stmt) -> bool:
     from .data import DataAccess
     return isinstance(s, (AtomInc, DsmemStore, SmemStore, StAsync, TensormapWrite, TmaLoad,
                           TensormapAcquire, TensormapRelease, Unsupported)) or \
-        isinstance(s, DataAccess) and s.alloc >= 0
+        isinstance(s, DataAccess) and s.alloc >= 0 and s.write  # (a read: a copy's source)
 
 
 # ops whose shared-memory result is a part of their staged operand's stage (a view, partition,
@@ -331,7 +331,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             self.set_unknown_results(op)
         if eff.global_write != "none":
             self.fence_scope = None  # a global write after the fence: the fence precedes it only
-            self.global_write_placed(op, out[mark:])
+        self.global_write_placed(op, out[mark:])  # (written_gmem's list, not the declaration)
 
     def global_write_placed(self, op: Op, made: list[Stmt]) -> None:
         """Outside grid models, an op that may write global memory (`Context.written_gmem`) is

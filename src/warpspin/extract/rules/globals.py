@@ -180,10 +180,11 @@ class GlobalRules:
         if self.ctx.grid_why is not None:
             self.ctx.global_accesses.append(GlobalAccess(
                 root, write, inline_locals(off, self.local_defs) if off is not None else None,
-                elem or 0, frozenset(self.active.lanes), not self.active.exact,
+                elem or 0, frozenset(self.active.lanes),
+                self.active.count == 1 and not self.active.exact,  # else each lane its own
                 self.cta, self.warp, self._counter_ranges(), self.loc(op),
                 why or "its element coordinates are not known",
-                write and self._lane_uniform(op.operands[2] if len(op.operands) > 2 else None)))
+                write and self._constant(op.operands[2] if len(op.operands) > 2 else None)))
             self.ctx.gmem_settled.add(op.uid)
             return
         spans, lanes, base = self.element_bytes(off, elem, extent) if off is not None else \
@@ -192,10 +193,9 @@ class GlobalRules:
                               base=base, elem=elem or 0,
                               extent=extent if base is not None else None))
 
-    def _lane_uniform(self, vid: Optional[int]) -> bool:
-        """The value `vid` is one integer for every lane (a constant, or lane-free and known)."""
-        v = self.val(vid) if vid is not None else None
-        return isinstance(v, Expr) and LANE not in expr_vars(v) and not opaque_reasons(v)
+    def _constant(self, vid: Optional[int]) -> bool:
+        """The value `vid` is one integer constant (the same for every lane and every trip)."""
+        return vid is not None and isinstance(self.val(vid), Const)
 
     def _counter_ranges(self) -> tuple[tuple[str, int, int], ...]:
         """The enclosing loop counters with constant bounds, lo..hi inclusive."""
