@@ -189,6 +189,6 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.owned": ("Global memory between the threads of the grid (race)", "8.2, 8.9",
         "outside grid models, element stores and loads of a written kernel argument at places "
         "affine in the cluster index: no byte accessed by two threads of the grid with a write "
-        "among the accesses (one store of one constant by a warp's lanes is one write); anything "
+        "among the accesses (one store of one value by a warp's lanes is one write: a constant, or a lane-free value outside loops); anything "
         "else, or a TMA store or copy into global memory: races NOT CHECKED, naming the access"),
 }

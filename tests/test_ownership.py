@@ -122,11 +122,12 @@ FORMS_WHY = {
     "lane_flag": "two threads of one cluster access byte 0",
     "copy": "cute.copy at owned_outputs.py",
     "shared_copy": "cute.copy at owned_outputs.py",
+    "trip_flag": "two threads of one cluster access byte 0",
 }
 
 
 @pytest.mark.parametrize("form", ["per_thread", "tile", "local_tile", "loop", "one_flag",
-                                  "rank_row", *FORMS_WHY])
+                                  "rank_row", "warp_flag", *FORMS_WHY])
 def test_forms(form):
     from fixtures.owned_outputs import VERIFIED, output
     from warpspin.api import verify

@@ -9,8 +9,9 @@ The proof reads each element access the walker placed (`GlobalAccess`: its byte 
 the lane, the loop counters around it and the cluster index): the offsets of every lane and
 every counter value are evaluated, each an affine function ``A . clusterid + r`` of the
 cluster index. Threads of one cluster are apart when no byte is accessed by two of them with a
-write among the accesses (lanes of one warp storing one constant in one store are one write:
-the CUDA programming guide's "only one thread performs a write", and every trip writes the same). Clusters are apart when one
+write among the accesses (lanes of one warp storing one value in one store are one write: the
+CUDA programming guide's "only one thread performs a write"; one value: a constant, or a
+lane-free value outside every loop, whose trips could store different values). Clusters are apart when one
 coefficient vector ``A`` serves every access and, for every difference ``d != 0`` of two
 cluster indices that moves by less than a cluster's span of bytes, no written byte shifted by
 ``A . d`` is accessed.
@@ -45,7 +46,7 @@ class GlobalAccess:
     counters: tuple[tuple[str, int, int], ...]
     loc: Loc
     why: str = ""
-    same_value: bool = False  # a store of one constant by all its lanes (CUDA: one write lands)
+    same_value: bool = False  # every lane, every trip stores one value (CUDA: one write lands)
 
 
 def inline_locals(e: Expr, defs: dict[str, Expr], budget: int = 4096) -> Expr:
@@ -219,7 +220,7 @@ def ownership_why(accesses: list[GlobalAccess],
             if seen is None:
                 owner[b] = (thread, a)
             elif seen[0] != thread and (a.write or seen[1].write) and not (
-                    # one store of one constant by the lanes of a warp (whatever the trip)
+                    # one store of one value by the lanes of a warp (GlobalAccess.same_value)
                     seen[1] is a and a.same_value and seen[0][:2] == thread[:2]):
                 other = seen[1]
                 return a.loc, (f"two threads of one cluster access byte {b} of it (lines "

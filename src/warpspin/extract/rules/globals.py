@@ -184,7 +184,7 @@ class GlobalRules:
                 self.active.count == 1 and not self.active.exact,  # else each lane its own
                 self.cta, self.warp, self._counter_ranges(), self.loc(op),
                 why or "its element coordinates are not known",
-                write and self._constant(op.operands[2] if len(op.operands) > 2 else None)))
+                write and self._one_value(op, op.operands[2] if len(op.operands) > 2 else None)))
             self.ctx.gmem_settled.add(op.uid)
             return
         spans, lanes, base = self.element_bytes(off, elem, extent) if off is not None else \
@@ -193,9 +193,15 @@ class GlobalRules:
                               base=base, elem=elem or 0,
                               extent=extent if base is not None else None))
 
-    def _constant(self, vid: Optional[int]) -> bool:
-        """The value `vid` is one integer constant (the same for every lane and every trip)."""
-        return vid is not None and isinstance(self.val(vid), Const)
+    def _one_value(self, op: Op, vid: Optional[int]) -> bool:
+        """Every execution of the store `op` stores one integer: a constant, or a value the
+        same for every lane (lane-free and known) when no loop encloses the store (a loop's
+        trips may store different values)."""
+        v = self.val(vid) if vid is not None else None
+        if isinstance(v, Const):
+            return True
+        return isinstance(v, Expr) and LANE not in expr_vars(v) and not opaque_reasons(v) and \
+            not any(a.name in ("scf.for", "scf.while") for a in op.ancestors())
 
     def _counter_ranges(self) -> tuple[tuple[str, int, int], ...]:
         """The enclosing loop counters with constant bounds, lo..hi inclusive."""
