@@ -246,13 +246,16 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                                                                    staged, proxy_data)), labels)
              for cta, warp, lanes, body, labels in walks]
 
-    # consecutive warps of one CTA with the same body and width form one process
+    # consecutive warps of one CTA with the same body and width form one process (a warp that
+    # TMA-stores a staged buffer stays its own: a buffer's storing process is one thread)
     procs: list[Process] = []
     i = 0
     while i < len(walks):
         cta, w0, lanes, body, labels = walks[i]
         j = i + 1
-        while j < len(walks) and walks[j][0] == cta and walks[j][2] == lanes and walks[j][3] == body:
+        alone = any(isinstance(s, TmaStore) for s in walk_stmts(body))
+        while not alone and j < len(walks) and walks[j][0] == cta and walks[j][2] == lanes and \
+                walks[j][3] == body:
             j += 1
         procs.append(Process(role=_role(labels, w0, w0 + j - i), body=body, cta=cta,
                              warps=(w0, w0 + j - i), threads=lanes, instances=j - i))

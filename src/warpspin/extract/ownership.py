@@ -47,6 +47,10 @@ class GlobalAccess:
     loc: Loc
     why: str = ""
     same_value: bool = False  # every lane, every trip stores one value (CUDA: one write lands)
+    same_per_trip: bool = False  # every lane stores one value at each trip (all loops counted)
+    coords: tuple = ()  # a TMA store: the origin of its box, per coordinate of the tensor
+    box: tuple[int, ...] = ()  # ... and its extents (coords.py)
+    uncounted: bool = False  # in a loop whose counter `counters` does not enumerate
 
 
 def inline_locals(e: Expr, defs: dict[str, Expr], budget: int = 4096) -> Expr:
@@ -106,18 +110,34 @@ def _atom(e: Expr, names: tuple[str, ...]) -> Optional[tuple[tuple[int, ...], in
     return tuple(0 for _ in names), lhs[1] % d
 
 
+def _places(a: GlobalAccess) -> tuple[tuple[Expr, ...], tuple[int, ...]]:
+    """(origin, extent) of the box `a` accesses: bytes for an element access, coordinates of
+    the global tensor for a TMA store."""
+    return (a.coords, a.box) if a.box else ((a.offset,), (a.elem,))
+
+
 def _points(a: GlobalAccess, clusters: tuple[str, ...]):
-    """(thread, coefficients, first byte) of every lane and counter value of `a`; a str (why
-    not) when its offset is not an affine function of the cluster index there."""
-    free = expr_vars(a.offset) - {LANE} - {n for n, _, _ in a.counters} - set(clusters)
-    if opaque_reasons(a.offset):
-        return f"its place is not known: {opaque_reasons(a.offset)[0]}"
+    """(thread, coefficients, origin, trip) of every lane and counter value of `a` (per
+    coordinate of its box: the coefficients of the cluster index and the rest); a str (why
+    not) when a coordinate is not an affine function of the cluster index there."""
+    origin, _ = _places(a)
+    used = set().union(*(expr_vars(e) for e in origin))
+    free = used - {LANE} - {n for n, _, _ in a.counters} - set(clusters)
+    why = [r for e in origin for r in opaque_reasons(e)]
+    if why:
+        return f"its place is not known: {why[0]}"
     if free:
         return f"its place depends on {', '.join(sorted(free))}, not only on the lane, the " \
                "loop counters and the cluster index"
-    names = [n for n, _, _ in a.counters if n in expr_vars(a.offset)]
+    if a.box and a.uncounted:
+        return "it is in a loop whose trips are not counted (each bulk store it issues is a " \
+               "writer of its own)"
+    # a TMA store's trips, and the trips of a store whose lanes are one write per trip, are
+    # writers of their own: every counter around it is enumerated
+    every = bool(a.box) or a.same_per_trip and not a.same_value
+    names = [n for n, _, _ in a.counters if n in used or every]
     ranges = [range(lo, hi + 1) for n, lo, hi in a.counters if n in names]
-    lanes = sorted(a.lanes) if LANE in expr_vars(a.offset) or not a.one_lane else sorted(a.lanes)[:1]
+    lanes = sorted(a.lanes) if LANE in used or not a.one_lane else sorted(a.lanes)[:1]
     total = len(lanes)
     for r in ranges:
         total *= len(r)
@@ -128,68 +148,107 @@ def _points(a: GlobalAccess, clusters: tuple[str, ...]):
     out = []
     for lane in lanes:
         thread = (a.cta, a.warp, "elected" if a.one_lane else lane)
-        at_lane = subst(a.offset, {LANE: lane}, f)
+        at_lane = [subst(e, {LANE: lane}, f) for e in origin]
         for values in itertools.product(*ranges):
-            form = affine(subst(at_lane, dict(zip(names, values)), f), clusters)
-            if form is None:
+            forms = [affine(subst(e, dict(zip(names, values)), f), clusters) for e in at_lane]
+            if None in forms:
                 return "its place is not an affine function of the cluster index"
-            out.append((thread, form[0], form[1]))
+            out.append((thread, tuple(c for c, _ in forms), tuple(r for _, r in forms), values))
     return out
 
 
 MAX_SHIFTS = 4096  # cluster index differences tried one by one, at most
 
 
-def _shifts(coef: tuple[int, ...], counts: tuple[Optional[int], ...],
-            span: int) -> Optional[set[int]]:
-    """Every distance |coef . d| < span between the bytes of two clusters (d != 0 a difference
-    of cluster indices); 0 in it when two clusters access the same places; None when there are
-    too many to try, or a dimension has no bound and a distance below `span`."""
-    if sum(1 for a, n in zip(coef, counts) if n is None and a != 0) > 1:
-        return None
-    if any(n is None and a == 0 for a, n in zip(coef, counts)):
-        return {0}
-    # an unbounded dimension: a difference there farther than the other dimensions can make up
-    # (plus a span) puts the clusters a span or more apart
-    reach = span + sum(abs(a) * (n - 1) for a, n in zip(coef, counts) if n is not None)
-    axes = []
-    for a, n in zip(coef, counts):
-        if n == 1:
-            continue
-        if n is None:
-            n = reach // abs(a) + 1
-        axes.append(range(-(n - 1), n))
+def _shifts(coef, counts: tuple[Optional[int], ...], span) -> Optional[set]:
+    """Every move ``coef . d`` between the places of two clusters (d != 0 a difference of
+    cluster indices) shorter than `span` in every coordinate (one of each pair +-); the zero
+    move in it when two clusters access the same places; None when there are too many to try,
+    or an unbounded dimension cannot be bounded. `coef`: per coordinate, the coefficients of
+    clusterid x, y, z (one coordinate: a plain tuple, and `span` an int)."""
+    if isinstance(span, int):
+        coef, span = (tuple(coef),), (span,)
+    dims = range(len(counts))
+    for x in dims:
+        if counts[x] != 1 and all(c[x] == 0 for c in coef):
+            return {(0,) * len(coef)}
+    bound = {}
+    for x in (x for x in dims if counts[x] is None):
+        # a coordinate that only this unbounded dimension moves bounds it: a difference there
+        # farther than the other dimensions can make up (plus a span) is a span or more apart
+        j = next((j for j, c in enumerate(coef) if c[x] and all(
+            c[y] == 0 for y in dims if y != x and counts[y] is None)), None)
+        if j is None:
+            return None
+        reach = span[j] + sum(abs(coef[j][y]) * (counts[y] - 1) for y in dims
+                              if counts[y] is not None)
+        bound[x] = reach // abs(coef[j][x]) + 1
+    axes = [range(-(n - 1), n) for n in (bound.get(x, counts[x]) for x in dims)]
     total = 1
     for r in axes:
         total *= len(r)
     if total > MAX_SHIFTS:
         return None
-    used = [a for a, n in zip(coef, counts) if n != 1]
     out = set()
     for d in itertools.product(*axes):
         if any(d):
-            s = abs(sum(a * x for a, x in zip(used, d)))
-            if s < span:
-                out.add(s)
+            move = tuple(sum(a * y for a, y in zip(c, d)) for c in coef)
+            if all(abs(m) < s for m, s in zip(move, span)):
+                out.add(max(move, tuple(-m for m in move)))
     return out
 
 
-def _clusters_apart(coef: tuple[int, ...], counts: tuple[Optional[int], ...],
-                    written: set[int], accessed: set[int]) -> Optional[str]:
-    """Why the bytes of two clusters, at `coef . clusterid` plus the bytes `accessed` (`written`
-    among them), may meet with a write (None: never); `counts`: the clusters along x, y, z
-    (None: not static)."""
-    lo, hi = min(accessed), max(accessed) + 1
-    shifts = _shifts(coef, counts, hi - lo)
-    if shifts is None:
-        return "the clusters are too many to compare"
-    if 0 in shifts:
-        d = next((d for a, n, d in zip(coef, counts, "xyz") if n != 1 and a == 0), None)
-        return f"every cluster along {d} accesses the same bytes" if d else \
-            "two clusters access the same bytes"
-    for s in sorted(shifts):
-        if any(b + s in accessed or b - s in accessed for b in written):
-            return f"the bytes of clusters {s} bytes apart overlap"
+def _meet(p0, e0, p1, e1) -> bool:
+    return all(a < b + m and b < a + n for a, n, b, m in zip(p0, e0, p1, e1))
+
+
+def _overlaps(boxes: list, others: list, shift) -> Optional[tuple]:
+    """A pair (box of `boxes` moved by `shift`, box of `others`) that meet, or None; boxes are
+    (origin, extent, tag), swept along the first coordinate."""
+    moved = sorted(((tuple(a + s for a, s in zip(o, shift)), e, t) for o, e, t in boxes),
+                   key=lambda b: b[0][0])
+    rest = sorted(others, key=lambda b: b[0][0])
+    i = 0
+    active: list = []
+    for o, e, t in moved:
+        while i < len(rest) and rest[i][0][0] < o[0] + e[0]:
+            active.append(rest[i])
+            i += 1
+        active = [b for b in active if b[0][0] + b[1][0] > o[0]]
+        for b in active:
+            if _meet(o, e, b[0], b[1]):
+                return (o, e, t), b
+    return None
+
+
+def _where(k: int, o0, o1) -> str:
+    first = tuple(max(a, b) for a, b in zip(o0, o1))
+    return f"byte {first[0]}" if k == 1 else f"coordinate {first}"
+
+
+def _within_cluster(points: list) -> Optional[tuple]:
+    """Two points of one cluster whose boxes meet, one a write, by two threads (lanes of one
+    warp storing one value in one store, at one trip when `same_per_trip`, are one write). Each
+    TMA store issued is a writer of its own: a thread's bulk stores are not ordered with each
+    other (their writes complete asynchronously)."""
+    seen = {}
+    for t, _, r, a, trip in points:
+        if a.write and (a.same_value or a.same_per_trip) and len(a.lanes) > 1 and \
+                not a.one_lane:
+            # the warp's lanes, one writer (per trip when the value changes with the trip)
+            t = t[:2] + (("lanes",) if a.same_value else ("lanes", trip),)
+        if a.box:
+            t = t + (id(a), trip)
+        seen.setdefault((t, id(a), r), (t, r, a))
+    pts = sorted(seen.values(), key=lambda p: p[1][0])
+    active: list = []
+    for t, r, a in pts:
+        e = _places(a)[1]
+        active = [q for q in active if q[1][0] + _places(q[2])[1][0] > r[0]]
+        for q in active:
+            if q[0] != t and (a.write or q[2].write) and _meet(r, e, q[1], _places(q[2])[1]):
+                return q, (t, r, a)
+        active.append((t, r, a))
     return None
 
 
@@ -200,39 +259,53 @@ def ownership_why(accesses: list[GlobalAccess],
     clusters of the grid along x, y, z (None: not static)."""
     if not any(a.write for a in accesses):
         return None
+    for a in accesses:
+        if a.offset is None and not a.box:
+            return a.loc, a.why or "its place is not known"
+    ranks = {len(_places(a)[1]) for a in accesses}
+    if len(ranks) > 1:
+        return accesses[0].loc, "it is accessed both by TMA stores and by element accesses"
+    k = ranks.pop()
     points = []
     for a in accesses:
-        if a.offset is None:
-            return a.loc, a.why or "its place is not known"
         p = _points(a, CLUSTER_VARS)
         if isinstance(p, str):
             return a.loc, p
-        points += [(t, c, r, a) for t, c, r in p]
-    coefs = {c for _, c, _, _ in points}
+        points += [(t, c, r, a, trip) for t, c, r, trip in p]
+    coefs = {c for _, c, _, _, _ in points}
     if len(coefs) > 1:
-        first = next(a for _, c, _, a in points if c != points[0][1])
+        first = next(a for _, c, _, a, _ in points if c != points[0][1])
         return first.loc, ("its accesses at lines " f"{points[0][3].loc.line} and "
                            f"{first.loc.line} move differently with the cluster index")
-    owner: dict[int, tuple] = {}
-    for thread, _, r, a in points:
-        for b in range(r, r + a.elem):
-            seen = owner.get(b)
-            if seen is None:
-                owner[b] = (thread, a)
-            elif seen[0] != thread and (a.write or seen[1].write) and not (
-                    # one store of one value by the lanes of a warp (GlobalAccess.same_value)
-                    seen[1] is a and a.same_value and seen[0][:2] == thread[:2]):
-                other = seen[1]
-                return a.loc, (f"two threads of one cluster access byte {b} of it (lines "
-                               f"{other.loc.line} and {a.loc.line}), "
-                               f"{'both writes' if a.write and other.write else 'one a write'}")
-            elif a.write:
-                owner[b] = (thread, a)
-    why = _clusters_apart(next(iter(coefs)), counts,
-                          {b for b, (_, a) in owner.items() if a.write}, set(owner))
-    if why is not None:
-        a = next(a for _, _, _, a in points if a.write)
-        return a.loc, why
+    met = _within_cluster(points)
+    if met is not None:
+        (t0, r0, other), (t1, r1, a) = met
+        if a.box and other.box and t0[:2] == t1[:2]:
+            return a.loc, (f"two TMA stores of one warp (lines {other.loc.line} and "
+                           f"{a.loc.line}) write {_where(k, r0, r1)} of it, not ordered with "
+                           "each other (bulk stores complete asynchronously)")
+        return a.loc, (f"two threads of one cluster access {_where(k, r0, r1)} of it (lines "
+                       f"{other.loc.line} and {a.loc.line}), "
+                       f"{'both writes' if a.write and other.write else 'one a write'}")
+    boxes = [(r, _places(a)[1], a) for _, _, r, a, _ in points]
+    lo = [min(o[j] for o, _, _ in boxes) for j in range(k)]
+    span = tuple(max(o[j] + e[j] for o, e, _ in boxes) - lo[j] for j in range(k))
+    shifts = _shifts(next(iter(coefs)), counts, span)
+    write = next(a for _, _, _, a, _ in points if a.write)
+    unit = "bytes" if k == 1 else "coordinates"
+    if shifts is None:
+        return write.loc, "the clusters are too many to compare"
+    if (0,) * k in shifts:
+        d = next((d for x, (n, d) in enumerate(zip(counts, "xyz"))
+                  if n != 1 and all(c[x] == 0 for c in next(iter(coefs)))), None)
+        return write.loc, (f"every cluster along {d} accesses the same {unit}" if d else
+                           f"two clusters access the same {unit}")
+    written = [b for b in boxes if b[2].write]
+    for s in sorted(shifts):
+        for sign in (1, -1):
+            if _overlaps(written, boxes, tuple(sign * m for m in s)) is not None:
+                apart = f"{s[0]} bytes" if k == 1 else f"{s} coordinates"
+                return write.loc, f"the {unit} of clusters {apart} apart overlap"
     return None
 
 
@@ -291,6 +364,9 @@ def global_unchecked(ctx) -> list:
             out.append(Unchecked("race", label, f"threads of the grid are not shown apart there: "
                                  f"{why}", loc))
         else:
+            if any(a.box for a in by_root.get(root, ())):
+                ctx.assumptions.add(f"{label}: its layout is one-to-one (no two coordinates a TMA "
+                                    "store writes share an address)")
             ctx.assumptions.add("global memory the kernel writes: kernel arguments (and the "
                                 "tensors TMA descriptor arguments were made from) do not alias, "
                                 "and no other kernel accesses them while it runs")

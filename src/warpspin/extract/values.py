@@ -339,10 +339,12 @@ def lin_expr(terms, const: int, folder: Folder) -> Expr:
 
 
 # -- substitution (per-lane expansion) --------------------------------------------------------
-def subst(e: Expr, env: dict[str, int], folder: Folder) -> Expr:
-    """``e`` with the variables of ``env`` replaced by constants, folded."""
+def subst(e: Expr, env: dict, folder: Folder) -> Expr:
+    """``e`` with the variables of ``env`` replaced (by constants or expressions, all at
+    once), folded."""
     if isinstance(e, Var):
-        return Const(env[e.name]) if e.name in env else e
+        v = env.get(e.name, e)
+        return v if isinstance(v, Expr) else Const(v)
     if isinstance(e, BinOp):
         return folder.binop(e.op, subst(e.lhs, env, folder), subst(e.rhs, env, folder))
     if isinstance(e, UnOp):

@@ -187,6 +187,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         self.gmem_tiles: dict = {}  # global tile value -> GlobalRules.gmem_base of it
         self.counters: dict[str, tuple[Expr, Expr]] = {}  # enclosing for-loop counters: bounds
         self.local_defs: dict[str, Expr] = {}  # integers.bind's locals: the value each holds
+        self.once_loops: set[int] = set()  # scf.while ops shown to run at most once
         # the arguments named by identity first: a host-named one never takes their names
         for a in sorted(self.k.args, key=lambda a: a.host is not None and a.host[0] == "op"
                         and not (a.name and re.fullmatch(r"\w+", a.name))):
@@ -630,6 +631,8 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         if self.flag_spin(op, out):
             return
         before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        if _runs_once(before, after, self.ctx.kernel):
+            self.once_loops.add(op.uid)
         names = self._carry(op, "w", op.operands, before, [], out, 0)
         pre, cterm = self.block(before, [self.val(a) for a in before.args])
         cond = self.expr(cterm.operands[0]) if cterm is not None else opaque("while condition")
@@ -644,7 +647,14 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             else:
                 fnames.append(None)
         fvals = [Var(n) if n else v for n, v in zip(fnames, fwd)]
+        first: dict[str, Expr] = {}
+        if op.uid in self.once_loops:  # in its one trip the loop's values are the first ones
+            first = {n: self.expr(o) for n, o in zip(names, op.operands) if n is not None}
+            first.update({n: v for n, v in zip(fnames, fwd) if n is not None})
+            self.local_defs.update(first)
         body, term = self.block(after, fvals)
+        for n in first:  # (after the loop they hold what the last condition computed)
+            self.local_defs.pop(n, None)
         ys = [self.val(v) for v in term.operands] if term is not None else []
         body += self._update(names, ys, self.loc(op))
         body += head  # re-evaluate the condition for the next iteration
@@ -652,6 +662,20 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         out.append(While(Var(cvar), tuple(body), loc=self.loc(op)))
         for r, v in zip(op.results, fvals):
             self.env[r] = v
+
+
+def _runs_once(before, after, kernel) -> bool:
+    """A `scf.while` whose condition is a carried value every trip sets to a constant false
+    (a single-tile scheduler's `is_valid_tile`): it runs at most once."""
+    cond = before.ops[-1] if before.ops else None
+    yield_ = after.ops[-1] if after.ops else None
+    if cond is None or cond.name != "scf.condition" or not cond.operands or yield_ is None or \
+            cond.operands[0] not in before.args:
+        return False
+    i = before.args.index(cond.operands[0])
+    info = kernel.value_info.get(yield_.operands[i]) if i < len(yield_.operands) else None
+    return info is not None and info.op is not None and info.op.name == "arith.constant" and \
+        str(info.op.attrs.get("value")) in ("0", "false", "False")
 
 
 # structured control flow: the walker's own table

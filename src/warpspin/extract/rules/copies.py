@@ -172,6 +172,8 @@ class CopyRules:
         lanes (PTX has no elect for it; one per executing thread). A store through a descriptor
         in global memory is Unsupported: the model orders a kernel's rewrites of a descriptor
         (release, acquire, the drain of the reads) only against TMA loads."""
+        if kind == "tma_store":
+            self.tma_store_box(op)
         if isinstance(atom, Atom) and atom.get("tma_descriptor_ptr") is not None:
             desc = self.tensormap(op, atom.get("tma_descriptor_ptr"), out)
             if desc is not None:

@@ -14,6 +14,7 @@ from ...syncir.ir import CounterDecl, Const, Expr, Loc, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
 from ..data import DataAccess, global_alloc
+from ..coords import store_box
 from ..ownership import GlobalAccess, inline_locals
 from ..values import LANE, Leaves, Ptr, Region, View, opaque_reasons, opaque
 from ..context import INT_TYPES, _pointer_name
@@ -184,7 +185,8 @@ class GlobalRules:
                 self.active.count == 1 and not self.active.exact,  # else each lane its own
                 self.cta, self.warp, self._counter_ranges(), self.loc(op),
                 why or "its element coordinates are not known",
-                write and self._one_value(op, op.operands[2] if len(op.operands) > 2 else None)))
+                *(write and v for v in self._one_value(
+                    op, op.operands[2] if len(op.operands) > 2 else None))))
             self.ctx.gmem_settled.add(op.uid)
             return
         spans, lanes, base = self.element_bytes(off, elem, extent) if off is not None else \
@@ -193,15 +195,61 @@ class GlobalRules:
                               base=base, elem=elem or 0,
                               extent=extent if base is not None else None))
 
-    def _one_value(self, op: Op, vid: Optional[int]) -> bool:
-        """Every execution of the store `op` stores one integer: a constant, or a value the
-        same for every lane (lane-free and known) when no loop encloses the store (a loop's
-        trips may store different values)."""
+    def tma_store_box(self, op: Op) -> None:
+        """Outside grid models, a TMA store through a descriptor kernel argument: the box of
+        coordinates it writes (coords.py) for extract/ownership.py. The DSL does not elect a
+        lane for it (PTX checked): every executing lane issues the store, the same box from the
+        same shared bytes when neither depends on the lane, which is one write per trip."""
+        if self.ctx.grid_why is None or len(op.operands) < 3:
+            return
+        root = self.ctx.descriptor_argument(op.operands[0])
+        if root is None:
+            return
+        origin, extents, why = store_box(self, op.operands[2])
+        if origin is not None:
+            origin = tuple(inline_locals(e, self.local_defs) for e in origin)
+        same = (False, False)
+        if origin is not None and self._lane_free_source(op.operands[1]) and \
+                not any(LANE in expr_vars(e) for e in origin):
+            same = self._loops_counted(op)
+        self.ctx.global_accesses.append(GlobalAccess(
+            root, True, None, 0, frozenset(self.active.lanes),
+            self.active.count == 1 and not self.active.exact, self.cta, self.warp,
+            self._counter_ranges(), self.loc(op), why and f"the TMA store at {op.loc.short()}: "
+            f"{why}", *same, coords=origin or (), box=extents or (),
+            uncounted=not self._loops_counted(op)[1]))
+        self.ctx.gmem_settled.add(op.uid)
+
+    def _lane_free_source(self, vid: int) -> bool:
+        """A shared-memory source the same for every lane (a view or stage whose place does
+        not depend on the lane)."""
+        v = self.val(vid)
+        stage = getattr(v, "stage", None)
+        if stage is not None and LANE in expr_vars(stage.index):
+            return False
+        if isinstance(v, View):
+            return not any(LANE in expr_vars(x) for x, _ in v.ptr.lin)
+        return isinstance(v, Region)
+
+    def _one_value(self, op: Op, vid: Optional[int]) -> tuple[bool, bool]:
+        """(every execution of `op` by every lane stores one value, every lane stores one value
+        at each trip of the loops around it): a constant; a value the same for every lane
+        (lane-free and known) outside loops, or at each trip when every loop around is a
+        counted one (`scf.for` whose counter the proof enumerates)."""
         v = self.val(vid) if vid is not None else None
         if isinstance(v, Const):
-            return True
-        return isinstance(v, Expr) and LANE not in expr_vars(v) and not opaque_reasons(v) and \
-            not any(a.name in ("scf.for", "scf.while") for a in op.ancestors())
+            return True, True
+        if not (isinstance(v, Expr) and LANE not in expr_vars(v) and not opaque_reasons(v)):
+            return False, False
+        return self._loops_counted(op)
+
+    def _loops_counted(self, op: Op) -> tuple[bool, bool]:
+        """(no loop encloses `op`, every loop around it is an `scf.for` with a counted range); a
+        `while` loop shown to run at most once is no loop."""
+        loops = [a for a in op.ancestors() if a.name in ("scf.for", "scf.while") and
+                 a.uid not in self.once_loops]
+        return not loops, all(a.name == "scf.for" for a in loops) and \
+            len(self._counter_ranges()) == len(self.counters)
 
     def _counter_ranges(self) -> tuple[tuple[str, int, int], ...]:
         """The enclosing loop counters with constant bounds, lo..hi inclusive."""
