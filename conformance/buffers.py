@@ -61,7 +61,8 @@ class StagedStoreHandedOver(_StagedStore):
     warp 0 before its store, and a stage is rewritten only after the store that read it retired.
     Completes. Hardware question: none beyond completing; this is quack's epilogue protocol.
     warpspin: no race on the staged buffer; races NOT CHECKED on the global tile the TMA
-    stores write (which stores write which bytes of global memory is not followed)."""
+    stores write (the first and third tiles' stores write tile 0 of x, and two bulk stores of
+    one thread are not ordered with each other)."""
     rules = ("buffer.reuse", "buffer.handover", "buffer.proxy")
     expect = "not-checked"
 
@@ -136,7 +137,7 @@ class StagedStoreTwoStorers(_TwoStorers):
     arrived on barrier 2: each storing warp's stores read writes handed over to it, fenced.
     Completes. Hardware question: none beyond completing; this is quack's ping-pong epilogue.
     warpspin: no race on the staged buffer; races NOT CHECKED on the global tile the TMA
-    stores write."""
+    stores write (both storing warps store tiles 0 and 1 of x)."""
     rules = ("buffer.two-storers",)
     expect = "not-checked"
 
@@ -224,3 +225,64 @@ class FilledReadFencedAfterRelease(_FilledRead):
 
 
 LITMUS += [FilledReadFencedThenReleased, FilledReadNotFenced, FilledReadFencedAfterRelease]
+
+
+class _TmaTiles(Litmus):
+    """No flag: 2 CTAs (each its own cluster: the model holds one), one warp each; each writes
+    its rank + 1 into the 32 words of its shared buffer, fences them to the async proxy, and
+    meets the CTA's barrier and stores them with TMA into the 32-word tile `tile()` of `x` (CTA 1
+    after a delay of 20 us), then waits for the store's reads."""
+    grid = 2
+    warps = 1
+    nbars = 1
+    launches = 20
+
+    @cute.jit
+    def __call__(self, x: cute.Tensor, out: cute.Tensor):
+        atom, tma_x = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), x,
+                                                  cute.make_layout(32), (32,))
+        self.kernel(atom, tma_x, x, out).launch(**self.launch_dims())
+
+    @cute.kernel
+    def kernel(self, atom: cute.CopyAtom, tma_x: cute.Tensor, x: cute.Tensor, out: cute.Tensor):
+        self.enter(x, out, atom, tma_x)
+
+    @cute.jit
+    def body(self):
+        words = cute.make_tensor(self.buf, cute.make_layout((32,)))
+        g = cute.local_tile(self.tma_x, (32,), (self.tile(),))
+        ts, tg = cpasync.tma_partition(self.atom, 0, cute.make_layout(1),
+                                       cute.group_modes(words, 0, 1), cute.group_modes(g, 0, 1))
+        if self.rank == 1:
+            self.sleep(20)
+        words[self.lane] = cutlass.Int32(self.rank + 1)
+        cute.arch.fence_proxy("async.shared", space="cta")
+        cute.arch.barrier()
+        cute.copy(self.atom, ts, tg)
+        cute.arch.cp_async_bulk_commit_group()
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
+class TmaStoreOwnTiles(_TmaTiles):
+    """CTA c stores tile c of x: no two threads of the grid write one word (the lanes of the warp
+    issue one store each, the same box from the same words). warpspin: verified."""
+    rules = ("gmem.tma-owned",)
+
+    @cute.jit
+    def tile(self):
+        return self.rank
+
+
+class TmaStoreSameTile(_TmaTiles):
+    """Both CTAs store tile 0 of x: a write-write race between the CTAs. warpspin: races NOT
+    CHECKED on the global tensor the TMA descriptor was made from, naming the store (every
+    cluster along x writes the same coordinates)."""
+    rules = ("gmem.tma-owned",)
+    expect = "not-checked"
+
+    @cute.jit
+    def tile(self):
+        return self.rank * 0
+
+
+LITMUS += [TmaStoreOwnTiles, TmaStoreSameTile]

@@ -189,6 +189,16 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.owned": ("Global memory between the threads of the grid (race)", "8.2, 8.9",
         "outside grid models, element stores and loads of a written kernel argument at places "
         "affine in the cluster index: no byte accessed by two threads of the grid with a write "
-        "among the accesses (one store of one value by a warp's lanes is one write: a constant, or a lane-free value outside loops); anything "
-        "else, or a TMA store or copy into global memory: races NOT CHECKED, naming the access"),
+        "among the accesses (one store of one value by a warp's lanes is one write: a "
+        "constant, or a lane-free value outside loops); anything else, or a copy into global "
+        "memory: races NOT CHECKED, naming the access"),
+    "gmem.tma-owned": ("Global tiles TMA stores write, between the threads of the grid (race)",
+        "9.7.9.25.5.2, 8.2, 8.9",
+        "outside grid models, a TMA store through a descriptor kernel argument writes the box "
+        "its destination coordinate tensor spans, at coordinates affine in the cluster index "
+        "over the loop counters: no coordinate written by two of them unless by the lanes of "
+        "one warp issuing one store of one shared-memory source at one trip (the DSL does not "
+        "elect a lane: each issues the same box from the same bytes); two bulk stores of one "
+        "thread are two writers (their writes complete asynchronously); anything else: races "
+        "NOT CHECKED, naming the store"),
 }

@@ -146,13 +146,21 @@ def _points(a: GlobalAccess, clusters: tuple[str, ...]):
                "evaluated)"
     f = Folder()
     out = []
+    n = len(clusters)
     for lane in lanes:
         thread = (a.cta, a.warp, "elected" if a.one_lane else lane)
         at_lane = [subst(e, {LANE: lane}, f) for e in origin]
+        # affine in the counters too (the usual case): each point by arithmetic
+        whole = [affine(e, tuple(clusters) + tuple(names)) for e in at_lane]
         for values in itertools.product(*ranges):
-            forms = [affine(subst(e, dict(zip(names, values)), f), clusters) for e in at_lane]
-            if None in forms:
-                return "its place is not an affine function of the cluster index"
+            if None not in whole:
+                forms = [(c[:n], r + sum(x * y for x, y in zip(c[n:], values)))
+                         for c, r in whole]
+            else:
+                forms = [affine(subst(e, dict(zip(names, values)), f), clusters)
+                         for e in at_lane]
+                if None in forms:
+                    return "its place is not an affine function of the cluster index"
             out.append((thread, tuple(c for c, _ in forms), tuple(r for _, r in forms), values))
     return out
 
@@ -202,28 +210,42 @@ def _meet(p0, e0, p1, e1) -> bool:
     return all(a < b + m and b < a + n for a, n, b, m in zip(p0, e0, p1, e1))
 
 
-def _overlaps(boxes: list, others: list, shift) -> Optional[tuple]:
-    """A pair (box of `boxes` moved by `shift`, box of `others`) that meet, or None; boxes are
-    (origin, extent, tag), swept along the first coordinate."""
-    moved = sorted(((tuple(a + s for a, s in zip(o, shift)), e, t) for o, e, t in boxes),
-                   key=lambda b: b[0][0])
-    rest = sorted(others, key=lambda b: b[0][0])
-    i = 0
-    active: list = []
-    for o, e, t in moved:
-        while i < len(rest) and rest[i][0][0] < o[0] + e[0]:
-            active.append(rest[i])
-            i += 1
-        active = [b for b in active if b[0][0] + b[1][0] > o[0]]
-        for b in active:
-            if _meet(o, e, b[0], b[1]):
-                return (o, e, t), b
+MAX_BITS = 1 << 28  # cells of the grid of places compared between clusters, at most
+
+
+def _cells(boxes: list, lo: list, span: tuple, strides: list) -> int:
+    """The cells of `boxes` ((origin, extent, _)) as the bits of an int: cell x at bit
+    sum((x_j - lo_j + span_j) * strides_j), a span of room on each side of every coordinate."""
+    bits = bytearray(((3 * span[-1]) * strides[-1]) // 8 + 1)
+    for o, e, _ in boxes:
+        base = [x - l + sp for x, l, sp in zip(o, lo, span)]
+        for cell in itertools.product(*(range(b, b + n) for b, n in zip(base, e))):
+            i = sum(x * st for x, st in zip(cell, strides))
+            bits[i >> 3] |= 1 << (i & 7)
+    return int.from_bytes(bits, "little")
+
+
+def _moves_meet(boxes: list, shifts: set, lo: list, span: tuple) -> Optional[tuple]:
+    """A move of `shifts` (either sign) that puts a written box on an accessed one; None if
+    none does; `()` when the places are too many to compare."""
+    strides, width = [], 1
+    for sp in span:
+        strides.append(width)
+        width *= 3 * sp  # a move is shorter than the span: no coordinate wraps into the next
+    if width > MAX_BITS:
+        return ()
+    accessed = _cells(boxes, lo, span, strides)
+    written = _cells([b for b in boxes if b[2].write], lo, span, strides)
+    for s in sorted(shifts):
+        d = abs(sum(m * st for m, st in zip(s, strides)))  # (both signs are tried)
+        if (written << d) & accessed or (written >> d) & accessed:
+            return s
     return None
 
 
-def _where(k: int, o0, o1) -> str:
+def _where(tiles: bool, o0, o1) -> str:
     first = tuple(max(a, b) for a, b in zip(o0, o1))
-    return f"byte {first[0]}" if k == 1 else f"coordinate {first}"
+    return f"coordinate {first if len(first) > 1 else first[0]}" if tiles else f"byte {first[0]}"
 
 
 def _within_cluster(points: list) -> Optional[tuple]:
@@ -265,7 +287,7 @@ def ownership_why(accesses: list[GlobalAccess],
     ranks = {len(_places(a)[1]) for a in accesses}
     if len(ranks) > 1:
         return accesses[0].loc, "it is accessed both by TMA stores and by element accesses"
-    k = ranks.pop()
+    k, tiles = ranks.pop(), bool(accesses[0].box)
     points = []
     for a in accesses:
         p = _points(a, CLUSTER_VARS)
@@ -282,9 +304,9 @@ def ownership_why(accesses: list[GlobalAccess],
         (t0, r0, other), (t1, r1, a) = met
         if a.box and other.box and t0[:2] == t1[:2]:
             return a.loc, (f"two TMA stores of one warp (lines {other.loc.line} and "
-                           f"{a.loc.line}) write {_where(k, r0, r1)} of it, not ordered with "
+                           f"{a.loc.line}) write {_where(tiles, r0, r1)} of it, not ordered with "
                            "each other (bulk stores complete asynchronously)")
-        return a.loc, (f"two threads of one cluster access {_where(k, r0, r1)} of it (lines "
+        return a.loc, (f"two threads of one cluster access {_where(tiles, r0, r1)} of it (lines "
                        f"{other.loc.line} and {a.loc.line}), "
                        f"{'both writes' if a.write and other.write else 'one a write'}")
     boxes = [(r, _places(a)[1], a) for _, _, r, a, _ in points]
@@ -292,7 +314,7 @@ def ownership_why(accesses: list[GlobalAccess],
     span = tuple(max(o[j] + e[j] for o, e, _ in boxes) - lo[j] for j in range(k))
     shifts = _shifts(next(iter(coefs)), counts, span)
     write = next(a for _, _, _, a, _ in points if a.write)
-    unit = "bytes" if k == 1 else "coordinates"
+    unit = "coordinates" if tiles else "bytes"
     if shifts is None:
         return write.loc, "the clusters are too many to compare"
     if (0,) * k in shifts:
@@ -300,12 +322,11 @@ def ownership_why(accesses: list[GlobalAccess],
                   if n != 1 and all(c[x] == 0 for c in next(iter(coefs)))), None)
         return write.loc, (f"every cluster along {d} accesses the same {unit}" if d else
                            f"two clusters access the same {unit}")
-    written = [b for b in boxes if b[2].write]
-    for s in sorted(shifts):
-        for sign in (1, -1):
-            if _overlaps(written, boxes, tuple(sign * m for m in s)) is not None:
-                apart = f"{s[0]} bytes" if k == 1 else f"{s} coordinates"
-                return write.loc, f"the {unit} of clusters {apart} apart overlap"
+    met = _moves_meet(boxes, shifts, lo, span)
+    if met == ():
+        return write.loc, f"the {unit} of a cluster are too many to compare"
+    if met is not None:
+        return write.loc, f"the {unit} of clusters {met if k > 1 else met[0]} {unit} apart overlap"
     return None
 
 
