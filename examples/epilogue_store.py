@@ -183,13 +183,10 @@ VARIANTS = {"correct": correct, "no_fence": no_fence, "no_wait": no_wait,
             "plain_correct": plain_correct, "plain_no_fence": plain_no_fence,
             "plain_no_wait": plain_no_wait, "plain_no_barrier": plain_no_barrier}
 # what `warpspin check` must say
-EXPECT = {"correct": "not-checked", "no_fence": "proxy-race", "no_wait": "race",
+EXPECT = {"correct": "verified", "no_fence": "proxy-race", "no_wait": "race",
           "wait_short": "race", "no_barrier": "race", "no_final_wait": "pending-at-exit",
-          "plain_correct": "not-checked", "plain_no_fence": "proxy-race", "plain_no_wait": "race",
+          "plain_correct": "verified", "plain_no_fence": "proxy-race", "plain_no_wait": "race",
           "plain_no_barrier": "race"}
-# the variants whose only property not checked is races on the global memory they write (extract/ownership.py:
-# which elements a TMA store, a copy or a scheduler's tile reaches is not followed)
-GLOBAL_ONLY = ("correct", "plain_correct",)
 EXPECT_AT = {"no_fence": "cute.copy(atom, tDsD[None, stage], tDgD[None, i])",
              "no_wait": "sDs[r, col] = a[bidx * TM + r, i * TN + col] * 2.0 + bias",
              "wait_short": "sDs[r, col] = a[bidx * TM + r, i * TN + col] * 2.0 + bias",

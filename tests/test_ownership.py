@@ -127,7 +127,7 @@ FORMS_WHY = {
 
 
 @pytest.mark.parametrize("form", ["per_thread", "tile", "local_tile", "loop", "one_flag",
-                                  "rank_row", "warp_flag", *FORMS_WHY])
+                                  "rank_row", "warp_flag", "trip_row", *FORMS_WHY])
 def test_forms(form):
     from fixtures.owned_outputs import VERIFIED, output
     from warpspin.api import verify
