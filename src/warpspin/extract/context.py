@@ -30,6 +30,9 @@ GMEM_VIEWS = {"cute.get_iter", "cute.add_offset", "cute.make_view", "cute.slice"
               "cute.recast_iter", "cute.derefine", "cute.assume", "cute.make_ptr", "cute.recast_layout",
               "cute.composition", "cute.logical_divide", "cute.zipped_divide", "cute.tiled_divide",
               "cute.flat_divide", "cute.group_modes", "cute.domain_offset"}
+# a thread's part of a tensor (its operand 1): the same memory
+THREAD_PARTITIONS = {"cute.tiled.copy.partition_S", "cute.tiled.copy.partition_D",
+                     "cute.tiled.mma.partition"}
 # ops that compute addresses or layouts of global memory without accessing it
 # (`Context.global_data_why`)
 GLOBAL_ADDRESS_OPS = {"builtin.unrealized_conversion_cast", "cute.ptrtoint", "llvm.ptrtoint",
@@ -373,6 +376,8 @@ class Context:
         op = info.op
         if op is not None and op.operands and op.name in GMEM_VIEWS:
             return self.gmem_root(op.operands[0], depth + 1)
+        if op is not None and len(op.operands) > 1 and op.name in THREAD_PARTITIONS:
+            return self.gmem_root(op.operands[1], depth + 1)  # (operand 0: the tiled copy or MMA)
         return None
 
     def pointer_root(self, vid: Optional[int]) -> Optional[int]:
@@ -395,7 +400,8 @@ class Context:
         address no argument roots), exempt from the second clause only. An allow-list."""
         for op in self.kernel.walk():
             mem = [vid for vid, t in zip(op.operands, op.operand_types) if _may_be_gmem(t)]
-            if not mem or op.name in GMEM_VIEWS or op.name in GLOBAL_ADDRESS_OPS or \
+            if not mem or op.name in GMEM_VIEWS or op.name in THREAD_PARTITIONS or \
+                    op.name in GLOBAL_ADDRESS_OPS or \
                     op.name.startswith(GLOBAL_ADDRESS_PREFIXES):
                 continue
             roots = {self.pointer_root(v) for v in mem}
