@@ -140,7 +140,7 @@ FORMS_WHY = {
 }
 
 
-@pytest.mark.parametrize("form", ["per_cta", "pair", "scheduled", *FORMS_WHY])
+@pytest.mark.parametrize("form", ["per_cta", "pair", "scheduled", "flat_divide", *FORMS_WHY])
 def test_tma_store_forms(form):
     from fixtures.tma_outputs import VERIFIED, output
     from warpspin.api import CheckOptions, _check_jit, verify

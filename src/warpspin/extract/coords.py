@@ -5,8 +5,8 @@ integer per coordinate of the global tensor the descriptor was made from, and a 
 whose strides are basis vectors (``1@0``, ``64@1``). The store writes the box the layout spans
 from the origin (the hardware clips what lies outside the tensor, which only removes
 coordinates). `store_box` evaluates the origin backwards through the ops that build the
-destination (`local_tile`, `slice`, `zipped_divide`, `group_modes`, `tma_partition` of a
-single CTA, `get_iter`, `deref_arith_tuple_iter`, `get_leaves`, `make_int_tuple`,
+destination (`local_tile`, `slice`, the divides, `group_modes`, `tma_partition` of a single
+CTA, `get_iter`, `deref_arith_tuple_iter`, `get_leaves`, `make_int_tuple`,
 `make_arith_tuple_iter`, `make_view`) from a kernel argument (the coordinate tensor
 `make_tiled_tma_atom` returns), reading the integers it meets (a block index, a loop counter)
 from the walker. Anything else is not followed: the caller says why.
@@ -25,7 +25,8 @@ Vec = tuple[int, ...]
 
 # ops whose result has its operand's origin (a layout changes, the origin does not)
 SAME_ORIGIN = {"cute.group_modes": 0, "cute.zipped_divide": 0, "cute.make_view": 0,
-               "cute.derefine": 0,
+               "cute.derefine": 0, "cute.flat_divide": 0, "cute.tiled_divide": 0,
+               "cute.logical_divide": 0,
                "cute.get_iter": 0, "cute.deref_arith_tuple_iter": 0,
                "cute.make_arith_tuple_iter": 0}
 
