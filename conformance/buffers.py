@@ -227,7 +227,7 @@ class FilledReadFencedAfterRelease(_FilledRead):
 LITMUS += [FilledReadFencedThenReleased, FilledReadNotFenced, FilledReadFencedAfterRelease]
 
 
-class _TmaTiles(Litmus):
+class _TmaTiles(_StagedStore):
     """No flag: 2 CTAs (each its own cluster: the model holds one), one warp each; each writes
     its rank + 1 into the 32 words of its shared buffer, fences them to the async proxy, and
     meets the CTA's barrier and stores them with TMA into the 32-word tile `tile()` of `x` (CTA 1
@@ -240,17 +240,7 @@ class _TmaTiles(Litmus):
                      "(2026-12-06, 21:00-23:00 UTC)")
 
     @cute.jit
-    def __call__(self, x: cute.Tensor, out: cute.Tensor):
-        atom, tma_x = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), x,
-                                                  cute.make_layout(32), (32,))
-        self.kernel(atom, tma_x, x, out).launch(**self.launch_dims())
-
-    @cute.kernel
-    def kernel(self, atom: cute.CopyAtom, tma_x: cute.Tensor, x: cute.Tensor, out: cute.Tensor):
-        self.enter(x, out, atom, tma_x)
-
-    @cute.jit
-    def body(self):
+    def body(self):  # (the S2G atom over x: _StagedStore's)
         words = cute.make_tensor(self.buf, cute.make_layout((32,)))
         g = cute.local_tile(self.tma_x, (32,), (self.tile(),))
         ts, tg = cpasync.tma_partition(self.atom, 0, cute.make_layout(1),

@@ -14,13 +14,13 @@ from the walker. Anything else is not followed: the caller says why.
 from __future__ import annotations
 
 import re
-from typing import Optional, Union
+from typing import Optional
 
 from ..syncir.ir import Const, Expr
 from . import cute_types as ct
+from .cute_types import parse_tree
 from .values import opaque_reasons
 
-Tree = Union[str, tuple]  # a nested tuple text's leaves, as written (`?`, `_`, `3`, `1@0`)
 Vec = tuple[int, ...]
 
 # ops whose result has its operand's origin (a layout changes, the origin does not)
@@ -31,31 +31,7 @@ SAME_ORIGIN = {"cute.group_modes": 0, "cute.zipped_divide": 0, "cute.make_view":
                "cute.make_arith_tuple_iter": 0}
 
 
-def parse_tree(text: str) -> Tree:
-    """``"((?{div=8},1),_)"`` -> (('?', '1'), '_'): the leaves of a nested tuple text."""
-    pos = 0
-
-    def parse():
-        nonlocal pos
-        if text[pos] == "(":
-            pos += 1
-            items = []
-            while text[pos] != ")":
-                items.append(parse())
-                if text[pos] == ",":
-                    pos += 1
-            pos += 1
-            return tuple(items)
-        m = re.compile(r"-?\d+(@\d+)*|\?(\{[^}]*\})?|_").match(text, pos)
-        if not m:
-            raise ValueError(f"bad tuple {text!r} at {pos}")
-        pos = m.end()
-        return "?" if m.group(0).startswith("?") else m.group(0)
-
-    return parse()
-
-
-def _leaves(t: Tree) -> list[str]:
+def _leaves(t) -> list[str]:
     return [t] if isinstance(t, str) else [x for s in t for x in _leaves(s)]
 
 
@@ -69,7 +45,7 @@ def _basis(token: str, rank: int) -> Optional[Vec]:
     return tuple(int(m.group(1)) if j == int(m.group(2)) else 0 for j in range(rank))
 
 
-def layout(type_str: str) -> Optional[tuple[Tree, Tree, int]]:
+def layout(type_str: str) -> Optional[tuple]:
     """(shape tree, stride tree, rank) of a coordinate tensor type
     ``!cute.coord_tensor<"(0,?)", "(64,32):(1@1,1@0)">``, or None."""
     qs = ct.quoted(type_str)
@@ -162,7 +138,7 @@ class CoordReader:
                 return self.fail(f"an int tuple leaf {x}")
         return tuple(out)
 
-    def _coord(self, vid: int) -> Optional[tuple[Tree, list[Expr]]]:
+    def _coord(self, vid: int) -> Optional[tuple]:
         """A `cute.make_coord`'s tree and its dynamic leaves."""
         info = self.kernel.value_info.get(vid)
         if info is None or info.op is None or info.op.name != "cute.make_coord":
@@ -178,7 +154,7 @@ class CoordReader:
             return self.fail("a coordinate whose leaves do not match its operands")
         return tree, dyn
 
-    def _move(self, c: Tree, shape: Tree, stride: Tree, dyn: list, rank: int,
+    def _move(self, c, shape, stride, dyn: list, rank: int,
               out: list) -> bool:
         """Adds to `out` the (index, stride vector) terms that coordinate `c` moves the origin
         by in the mode (`shape`, `stride`)."""
@@ -214,19 +190,26 @@ class CoordReader:
                     out[j] = f.binop("+", out[j], f.binop("*", x, Const(a)))
         return tuple(out)
 
-    def slice(self, op) -> Optional[tuple[Expr, ...]]:
-        base, lay, coord = self.origin(op.operands[0]), layout(op.operand_types[0]), \
-            self._coord(op.operands[1])
-        if base is None or coord is None:
+    def _operands(self, op, tensor: int, coord: int):
+        """(origin, (shape, stride, rank) as tuples of top-level modes, coordinate tree as a
+        tuple, its dynamic leaves) of a slice-like op, or None (`why` says why)."""
+        base, lay, c = self.origin(op.operands[tensor]), layout(op.operand_types[tensor]), \
+            self._coord(op.operands[coord])
+        if base is None or c is None:
             return None
         if lay is None:
-            return self.fail(f"a slice of {op.operand_types[0][:60]}")
+            return self.fail(f"{op.name} at {op.loc.short()} of {op.operand_types[tensor][:60]}")
         shape, stride, rank = lay
-        tree, dyn = coord
+        tree, dyn = c
         if not isinstance(shape, tuple):
             shape, stride = (shape,), (stride,)
-        if not isinstance(tree, tuple):
-            tree = (tree,)
+        return base, (shape, stride, rank), tree if isinstance(tree, tuple) else (tree,), dyn
+
+    def slice(self, op) -> Optional[tuple[Expr, ...]]:
+        got = self._operands(op, 0, 1)
+        if got is None:
+            return None
+        base, (shape, stride, rank), tree, dyn = got
         terms: list = []
         if not self._move(tree, shape, stride, list(dyn), rank, terms):
             return self.fail(f"the slice at {op.loc.short()} of a layout it does not match")
@@ -234,23 +217,14 @@ class CoordReader:
 
     def local_tile(self, op) -> Optional[tuple[Expr, ...]]:
         from .rules.globals import _plain_tile
-        base, lay, coord = self.origin(op.operands[0]), layout(op.operand_types[0]), \
-            self._coord(op.operands[2])
         tile = _plain_tile(op.operand_types[1])
-        if base is None or coord is None:
+        got = self._operands(op, 0, 2)
+        if got is None:
             return None
-        if lay is None or tile is None:
-            return self.fail(f"a local_tile at {op.loc.short()} of a tile other than plain "
-                             "extents")
-        shape, stride, rank = lay
-        tree, dyn = coord
-        if not isinstance(shape, tuple):
-            shape, stride = (shape,), (stride,)
-        if not isinstance(tree, tuple):
-            tree = (tree,)
-        if not (len(tree) == len(tile) == len(shape)):
-            return self.fail(f"a local_tile at {op.loc.short()} whose tile does not cover the "
-                             "tensor's modes")
+        base, (shape, stride, rank), tree, dyn = got
+        if tile is None or not (len(tree) == len(tile) == len(shape)):
+            return self.fail(f"a local_tile at {op.loc.short()} whose tile is not plain extents "
+                             "over the tensor's modes")
         dyn = list(dyn)
         terms = []
         for c, m, s, d in zip(tree, tile, shape, stride):

@@ -59,8 +59,9 @@ def is_cluster_smem(type_str: str) -> bool:
     return "ptr<7>" in type_str or ", dsmem" in type_str
 
 
-def parse_shape(text: str) -> Shape:
-    """``"((4096,1),(1))"`` -> ((4096, 1), (1,)); ``?`` leaves -> None."""
+def parse_tree(text: str):
+    """``"((?{div=8},1),_)"`` -> (('?', '1'), '_'): the leaves of a nested tuple text, as
+    written (``?`` for a dynamic one, ``_``, an integer, a basis ``k@j``)."""
     pos = 0
 
     def parse():
@@ -74,13 +75,21 @@ def parse_shape(text: str) -> Shape:
                     pos += 1
             pos += 1
             return tuple(items)
-        m = re.compile(r"-?\d+|\?(\{[^}]*\})?").match(text, pos)
+        m = re.compile(r"-?\d+(@\d+)*|\?(\{[^}]*\})?|_").match(text, pos)
         if not m:
-            raise ValueError(f"bad shape {text!r} at {pos}")
+            raise ValueError(f"bad tuple {text!r} at {pos}")
         pos = m.end()
-        return None if m.group(0).startswith("?") else int(m.group(0))
+        return "?" if m.group(0).startswith("?") else m.group(0)
 
     return parse()
+
+
+def parse_shape(text: str) -> Shape:
+    """``"((4096,1),(1))"`` -> ((4096, 1), (1,)); ``?`` leaves -> None."""
+    def leaf(t):
+        return tuple(leaf(x) for x in t) if isinstance(t, tuple) else None if t == "?" else int(t)
+
+    return leaf(parse_tree(text))
 
 
 def size(shape: Shape) -> Optional[int]:
