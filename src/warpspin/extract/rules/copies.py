@@ -172,9 +172,10 @@ class CopyRules:
         lanes (PTX has no elect for it; one per executing thread). A store through a descriptor
         in global memory is Unsupported: the model orders a kernel's rewrites of a descriptor
         (release, acquire, the drain of the reads) only against TMA loads."""
-        if kind == "tma_store":
+        through_pointer = isinstance(atom, Atom) and atom.get("tma_descriptor_ptr") is not None
+        if kind == "tma_store" and not through_pointer:
             self.tma_store_box(op)
-        if isinstance(atom, Atom) and atom.get("tma_descriptor_ptr") is not None:
+        if through_pointer:
             desc = self.tensormap(op, atom.get("tma_descriptor_ptr"), out)
             if desc is not None:
                 where = next(t[1] for t in self.ctx.tensormaps.values() if t[0] == desc)
