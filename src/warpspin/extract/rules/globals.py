@@ -179,15 +179,11 @@ class GlobalRules:
                     off = self.f.binop("+", off, self.f.binop("*", x, Const(d * elem)))
                 extent = (0, cosize * elem)
         if self.ctx.grid_why is not None:
-            self.ctx.global_accesses.append(GlobalAccess(
-                root, write, inline_locals(off, self.local_defs) if off is not None else None,
-                elem or 0, frozenset(self.active.lanes),
-                self.active.count == 1 and not self.active.exact,  # else each lane its own
-                self.cta, self.warp, self._counter_ranges(), self.loc(op),
-                why or "its element coordinates are not known",
-                *(write and v for v in self._one_value(
-                    op, op.operands[2] if len(op.operands) > 2 else None))))
-            self.ctx.gmem_settled.add(op.uid)
+            same, per_trip = self._one_value(op, op.operands[2] if len(op.operands) > 2 else None)
+            self._global_access(op, root, write,
+                                inline_locals(off, self.local_defs) if off is not None else None,
+                                elem or 0, why or "its element coordinates are not known",
+                                same_value=write and same, same_per_trip=write and per_trip)
             return
         spans, lanes, base = self.element_bytes(off, elem, extent) if off is not None else \
             (None, (), None)
@@ -208,16 +204,22 @@ class GlobalRules:
         origin, extents, why = store_box(self, op.operands[2])
         if origin is not None:
             origin = tuple(inline_locals(e, self.local_defs) for e in origin)
-        same = (False, False)
-        if origin is not None and self._lane_free_source(op.operands[1]) and \
-                not any(LANE in expr_vars(e) for e in origin):
-            same = self._loops_counted(op)
+        no_loop, counted = self._loops_counted(op)
+        one = origin is not None and self._lane_free_source(op.operands[1]) and \
+            not any(LANE in expr_vars(e) for e in origin)
+        self._global_access(op, root, True, None, 0,
+                            why and f"the TMA store at {op.loc.short()}: {why}",
+                            same_value=one and no_loop, same_per_trip=one and counted,
+                            coords=origin or (), box=extents or (), uncounted=not counted)
+
+    def _global_access(self, op: Op, root: int, write: bool, offset, elem: int, why: str,
+                       **more) -> None:
+        """Records an access of kernel argument `root` by the executing lanes for
+        extract/ownership.py, which settles the op's global write."""
         self.ctx.global_accesses.append(GlobalAccess(
-            root, True, None, 0, frozenset(self.active.lanes),
-            self.active.count == 1 and not self.active.exact, self.cta, self.warp,
-            self._counter_ranges(), self.loc(op), why and f"the TMA store at {op.loc.short()}: "
-            f"{why}", *same, coords=origin or (), box=extents or (),
-            uncounted=not self._loops_counted(op)[1]))
+            root, write, offset, elem, frozenset(self.active.lanes),
+            self.active.count == 1 and not self.active.exact,  # else each lane its own
+            self.cta, self.warp, self._counter_ranges(), self.loc(op), why, **more))
         self.ctx.gmem_settled.add(op.uid)
 
     def _lane_free_source(self, vid: int) -> bool:
