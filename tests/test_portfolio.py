@@ -156,3 +156,23 @@ def test_a_shortening_whose_replay_times_out_keeps_the_engines_counterexample(mo
     assert r.verdict == "violation", str(r)
     assert r.violations[0].replayed
     assert r.config.get("not_shortened"), r.config
+
+
+def test_a_trail_whose_replay_does_not_reach_the_assertion_is_no_counterexample(tmp_path,
+                                                                                  monkeypatch):
+    """A hunt stopped while it wrote its trail, or a replay past its time, shows no WS|V line:
+    that trail is dropped (the hunts go on), never reported as a model error."""
+    from warpspin.engine import portfolio
+    (tmp_path / "model.pml.trail").write_text("-4:-4:-4\n1:0:3\n")
+    run = portfolio._Run("hunt (seed 1, -w20)", str(tmp_path), None, 0.0)
+    out = "pan:1: assertion violated 0 (at depth 412)\npan: wrote model.pml.trail\n"
+    monkeypatch.setattr(portfolio, "replay_trail", lambda *a: "WS|S|0|0|3\n")
+    assert portfolio._trail_of(run, out, 0.0, True) is None
+    (tmp_path / "model.pml.trail").write_text("-4:-4:-4\n1:0:3\n")
+    monkeypatch.setattr(portfolio, "replay_trail", lambda *a: None)
+    assert portfolio._trail_of(run, out, 0.0, True) is None
+    (tmp_path / "model.pml.trail").write_text("-4:-4:-4\n1:0:3\n")
+    monkeypatch.setattr(portfolio, "replay_trail",
+                        lambda *a: "WS|S|0|0|3\nWS|V|parity-aliasing|0|0|3\n")
+    found = portfolio._trail_of(run, out, 0.0, True)
+    assert found.depth == 412 and "WS|V|parity-aliasing" in found.replay

@@ -139,10 +139,20 @@ def _trail_of(run: _Run, out: str, started: float, replayable: bool) -> Trail | 
     if not any(w in pan_error for w in COUNTEREXAMPLE):
         return None  # pan stopped itself: its trail is no counterexample
     depth = _DEPTH.search(pan_error)
-    replay = (replay_trail(run.cwd, trails[0], 120.0) or "") if replayable else ""
+    replay = replay_trail(run.cwd, trails[0], 120.0) if replayable else ""
     os.rename(os.path.join(run.cwd, trails[0]), os.path.join(run.cwd, "seen.trail-done"))
+    if replayable and (replay is None or not _replay_shows(pan_error, replay)):
+        return None  # a trail cut short (the run stopped while writing it) or a replay past its time
     return Trail(int(depth.group(1)) if depth else 1 << 30, pan_error, replay, run.name,
                  time.monotonic() - started)
+
+
+def _replay_shows(pan_error: str, replay: str) -> bool:
+    """Whether `pan -r` reached the error pan reported, as far as its output shows: every
+    `assert(false)` of a lowered model follows a WS|V, WS|X or WS|T line."""
+    if "assertion violated" in pan_error:
+        return any(tag in replay for tag in ("WS|V|", "WS|X", "WS|T"))
+    return True
 
 
 def replay_trail(cwd: str, trail: str | None, timeout: float) -> str | None:
