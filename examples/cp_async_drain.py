@@ -113,11 +113,8 @@ def read_before_wait():
 VARIANTS = {"correct": correct, "no_drain": no_drain, "no_drain_no_stage": no_drain_no_stage,
             "read_before_wait": read_before_wait}
 # what `warpspin check` must say
-EXPECT = {"correct": "not-checked", "no_drain": "race", "no_drain_no_stage": "pending-at-exit",
+EXPECT = {"correct": "verified", "no_drain": "race", "no_drain_no_stage": "pending-at-exit",
           "read_before_wait": "race"}
-# the variants whose only property not checked is races on the global memory they write (extract/ownership.py:
-# which elements a TMA store, a copy or a scheduler's tile reaches is not followed)
-GLOBAL_ONLY = ("correct",)
 EXPECT_AT = {"no_drain": "cute.autovec_copy(acc, tXsX)",
              "read_before_wait": "# BUG: read before the wait"}
 # the tile count n is a launch value: checked for every n in 0..MAX_TILES

@@ -120,13 +120,12 @@ FORMS_WHY = {
     "two_warps": "two threads of one cluster access byte 0",
     "neighbour_read": "overlap",
     "lane_flag": "two threads of one cluster access byte 0",
-    "copy": "cute.copy at owned_outputs.py",
-    "shared_copy": "cute.copy at owned_outputs.py",
+    "shared_copy": "two threads of one cluster access byte 0",
     "trip_flag": "two threads of one cluster access byte 0",
 }
 
 
-@pytest.mark.parametrize("form", ["per_thread", "tile", "local_tile", "loop", "one_flag",
+@pytest.mark.parametrize("form", ["per_thread", "tile", "local_tile", "loop", "one_flag", "copy",
                                   "rank_row", "warp_flag", "trip_row", *FORMS_WHY])
 def test_forms(form):
     from fixtures.owned_outputs import VERIFIED, output

@@ -244,6 +244,7 @@ class Context:
     # the write (the other writers walked: op uid -> (kernel argument or None, what, loc))
     global_accesses: list = field(default_factory=list)
     gmem_settled: set = field(default_factory=set)
+    gmem_recorded: set = field(default_factory=set)  # ops that recorded a GlobalAccess
     gmem_unplaced: dict = field(default_factory=dict)
     gmem_writers: dict = field(default_factory=dict)  # written_gmem: op uid -> argument or None
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
@@ -391,13 +392,16 @@ class Context:
             vid = info.op.operands[0]
         return self.gmem_root(vid) if vid is not None else None
 
-    def global_data_why(self, root: int, settled: frozenset = frozenset()) -> Optional[str]:
+    def global_data_why(self, root: int, settled: frozenset = frozenset(),
+                        recorded: frozenset = frozenset()) -> Optional[str]:
         """Why kernel argument `root` is not followed as global data in a grid model (None: it
         may be): an op other than an element store or load (`cute.memref.store` / `load`) may
         access it, or an op may access global memory not attributed to an argument. Views and
         address computations access nothing; a flag's atomics and spin loads access the flag's
         argument; `settled`: ops whose rules modelled what they write (a DSMEM store through an
-        address no argument roots), exempt from the second clause only. An allow-list."""
+        address no argument roots), exempt from the second clause only; `recorded`: ops that
+        recorded their accesses for extract/ownership.py (copies of a thread partition), as
+        element stores and loads are. An allow-list."""
         for op in self.kernel.walk():
             mem = [vid for vid, t in zip(op.operands, op.operand_types) if _may_be_gmem(t)]
             if not mem or op.name in GMEM_VIEWS or op.name in THREAD_PARTITIONS or \
@@ -408,7 +412,8 @@ class Context:
             where = f"{op.name}@{op.loc.short()}"
             if None in roots and op.uid not in settled:
                 return f"{where} accesses global memory not attributed to a kernel argument"
-            if root in roots and op.name not in ("cute.memref.store", "cute.memref.load"):
+            if root in roots and op.name not in ("cute.memref.store", "cute.memref.load") and \
+                    op.uid not in recorded:
                 return f"{where} may access it and is not an element store or load"
         return None
 

@@ -51,6 +51,10 @@ class GlobalAccess:
     coords: tuple = ()  # a TMA store: the origin of its box, per coordinate of the tensor
     box: tuple[int, ...] = ()  # ... and its extents (coords.py)
     uncounted: bool = False  # in a loop whose counter `counters` does not enumerate
+    # a copy through a one-to-one thread partition (partitions.py) of the tile at `offset`,
+    # `elem` bytes: the partition (tiled copy and tile layout); every thread of the CTA that
+    # uses it at one place touches bytes of its own there, so together they are one accessor
+    partition: str = ""
 
 
 def inline_locals(e: Expr, defs: dict[str, Expr], budget: int = 4096) -> Expr:
@@ -148,7 +152,8 @@ def _points(a: GlobalAccess, clusters: tuple[str, ...]):
     out = []
     n = len(clusters)
     for lane in lanes:
-        thread = (a.cta, a.warp, "elected" if a.one_lane else lane)
+        thread = (a.cta, "partition", a.partition) if a.partition else \
+            (a.cta, a.warp, "elected" if a.one_lane else lane)
         at_lane = [subst(e, {LANE: lane}, f) for e in origin]
         # affine in the counters too (the usual case): each point by arithmetic
         whole = [affine(e, tuple(clusters) + tuple(names)) for e in at_lane]
@@ -261,6 +266,8 @@ def _within_cluster(points: list) -> Optional[tuple]:
             t = t[:2] + (("lanes",) if a.same_value else ("lanes", trip),)
         if a.box:
             t = t + (id(a), trip)
+        if a.partition:  # one accessor per place of the partitioned tile
+            t = t + (r,)
         seen.setdefault((t, id(a), r), (t, r, a))
     pts = sorted(seen.values(), key=lambda p: p[1][0])
     active: list = []
@@ -377,7 +384,7 @@ def global_unchecked(ctx) -> list:
             why = f"which elements the {name} at {loc.short()} writes is not followed"
         else:
             loc = by_root[root][0].loc
-            why = ctx.global_data_why(root, ctx.gmem_settled)
+            why = ctx.global_data_why(root, ctx.gmem_settled, ctx.gmem_recorded)
             found = None if why is not None else ownership_why(by_root[root], cluster_counts(ctx.kernel))
             if found is not None:
                 loc, why = found

@@ -40,7 +40,7 @@ def image(layout_text: str) -> Optional[frozenset[int]]:
     return frozenset(points)
 
 
-def _layout_of(type_str: str) -> Optional[str]:
+def layout_text(type_str: str) -> Optional[str]:
     qs = ct.quoted(type_str)
     return qs[-1] if qs and ":" in qs[-1] else None
 
@@ -55,7 +55,7 @@ def _within(k: TracedKernel, inner: int, outer: int) -> bool:
     ti, to = k.type_of(inner), k.type_of(outer)
     if element_type(ti) is None or element_type(ti) != element_type(to):
         return False
-    li, lo = _layout_of(ti), _layout_of(to)
+    li, lo = layout_text(ti), layout_text(to)
     a, b = (image(li) if li else None), (image(lo) if lo else None)
     return a is not None and b is not None and a <= b
 
@@ -95,19 +95,42 @@ def _tiler_size(text: str) -> Optional[int]:
     return n
 
 
-def one_to_one(k: TracedKernel, op, max_tid: Optional[int] = None) -> bool:
+# copy atoms of one thread whose source and destination value layouts are the reference's:
+# `partition_S` and `partition_D` both split the tile by the tiled copy's thread-value layout
+SAME_LAYOUT_ATOMS = ("universal_copy", "simt_async_copy")
+
+
+def one_to_one(k: TracedKernel, op, max_tid: Optional[int] = None, space: str = "smem") -> bool:
     """A partition op gives each thread that uses it its own bytes: the coordinate is the
     thread index, every thread of the CTA (or, with `max_tid`, of the ones that use it: thread
     indices up to `max_tid`) is below the copy's thread mode (a larger index would wrap onto a
     smaller one's part), the thread-value layout is one-to-one into the tile, and the tensor's
-    layout is one-to-one."""
-    if len(op.operands) < 3 or not ct.is_smem(op.operand_types[1]):
+    layout is one-to-one. `space` "gmem": a partition of a global tensor, by a copy atom of
+    `SAME_LAYOUT_ATOMS`, whose tile divides the tensor mode by mode (every rest tile whole)."""
+    if len(op.operands) < 3:
+        return False
+    if space == "gmem":
+        if ct.memref_space(op.operand_types[1]) != "gmem" or \
+                ct.atom_kind(op.operand_types[0]) not in SAME_LAYOUT_ATOMS or \
+                not _tiles_divide(op.operand_types[0], op.operand_types[1]):
+            return False
+    elif not ct.is_smem(op.operand_types[1]):
         return False
     coord = _def(k, op.operands[2])
     if coord is None or coord.name != "cute.make_coord" or len(coord.operands) != 1 or \
             not _is_thread_index(k, coord.operands[0]):
         return False
-    copy_t = op.operand_types[0]
+    tensor = layout_text(op.operand_types[1])
+    t_image, t_fl = (image(tensor), ct.flat_layout(f'"{tensor}"')) if tensor else (None, None)
+    users = k.threads_per_block if max_tid is None else max_tid + 1
+    return tv_apart(op.operand_types[0], users) and t_image is not None and \
+        len(t_image) == prod(t_fl[0])
+
+
+def tv_apart(copy_t: str, users: int) -> bool:
+    """A tiled copy's (type ``copy_t``) thread-value layout gives threads 0 .. users - 1 parts
+    of its tile that share no element: they are below its thread mode, and the layout is
+    one-to-one into the tile."""
     tv = re.search(r'layout_copy_tv = <"([^"]+)">', copy_t)
     tiler = re.search(r'tiler_mn = <"([^"]+)">', copy_t)
     if not tv or not tiler:
@@ -125,30 +148,61 @@ def one_to_one(k: TracedKernel, op, max_tid: Optional[int] = None) -> bool:
             threads *= leaf
     tv_image, tile = image(tv.group(1)), _tiler_size(tiler.group(1))
     fl = ct.flat_layout(f'"{tv.group(1)}"')
-    tensor = _layout_of(op.operand_types[1])
-    t_image, t_fl = (image(tensor), ct.flat_layout(f'"{tensor}"')) if tensor else (None, None)
-    users = k.threads_per_block if max_tid is None else max_tid + 1
     return (users <= threads and tv_image is not None and tile is not None
-            and len(tv_image) == prod(fl[0]) and max(tv_image) < tile
-            and t_image is not None and len(t_image) == prod(t_fl[0]))
+            and len(tv_image) == prod(fl[0]) and max(tv_image) < tile)
+
+
+def _tiles_divide(copy_t: str, tensor_t: str) -> bool:
+    """The tiled copy's tiler (plain extents ``N:1``) divides the tensor's modes one by one."""
+    tiler = re.search(r'tiler_mn = <"\[([^"]*)\]">', copy_t)
+    layout = layout_text(tensor_t)
+    fl = ct.flat_layout(f'"{layout}"') if layout else None
+    if not tiler or fl is None:
+        return False
+    parts = [p.strip() for p in tiler.group(1).split(";")]
+    if len(parts) > len(fl[0]) or not all(re.fullmatch(r"\d+:1", p) for p in parts):
+        return False
+    return all(n % int(p.split(":")[0]) == 0 for p, n in zip(parts, fl[0]))
+
+
+def view_sources(k: TracedKernel, vid: int):
+    """`vid`, then the tensors it is a view inside (a slice; `group_modes`, `logical_divide` or
+    `make_view` over its iterator, with a layout inside its source's), innermost first."""
+    for _ in range(24):
+        yield vid
+        op = _def(k, vid)
+        if op is None:
+            return
+        if op.name == "cute.slice":
+            vid = op.operands[0]
+        elif op.name in ("cute.group_modes", "cute.logical_divide") and \
+                _within(k, vid, op.operands[0]):
+            vid = op.operands[0]
+        elif op.name == "cute.make_view" and (it := _def(k, op.operands[0])) is not None and \
+                it.name == "cute.get_iter" and _within(k, vid, it.operands[0]):
+            vid = it.operands[0]
+        else:
+            return
 
 
 def thread_partition(k: TracedKernel, vid: int, depth: int = 0,
-                     max_tid: Optional[int] = None) -> Optional[int]:
+                     max_tid: Optional[int] = None, space: str = "smem") -> Optional[int]:
     """The one-to-one partition op (its result value) `vid` is a view inside, else None; with
-    `max_tid`, one-to-one among the threads up to that index (the ones that use it)."""
+    `max_tid`, one-to-one among the threads up to that index (the ones that use it); `space`:
+    of a shared or (`one_to_one`'s rules) a global tensor."""
     op = _def(k, vid)
     if op is None or depth > 24:
         return None
     if op.name in PARTITIONS:
-        return vid if one_to_one(k, op, max_tid) else None
+        return vid if one_to_one(k, op, max_tid, space) else None
     if op.name == "cute.slice":
-        return thread_partition(k, op.operands[0], depth + 1, max_tid)
+        return thread_partition(k, op.operands[0], depth + 1, max_tid, space)
     if op.name in ("cute.group_modes", "cute.logical_divide"):
         src = op.operands[0]
-        return thread_partition(k, src, depth + 1, max_tid) if _within(k, vid, src) else None
+        return thread_partition(k, src, depth + 1, max_tid, space) \
+            if _within(k, vid, src) else None
     if op.name == "cute.make_view":
         it = _def(k, op.operands[0])
         if it is not None and it.name == "cute.get_iter" and _within(k, vid, it.operands[0]):
-            return thread_partition(k, it.operands[0], depth + 1, max_tid)
+            return thread_partition(k, it.operands[0], depth + 1, max_tid, space)
     return None

@@ -50,6 +50,7 @@ class CopyRules:
         elif kind in ("tma_store", "tma_reduce", "bulk_copy_s2g"):
             self.tma_store(op, kind, out, atom)
         elif kind == "simt_async_copy":
+            self.gmem_copy_access(op, 1, False)
             self.cp_async(op, out)
         elif kind == "tma_load_im2col":
             out.append(Unsupported(f"cute.copy with {kind} atom", self.loc(op)))
@@ -58,6 +59,8 @@ class CopyRules:
         elif "tma_bar" in t or "mbar" in t:
             out.append(Unsupported(f"cute.copy with {kind or t[:40]} atom", self.loc(op)))
         elif len(op.operands) > 2:  # a copy from / into a buffer stage reads / writes it
+            self.gmem_copy_access(op, 1, False)
+            self.gmem_copy_access(op, 2, True)
             # (a load into registers of bytes no TMA fills is also a read of shared data: the
             # buffer of its own-part claim goes if no cp.async writes it, the data if one does)
             data = register_load(op.operand_types) and self.staged(op.operands[1]) is None

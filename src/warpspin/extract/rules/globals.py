@@ -16,7 +16,8 @@ from .. import cute_types as ct
 from ..data import DataAccess, global_alloc
 from ..coords import store_box
 from ..ownership import GlobalAccess, inline_locals
-from ..values import LANE, Leaves, Ptr, Region, View, opaque_reasons, opaque
+from ..partitions import image, layout_text, thread_partition, view_sources
+from ..values import LANE, Leaves, Ptr, Region, SliceCoord, View, opaque_reasons, opaque
 from ..context import INT_TYPES, _pointer_name
 from .integers import CMP, PASS_THROUGH
 from ..effects import Effects, NONE, READS, rule
@@ -45,10 +46,18 @@ SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
 def _plain_tile(type_str: str) -> Optional[tuple[int, ...]]:
     """``!cute.tile<"[32:1;8:1]">`` -> (32, 8): a tile whose every mode is a plain extent; None
-    for any other (a `_` mode, a strided or nested one)."""
+    for any other (a `_` mode, a strided or nested one). A mode of one element (``1:0``) is
+    plain too."""
     qs = ct.quoted(type_str)
-    m = re.fullmatch(r"\[(\d+:1(?:;\d+:1)*)\]", qs[-1].strip()) if qs else None
+    mode = r"(?:\d+:1|1:0)"
+    m = re.fullmatch(rf"\[({mode}(?:;{mode})*)\]", qs[-1].strip()) if qs else None
     return tuple(int(x.split(":")[0]) for x in m.group(1).split(";")) if m else None
+
+
+def _same_layout(a, b) -> bool:
+    """Two flat layouts that map every coordinate alike (a mode of one element: any stride)."""
+    return a is not None and b is not None and a[0] == b[0] and \
+        all(n == 1 or x == y for n, x, y in zip(a[0], a[1], b[1]))
 
 
 def _memory_order(op: Op, attr: str, default: str) -> str:
@@ -178,6 +187,11 @@ class GlobalRules:
                 for x, d in zip(coords, view.stride):
                     off = self.f.binop("+", off, self.f.binop("*", x, Const(d * elem)))
                 extent = (0, cosize * elem)
+        if self.ctx.grid_why is not None and at is None:
+            tile, size, key = self.tile_of(op.operands[0], whole=False)
+            if tile is not None:  # an element of the thread's own part of a tile
+                self._global_access(op, root, write, tile, size, "", partition=key)
+                return
         if self.ctx.grid_why is not None:
             same, per_trip = self._one_value(op, op.operands[2] if len(op.operands) > 2 else None)
             self._global_access(op, root, write,
@@ -221,6 +235,84 @@ class GlobalRules:
             self.active.count == 1 and not self.active.exact,  # else each lane its own
             self.cta, self.warp, self._counter_ranges(), self.loc(op), why, **more))
         self.ctx.gmem_settled.add(op.uid)
+        self.ctx.gmem_recorded.add(op.uid)
+
+    def gmem_copy_access(self, op: Op, index: int, write: bool) -> None:
+        """Outside grid models, a copy (universal or cp.async atom) that reads or writes a global
+        tensor (operand `index`), for extract/ownership.py: the bytes of the tile `gmem_base`
+        places that the tensor is (each executing thread copies all of it), or that a one-to-one
+        thread partition (partitions.py) the tensor is a view inside splits: the threads using
+        one partition of one tile each touch bytes of their own there, so together they are
+        one accessor of the tile (`partition`)."""
+        if self.ctx.grid_why is None or len(op.operands) <= index or \
+                ct.memref_space(op.operand_types[index]) != "gmem":
+            return
+        root = self.ctx.gmem_root(op.operands[index])
+        if root is None:
+            return
+        off, size, key = self.tile_of(op.operands[index], whole=True)
+        why = "" if off is not None else (
+            f"which elements the cute.copy at {op.loc.short()} {'writes' if write else 'reads'} "
+            "is not followed: it copies neither a tile of the argument with a static layout nor "
+            "a thread's own part of one (a one-to-one partition by a universal or cp.async "
+            "tiled copy at the thread index)")
+        self._global_access(op, root, write, off, size, why, partition=key)
+
+    def tile_of(self, vid: int, whole: bool) -> tuple[Optional[Expr], int, str]:
+        """(first byte, bytes, partition) of the tile of a kernel argument a global tensor
+        touches within: the tile a one-to-one thread partition (partitions.py) that `vid` is
+        a view inside splits (`partition` names the partition: the threads using it at one
+        place touch bytes of their own), or with `whole`, the tensor `gmem_base` places that
+        `vid` is a view inside (`partition` ""); (None, 0, "") for any other."""
+        k = self.ctx.kernel
+        part = thread_partition(k, vid, space="gmem")
+        pop = k.value_info[part].op if part is not None else None
+        if pop is not None:
+            tile, tile_t = pop.operands[1], pop.operand_types[1]
+        elif whole:
+            tile = next((v for v in view_sources(k, vid)
+                         if self.gmem_base(v, k.type_of(v)) is not None), vid)
+            tile_t = k.type_of(tile)
+        else:
+            return None, 0, ""
+        at = self.gmem_base(tile, tile_t)
+        cells = image(layout_text(tile_t) or "")
+        elem = ct.elem_bytes(tile_t)
+        if at is None or not cells or not elem or opaque_reasons(at[0]):
+            return None, 0, ""
+        return (inline_locals(self.f.binop("*", at[0], Const(elem)), self.local_defs),
+                (max(cells) + 1) * elem,
+                f"{pop.operand_types[0]} of {tile_t}" if pop is not None else "")
+
+    def gmem_slice(self, op: Op) -> None:
+        """Outside grid models, ``cute.slice`` of a global tensor `gmem_base` places
+        (``y[bidx, None]``), flat and static: the modes its coordinate fixes move the first
+        element; the ``_`` modes stay."""
+        t = op.operand_types[0] if op.operand_types else ""
+        if self.ctx.grid_why is None or "gmem" not in t or len(op.operands) != 2 or \
+                len(op.results) != 1:
+            return
+        at, flat = self.gmem_base(op.operands[0], t), ct.flat_layout(t)
+        text = ct.int_tuple_value(op.operand_types[1]) or ""
+        modes = text.strip("()").split(",") if text and "(" not in text.strip("()") else None
+        c = self.val(op.operands[1])
+        dynamic = list(c.dynamic) if isinstance(c, SliceCoord) else []
+        if at is None or flat is None or modes is None or len(modes) != len(flat[0]) or \
+                modes.count("?") != len(dynamic):
+            return
+        first, keep = at[0], []
+        for m, n, d in zip((m.strip() for m in modes), *flat):
+            if m == "_":
+                keep.append((n, d))
+                continue
+            x = dynamic.pop(0) if m == "?" else Const(int(m)) if re.fullmatch(r"-?\d+", m) \
+                else None
+            if not isinstance(x, Expr) or opaque_reasons(x):
+                return
+            first = self.f.binop("+", first, self.f.binop("*", x, Const(d)))
+        if _same_layout(ct.flat_layout(op.result_types[0]), (tuple(n for n, _ in keep),
+                                                             tuple(d for _, d in keep))):
+            self.gmem_tiles[op.results[0]] = (first, at[1])
 
     def _lane_free_source(self, vid: int) -> bool:
         """A shared-memory source the same for every lane (a view or stage whose place does
@@ -289,7 +381,7 @@ class GlobalRules:
         shape_text = (ct.quoted(t) or [""])[-1].split(":")[0].strip()
         if at is None or flat is None or tile is None or len(tile) != len(flat[0]) or \
                 "(" in shape_text.strip("()") or \
-                ct.flat_layout(op.result_types[0]) != (tile, flat[1]) or \
+                not _same_layout(ct.flat_layout(op.result_types[0]), (tile, flat[1])) or \
                 any(n % m for n, m in zip(flat[0], tile)):
             return
         coords = self.coord_leaves(op.operands[2])

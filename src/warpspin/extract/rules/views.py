@@ -59,6 +59,7 @@ class ViewRules:
         v = self.val(op.operands[0]) if len(op.operands) == 2 else None
         stage = self.slice_stage(op, v)
         self.slice_view(op, v)
+        self.gmem_slice(op)
         r = self.env.get(op.result)
         if stage is not None and isinstance(r, (View, Region)):
             self.env[op.result] = replace(r, stage=stage)

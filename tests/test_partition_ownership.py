@@ -1,0 +1,92 @@
+"""Copies into thread partitions of global memory in the ownership proof (extract/partitions.py,
+extract/ownership.py): the rule that threads of one partition touch elements of their own, checked
+against the DSL's own partitions, and end to end on kernels written as public code writes them
+(tests/fixtures/partition_outputs.py)."""
+from __future__ import annotations
+
+import pytest
+
+from warpspin.extract.partitions import tv_apart
+
+pytest.importorskip("cutlass")
+
+
+def _dsl_parts():
+    """(type of the tiled copy, threads asked, each thread's coordinates) as the DSL partitions
+    an identity tensor of two tiles per mode, for tiled copies as public code makes them."""
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass import Float32
+
+    out = []
+
+    @cute.jit
+    def probe():
+        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), Float32, num_bits_per_copy=128)
+        cases = [
+            (cute.make_tiled_copy_tv(atom, cute.make_layout((4, 16), stride=(16, 1)),
+                                     cute.make_layout((1, 4))), 64, (8, 128)),
+            (cute.make_tiled_copy_tv(atom, cute.make_layout(64), cute.make_layout(4)), 64,
+             (512,)),
+            # quack's norms: ((64,2),4):((8,1),2) over a 2 x 256 tile
+            (cute.make_tiled_copy(atom, cute.make_layout(((64, 2), 4), stride=((8, 1), 2)),
+                                  (2, 256)), 128, (4, 512)),
+            (cute.make_tiled_copy(atom, cute.make_layout((64, 4), stride=(1, 64)), (256,)), 64,
+             (512,)),
+            # two threads per part (a thread stride of 0)
+            (cute.make_tiled_copy(atom, cute.make_layout(((2, 32), 4), stride=((0, 4), 1)),
+                                  (128,)), 64, (256,)),
+            # more threads than the thread mode: thread 64 wraps onto thread 0's part
+            (cute.make_tiled_copy_tv(atom, cute.make_layout(64), cute.make_layout(4)), 96,
+             (512,)),
+        ]
+        for tiled, users, shape in cases:
+            ident = cute.make_identity_tensor(shape)
+            parts = []
+            for t in cutlass.range_constexpr(users):
+                part = tiled.get_slice(t).partition_D(ident)
+                parts.append({part[i] for i in range(cute.size(part))})
+            out.append((str(tiled.type), users, parts))
+
+    cute.compile(probe)
+    return out
+
+
+def test_parts_apart_exactly_when_the_dsl_gives_disjoint_parts():
+    cases = _dsl_parts()
+    assert len(cases) == 6
+    verdicts = []
+    for copy_t, users, parts in cases:
+        seen, disjoint = set(), True
+        for p in parts:
+            disjoint = disjoint and not (seen & p)
+            seen |= p
+        assert tv_apart(copy_t, users) == disjoint, (copy_t, users)
+        verdicts.append(disjoint)
+    assert verdicts == [True, True, True, True, False, False]
+
+
+# ---- end to end: the real DSL traces each form ---------------------------------------------
+FORMS_WHY = {
+    "same_row": "every cluster along x accesses the same bytes",
+    "fixed_slice": "which elements the cute.copy at partition_outputs.py",
+    "two_layouts": "two threads of one cluster access byte 0",
+    "next_row": "overlap",
+}
+
+
+@pytest.mark.parametrize("form", ["per_cta", "tile_2d", "element", *FORMS_WHY])
+def test_forms(form):
+    from fixtures.partition_outputs import VERIFIED, output
+    from warpspin.api import CheckOptions, _check_jit, verify
+
+    fn, args = output(form)
+    r = verify(fn, *args)
+    if form in VERIFIED:
+        assert r.outcome == "verified", str(r)
+        return
+    assert r.outcome == "not-checked", str(r)
+    first = str(r).splitlines()[1]
+    assert "races NOT CHECKED on global data out" in first and FORMS_WHY[form] in first, first
+    alone, = _check_jit(fn, args, CheckOptions(properties=("deadlock",)), form)
+    assert alone.outcome == "verified", str(alone)
