@@ -170,5 +170,50 @@ class GlobalSameElements(_Outputs):
         return self.lane
 
 
+class _PartitionOutputs(_Outputs):
+    """As `_Outputs`, through a thread partition: each CTA's 32 threads copy a register of
+    rank + 1 into their parts of the 32-word tile `place()` of `out`
+    (`make_tiled_copy_tv(atom, 32 threads, 1 value).get_slice(tidx).partition_D(tile)`)."""
+
+    @cute.jit
+    def body(self):
+        tidx, _, _ = cute.arch.thread_idx()
+        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), Int32, num_bits_per_copy=32)
+        tiled = cute.make_tiled_copy_tv(atom, cute.make_layout(32), cute.make_layout(1))
+        part = tiled.get_slice(tidx).partition_D(cute.local_tile(self.out, (32,),
+                                                                 (self.place(),)))
+        frag = cute.make_rmem_tensor_like(part)
+        frag.fill(self.rank + 1)
+        if self.rank == 1:
+            self.sleep(20)
+        cute.autovec_copy(frag, part)
+
+
+class PartitionOwnTiles(_PartitionOutputs):
+    """CTA c's threads copy into their parts of tile c: each thread its own word, no two threads
+    of the grid meet. warpspin: verified."""
+    rules = ("gmem.partition-owned",)
+    awaiting_h200 = ("no device machine could be started in the session that added it "
+                     "(2026-12-07, 00:00 UTC)")
+
+    @cute.jit
+    def place(self):
+        return self.rank
+
+
+class PartitionSameTile(_PartitionOutputs):
+    """Both CTAs copy into their parts of tile 0: thread t of each CTA writes word t, a
+    write-write race between the CTAs (out ends 1 or 2). warpspin: races NOT CHECKED on out,
+    naming the copy (every cluster along x accesses the same bytes)."""
+    rules = ("gmem.partition-owned",)
+    expect = "not-checked"
+    awaiting_h200 = PartitionOwnTiles.awaiting_h200
+
+    @cute.jit
+    def place(self):
+        return self.rank * 0
+
+
 LITMUS = [FlagReleaseAcquire, FlagWaitsForMore, FlagRelaxedAdd, FlagCtaScopeAdd, FlagDataHandoff,
-          FlagDataNoWait, FlagDataSyncWarp, GlobalOwnElements, GlobalSameElements]
+          FlagDataNoWait, FlagDataSyncWarp, GlobalOwnElements, GlobalSameElements,
+          PartitionOwnTiles, PartitionSameTile]

@@ -190,8 +190,18 @@ RULES: dict[str, tuple[str, str, str]] = {
         "outside grid models, element stores and loads of a written kernel argument at places "
         "affine in the cluster index: no byte accessed by two threads of the grid with a write "
         "among the accesses (one store of one value by a warp's lanes is one write: a "
-        "constant, or a lane-free value outside loops); anything else, or a copy into global "
-        "memory: races NOT CHECKED, naming the access"),
+        "constant, or a lane-free value outside loops); anything else: races NOT CHECKED, "
+        "naming the access"),
+    "gmem.partition-owned": ("Global tiles threads copy into through a thread partition, "
+        "between the threads of the grid (race)", "8.2, 8.9",
+        "outside grid models, a copy (cute.copy, autovec_copy) or element access of a thread's "
+        "part of a tile of a written kernel argument (partition_S / partition_D of a universal "
+        "or cp.async tiled copy with a one-to-one thread-value layout whose tile divides the "
+        "tensor, or partition_C of an SM90 MMA laid out along M and N, at the thread index, "
+        "over a tile with a one-to-one static layout) touches the tile's bytes, and the threads "
+        "of a CTA using one partition at one place are one accessor there (each touches "
+        "elements of its own); a copy of a whole tile by each thread touches all of it; "
+        "anything else: races NOT CHECKED, naming the copy"),
     "gmem.tma-owned": ("Global tiles TMA stores write, between the threads of the grid (race)",
         "9.7.9.25.5.2, 8.2, 8.9",
         "outside grid models, a TMA store through a descriptor kernel argument writes the box "

@@ -152,12 +152,9 @@ VARIANTS = {"correct": correct, "no_wait": no_wait, "wait_one": wait_one, "no_fe
             "no_proxy_fence": no_proxy_fence, "refill_before_wait": refill_before_wait,
             "fence_after_barrier": fence_after_barrier}
 # what `warpspin check` must say
-EXPECT = {"correct": "not-checked", "no_wait": "race", "wait_one": "race", "no_fence": "race",
+EXPECT = {"correct": "verified", "no_wait": "race", "wait_one": "race", "no_fence": "race",
           "no_proxy_fence": "proxy-race", "refill_before_wait": "race",
           "fence_after_barrier": "not-checked"}
-# the variants whose only property not checked is races on the global memory they write (extract/ownership.py:
-# which elements a TMA store, a copy or a scheduler's tile reaches is not followed)
-GLOBAL_ONLY = ("correct",)
 EXPECT_AT = {"no_wait": "# the store of the accumulator",
              "wait_one": "# the store of the accumulator",
              "no_fence": "cute.gemm(tiled_mma, acc,",

@@ -90,3 +90,51 @@ def test_forms(form):
     assert "races NOT CHECKED on global data out" in first and FORMS_WHY[form] in first, first
     alone, = _check_jit(fn, args, CheckOptions(properties=("deadlock",)), form)
     assert alone.outcome == "verified", str(alone)
+
+
+def _dsl_mma_parts():
+    """(tiled MMA type, tensor type, threads, each thread's coordinates of C) as the DSL
+    partitions an identity tensor of two MMA tiles per mode, for SM90 tiled MMAs as
+    sm90_utils.make_trivial_tiled_mma makes them."""
+    import cutlass
+    import cutlass.cute as cute
+    import cutlass.utils.hopper_helpers as sm90_utils
+    from cutlass import BFloat16, Float32
+
+    out = []
+
+    @cute.jit
+    def probe():
+        # (tiles per mode: two for one atom, to see the rest modes; one for two atoms)
+        for atoms, tile, n in (((1, 1, 1), (64, 32), 2), ((2, 1, 1), (64, 16), 1),
+                               ((1, 2, 1), (64, 16), 1)):
+            mma = sm90_utils.make_trivial_tiled_mma(
+                BFloat16, BFloat16, cute.nvgpu.OperandMajorMode.K,
+                cute.nvgpu.OperandMajorMode.K, Float32, atoms, tile)
+            shape = (n * 64 * atoms[0], n * tile[1] * atoms[1])
+            ident = cute.make_identity_tensor(shape)
+            c = cute.make_layout(shape, stride=(shape[1], 1))
+            parts = []
+            for t in cutlass.range_constexpr(128 * atoms[0] * atoms[1]):
+                part = mma.get_slice(t).partition_C(ident)
+                parts.append({part[i] for i in range(cute.size(part))})
+            out.append((str(mma.type), f'!cute.memref<f32, gmem, "{c}">', parts))
+
+    from warpspin.frontend.trace import configured
+    with configured("sm_90a"):
+        cute.compile(probe)
+    return out
+
+
+def test_mma_accumulator_parts_apart_as_the_dsl_gives_them():
+    from warpspin.extract.partitions import mma_c_apart
+
+    cases = _dsl_mma_parts()
+    assert len(cases) == 3
+    for mma_t, tensor_t, parts in cases:
+        seen = set()
+        for p in parts:
+            assert not seen & p, mma_t
+            seen |= p
+        assert mma_c_apart(mma_t, tensor_t, len(parts)), (mma_t, tensor_t)
+        assert not mma_c_apart(mma_t, tensor_t, len(parts) + 1)

@@ -18,6 +18,7 @@ from ..frontend.mlir_data import TracedKernel
 from . import cute_types as ct
 
 PARTITIONS = ("cute.tiled.copy.partition_S", "cute.tiled.copy.partition_D")
+MMA_PARTITION = "cute.tiled.mma.partition"
 CASTS = ("arith.extui", "arith.extsi", "arith.trunci", "arith.index_cast", "arith.index_castui",
          "builtin.unrealized_conversion_cast", "cute_nvgpu.arch.make_warp_uniform")
 MAX_POINTS = 1 << 16
@@ -109,6 +110,11 @@ def one_to_one(k: TracedKernel, op, max_tid: Optional[int] = None, space: str = 
     `SAME_LAYOUT_ATOMS`, whose tile divides the tensor mode by mode (every rest tile whole)."""
     if len(op.operands) < 3:
         return False
+    if op.name == MMA_PARTITION:
+        return space == "gmem" and ct.memref_space(op.operand_types[1]) == "gmem" and \
+            op.attrs.get("operand_id") == 2 and _thread_coord(k, op) and mma_c_apart(
+                op.operand_types[0], op.operand_types[1],
+                k.threads_per_block if max_tid is None else max_tid + 1)
     if space == "gmem":
         if ct.memref_space(op.operand_types[1]) != "gmem" or \
                 ct.atom_kind(op.operand_types[0]) not in SAME_LAYOUT_ATOMS or \
@@ -116,15 +122,20 @@ def one_to_one(k: TracedKernel, op, max_tid: Optional[int] = None, space: str = 
             return False
     elif not ct.is_smem(op.operand_types[1]):
         return False
-    coord = _def(k, op.operands[2])
-    if coord is None or coord.name != "cute.make_coord" or len(coord.operands) != 1 or \
-            not _is_thread_index(k, coord.operands[0]):
+    if not _thread_coord(k, op):
         return False
     tensor = layout_text(op.operand_types[1])
     t_image, t_fl = (image(tensor), ct.flat_layout(f'"{tensor}"')) if tensor else (None, None)
     users = k.threads_per_block if max_tid is None else max_tid + 1
     return tv_apart(op.operand_types[0], users) and t_image is not None and \
         len(t_image) == prod(t_fl[0])
+
+
+def _thread_coord(k: TracedKernel, op) -> bool:
+    """A partition op's coordinate is the thread's index."""
+    coord = _def(k, op.operands[2])
+    return coord is not None and coord.name == "cute.make_coord" and \
+        len(coord.operands) == 1 and _is_thread_index(k, coord.operands[0])
 
 
 def tv_apart(copy_t: str, users: int) -> bool:
@@ -150,6 +161,26 @@ def tv_apart(copy_t: str, users: int) -> bool:
     fl = ct.flat_layout(f'"{tv.group(1)}"')
     return (users <= threads and tv_image is not None and tile is not None
             and len(tv_image) == prod(fl[0]) and max(tv_image) < tile)
+
+
+def mma_c_apart(mma_t: str, tensor_t: str, users: int) -> bool:
+    """A tiled MMA's (type `mma_t`) partition of its accumulator C over a global tensor (type
+    `tensor_t`) gives threads 0 .. users - 1 elements of their own: an SM90 warpgroup MMA
+    (128 threads per atom; each element of an atom's C tile is one thread's, PTX ISA 9.7.15.5.1)
+    laid out along M and N only (no K split: those threads would share C), no permutation,
+    `users` within its threads, and a tensor with a one-to-one static layout whose first two
+    modes the tiled MMA's tile divides."""
+    m = re.match(r'!cute\.tiled_mma<!cute_nvgpu\.sm90\.mma<(\d+)x(\d+)x\d+,.*'
+                 r'atom_layout_MNK = <"\((\d+),(\d+),(\d+)\):[^"]*">, '
+                 r'permutation_MNK = <"\[_;_;_\]">>$', mma_t)
+    layout = layout_text(tensor_t)
+    fl = ct.flat_layout(f'"{layout}"') if layout else None
+    cells = image(layout) if layout else None
+    if not m or fl is None or cells is None or len(cells) != prod(fl[0]) or len(fl[0]) < 2:
+        return False
+    tm, tn, am, an, ak = map(int, m.groups())
+    return ak == 1 and users <= 128 * am * an and fl[0][0] % (tm * am) == 0 and \
+        fl[0][1] % (tn * an) == 0
 
 
 def _tiles_divide(copy_t: str, tensor_t: str) -> bool:
@@ -193,7 +224,7 @@ def thread_partition(k: TracedKernel, vid: int, depth: int = 0,
     op = _def(k, vid)
     if op is None or depth > 24:
         return None
-    if op.name in PARTITIONS:
+    if op.name in PARTITIONS or op.name == MMA_PARTITION:
         return vid if one_to_one(k, op, max_tid, space) else None
     if op.name == "cute.slice":
         return thread_partition(k, op.operands[0], depth + 1, max_tid, space)
