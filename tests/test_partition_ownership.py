@@ -68,6 +68,7 @@ def test_parts_apart_exactly_when_the_dsl_gives_disjoint_parts():
 
 # ---- end to end: the real DSL traces each form ---------------------------------------------
 FORMS_WHY = {
+    "broadcast": "which elements the cute.copy at partition_outputs.py",
     "same_row": "every cluster along x accesses the same bytes",
     "fixed_slice": "which elements the cute.copy at partition_outputs.py",
     "two_layouts": "two threads of one cluster access byte 0",
@@ -75,7 +76,7 @@ FORMS_WHY = {
 }
 
 
-@pytest.mark.parametrize("form", ["per_cta", "tile_2d", "element", *FORMS_WHY])
+@pytest.mark.parametrize("form", ["per_cta", "tile_2d", "element", "dynamic_2d", *FORMS_WHY])
 def test_forms(form):
     from fixtures.partition_outputs import VERIFIED, output
     from warpspin.api import CheckOptions, _check_jit, verify
@@ -84,6 +85,8 @@ def test_forms(form):
     r = verify(fn, *args)
     if form in VERIFIED:
         assert r.outcome == "verified", str(r)
+        if form == "dynamic_2d":
+            assert "global data out: its layout is one-to-one" in str(r), str(r)
         return
     assert r.outcome == "not-checked", str(r)
     first = str(r).splitlines()[1]

@@ -156,9 +156,9 @@ def atom_kind(type_str: str) -> str:
     return m.group(1) if m else ""
 
 
-def _flatten(t) -> list:
+def flatten(t) -> list:
     if isinstance(t, tuple):
-        return [x for i in t for x in _flatten(i)]
+        return [x for i in t for x in flatten(i)]
     return [t]
 
 
@@ -172,7 +172,7 @@ def mode_leaves(type_str: str) -> Optional[list[tuple[int, ...]]]:
         shape = parse_shape(qs[-1].split(":", 1)[0])
     except (ValueError, IndexError):
         return None
-    modes = [tuple(_flatten(m)) for m in (shape if isinstance(shape, tuple) else (shape,))]
+    modes = [tuple(flatten(m)) for m in (shape if isinstance(shape, tuple) else (shape,))]
     return None if any(None in m for m in modes) else modes
 
 
@@ -183,7 +183,7 @@ def flat_layout(type_str: str) -> Optional[tuple[tuple[int, ...], tuple[int, ...
         return None
     sh, st = qs[-1].split(":", 1)
     try:
-        shape, stride = _flatten(parse_shape(sh)), _flatten(parse_shape(st))
+        shape, stride = flatten(parse_shape(sh)), flatten(parse_shape(st))
     except (ValueError, IndexError):
         return None
     if len(shape) != len(stride) or None in shape or None in stride:
@@ -231,7 +231,7 @@ def stage_mode(tensor_type: str, coord_text: str) -> Optional[tuple[str, int, in
     fixed = [i for i, e in enumerate(entries) if e != "_"]
     if not fixed or not all(re.fullmatch(r"\?|\d+", entries[i]) for i in fixed):
         return None
-    modes = [list(zip(_flatten(shape[i]), _flatten(stride[i]))) for i in range(len(shape))]
+    modes = [list(zip(flatten(shape[i]), flatten(stride[i]))) for i in range(len(shape))]
     if any(None in leaf for m in modes for leaf in m):
         return None
     span = lambda leaves: sum((n - 1) * abs(d) for n, d in leaves)  # noqa: E731

@@ -99,7 +99,7 @@ def _slice_offset(tensor_type: str, coord_type: str, coord) -> Optional[tuple[tu
         return None
     terms, const = (), 0
     for e, n, d in zip(entries, shape, stride):
-        leaves = list(zip(ct._flatten(n), ct._flatten(d)))
+        leaves = list(zip(ct.flatten(n), ct.flatten(d)))
         if e == "_":
             continue
         if None in (x for leaf in leaves for x in leaf):

@@ -133,12 +133,12 @@ def _points(a: GlobalAccess, clusters: tuple[str, ...]):
     if free:
         return f"its place depends on {', '.join(sorted(free))}, not only on the lane, the " \
                "loop counters and the cluster index"
-    if a.box and a.uncounted:
+    if a.box and a.uncounted and not a.partition:
         return "it is in a loop whose trips are not counted (each bulk store it issues is a " \
                "writer of its own)"
     # a TMA store's trips, and the trips of a store whose lanes are one write per trip, are
     # writers of their own: every counter around it is enumerated
-    every = bool(a.box) or a.same_per_trip and not a.same_value
+    every = bool(a.box) and not a.partition or a.same_per_trip and not a.same_value
     names = [n for n, _, _ in a.counters if n in used or every]
     ranges = [range(lo, hi + 1) for n, lo, hi in a.counters if n in names]
     lanes = sorted(a.lanes) if LANE in used or not a.one_lane else sorted(a.lanes)[:1]
@@ -264,10 +264,10 @@ def _within_cluster(points: list) -> Optional[tuple]:
                 not a.one_lane:
             # the warp's lanes, one writer (per trip when the value changes with the trip)
             t = t[:2] + (("lanes",) if a.same_value else ("lanes", trip),)
-        if a.box:
-            t = t + (id(a), trip)
         if a.partition:  # one accessor per place of the partitioned tile
             t = t + (r,)
+        elif a.box:  # each TMA store issued
+            t = t + (id(a), trip)
         seen.setdefault((t, id(a), r), (t, r, a))
     pts = sorted(seen.values(), key=lambda p: p[1][0])
     active: list = []
@@ -293,7 +293,8 @@ def ownership_why(accesses: list[GlobalAccess],
             return a.loc, a.why or "its place is not known"
     ranks = {len(_places(a)[1]) for a in accesses}
     if len(ranks) > 1:
-        return accesses[0].loc, "it is accessed both by TMA stores and by element accesses"
+        return accesses[0].loc, ("it is placed both by coordinates (TMA stores, tiles of a "
+                                 "tensor with dynamic strides) and by bytes")
     k, tiles = ranks.pop(), bool(accesses[0].box)
     points = []
     for a in accesses:
@@ -309,7 +310,7 @@ def ownership_why(accesses: list[GlobalAccess],
     met = _within_cluster(points)
     if met is not None:
         (t0, r0, other), (t1, r1, a) = met
-        if a.box and other.box and t0[:2] == t1[:2]:
+        if a.box and other.box and not (a.partition or other.partition) and t0[:2] == t1[:2]:
             return a.loc, (f"two TMA stores of one warp (lines {other.loc.line} and "
                            f"{a.loc.line}) write {_where(tiles, r0, r1)} of it, not ordered with "
                            "each other (bulk stores complete asynchronously)")
@@ -338,11 +339,12 @@ def ownership_why(accesses: list[GlobalAccess],
 
 
 def cluster_counts(k) -> tuple[Optional[int], ...]:
-    """The clusters of the grid along x, y, z (None where the grid size is not static)."""
+    """The clusters of the grid along x, y, z (None where the grid size is not static: the
+    whole grid's, else each dimension the host launches with a constant)."""
+    from ..frontend.mlir_data import GRID_EXTENTS_ATTR
     cluster = k.cluster_dim or (1, 1, 1)
-    if k.grid_dim is None:
-        return (None, None, None)
-    return tuple(g // c for g, c in zip(k.grid_dim, cluster))
+    grid = k.grid_dim or tuple(k.attrs.get(GRID_EXTENTS_ATTR) or (None, None, None))
+    return tuple(None if g is None else g // c for g, c in zip(grid, cluster))
 
 
 def _label(ctx, root: int) -> str:
@@ -393,8 +395,8 @@ def global_unchecked(ctx) -> list:
                                  f"{why}", loc))
         else:
             if any(a.box for a in by_root.get(root, ())):
-                ctx.assumptions.add(f"{label}: its layout is one-to-one (no two coordinates a TMA "
-                                    "store writes share an address)")
+                ctx.assumptions.add(f"{label}: its layout is one-to-one (no two coordinates it "
+                                    "is accessed at share an address)")
             ctx.assumptions.add("global memory the kernel writes: kernel arguments (and the "
                                 "tensors TMA descriptor arguments were made from) do not alias, "
                                 "and no other kernel accesses them while it runs")

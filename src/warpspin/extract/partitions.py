@@ -106,8 +106,10 @@ def one_to_one(k: TracedKernel, op, max_tid: Optional[int] = None, space: str = 
     thread index, every thread of the CTA (or, with `max_tid`, of the ones that use it: thread
     indices up to `max_tid`) is below the copy's thread mode (a larger index would wrap onto a
     smaller one's part), the thread-value layout is one-to-one into the tile, and the tensor's
-    layout is one-to-one. `space` "gmem": a partition of a global tensor, by a copy atom of
-    `SAME_LAYOUT_ATOMS`, whose tile divides the tensor mode by mode (every rest tile whole)."""
+    layout is one-to-one. `space` "gmem": a partition of a global tensor of static extents, by
+    a copy atom of `SAME_LAYOUT_ATOMS` whose tile divides the tensor mode by mode (every rest
+    tile whole), or of an MMA's accumulator (`mma_c_apart`); whether the tensor's layout is
+    one-to-one is the caller's to know (a static layout, or the host's contract)."""
     if len(op.operands) < 3:
         return False
     if op.name == MMA_PARTITION:
@@ -124,11 +126,9 @@ def one_to_one(k: TracedKernel, op, max_tid: Optional[int] = None, space: str = 
         return False
     if not _thread_coord(k, op):
         return False
-    tensor = layout_text(op.operand_types[1])
-    t_image, t_fl = (image(tensor), ct.flat_layout(f'"{tensor}"')) if tensor else (None, None)
     users = k.threads_per_block if max_tid is None else max_tid + 1
-    return tv_apart(op.operand_types[0], users) and t_image is not None and \
-        len(t_image) == prod(t_fl[0])
+    return tv_apart(op.operand_types[0], users) and \
+        (space == "gmem" or static_one_to_one(op.operand_types[1]))
 
 
 def _thread_coord(k: TracedKernel, op) -> bool:
@@ -168,32 +168,50 @@ def mma_c_apart(mma_t: str, tensor_t: str, users: int) -> bool:
     `tensor_t`) gives threads 0 .. users - 1 elements of their own: an SM90 warpgroup MMA
     (128 threads per atom; each element of an atom's C tile is one thread's, PTX ISA 9.7.15.5.1)
     laid out along M and N only (no K split: those threads would share C), no permutation,
-    `users` within its threads, and a tensor with a one-to-one static layout whose first two
-    modes the tiled MMA's tile divides."""
+    `users` within its threads, and a tensor of static extents whose first two modes the tiled
+    MMA's tile divides (whether its layout is one-to-one: the caller's)."""
     m = re.match(r'!cute\.tiled_mma<!cute_nvgpu\.sm90\.mma<(\d+)x(\d+)x\d+,.*'
                  r'atom_layout_MNK = <"\((\d+),(\d+),(\d+)\):[^"]*">, '
                  r'permutation_MNK = <"\[_;_;_\]">>$', mma_t)
-    layout = layout_text(tensor_t)
-    fl = ct.flat_layout(f'"{layout}"') if layout else None
-    cells = image(layout) if layout else None
-    if not m or fl is None or cells is None or len(cells) != prod(fl[0]) or len(fl[0]) < 2:
+    shape = static_shape(tensor_t)
+    if not m or shape is None or len(shape) < 2:
         return False
     tm, tn, am, an, ak = map(int, m.groups())
-    return ak == 1 and users <= 128 * am * an and fl[0][0] % (tm * am) == 0 and \
-        fl[0][1] % (tn * an) == 0
+    return ak == 1 and users <= 128 * am * an and shape[0] % (tm * am) == 0 and \
+        shape[1] % (tn * an) == 0
+
+
+def static_shape(tensor_t: str) -> Optional[tuple[int, ...]]:
+    """The flat shape of a tensor type whose every extent is static (its strides may not be)."""
+    layout = layout_text(tensor_t)
+    if layout is None:
+        return None
+    try:
+        shape = ct.flatten(ct.parse_shape(layout.split(":", 1)[0]))
+    except (ValueError, IndexError, TypeError):
+        return None
+    return tuple(shape) if shape and None not in shape else None
+
+
+def static_one_to_one(tensor_t: str) -> bool:
+    """A tensor type whose layout is static and maps no two coordinates to one offset."""
+    layout = layout_text(tensor_t)
+    cells = image(layout) if layout else None
+    fl = ct.flat_layout(f'"{layout}"') if layout else None
+    return cells is not None and fl is not None and len(cells) == prod(fl[0])
 
 
 def _tiles_divide(copy_t: str, tensor_t: str) -> bool:
-    """The tiled copy's tiler (plain extents ``N:1``) divides the tensor's modes one by one."""
+    """The tiled copy's tiler (plain extents ``N:1``, or ``1:0``) divides the tensor's modes one
+    by one."""
     tiler = re.search(r'tiler_mn = <"\[([^"]*)\]">', copy_t)
-    layout = layout_text(tensor_t)
-    fl = ct.flat_layout(f'"{layout}"') if layout else None
-    if not tiler or fl is None:
+    shape = static_shape(tensor_t)
+    if not tiler or shape is None:
         return False
     parts = [p.strip() for p in tiler.group(1).split(";")]
-    if len(parts) > len(fl[0]) or not all(re.fullmatch(r"\d+:1", p) for p in parts):
+    if len(parts) > len(shape) or not all(re.fullmatch(r"\d+:1|1:0", p) for p in parts):
         return False
-    return all(n % int(p.split(":")[0]) == 0 for p, n in zip(parts, fl[0]))
+    return all(n % int(p.split(":")[0]) == 0 for p, n in zip(parts, shape))
 
 
 def view_sources(k: TracedKernel, vid: int):

@@ -133,7 +133,7 @@ def stage_mode(tensor_type: str, coord_text: str, cols: int) -> Optional[tuple[s
     for i, e in enumerate(entries):
         if not re.fullmatch(r"\?|\d+", e):
             continue
-        leaves = list(zip(ct._flatten(shape[i]), ct._flatten(stride[i])))
+        leaves = list(zip(ct.flatten(shape[i]), ct.flatten(stride[i])))
         big = [(n, d) for n, d in leaves if n != 1]
         if len(big) != 1 or None in big[0] or big[0][1] < 0:
             continue

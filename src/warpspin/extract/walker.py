@@ -185,6 +185,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         self.labels: list[str] = []
         self.ptr_stages: dict = {}  # pointer value -> (Stage, bytes) of the staged view it came from
         self.gmem_tiles: dict = {}  # global tile value -> GlobalRules.gmem_base of it
+        self.gmem_ctiles: dict = {}  # global tile value -> (origin, extents): GlobalRules.coord_tile
         self.counters: dict[str, tuple[Expr, Expr]] = {}  # enclosing for-loop counters: bounds
         self.local_defs: dict[str, Expr] = {}  # integers.bind's locals: the value each holds
         self.once_loops: set[int] = set()  # scf.while ops shown to run at most once

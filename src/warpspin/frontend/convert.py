@@ -11,7 +11,7 @@ import os
 from typing import Any, Optional
 
 from .locations import LocCache
-from .mlir_data import Block, KernelArg, Op, Region, TracedKernel
+from .mlir_data import GRID_EXTENTS_ATTR, Block, KernelArg, Op, Region, TracedKernel
 
 
 @contextlib.contextmanager
@@ -287,6 +287,10 @@ def launch_dims(module_op) -> dict[str, dict]:
             return tuple(int(e[1]) for e in es)  # type: ignore[return-value]
         return None
 
+    def each3(vals, fn_args) -> tuple:
+        es = [_host_expr(v, fn_args) for v in vals]
+        return tuple(int(e[1]) if e is not None and e[0] == "const" else None for e in es)
+
     def visit_fn(fn):
         entry = fn.regions[0].blocks[0]
         fn_args = {_raw(a): i for i, a in enumerate(entry.arguments)}
@@ -297,7 +301,8 @@ def launch_dims(module_op) -> dict[str, dict]:
             if op.name == "cuda.launch_cfg.create" and len(op.operands) >= 7 and op.results:
                 ops = list(op.operands)
                 cfgs[_raw(op.results[0])] = {"block": const3(ops[0:3], fn_args),
-                                             "grid": const3(ops[4:7], fn_args)}
+                                             "grid": const3(ops[4:7], fn_args),
+                                             "grid_each": each3(ops[4:7], fn_args)}
             elif op.name == "cuda.launch_cfg.cluster_dim" and len(op.operands) == 4:
                 cfg = cfgs.get(_raw(op.operands[0]))
                 if cfg is not None:
@@ -347,17 +352,19 @@ def convert_module(module_op, **kw) -> list[TracedKernel]:
             launches = launch_args(module_op)
         except Exception:  # host side is a convenience; never fail the trace for it
             launches = {}
-        if any(not k.attrs.get("cutlass_launch_facts") for k in kernels):
-            try:
-                dims = launch_dims(module_op)
-            except Exception:  # unreadable: a cluster launch cannot be ruled out
-                dims = None
-            for k in kernels:
-                if dims is None:
-                    if not k.attrs.get("cutlass_launch_facts"):
-                        k.attrs[UNKNOWN_CLUSTER_ATTR] = True
-                else:
-                    _launch_from_host(k, dims.get(k.name))
+        try:
+            dims = launch_dims(module_op)
+        except Exception:  # unreadable: a cluster launch cannot be ruled out
+            dims = None
+        for k in kernels:
+            if dims is None:
+                if not k.attrs.get("cutlass_launch_facts"):
+                    k.attrs[UNKNOWN_CLUSTER_ATTR] = True
+                continue
+            _launch_from_host(k, dims.get(k.name))
+            d = dims.get(k.name) or {}
+            if d.get("block") == k.block_dim and d.get("grid_each") is not None:
+                k.attrs[GRID_EXTENTS_ATTR] = d["grid_each"]
         for k in kernels:
             nargs, ops = launches.get(k.name, (None, []))
             k.host_nargs = nargs

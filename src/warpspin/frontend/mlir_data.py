@@ -61,6 +61,9 @@ class SourceLoc:
 
 
 UNKNOWN_LOC = SourceLoc()
+# a TracedKernel attribute: the grid of the host's launch, per dimension (an int where it is
+# constant, else None), for a kernel whose grid is not static as a whole
+GRID_EXTENTS_ATTR = "warpspin.grid_extents"
 
 
 @dataclass

@@ -16,7 +16,8 @@ from .. import cute_types as ct
 from ..data import DataAccess, global_alloc
 from ..coords import store_box
 from ..ownership import GlobalAccess, inline_locals
-from ..partitions import image, layout_text, thread_partition, view_sources
+from ..partitions import (image, layout_text, static_one_to_one, static_shape, thread_partition,
+                          view_sources)
 from ..values import LANE, Leaves, Ptr, Region, SliceCoord, View, opaque_reasons, opaque
 from ..context import INT_TYPES, _pointer_name
 from .integers import CMP, PASS_THROUGH
@@ -52,6 +53,30 @@ def _plain_tile(type_str: str) -> Optional[tuple[int, ...]]:
     mode = r"(?:\d+:1|1:0)"
     m = re.fullmatch(rf"\[({mode}(?:;{mode})*)\]", qs[-1].strip()) if qs else None
     return tuple(int(x.split(":")[0]) for x in m.group(1).split(";")) if m else None
+
+
+def _contract_one_to_one(layout: str) -> Optional[int]:
+    """The rank of a flat layout that may be one-to-one, as the host contract for tensors placed
+    by coordinates states: its modes with a static stride (and more than one element) are
+    compact among themselves, each stride at least the reach of the smaller ones (a dynamic
+    extent only on the largest); a stride of 0, as a broadcast row has, shows it is not. None
+    otherwise. (Modes of dynamic stride: the contract.)"""
+    sh, _, st = layout.partition(":")
+    try:
+        shape, stride = ct.flatten(ct.parse_shape(sh)), ct.flatten(ct.parse_shape(st))
+    except (ValueError, IndexError, TypeError):
+        return None
+    if len(shape) != len(stride) or "(" in sh.strip().strip("()"):
+        return None
+    fixed = sorted((d, n) for n, d in zip(shape, stride) if d is not None and n != 1)
+    # each static stride past all the elements the smaller ones reach (a dynamic extent only
+    # on the largest): compact, so one-to-one whatever the dynamic extent
+    reach = 1
+    for i, (d, n) in enumerate(fixed):
+        if d < reach or (n is None and i != len(fixed) - 1):
+            return None
+        reach = d * n if n is not None else reach
+    return len(shape)
 
 
 def _same_layout(a, b) -> bool:
@@ -188,9 +213,9 @@ class GlobalRules:
                     off = self.f.binop("+", off, self.f.binop("*", x, Const(d * elem)))
                 extent = (0, cosize * elem)
         if self.ctx.grid_why is not None and at is None:
-            tile, size, key = self.tile_of(op.operands[0], whole=False)
-            if tile is not None:  # an element of the thread's own part of a tile
-                self._global_access(op, root, write, tile, size, "", partition=key)
+            place = self.tile_of(op.operands[0], whole=False)
+            if place is not None:  # an element of the thread's own part of a tile
+                self._global_access(op, root, write, why="", **place)
                 return
         if self.ctx.grid_why is not None:
             same, per_trip = self._one_value(op, op.operands[2] if len(op.operands) > 2 else None)
@@ -226,7 +251,7 @@ class GlobalRules:
                             same_value=one and no_loop, same_per_trip=one and counted,
                             coords=origin or (), box=extents or (), uncounted=not counted)
 
-    def _global_access(self, op: Op, root: int, write: bool, offset, elem: int, why: str,
+    def _global_access(self, op: Op, root: int, write: bool, offset, elem: int, why: str = "",
                        **more) -> None:
         """Records an access of kernel argument `root` by the executing lanes for
         extract/ownership.py, which settles the op's global write."""
@@ -250,20 +275,23 @@ class GlobalRules:
         root = self.ctx.gmem_root(op.operands[index])
         if root is None:
             return
-        off, size, key = self.tile_of(op.operands[index], whole=True)
-        why = "" if off is not None else (
+        place = self.tile_of(op.operands[index], whole=True)
+        why = "" if place is not None else (
             f"which elements the cute.copy at {op.loc.short()} {'writes' if write else 'reads'} "
-            "is not followed: it copies neither a tile of the argument with a static layout nor "
-            "a thread's own part of one (a one-to-one partition by a universal or cp.async "
-            "tiled copy at the thread index)")
-        self._global_access(op, root, write, off, size, why, partition=key)
+            "is not followed: it copies neither a placed tile of the argument (a static "
+            "layout, or a tile of static extents of a layout that may be one-to-one) nor a "
+            "thread's own part of one (a one-to-one partition by a universal or cp.async tiled "
+            "copy, or an SM90 MMA's accumulator, at the thread index)")
+        self._global_access(op, root, write, why=why, **(place or dict(offset=None, elem=0)))
 
-    def tile_of(self, vid: int, whole: bool) -> tuple[Optional[Expr], int, str]:
-        """(first byte, bytes, partition) of the tile of a kernel argument a global tensor
-        touches within: the tile a one-to-one thread partition (partitions.py) that `vid` is
-        a view inside splits (`partition` names the partition: the threads using it at one
-        place touch bytes of their own), or with `whole`, the tensor `gmem_base` places that
-        `vid` is a view inside (`partition` ""); (None, 0, "") for any other."""
+    def tile_of(self, vid: int, whole: bool) -> Optional[dict]:
+        """Where in a kernel argument a global tensor touches: the tile a one-to-one thread
+        partition (partitions.py) that `vid` is a view inside splits (`partition` names the
+        partition: the threads using it at one place touch elements of their own), or with
+        `whole`, the placed tensor `vid` is a view inside. As bytes (`offset`, `elem`: a static
+        layout, one-to-one for a partition) or as a box of the argument's coordinates
+        (`coords`, `box`: a tile of static extents of a tensor with dynamic strides, whose
+        layout the host contract makes one-to-one); None when neither."""
         k = self.ctx.kernel
         part = thread_partition(k, vid, space="gmem")
         pop = k.value_info[part].op if part is not None else None
@@ -271,18 +299,48 @@ class GlobalRules:
             tile, tile_t = pop.operands[1], pop.operand_types[1]
         elif whole:
             tile = next((v for v in view_sources(k, vid)
-                         if self.gmem_base(v, k.type_of(v)) is not None), vid)
+                         if self.gmem_base(v, k.type_of(v)) is not None
+                         or v in self.gmem_ctiles), vid)
             tile_t = k.type_of(tile)
         else:
-            return None, 0, ""
+            return None
+        key = f"{pop.operand_types[0]} of {tile_t}" if pop is not None else ""
         at = self.gmem_base(tile, tile_t)
         cells = image(layout_text(tile_t) or "")
         elem = ct.elem_bytes(tile_t)
-        if at is None or not cells or not elem or opaque_reasons(at[0]):
-            return None, 0, ""
-        return (inline_locals(self.f.binop("*", at[0], Const(elem)), self.local_defs),
-                (max(cells) + 1) * elem,
-                f"{pop.operand_types[0]} of {tile_t}" if pop is not None else "")
+        if at is not None and cells and elem and not opaque_reasons(at[0]) and \
+                (pop is None or static_one_to_one(tile_t)):
+            return dict(offset=inline_locals(self.f.binop("*", at[0], Const(elem)),
+                                             self.local_defs),
+                        elem=(max(cells) + 1) * elem, partition=key)
+        placed = self.gmem_ctiles.get(tile)
+        if placed is not None and static_shape(tile_t) == placed[1]:
+            return dict(offset=None, elem=0, partition=key, box=placed[1],
+                        coords=tuple(inline_locals(x, self.local_defs) for x in placed[0]))
+        return None
+
+    def coord_tile(self, op: Op) -> None:
+        """Outside grid models, ``cute.local_tile`` of a global kernel argument with flat modes
+        whose strides (or extents) are not static: the tile's origin in the argument's
+        coordinates and its static extents (`gmem_ctiles`), for `tile_of`."""
+        t = op.operand_types[0] if op.operand_types else ""
+        if self.ctx.grid_why is None or "gmem" not in t or len(op.operands) != 3 or \
+                len(op.results) != 1:
+            return
+        info = self.ctx.kernel.value_info.get(op.operands[0])
+        layout = layout_text(t)
+        if info is None or not info.is_block_arg or info.region != -1 or layout is None:
+            return
+        rank = _contract_one_to_one(layout)
+        tile, coords = _plain_tile(op.operand_types[1]), self.coord_leaves(op.operands[2])
+        if rank is None or tile is None or coords is None or not rank == len(tile) == len(coords) or \
+                "(" in layout.split(":", 1)[0].strip().strip("()") or \
+                static_shape(op.result_types[0]) != tile:
+            return
+        if any(not isinstance(x, Expr) or opaque_reasons(x) for x in coords):
+            return
+        self.gmem_ctiles[op.results[0]] = (
+            tuple(self.f.binop("*", x, Const(m)) for x, m in zip(coords, tile)), tile)
 
     def gmem_slice(self, op: Op) -> None:
         """Outside grid models, ``cute.slice`` of a global tensor `gmem_base` places
@@ -373,6 +431,7 @@ class GlobalRules:
         tensor's strides, and each coordinate a known integer (in a grid model, a constant or
         a loop counter inside the tiles: its cells are placed). Any other tile is not placed (its accesses name it)."""
         self.set_unknown_results(op)
+        self.coord_tile(op)
         t = op.operand_types[0] if op.operand_types else ""
         if "gmem" not in t or len(op.operands) != 3 or len(op.results) != 1:
             return
