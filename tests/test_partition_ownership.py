@@ -36,7 +36,7 @@ def _dsl_parts():
             # two threads per part (a thread stride of 0)
             (cute.make_tiled_copy(atom, cute.make_layout(((2, 32), 4), stride=((0, 4), 1)),
                                   (128,)), 64, (256,)),
-            # more threads than the thread mode: thread 64 wraps onto thread 0's part
+            # more threads than the thread mode: thread 64's part is past the tile
             (cute.make_tiled_copy_tv(atom, cute.make_layout(64), cute.make_layout(4)), 96,
              (512,)),
         ]
@@ -45,7 +45,7 @@ def _dsl_parts():
             parts = []
             for t in cutlass.range_constexpr(users):
                 part = tiled.get_slice(t).partition_D(ident)
-                parts.append({part[i] for i in range(cute.size(part))})
+                parts.append(({part[i] for i in range(cute.size(part))}, part[0]))
             out.append((str(tiled.type), users, parts))
 
     cute.compile(probe)
@@ -53,14 +53,23 @@ def _dsl_parts():
 
 
 def test_parts_apart_exactly_when_the_dsl_gives_disjoint_parts():
+    from warpspin.extract.coords import thread_offset
+    from warpspin.extract.values import Folder
+    from warpspin.syncir.ir import Const
+
     cases = _dsl_parts()
     assert len(cases) == 6
     verdicts = []
     for copy_t, users, parts in cases:
         seen, disjoint = set(), True
-        for p in parts:
+        for t, (p, first) in enumerate(parts):
             disjoint = disjoint and not (seen & p)
             seen |= p
+            # where the thread's first value lies, as coords.py reads it (identity tensors:
+            # the coordinates are the tile's)
+            at = thread_offset(copy_t, Const(t), Folder())
+            first = first if isinstance(first, tuple) else (first,)
+            assert tuple(x.value for x in at) == first[:len(at)], (copy_t, t)
         assert tv_apart(copy_t, users) == disjoint, (copy_t, users)
         verdicts.append(disjoint)
     assert verdicts == [True, True, True, True, False, False]
@@ -70,7 +79,7 @@ def test_parts_apart_exactly_when_the_dsl_gives_disjoint_parts():
 FORMS_WHY = {
     "broadcast": "which elements the cute.copy at partition_outputs.py",
     "same_row": "every cluster along x accesses the same bytes",
-    "fixed_slice": "which elements the cute.copy at partition_outputs.py",
+    "fixed_slice": "two threads of one cluster access byte 0",
     "two_layouts": "two threads of one cluster access byte 0",
     "next_row": "overlap",
 }

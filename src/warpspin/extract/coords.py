@@ -93,6 +93,11 @@ class CoordReader:
             return self.origin(op.operands[4])
         if op.name == "cute.make_int_tuple":
             return self.int_tuple(op)
+        if op.name == "cute.make_identity_tensor":
+            return tuple(Const(0) for _ in _leaves(parse_tree(ct.quoted(t)[0])))
+        if op.name in ("cute.tiled.copy.partition_S", "cute.tiled.copy.partition_D") and \
+                len(op.operands) == 3:
+            return self.thread_part(op)
         if op.name == "cute.slice" and len(op.operands) == 2:
             return self.slice(op)
         if op.name == "cute.local_tile" and len(op.operands) == 3:
@@ -211,6 +216,9 @@ class CoordReader:
             return None
         base, (shape, stride, rank), tree, dyn = got
         terms: list = []
+        if len(tree) == 1 and len(shape) > 1 and tree[0] != "_":
+            # one index into several modes: colexicographic over all their leaves
+            tree, shape, stride = tree[0], tuple(shape), tuple(stride)
         if not self._move(tree, shape, stride, list(dyn), rank, terms):
             return self.fail(f"the slice at {op.loc.short()} of a layout it does not match")
         return self._shifted(base, terms)
@@ -236,6 +244,92 @@ class CoordReader:
             x = dyn.pop(0) if c == "?" else Const(int(c))
             terms.append((self.w.f.binop("*", x, Const(m)), vec))
         return self._shifted(base, terms)
+
+
+    def thread_part(self, op) -> Optional[tuple[Expr, ...]]:
+        """The origin of a thread's part of a coordinate tensor (`partition_S` / `_D` of a
+        universal or cp.async tiled copy): the tile's, moved by the coordinates of the
+        thread's first value (`thread_offset`) along the tile's first modes."""
+        from .partitions import SAME_LAYOUT_ATOMS
+        base, lay, c = self.origin(op.operands[1]), layout(op.operand_types[1]), \
+            self._coord(op.operands[2])
+        if base is None or c is None:
+            return None
+        tree, dyn = c
+        tid = dyn[0] if tree == "?" and len(dyn) == 1 else \
+            Const(int(tree)) if isinstance(tree, str) and tree.isdigit() else None
+        if tid is None or lay is None or \
+                ct.atom_kind(op.operand_types[0]) not in SAME_LAYOUT_ATOMS:
+            return self.fail(f"{op.name} at {op.loc.short()}: not a thread index of a universal "
+                             "tiled copy over a coordinate tensor")
+        shape, stride, rank = lay
+        modes = list(zip(shape, stride)) if isinstance(shape, tuple) else [(shape, stride)]
+        crd = thread_offset(op.operand_types[0], tid, self.w.f)
+        if crd is None or len(crd) > len(modes):
+            return self.fail(f"{op.name} at {op.loc.short()}: its thread-value layout or tile "
+                             "is not read")
+        terms = []
+        for x, (s, d) in zip(crd, modes):
+            vec = _basis(d, rank) if isinstance(d, str) else None
+            if vec is None:
+                return self.fail(f"{op.name} at {op.loc.short()} of a nested mode")
+            terms.append((x, vec))
+        return self._shifted(base, terms)
+
+
+def _flat_modes(text: str) -> Optional[list[tuple[int, int]]]:
+    """A layout text's leaves as (extent, stride), colexicographic; None if not static."""
+    sh, _, st = text.partition(":")
+    try:
+        shape, stride = _leaves(parse_tree(sh)), _leaves(parse_tree(st))
+    except (ValueError, IndexError):
+        return None
+    if len(shape) != len(stride) or not all(re.fullmatch(r"\d+", x) for x in shape + stride):
+        return None
+    return [(int(n), int(d)) for n, d in zip(shape, stride)]
+
+
+def thread_offset(copy_t: str, tid: Expr, f) -> Optional[tuple[Expr, ...]]:
+    """Where thread `tid`'s first value lies in a tiled copy's tile (type `copy_t`), one
+    coordinate per tiler mode: CuTe's ``tile2thrfrg`` for a copy atom whose source and
+    destination layouts are the reference's: the thread-value layout maps (tid, 0) to an index
+    of the tile, read column-major over the tiler's extents (plain ``N:1`` or ``1:0`` modes).
+    `f`: a folder (`binop`). None when the layout or tiler is not of that form."""
+    tv = re.search(r'layout_copy_tv = <"([^"]+)">', copy_t)
+    tiler = re.search(r'tiler_mn = <"\[([^"]*)\]">', copy_t)
+    if not tv or not tiler:
+        return None
+    sh, _, st = tv.group(1).partition(":")
+    try:
+        shape, stride = parse_tree(sh), parse_tree(st)
+    except (ValueError, IndexError):
+        return None
+    if not (isinstance(shape, tuple) and len(shape) == 2):
+        return None
+    threads = _flat_modes(f"{_text(shape[0])}:{_text(stride[0])}")
+    parts = [p.strip() for p in tiler.group(1).split(";")]
+    if threads is None or not all(re.fullmatch(r"\d+:1|1:0", p) for p in parts):
+        return None
+    # (CuTe's idx2crd: the last mode takes the whole quotient, past its extent too)
+    idx: Expr = Const(0)
+    prefix = 1
+    for i, (n, d) in enumerate(threads):
+        leaf = f.binop("//", tid, Const(prefix))
+        if i < len(threads) - 1:
+            leaf = f.binop("%", leaf, Const(n))
+        idx = f.binop("+", idx, f.binop("*", leaf, Const(d)))
+        prefix *= n
+    out, prefix = [], 1
+    for i, p in enumerate(parts):
+        n = int(p.split(":")[0])
+        x = f.binop("//", idx, Const(prefix))
+        out.append(f.binop("%", x, Const(n)) if i < len(parts) - 1 else x)
+        prefix *= n
+    return tuple(out)
+
+
+def _text(tree) -> str:
+    return tree if isinstance(tree, str) else "(" + ",".join(_text(t) for t in tree) + ")"
 
 
 def box(type_str: str) -> Optional[tuple[int, ...]]:

@@ -283,6 +283,8 @@ class Folder:
             return a
         if op in ("^", "|") and b == Const(0):
             return a
+        if op == "&" and Const(0) in (a, b):
+            return Const(0)
         return self.fold(BinOp(op, a, b))
 
     def select(self, c: Expr, t: Expr, f: Expr) -> Expr:

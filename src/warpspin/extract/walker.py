@@ -21,8 +21,9 @@ from . import tmem
 from .accumulators import accessed
 from .cleanup import reads_var, subst_stmts
 from .names import host_name, value_name
+from .partitions import CASTS
 from .values import (ELECT, LANE, Folder, Region, SliceCoord, Unknown, Value, View, lane_values,
-                     opaque_reasons, opaque)
+                     opaque_reasons, opaque, subst)
 from .context import INT_TYPES, MAX_LANE_SPLIT, to_loc, cluster_coord, Context
 from .effects import CONTROL, NONE, READS, UNKNOWN, VIEW_PREFIXES, Effects, Rule, rule
 from .rules.integers import ARITH, PASS_THROUGH
@@ -181,6 +182,10 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         self.fence_scope: Optional[str] = None  # a fence.acq_rel since the last global write
         self.f = Folder(lanes)
         self.active = Active(frozenset(range(lanes)), lanes)  # the whole warp
+        # the lanes that may run the statements being extracted, as far as the conditions of
+        # the enclosing branches that also read other values show (the ownership proof's)
+        self.may_lanes = frozenset(range(lanes))
+        self.coord_values: dict = {}  # value id -> a coordinate tensor's leaf (ViewRules)
         self.env: dict[int, Value] = {}
         self.labels: list[str] = []
         self.ptr_stages: dict = {}  # pointer value -> (Stage, bytes) of the staged view it came from
@@ -422,8 +427,8 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             if vals is not None:
                 self._lane_if(op, out, vals, loc, cond)
                 return
-        then, ty = self.region(op, 0, [])
-        else_, ey = self.region(op, 1, [])
+        then, ty = self._region_may(op, 0, cond)
+        else_, ey = self._region_may(op, 1, cond)
         tvars, evars = [], []
         self._merge_results(op, ty, ey, cond, tvars, evars)
         if (then or else_) and not tvars and not evars and \
@@ -434,6 +439,60 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             return
         if then or else_ or tvars:
             out.append(If(cond, tuple(then + tvars), tuple(else_ + evars), loc))
+
+    def _region_may(self, op: Op, i: int, cond: Expr) -> tuple[list[Stmt], list[Value]]:
+        """Branch `i` of an ``if`` whose condition the model does not decide per lane: outside
+        grid models, only the lanes for which the condition as the ownership proof reads it
+        (`side_expr`), with their lane put in, does not fold to the other branch's truth value
+        may run it (`may_lanes`)."""
+        saved = self.may_lanes
+        cond = self.side_expr(op.operands[0])
+        if self.ctx.grid_why is not None:
+            from .ownership import CLUSTER_VARS, cluster_counts
+            # (a grid of one cluster along a dimension: its cluster index there is 0)
+            env = {v: 0 for v, n in zip(CLUSTER_VARS, cluster_counts(self.ctx.kernel)) if n == 1}
+            self.may_lanes = frozenset(
+                l for l in saved
+                if not (isinstance(v := subst(cond, {**env, LANE: l}, self.f), Const)
+                        and bool(v.value) == bool(i)))
+        try:
+            return self.region(op, i, [])
+        finally:
+            self.may_lanes = saved
+
+    SIDE_OPS = {"arith.andi": "&", "arith.ori": "|", "arith.addi": "+", "arith.subi": "-",
+                "arith.muli": "*"}
+    SIDE_CMP = {"0": "==", "1": "!=", "2": "<", "3": "<=", "4": ">", "5": ">="}  # (signed)
+
+    def side_expr(self, vid: int, depth: int = 0) -> Expr:
+        """`vid` as the ownership proof reads it: the model's value, but with the leaves of
+        coordinate tensors (`coord_values`) in place of what the model holds for them,
+        through integer arithmetic, comparisons and casts."""
+        if vid in self.coord_values:
+            return self.coord_values[vid]
+        info = self.ctx.kernel.value_info.get(vid)
+        op = info.op if info is not None and not info.is_block_arg else None
+        if op is not None and depth < 16:
+            if op.name in self.SIDE_OPS and len(op.operands) == 2:
+                return self.f.binop(self.SIDE_OPS[op.name], self.side_expr(op.operands[0], depth + 1),
+                                    self.side_expr(op.operands[1], depth + 1))
+            pred = str(op.attrs.get("predicate", ""))
+            if op.name == "arith.cmpi" and len(op.operands) == 2 and pred in self.SIDE_CMP:
+                return self.f.binop(self.SIDE_CMP[pred], self.side_expr(op.operands[0], depth + 1),
+                                    self.side_expr(op.operands[1], depth + 1))
+            if op.name in ("cute.get_scalars", *CASTS) and len(op.operands) == 1:
+                return self.side_expr(op.operands[0], depth + 1)
+            if op.name == "scf.if" and len(op.regions) == 2 and op.operands:
+                # a short-circuit `a and b` in the DSL: the branches yield the value
+                ys = [r.blocks[0].ops[-1] if r.blocks and r.blocks[0].ops else None
+                      for r in op.regions]
+                if all(y is not None and y.name == "scf.yield" and
+                       len(y.operands) == len(op.results) for y in ys):
+                    k = info.index
+                    return self.f.select(self.side_expr(op.operands[0], depth + 1),
+                                         self.side_expr(ys[0].operands[k], depth + 1),
+                                         self.side_expr(ys[1].operands[k], depth + 1))
+        return self.expr(vid)
 
     def whole_warp(self) -> bool:
         return self.active.count == self.lanes

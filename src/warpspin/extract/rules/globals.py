@@ -14,10 +14,10 @@ from ...syncir.ir import CounterDecl, Const, Expr, Loc, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
 from ..data import DataAccess, global_alloc
-from ..coords import store_box
+from ..coords import store_box, thread_offset
 from ..ownership import GlobalAccess, inline_locals
-from ..partitions import (image, layout_text, static_one_to_one, static_shape, thread_partition,
-                          view_sources)
+from ..partitions import (SAME_LAYOUT_ATOMS, image, layout_text, static_one_to_one, static_shape,
+                          thread_partition, view_sources)
 from ..values import LANE, Leaves, Ptr, Region, SliceCoord, View, opaque_reasons, opaque
 from ..context import INT_TYPES, _pointer_name
 from .integers import CMP, PASS_THROUGH
@@ -192,7 +192,7 @@ class GlobalRules:
         if root is None:
             return  # (written_gmem names the op: the global data is not followed)
         t = op.operand_types[0]
-        flat, elem = ct.flat_layout(t), ct.elem_bytes(t)
+        flat, elem = self._flat(t), ct.elem_bytes(t)
         at = self.gmem_base(op.operands[0], t)
         off, extent, why = None, None, ""
         if at is None:
@@ -206,12 +206,17 @@ class GlobalRules:
             first, cosize = at
             view = View(Ptr(None, space="gmem"), flat[0], flat[1], elem)
             coords = self.element_coords(view, coord, t) or []
+            if self.ctx.grid_why is not None and \
+                    any(not isinstance(x, Expr) or opaque_reasons(x) for x in coords):
+                # (outside grid models: a leaf of a coordinate tensor, `out[tXcX[0][0]]`)
+                coords = self.side_coords(coord, len(view.shape)) or coords
             if len(coords) == len(view.shape) and all(
                     isinstance(x, Expr) and not opaque_reasons(x) for x in coords):
                 off = self.f.binop("*", first, Const(elem))
                 for x, d in zip(coords, view.stride):
                     off = self.f.binop("+", off, self.f.binop("*", x, Const(d * elem)))
-                extent = (0, cosize * elem)
+                extent = (0, cosize * elem) if cosize is not None else None  # (outside grid
+                # models an argument's extent may be dynamic: its places are only compared)
         if self.ctx.grid_why is not None and at is None:
             place = self.tile_of(op.operands[0], whole=False)
             if place is not None:  # an element of the thread's own part of a tile
@@ -255,8 +260,13 @@ class GlobalRules:
                        **more) -> None:
         """Records an access of kernel argument `root` by the executing lanes for
         extract/ownership.py, which settles the op's global write."""
+        lanes = self.active.lanes & self.may_lanes
+        if not lanes:
+            self.ctx.gmem_settled.add(op.uid)  # no lane runs it here
+            self.ctx.gmem_recorded.add(op.uid)
+            return
         self.ctx.global_accesses.append(GlobalAccess(
-            root, write, offset, elem, frozenset(self.active.lanes),
+            root, write, offset, elem, frozenset(lanes),
             self.active.count == 1 and not self.active.exact,  # else each lane its own
             self.cta, self.warp, self._counter_ranges(), self.loc(op), why, **more))
         self.ctx.gmem_settled.add(op.uid)
@@ -342,6 +352,28 @@ class GlobalRules:
         self.gmem_ctiles[op.results[0]] = (
             tuple(self.f.binop("*", x, Const(m)) for x, m in zip(coords, tile)), tile)
 
+    def gmem_partition(self, op: Op) -> None:
+        """Outside grid models, a thread's part (`partition_S` / `_D` of a universal or cp.async
+        tiled copy) of a global tile `gmem_base` places with a flat static layout: it begins at
+        the tile's element where the thread's first value lies (coords.thread_offset), so an
+        element access of the part is placed for the executing lane."""
+        t = op.operand_types[1] if len(op.operand_types) > 2 else ""
+        if self.ctx.grid_why is None or "gmem" not in t or len(op.results) != 1 or \
+                ct.atom_kind(op.operand_types[0]) not in SAME_LAYOUT_ATOMS:
+            return
+        at, flat = self.gmem_base(op.operands[1], t), ct.flat_layout(t)
+        coord = self.coord_leaves(op.operands[2])
+        if at is None or flat is None or coord is None or len(coord) != 1 or \
+                not isinstance(coord[0], Expr) or opaque_reasons(coord[0]):
+            return
+        crd = thread_offset(op.operand_types[0], coord[0], self.f)
+        if crd is None or len(crd) > len(flat[1]):
+            return
+        first = at[0]
+        for x, d in zip(crd, flat[1]):
+            first = self.f.binop("+", first, self.f.binop("*", x, Const(d)))
+        self.gmem_tiles[op.results[0]] = (first, at[1])
+
     def gmem_slice(self, op: Op) -> None:
         """Outside grid models, ``cute.slice`` of a global tensor `gmem_base` places
         (``y[bidx, None]``), flat and static: the modes its coordinate fixes move the first
@@ -419,10 +451,31 @@ class GlobalRules:
         if vid in self.gmem_tiles:
             return self.gmem_tiles[vid]
         info = self.ctx.kernel.value_info.get(vid)
-        flat = ct.flat_layout(type_str)
+        flat = self._flat(type_str)
         if info is None or not info.is_block_arg or info.region != -1 or flat is None:
             return None
+        if None in flat[0]:
+            return Const(0), None
         return Const(0), View(Ptr(None, space="gmem"), flat[0], flat[1], 1).cosize
+
+    def _flat(self, type_str: str):
+        """A flat layout with static strides: static extents in grid models (which count the
+        argument's cells); outside them an extent may be dynamic (None: places are only
+        compared)."""
+        flat = ct.flat_layout(type_str)
+        if flat is not None or self.ctx.grid_why is None:
+            return flat
+        layout = layout_text(type_str)
+        if layout is None:
+            return None
+        sh, _, st = layout.partition(":")
+        try:
+            shape, stride = ct.flatten(ct.parse_shape(sh)), ct.flatten(ct.parse_shape(st))
+        except (ValueError, IndexError, TypeError):
+            return None
+        if len(shape) != len(stride) or None in stride:
+            return None
+        return tuple(shape), tuple(stride)
 
     def local_tile(self, op: Op, out) -> None:
         """``cute.local_tile(tensor, tile, coord)`` of a global tensor that `gmem_base` places:
@@ -436,12 +489,12 @@ class GlobalRules:
         if "gmem" not in t or len(op.operands) != 3 or len(op.results) != 1:
             return
         at = self.gmem_base(op.operands[0], t)
-        flat, tile = ct.flat_layout(t), _plain_tile(op.operand_types[1])
+        flat, tile = self._flat(t), _plain_tile(op.operand_types[1])
         shape_text = (ct.quoted(t) or [""])[-1].split(":")[0].strip()
         if at is None or flat is None or tile is None or len(tile) != len(flat[0]) or \
                 "(" in shape_text.strip("()") or \
                 not _same_layout(ct.flat_layout(op.result_types[0]), (tile, flat[1])) or \
-                any(n % m for n, m in zip(flat[0], tile)):
+                any(n is not None and n % m for n, m in zip(flat[0], tile)):
             return
         coords = self.coord_leaves(op.operands[2])
         if coords is None or len(coords) != len(tile):
@@ -452,10 +505,24 @@ class GlobalRules:
                 return
             lo, hi = self.index_range(x)
             # (outside grid models the place is only compared: any coordinate will do)
-            if self.ctx.grid_why is None and (lo is None or lo < 0 or hi >= n // m):
+            if self.ctx.grid_why is None and (lo is None or lo < 0 or n is None or hi >= n // m):
                 return
             first = self.f.binop("+", first, self.f.binop("*", x, Const(m * d)))
         self.gmem_tiles[op.results[0]] = (first, at[1])
+
+    def side_coords(self, vid: int, n: int) -> Optional[list]:
+        """The `n` leaves of a flat coordinate `cute.make_coord` made, its dynamic ones as the
+        ownership proof reads them (`side_expr`), or None."""
+        info = self.ctx.kernel.value_info.get(vid)
+        if info is None or info.op is None or info.op.name != "cute.make_coord":
+            return None
+        text = ct.int_tuple_value(info.op.result_types[0]) or ""
+        leaves = re.findall(r"\?|-?\d+", text)
+        if "(" in text.strip("()") or len(leaves) != n or \
+                leaves.count("?") != len(info.op.operands):
+            return None
+        ops = iter(info.op.operands)
+        return [self.side_expr(next(ops)) if x == "?" else Const(int(x)) for x in leaves]
 
     def coord_leaves(self, vid: int) -> Optional[list]:
         """The leaves of a flat coordinate `cute.make_coord` made (its static leaves from the

@@ -184,6 +184,9 @@ class ViewRules:
         coords = list(c.items) if isinstance(c, Leaves) else [c]
         if len(coords) == len(view.shape):
             return coords
+        if len(coords) == 1 and isinstance(coords[0], Expr) and None not in view.shape:
+            # a 1-D index: colexicographic
+            return list(self.leaf_coords(coords[0], tuple(view.shape)))
         shapes = ct.mode_leaves(type_str)
         if shapes is None or len(shapes) != len(coords) or \
                 sum(map(len, shapes)) != len(view.shape) or \
@@ -264,6 +267,7 @@ class ViewRules:
         self.env[op.result] = idx
 
     def get_leaves(self, op: Op, out) -> None:
+        self.coordinate_leaves(op)
         v = self.val(op.operands[0])
         for i, (r, t) in enumerate(zip(op.results, op.result_types)):
             static = ct.static_int(t)
@@ -281,6 +285,34 @@ class ViewRules:
             else:
                 self.env[r] = Unknown(f"leaf {i}@{op.loc.short()}",
                                       self.is_uniform(v) and self.ctx.launch_uniform(op))
+
+    def copy_partition(self, op: Op, out) -> None:
+        """``partition_S`` / ``partition_D``: a view (stays inside its tensor); of a global tile
+        `gmem_base` places, also where the thread's part begins (GlobalRules.gmem_partition)."""
+        self.set_unknown_results(op)
+        self.gmem_partition(op)
+
+    def coordinate_leaves(self, op: Op) -> None:
+        """The leaves of a coordinate an identity (coordinate) tensor holds, `tXcX[0]`: its
+        origin as coords.py reads it back (a thread's part of it included), kept aside for the
+        ownership proof (`coord_values`: which lanes may run a branch on them, where they
+        store); the model's values stay as they were."""
+        from ..coords import CoordReader, _leaves
+        from ..cute_types import parse_tree
+        src = self.ctx.kernel.value_info.get(op.operands[0]) if op.operands else None
+        if self.ctx.grid_why is None or src is None or src.op is None or \
+                src.op.name != "cute.deref_arith_tuple_iter":
+            return
+        origin = CoordReader(self).origin(op.operands[0])
+        leaves = _leaves(parse_tree(ct.quoted(op.operand_types[0])[0]))
+        if origin is None or len(origin) != len(leaves) or \
+                any(opaque_reasons(x) for x in origin):
+            return
+        picked = origin if len(op.results) == len(leaves) else \
+            [x for x, t in zip(origin, leaves) if t.startswith("?")]
+        if len(picked) == len(op.results):
+            for r, x in zip(op.results, picked):
+                self.coord_values[r] = x
 
     def make_view(self, op: Op, out) -> None:
         """A shared-memory tensor on a pointer with a static byte offset and a static layout."""
@@ -334,4 +366,6 @@ HANDLERS = {
     "cute.get_flat_coord": rule(ViewRules.hier_coord, NONE),
     "cute.crd2idx": rule(ViewRules.crd2idx, NONE),
     "cute.get_leaves": rule(ViewRules.get_leaves, NONE),
+    "cute.tiled.copy.partition_S": rule(ViewRules.copy_partition, NONE),
+    "cute.tiled.copy.partition_D": rule(ViewRules.copy_partition, NONE),
 }
