@@ -82,10 +82,14 @@ FORMS_WHY = {
     "fixed_slice": "two threads of one cluster access byte 0",
     "two_layouts": "two threads of one cluster access byte 0",
     "next_row": "overlap",
+    "row_flag_all": "two threads of one cluster access byte 0",
+    "row_flag_two": "two threads of one cluster access byte 0",
+    "row_index_all": "two threads of one cluster access byte 0",
 }
 
 
-@pytest.mark.parametrize("form", ["per_cta", "tile_2d", "element", "dynamic_2d", *FORMS_WHY])
+@pytest.mark.parametrize("form", ["per_cta", "tile_2d", "element", "dynamic_2d", "row_flag",
+                                  "row_index", *FORMS_WHY])
 def test_forms(form):
     from fixtures.partition_outputs import VERIFIED, output
     from warpspin.api import CheckOptions, _check_jit, verify
