@@ -218,16 +218,36 @@ def _meet(p0, e0, p1, e1) -> bool:
 MAX_BITS = 1 << 28  # cells of the grid of places compared between clusters, at most
 
 
+def _repeat(x: int, n: int, step: int) -> int:
+    """`x` OR-ed with itself shifted by step, 2 step, ..., (n - 1) step (by doubling)."""
+    out, have = 0, 0
+    block, size = x, 1
+    while n:
+        if n & 1:
+            out |= block << (have * step)
+            have += size
+        block |= block << (size * step)
+        size *= 2
+        n >>= 1
+    return out
+
+
 def _cells(boxes: list, lo: list, span: tuple, strides: list) -> int:
     """The cells of `boxes` ((origin, extent, _)) as the bits of an int: cell x at bit
-    sum((x_j - lo_j + span_j) * strides_j), a span of room on each side of every coordinate."""
-    bits = bytearray(((3 * span[-1]) * strides[-1]) // 8 + 1)
+    sum((x_j - lo_j + span_j) * strides_j), a span of room on each side of every coordinate
+    (strides[0] is 1: a box is a run along the first coordinate, repeated along the others)."""
+    shapes: dict = {}
+    out = 0
     for o, e, _ in boxes:
-        base = [x - l + sp for x, l, sp in zip(o, lo, span)]
-        for cell in itertools.product(*(range(b, b + n) for b, n in zip(base, e))):
-            i = sum(x * st for x, st in zip(cell, strides))
-            bits[i >> 3] |= 1 << (i & 7)
-    return int.from_bytes(bits, "little")
+        e = tuple(e)
+        if e not in shapes:
+            b = (1 << e[0]) - 1
+            for n, st in zip(e[1:], strides[1:]):
+                b = _repeat(b, n, st)
+            shapes[e] = b
+        at = sum((x - l + sp) * st for x, l, sp, st in zip(o, lo, span, strides))
+        out |= shapes[e] << at
+    return out
 
 
 def _moves_meet(boxes: list, shifts: set, lo: list, span: tuple) -> Optional[tuple]:
