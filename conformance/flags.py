@@ -214,6 +214,48 @@ class PartitionSameTile(_PartitionOutputs):
         return self.rank * 0
 
 
+class _PartitionRows(_Outputs):
+    """No flag: 2 CTAs of 32 threads; a (4 x 8)-thread tiled copy splits CTA c's rows 4c..4c+3
+    of an 8 x 8 identity tensor, one element per thread (`tXcX = thr.partition_S(cX)`); the
+    threads `writes()` picks store their column + 1 into out[row], as quack's norms store rstd
+    (`if tXcX[0][1] == 0: ...`)."""
+
+    @cute.jit
+    def body(self):
+        tidx, _, _ = cute.arch.thread_idx()
+        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), Int32, num_bits_per_copy=32)
+        tiled = cute.make_tiled_copy_tv(atom, cute.make_layout((4, 8), stride=(8, 1)),
+                                        cute.make_layout((1, 1)))
+        cX = cute.local_tile(cute.make_identity_tensor((8, 8)), (4, 8), (self.rank, 0))
+        tXcX = tiled.get_slice(tidx).partition_S(cX)
+        if self.rank == 1:
+            self.sleep(20)
+        row, col, out = tXcX[0][0], tXcX[0][1], self.out
+        if self.writes(col):
+            out[row] = Int32(col + 1)
+
+
+class PartitionRowFlag(_PartitionRows):
+    """The threads of column 0 store: one thread per row of the grid. warpspin: verified."""
+    rules = ("gmem.partition-owned",)
+    awaiting_h200 = PartitionOwnTiles.awaiting_h200
+
+    def writes(self, col):
+        return col == 0
+
+
+class PartitionRowAll(_PartitionRows):
+    """Every thread stores: the 8 threads of a row store 1..8 into one word, a write-write race
+    between lanes (out[row] ends as one of them; on hardware one lane of a warp's store wins).
+    warpspin: races NOT CHECKED on out, naming the store."""
+    rules = ("gmem.partition-owned",)
+    expect = "not-checked"
+    awaiting_h200 = PartitionOwnTiles.awaiting_h200
+
+    def writes(self, col):
+        return col >= 0
+
+
 LITMUS = [FlagReleaseAcquire, FlagWaitsForMore, FlagRelaxedAdd, FlagCtaScopeAdd, FlagDataHandoff,
           FlagDataNoWait, FlagDataSyncWarp, GlobalOwnElements, GlobalSameElements,
-          PartitionOwnTiles, PartitionSameTile]
+          PartitionOwnTiles, PartitionSameTile, PartitionRowFlag, PartitionRowAll]

@@ -200,8 +200,11 @@ RULES: dict[str, tuple[str, str, str]] = {
         "tensor, or partition_C of an SM90 MMA laid out along M and N, at the thread index, "
         "over a tile with a one-to-one static layout) touches the tile's bytes, and the threads "
         "of a CTA using one partition at one place are one accessor there (each touches "
-        "elements of its own); a copy of a whole tile by each thread touches all of it; "
-        "anything else: races NOT CHECKED, naming the copy"),
+        "elements of its own); a copy of a whole tile by each thread touches all of it; an "
+        "element of a thread's part of a static-stride tile is placed at the thread's first "
+        "value (tv(tid, 0) read over the tiler), as is a coordinate of an identity tensor's "
+        "partition, and a branch on such a coordinate runs in the lanes whose condition does "
+        "not fold to false; anything else: races NOT CHECKED, naming the copy"),
     "gmem.tma-owned": ("Global tiles TMA stores write, between the threads of the grid (race)",
         "9.7.9.25.5.2, 8.2, 8.9",
         "outside grid models, a TMA store through a descriptor kernel argument writes the box "
