@@ -129,21 +129,8 @@ FORMS_WHY = {
                                   "rank_row", "warp_flag", "trip_row", *FORMS_WHY])
 def test_forms(form):
     from fixtures.owned_outputs import VERIFIED, output
-    from warpspin.api import verify
-
-    from warpspin.api import CheckOptions, _check_jit
-
-    fn, args = output(form)
-    r = verify(fn, *args)
-    if form in VERIFIED:
-        assert r.outcome == "verified", str(r)
-        return
-    assert r.outcome == "not-checked", str(r)
-    first = str(r).splitlines()[1]
-    assert "races NOT CHECKED on global data out" in first and FORMS_WHY[form] in first, first
-    # deadlock freedom alone is still proven
-    alone, = _check_jit(fn, args, CheckOptions(properties=("deadlock",)), form)
-    assert alone.outcome == "verified", str(alone)
+    from verdicts import check_output_form
+    check_output_form(output, form, form in VERIFIED, FORMS_WHY.get(form, ""))
 
 
 def _brute_force_meet(accesses, counts) -> bool:

@@ -92,20 +92,10 @@ FORMS_WHY = {
                                   "row_index", *FORMS_WHY])
 def test_forms(form):
     from fixtures.partition_outputs import VERIFIED, output
-    from warpspin.api import CheckOptions, _check_jit, verify
-
-    fn, args = output(form)
-    r = verify(fn, *args)
-    if form in VERIFIED:
-        assert r.outcome == "verified", str(r)
-        if form == "dynamic_2d":
-            assert "global data out: its layout is one-to-one" in str(r), str(r)
-        return
-    assert r.outcome == "not-checked", str(r)
-    first = str(r).splitlines()[1]
-    assert "races NOT CHECKED on global data out" in first and FORMS_WHY[form] in first, first
-    alone, = _check_jit(fn, args, CheckOptions(properties=("deadlock",)), form)
-    assert alone.outcome == "verified", str(alone)
+    from verdicts import check_output_form
+    text = check_output_form(output, form, form in VERIFIED, FORMS_WHY.get(form, ""))
+    if form == "dynamic_2d":
+        assert "global data out: its layout is one-to-one" in text, text
 
 
 def _dsl_mma_parts():

@@ -295,11 +295,10 @@ def thread_offset(copy_t: str, tid: Expr, f) -> Optional[tuple[Expr, ...]]:
     destination layouts are the reference's: the thread-value layout maps (tid, 0) to an index
     of the tile, read column-major over the tiler's extents (plain ``N:1`` or ``1:0`` modes).
     `f`: a folder (`binop`). None when the layout or tiler is not of that form."""
-    tv = re.search(r'layout_copy_tv = <"([^"]+)">', copy_t)
-    tiler = re.search(r'tiler_mn = <"\[([^"]*)\]">', copy_t)
-    if not tv or not tiler:
+    layouts = ct.tiled_copy_layouts(copy_t)
+    if layouts is None:
         return None
-    sh, _, st = tv.group(1).partition(":")
+    (sh, _, st), parts = layouts[0].partition(":"), layouts[1]
     try:
         shape, stride = parse_tree(sh), parse_tree(st)
     except (ValueError, IndexError):
@@ -307,7 +306,6 @@ def thread_offset(copy_t: str, tid: Expr, f) -> Optional[tuple[Expr, ...]]:
     if not (isinstance(shape, tuple) and len(shape) == 2):
         return None
     threads = _flat_modes(f"{_text(shape[0])}:{_text(stride[0])}")
-    parts = [p.strip() for p in tiler.group(1).split(";")]
     if threads is None or not all(re.fullmatch(r"\d+:1|1:0", p) for p in parts):
         return None
     # (CuTe's idx2crd: the last mode takes the whole quotient, past its extent too)

@@ -245,3 +245,14 @@ def stage_mode(tensor_type: str, coord_text: str) -> Optional[tuple[str, int, in
         if n * d >= total and rest < d:
             return entries[i], n, d, entries[:i].count("?")
     return None
+
+
+def tiled_copy_layouts(copy_t: str) -> Optional[tuple[str, list[str]]]:
+    """A tiled copy type's thread-value layout text and its tiler's modes:
+    ``!cute.tiled_copy<..., layout_copy_tv = <"(64,4):(4,1)">, tiler_mn = <"[2:1;256:1]">>`` ->
+    ("(64,4):(4,1)", ["2:1", "256:1"]); None for another type."""
+    tv = re.search(r'layout_copy_tv = <"([^"]+)">', copy_t)
+    tiler = re.search(r'tiler_mn = <"\[([^"]*)\]">', copy_t)
+    if not tv or not tiler:
+        return None
+    return tv.group(1), [p.strip() for p in tiler.group(1).split(";")]

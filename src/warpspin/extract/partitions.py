@@ -82,13 +82,11 @@ def _is_thread_index(k: TracedKernel, vid: int) -> bool:
     return False
 
 
-def _tiler_size(text: str) -> Optional[int]:
-    """``[2:1;256:1]`` -> 512."""
-    m = re.fullmatch(r"\[(.*)\]", text.strip())
-    if not m:
-        return None
+def _tiler_size(parts: list[str]) -> Optional[int]:
+    """The elements of a tiler of modes ``["2:1", "256:1"]`` (512); None if one is not a
+    static extent."""
     n = 1
-    for part in m.group(1).split(";"):
+    for part in parts:
         shape = part.split(":", 1)[0].strip()
         if not re.fullmatch(r"\d+", shape):
             return None
@@ -142,11 +140,11 @@ def tv_apart(copy_t: str, users: int) -> bool:
     """A tiled copy's (type ``copy_t``) thread-value layout gives threads 0 .. users - 1 parts
     of its tile that share no element: they are below its thread mode, and the layout is
     one-to-one into the tile."""
-    tv = re.search(r'layout_copy_tv = <"([^"]+)">', copy_t)
-    tiler = re.search(r'tiler_mn = <"([^"]+)">', copy_t)
-    if not tv or not tiler:
+    layouts = ct.tiled_copy_layouts(copy_t)
+    if layouts is None:
         return False
-    sh, _, _ = tv.group(1).partition(":")
+    tv, parts = layouts
+    sh, _, _ = tv.partition(":")
     try:
         thread_mode = ct.parse_shape(sh)[0]
     except (ValueError, IndexError, TypeError):
@@ -157,8 +155,8 @@ def tv_apart(copy_t: str, users: int) -> bool:
             if not isinstance(leaf, int):
                 return False
             threads *= leaf
-    tv_image, tile = image(tv.group(1)), _tiler_size(tiler.group(1))
-    fl = ct.flat_layout(f'"{tv.group(1)}"')
+    tv_image, tile = image(tv), _tiler_size(parts)
+    fl = ct.flat_layout(f'"{tv}"')
     return (users <= threads and tv_image is not None and tile is not None
             and len(tv_image) == prod(fl[0]) and max(tv_image) < tile)
 
@@ -204,11 +202,11 @@ def static_one_to_one(tensor_t: str) -> bool:
 def _tiles_divide(copy_t: str, tensor_t: str) -> bool:
     """The tiled copy's tiler (plain extents ``N:1``, or ``1:0``) divides the tensor's modes one
     by one."""
-    tiler = re.search(r'tiler_mn = <"\[([^"]*)\]">', copy_t)
+    layouts = ct.tiled_copy_layouts(copy_t)
     shape = static_shape(tensor_t)
-    if not tiler or shape is None:
+    if layouts is None or shape is None:
         return False
-    parts = [p.strip() for p in tiler.group(1).split(";")]
+    parts = layouts[1]
     if len(parts) > len(shape) or not all(re.fullmatch(r"\d+:1|1:0", p) for p in parts):
         return False
     return all(n % int(p.split(":")[0]) == 0 for p, n in zip(parts, shape))
