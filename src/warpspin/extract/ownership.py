@@ -234,20 +234,31 @@ def _repeat(x: int, n: int, step: int) -> int:
 
 def _cells(boxes: list, lo: list, span: tuple, strides: list) -> int:
     """The cells of `boxes` ((origin, extent, _)) as the bits of an int: cell x at bit
-    sum((x_j - lo_j + span_j) * strides_j), a span of room on each side of every coordinate
-    (strides[0] is 1: a box is a run along the first coordinate, repeated along the others)."""
+    sum((x_j - lo_j + span_j) * strides_j), a span of room on each side of every coordinate.
+    A box of few cells sets them one by one; a large one is a run along the first coordinate
+    (strides[0] is 1) repeated along the others, OR-ed in whole."""
+    size = ((3 * span[-1]) * strides[-1]) // 8 + 1
+    bits = bytearray(size)
     shapes: dict = {}
-    out = 0
+    whole = 0
     for o, e, _ in boxes:
+        base = [x - l + sp for x, l, sp in zip(o, lo, span)]
+        cells = 1
+        for n in e:
+            cells *= n
+        if cells * 1000 < size:
+            for cell in itertools.product(*(range(b, b + n) for b, n in zip(base, e))):
+                i = sum(x * st for x, st in zip(cell, strides))
+                bits[i >> 3] |= 1 << (i & 7)
+            continue
         e = tuple(e)
         if e not in shapes:
             b = (1 << e[0]) - 1
             for n, st in zip(e[1:], strides[1:]):
                 b = _repeat(b, n, st)
             shapes[e] = b
-        at = sum((x - l + sp) * st for x, l, sp, st in zip(o, lo, span, strides))
-        out |= shapes[e] << at
-    return out
+        whole |= shapes[e] << sum(x * st for x, st in zip(base, strides))
+    return int.from_bytes(bits, "little") | whole
 
 
 def _moves_meet(boxes: list, shifts: set, lo: list, span: tuple) -> Optional[tuple]:
