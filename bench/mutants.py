@@ -77,7 +77,9 @@ Equivalence rules (checked on the edit, not on the verdict):
   neither's index reading the other's result: each reads the word it read before, with the
   same synchronization around it.
 * `data accesses commute`: two neighbouring accesses of shared data cells (`ld.shared` whose
-  value nothing reads, `st.shared` of a value the model does not follow) of one thread swapped:
+  value nothing reads, `st.shared` of a value the model does not follow) or of a thread's own
+  part of a buffer (`smem.own`), alone or in an `elect_one`, of one thread swapped (two
+  accesses of one buffer's own part: `own part`):
   each keeps the same synchronization before and after it, so the accesses of other threads it
   is unordered with are the same, and no value changes that a property reads.
 * `launch-phase wait`, `unobserved barrier`: from the same runs, a wait that passes on its
@@ -393,8 +395,8 @@ def equivalence(kernel, mutant, edit, name: str = "") -> str | None:
         return "launch-phase wait"
     if _unobserved(kernel, edit):
         return "unobserved barrier"
-    if edit.what == "swapped" and _data_access(kernel, edit.stmt) and \
-            _data_access(kernel, edit.other):
+    if edit.what == "swapped" and _commuting_access(kernel, edit.stmt) and \
+            _commuting_access(kernel, edit.other):
         return "data accesses commute"
     if edit.what == "swapped" and _independent_loads(edit.stmt, edit.other):
         return "independent loads"
@@ -558,6 +560,13 @@ def _data_access(kernel, s) -> bool:
         return False
     arr = next((w for w in kernel.words if w.name == s.ref.name), None)
     return arr is not None and getattr(arr, "data", False)
+
+
+def _commuting_access(kernel, s) -> bool:
+    """A data cell access (`_data_access`), or an access of the thread's own part of a buffer
+    (`smem.own`: no value), alone or in the lane subset around it (an `elect_one`)."""
+    s = _single(s)
+    return isinstance(s, SmemOwn) or _data_access(kernel, s)
 
 
 def _one_instruction(a, b) -> bool:
