@@ -144,3 +144,20 @@ def test_mma_accumulator_parts_apart_as_the_dsl_gives_them():
             seen |= p
         assert mma_c_apart(mma_t, tensor_t, len(parts)), (mma_t, tensor_t)
         assert not mma_c_apart(mma_t, tensor_t, len(parts) + 1)
+
+
+def test_a_nested_tensor_mode_is_not_split_by_a_tiler():
+    """A tiler's mode j splits the tensor's top-level mode j: with a nested mode, leaf j is not
+    that mode (`((4,2),3)` by `[4:1;2:1]` checks 4 and 2 leaf by leaf, but 2 does not divide the
+    second mode, 3): the partition is not read."""
+    from warpspin.extract.partitions import _tiles_divide, mma_c_apart, static_shape
+    copy_t = ('!cute.tiled_copy<!cute_nvgpu.atom.universal_copy<f32, 32 b>, layout_copy_tv = '
+              '<"(8,1):(1,0)">, tiler_mn = <"[4:1;2:1]">>')
+    assert _tiles_divide(copy_t, '!cute.memref<f32, gmem, "(8,6):(1,8)">')
+    assert static_shape('!cute.memref<f32, gmem, "((4,2),3):(1,4)">') is None
+    assert not _tiles_divide(copy_t, '!cute.memref<f32, gmem, "((4,2),3):(1,8)">')
+    mma = ('!cute.tiled_mma<!cute_nvgpu.sm90.mma<64x64x16, ab_major = (k, k), elem_type = '
+           '(bf16, bf16, f32), frag_kind = ss>, atom_layout_MNK = <"(1,1,1):(0,0,0)">, '
+           'permutation_MNK = <"[_;_;_]">>')
+    assert mma_c_apart(mma, '!cute.memref<f32, gmem, "(64,64):(64,1)">', 128)
+    assert not mma_c_apart(mma, '!cute.memref<f32, gmem, "((32,2),64):(64,2048,1)">', 128)

@@ -180,15 +180,17 @@ def mma_c_apart(mma_t: str, tensor_t: str, users: int) -> bool:
 
 
 def static_shape(tensor_t: str) -> Optional[tuple[int, ...]]:
-    """The flat shape of a tensor type whose every extent is static (its strides may not be)."""
+    """The extents of a tensor type whose top-level modes are single leaves, every one static
+    (its strides may not be); None for a nested mode (a tiler's mode j would not be leaf j)."""
     layout = layout_text(tensor_t)
     if layout is None:
         return None
     try:
-        shape = ct.flatten(ct.parse_shape(layout.split(":", 1)[0]))
+        shape = ct.parse_shape(layout.split(":", 1)[0])
     except (ValueError, IndexError, TypeError):
         return None
-    return tuple(shape) if shape and None not in shape else None
+    shape = shape if isinstance(shape, tuple) else (shape,)
+    return tuple(shape) if shape and all(isinstance(n, int) for n in shape) else None
 
 
 def static_one_to_one(tensor_t: str) -> bool:

@@ -363,7 +363,9 @@ class GlobalRules:
             return
         at, flat = self.gmem_base(op.operands[1], t), ct.flat_layout(t)
         coord = self.coord_leaves(op.operands[2])
-        if at is None or flat is None or coord is None or len(coord) != 1 or \
+        # (top-level modes of one leaf each: tiler mode j is the tile's mode j)
+        if at is None or flat is None or static_shape(t) is None or coord is None or \
+                len(coord) != 1 or \
                 not isinstance(coord[0], Expr) or opaque_reasons(coord[0]):
             return
         crd = thread_offset(op.operand_types[0], coord[0], self.f)
