@@ -206,3 +206,25 @@ def test_no_files_left_behind(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     trace(_mbar_host, Int32(2))
     assert list(tmp_path.iterdir()) == []
+
+
+@cute.kernel
+def _one_store(out: cute.Tensor):
+    tid, _, _ = cute.arch.thread_idx()
+    out[tid] = Int32(1)
+
+
+@cute.jit
+def _launched_twice(out: cute.Tensor, n: Int32):
+    _one_store(out).launch(grid=(n, 1, 1), block=(32, 1, 1))
+    _one_store(out).launch(grid=(n, 2, 1), block=(32, 1, 1))
+
+
+def test_each_launch_has_its_own_grid_per_dimension():
+    """A grid dynamic along x keeps its constant y and z (the ownership proof counts clusters
+    per dimension); two launches of one kernel are two kernels, each with its own grid."""
+    from warpspin.frontend import fake_tensor
+    from warpspin.frontend.mlir_data import GRID_EXTENTS_ATTR
+    ks = trace(_launched_twice, fake_tensor(Int32, (64,)), Int32(2))
+    assert sorted(k.attrs.get(GRID_EXTENTS_ATTR) for k in ks) == [(None, 1, 1), (None, 2, 1)]
+    assert all(k.grid_dim is None for k in ks)

@@ -281,15 +281,13 @@ def launch_dims(module_op) -> dict[str, dict]:
 
     out: dict[str, dict] = {}
 
-    def const3(vals, fn_args) -> Optional[tuple[int, int, int]]:
-        es = [_host_expr(v, fn_args) for v in vals]
-        if len(es) == 3 and all(e is not None and e[0] == "const" for e in es):
-            return tuple(int(e[1]) for e in es)  # type: ignore[return-value]
-        return None
-
     def each3(vals, fn_args) -> tuple:
         es = [_host_expr(v, fn_args) for v in vals]
         return tuple(int(e[1]) if e is not None and e[0] == "const" else None for e in es)
+
+    def const3(vals, fn_args) -> Optional[tuple[int, int, int]]:
+        dims = each3(vals, fn_args)
+        return dims if len(dims) == 3 and None not in dims else None  # type: ignore[return-value]
 
     def visit_fn(fn):
         entry = fn.regions[0].blocks[0]
@@ -312,7 +310,12 @@ def launch_dims(module_op) -> dict[str, dict]:
                 callee = str(op_attrs(op).get("callee") or "")
                 cfg = cfgs.get(_raw(op.operands[0]))
                 if cfg is not None:
-                    out[callee.rsplit("@", 1)[-1]] = cfg
+                    sym = callee.rsplit("@", 1)[-1]
+                    prev = out.get(sym)
+                    # one kernel launched twice with other dims: none of them is its own
+                    out[sym] = cfg if prev is None or prev == cfg else {
+                        "block": cfg["block"] if prev.get("block") == cfg["block"] else None,
+                        "grid": None, "grid_each": (None, None, None), "cluster": "unknown"}
             return ir.WalkResult.ADVANCE
 
         fn.walk(visit, ir.WalkOrder.PRE_ORDER)
