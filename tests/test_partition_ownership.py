@@ -85,6 +85,7 @@ FORMS_WHY = {
     "row_flag_all": "two threads of one cluster access byte 0",
     "row_flag_two": "two threads of one cluster access byte 0",
     "row_index_all": "two threads of one cluster access byte 0",
+    "async_reread": "a cp.async reads it and the kernel writes it",
 }
 
 

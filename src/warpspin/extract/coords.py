@@ -277,18 +277,6 @@ class CoordReader:
         return self._shifted(base, terms)
 
 
-def _flat_modes(text: str) -> Optional[list[tuple[int, int]]]:
-    """A layout text's leaves as (extent, stride), colexicographic; None if not static."""
-    sh, _, st = text.partition(":")
-    try:
-        shape, stride = _leaves(parse_tree(sh)), _leaves(parse_tree(st))
-    except (ValueError, IndexError):
-        return None
-    if len(shape) != len(stride) or not all(re.fullmatch(r"\d+", x) for x in shape + stride):
-        return None
-    return [(int(n), int(d)) for n, d in zip(shape, stride)]
-
-
 def thread_offset(copy_t: str, tid: Expr, f) -> Optional[tuple[Expr, ...]]:
     """Where thread `tid`'s first value lies in a tiled copy's tile (type `copy_t`), one
     coordinate per tiler mode: CuTe's ``tile2thrfrg`` for a copy atom whose source and
@@ -305,7 +293,8 @@ def thread_offset(copy_t: str, tid: Expr, f) -> Optional[tuple[Expr, ...]]:
         return None
     if not (isinstance(shape, tuple) and len(shape) == 2):
         return None
-    threads = _flat_modes(f"{_text(shape[0])}:{_text(stride[0])}")
+    fl = ct.flat_layout(f'"{_text(shape[0])}:{_text(stride[0])}"')
+    threads = list(zip(*fl)) if fl is not None else None
     if threads is None or not all(re.fullmatch(r"\d+:1|1:0", p) for p in parts):
         return None
     # (CuTe's idx2crd: the last mode takes the whole quotient, past its extent too)

@@ -55,6 +55,7 @@ class GlobalAccess:
     # `elem` bytes: the partition (tiled copy and tile layout); every thread of the CTA that
     # uses it at one place touches bytes of its own there, so together they are one accessor
     partition: str = ""
+    asynchronous: bool = False  # a cp.async's read (completes after the thread goes on)
 
 
 def inline_locals(e: Expr, defs: dict[str, Expr], budget: int = 4096) -> Expr:
@@ -322,6 +323,11 @@ def ownership_why(accesses: list[GlobalAccess],
     for a in accesses:
         if a.offset is None and not a.box:
             return a.loc, a.why or "its place is not known"
+    read = next((a for a in accesses if a.asynchronous), None)
+    if read is not None:  # (its order with the thread's own writes is not followed)
+        return read.loc, ("a cp.async reads it and the kernel writes it: a thread's asynchronous "
+                          "read is not ordered with its own later write before its "
+                          "cp.async.wait_group")
     ranks = {len(_places(a)[1]) for a in accesses}
     if len(ranks) > 1:
         return accesses[0].loc, ("it is placed both by coordinates (TMA stores, tiles of a "

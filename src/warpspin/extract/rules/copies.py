@@ -50,7 +50,7 @@ class CopyRules:
         elif kind in ("tma_store", "tma_reduce", "bulk_copy_s2g"):
             self.tma_store(op, kind, out, atom)
         elif kind == "simt_async_copy":
-            self.gmem_copy_access(op, 1, False)
+            self.gmem_copy_access(op, 1, False, asynchronous=True)
             self.cp_async(op, out)
         elif kind == "tma_load_im2col":
             out.append(Unsupported(f"cute.copy with {kind} atom", self.loc(op)))

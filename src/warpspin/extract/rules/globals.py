@@ -272,7 +272,8 @@ class GlobalRules:
         self.ctx.gmem_settled.add(op.uid)
         self.ctx.gmem_recorded.add(op.uid)
 
-    def gmem_copy_access(self, op: Op, index: int, write: bool) -> None:
+    def gmem_copy_access(self, op: Op, index: int, write: bool,
+                         asynchronous: bool = False) -> None:
         """Outside grid models, a copy (universal or cp.async atom) that reads or writes a global
         tensor (operand `index`), for extract/ownership.py: the bytes of the tile `gmem_base`
         places that the tensor is (each executing thread copies all of it), or that a one-to-one
@@ -292,7 +293,8 @@ class GlobalRules:
             "layout, or a tile of static extents of a layout that may be one-to-one) nor a "
             "thread's own part of one (a one-to-one partition by a universal or cp.async tiled "
             "copy, or an SM90 MMA's accumulator, at the thread index)")
-        self._global_access(op, root, write, why=why, **(place or dict(offset=None, elem=0)))
+        self._global_access(op, root, write, why=why, asynchronous=asynchronous,
+                            **(place or dict(offset=None, elem=0)))
 
     def tile_of(self, vid: int, whole: bool) -> Optional[dict]:
         """Where in a kernel argument a global tensor touches: the tile a one-to-one thread
