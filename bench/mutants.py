@@ -63,6 +63,9 @@ Equivalence rules (checked on the edit, not on the verdict):
   below zero, 9.7.13.15.2; litmus `mbarrier.tx-before-expect` on the H200), and the phase still
   needs that arrive, so it completes at the same point.
 * `reviewed`: a survivor read by hand, with the reason it breaks nothing (`REVIEWED` below).
+  A survivor whose source edit the extractor reports (`AT_THE_SOURCE`: a CTA barrier between
+  lanes of one warp that hand data over, which a SyncIR mutant, having no lanes, cannot show)
+  is **reported**, with that source edit checked by a test.
 * `independent assignment`: a statement swapped with an assignment of a local it does not read
   (or an If whose branches only assign such locals: a pipeline state's advance), whose value
   reads nothing the statement writes: the thread computes the same values and does
@@ -140,7 +143,41 @@ _ACC_INTO_NEXT_GROUP = (
     "the only access of the accumulator is its store after the loop's last wait_group(0), which "
     "retires every group, and no wgmma.fence check changes (no access lies between): nothing "
     "the properties observe changes")
+_JACOBI = "jacobi_halo.correct"
+_CLUSTER_BARRIER_AFTER = (
+    "the cluster barrier right after (every thread of the cluster arrives before any passes its "
+    "wait) orders the warp's lanes and both CTAs as the CTA barrier did: the next step's reads "
+    "of these cells, and the peer's next halo store, still come after it")
+# (kernel name, the edit as fmt_edit writes it) -> the source edit it stands for, and how the
+# extractor reports that edit (a SyncIR mutant has no lanes: the warp-lane check is the
+# extractor's). Each is a test (tests/test_examples.py, test_source_edits_the_extractor_reports)
+AT_THE_SOURCE = {
+    (_JACOBI, "process 0: `bar.sync 0` (jacobi_halo.py:89) deleted"):
+        "the `sync_threads()` between the reads of the neighbours and the write of the mean "
+        "deleted: lane i writes the cell lane i+1 reads, with no barrier between (a warp is not "
+        "lockstep): races NOT CHECKED on cells (lanes of one warp hand it over), INCONCLUSIVE",
+}
 REVIEWED = {
+    (_JACOBI, "process 0: `st.shared data18[3], 0` (jacobi_halo.py:90) swapped with `bar.sync 0`"):
+        "the mean's store moves after the second CTA barrier; " + _CLUSTER_BARRIER_AFTER,
+    (_JACOBI, "process 1: `bar.sync 0` (jacobi_halo.py:91) deleted"):
+        "the CTA barrier after the mean's store deleted; " + _CLUSTER_BARRIER_AFTER,
+    (_JACOBI, "process 0: `ld.shared data18[4]` (jacobi_halo.py:88) swapped with `bar.sync 0`"):
+        "the read of the halo cell moves after the first CTA barrier: no lane writes the halo "
+        "cell in a step (only the peer does, after the cluster barrier that ends the step), so "
+        "the read sees the same store",
+    (_JACOBI, "process 0: `mbarrier.wait smem13[0], parity=c44_0` (jacobi_halo.py:85) swapped "
+              "with `ld.shared data18[0]`"):
+        "CTA 0 reads cells[0] before its wait: that is the rod's outer end, which only CTA 0's "
+        "own init writes (the peer's halo stores go into cells[N + 1] of CTA 0), so no store "
+        "the wait orders is involved",
+    (_JACOBI, "process 0: `For` (jacobi_halo.py:75) swapped with `ld.shared data18[1]`"):
+        "the final read of the CTA's own cell moves before the step loop: it reads an older "
+        "value, which no property observes; nothing but this CTA writes the cell, and its own "
+        "writes stay in program order",
+    (_JACOBI, "process 0: `st.shared data18[3], 0` (jacobi_halo.py:64) swapped with `Lanes`"):
+        "two of the CTA's first stores of its own cells swapped, before its first cluster "
+        "arrive: no other thread accesses them before that barrier",
     ('wgmma_accumulator.correct',
      'process 0: `wgmma.acc acc0` (wgmma_accumulator.py:101) swapped with `wgmma.commit_group '
      'acc=[acc0] data=[data24, data28], depth=1`'): _ACC_INTO_NEXT_GROUP,
@@ -826,6 +863,9 @@ def classify(kernel, base, mutant, edit, timeout: float, cache: dict | None = No
     if r.verdict == "violation":
         return "reported", r.kind
     if r.verdict == "verified":
+        source = AT_THE_SOURCE.get((name, fmt_edit(edit)))
+        if source:
+            return "reported", f"at the source: {source}"
         rule = equivalence(kernel, mutant, edit, name)
         if rule:
             return "equivalent", rule

@@ -70,3 +70,25 @@ def test_example_plain_and_reduced_agree(path, variant, mod):
                                                               reduce=reduce))[0]
         kinds.append(r.outcome)
     assert kinds[0] in mod.EXPECT[variant].split("|") and kinds[1] in mod.EXPECT[variant].split("|")
+
+
+def test_source_edits_the_extractor_reports(tmp_path):
+    """The mutation bench's AT_THE_SOURCE survivors, made as source edits: each is reported
+    (a SyncIR mutant has no lanes, so the warp-lane check is the extractor's)."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    from mutants import AT_THE_SOURCE
+    path = os.path.join(ROOT, "examples", "jacobi_halo.py")
+    text = open(path).read()
+    first = ("            mean = (cells[lane] + cells[lane + 2]) * Float32(0.5)\n"
+             "            cute.arch.sync_threads()\n")
+    assert text.count(first) == 1
+    sync_line = text[:text.index(first)].count("\n") + 2
+    assert ("jacobi_halo.correct",
+            f"process 0: `bar.sync 0` (jacobi_halo.py:{sync_line}) deleted") in AT_THE_SOURCE
+    edited = tmp_path / "jacobi_halo.py"
+    edited.write_text(text.replace(first, first.split("\n")[0] + "\n"))
+    r = check_target(f"{edited}:correct", example_options(_module(path), "correct",
+                                                          timeout_s=300))[0]
+    assert r.verdict == "inconclusive" and r.outcome == "not-checked", str(r)
+    assert "lanes of one warp hand it over" in str(r), str(r)
