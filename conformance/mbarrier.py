@@ -194,6 +194,41 @@ class TestAndTryWait(_Mbar):
             self.observe(3, cute.arch.mbarrier_try_wait(self.bar(0), 0))
 
 
+class SpinTryWait(_Mbar):
+    """Warp 0 spins on try_wait of phase 0 (`while not try_wait`) until warp 1's arrival, then
+    tests the phase: completes, probe [1]."""
+    rules = ("mbarrier.spin-test-wait",)
+    probes = 1
+    awaiting_h200 = ("no device machine could be started in the session that added it "
+                     "(2026-12-07)")
+
+    @cute.jit
+    def body(self):
+        self.init(1)
+        if self.warp == 1:
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(self.bar(0))
+        if self.warp == 0:
+            while not cute.arch.mbarrier_try_wait(self.bar(0), 0):
+                pass
+            self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
+
+
+class SpinTestWaitHangs(_Mbar):
+    """Warp 0 spins on test_wait of phase 0 and nobody arrives: it spins forever (deadlock)."""
+    rules = ("mbarrier.spin-test-wait",)
+    expect = "deadlock"
+    awaiting_h200 = SpinTryWait.awaiting_h200
+
+    @cute.jit
+    def body(self):
+        self.init(1)
+        if self.warp == 0:
+            done = cute.arch.mbarrier_test_wait(self.bar(0), 0)
+            while not done:
+                done = cute.arch.mbarrier_test_wait(self.bar(0), 0)
+
+
 class TryWaitTimeLimit(_Mbar):
     """The same with try_wait's explicit time limit (`mbarrier.try_wait.parity.timelimit`,
     `experimental.primitives.nvvm_wrapper.mbarrier_try_wait_parity`, 1000 ns): 0 before warp 1's
@@ -271,4 +306,4 @@ class UseBeforeInit(Litmus):
 
 LITMUS = [PhaseNeedsArrivals, ArriveCount, PendingTxKeepsPhaseOpen, PendingTxHangs,
           ArriveAfterCompletion, ParityOneBehind, ParityTwoBehindProbe, ParityTwoBehindWait,
-          TestAndTryWait, TryWaitTimeLimit, OverArrival, InitFenceOtherWarp, UseBeforeInit]
+          TestAndTryWait, SpinTryWait, SpinTestWaitHangs, TryWaitTimeLimit, OverArrival, InitFenceOtherWarp, UseBeforeInit]

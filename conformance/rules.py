@@ -25,6 +25,9 @@ RULES: dict[str, tuple[str, str, str]] = {
     "mbarrier.test-wait": ("mbarrier", "9.7.13.15.16",
         "test_wait and try_wait return whether the phase of the parity completed; neither blocks "
         "for good (try_wait may suspend for a while)"),
+    "mbarrier.spin-test-wait": ("Spin loops on a test-wait", "9.7.13.15.16",
+        "a loop that repeats try_wait / test_wait of one phase until it passes is that phase's "
+        "wait: it passes once the phase completes, and spins forever (deadlock) if it never does"),
     "mbarrier.over-arrival": ("mbarrier", "9.7.13.15.13",
         "more arrivals in one step than are pending: arrival-mismatch (the excess spills into "
         "the next phase in hardware)"),

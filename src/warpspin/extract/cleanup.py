@@ -244,7 +244,9 @@ def merge_adjacent_checks(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
 
 
 def finish(body: list[Stmt]) -> tuple[Stmt, ...]:
+    from .spinwait import spin_waits
     try:
-        return merge_adjacent_checks(simplify_body(mark_unsupported(simplify_body(tuple(body)))))
+        return merge_adjacent_checks(simplify_body(mark_unsupported(simplify_body(
+            spin_waits(tuple(body))))))
     finally:
         _READS.clear()

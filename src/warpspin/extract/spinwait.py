@@ -1,0 +1,85 @@
+"""A spin loop on an mbarrier's test-wait is its blocking wait.
+
+    ok = test_wait(b, p); <assignments>; while c: { ok' = test_wait(b, p); <the same> }
+
+(`done = cute.arch.mbarrier_try_wait(b, p)` then `while not done: done = ...try_wait(b, p)`, or
+`while not cute.arch.mbarrier_test_wait(b, p): pass`) becomes `mbarrier.wait b, p` followed by
+`ok = 1` and the assignments. Exact: a failed test changes nothing but its local, which the
+next trip overwrites, so the loop's effect is its passing test; the wait is enabled exactly in
+the states where that test passes, and a test's checks (parity aliasing, visibility, scope)
+are the wait's on the same element (docs/semantics.md, "Spin loops on a test-wait"). A spin
+that never ends is then the wait's deadlock, not a loop running past the model's bound.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..syncir.ir import (Assign, Const, For, If, Lanes, Stmt, Var, While, expr_vars, stmt_exprs,
+                         walk_stmts)
+from ..syncir.ops import MbarTestWait, MbarWait
+from .values import Folder, subst
+
+
+def _trip(body: tuple[Stmt, ...]):
+    """(test, assignments) when `body` is one test-wait then assignments only."""
+    if not body or not isinstance(body[0], MbarTestWait) or \
+            not all(isinstance(s, Assign) for s in body[1:]):
+        return None
+    return body[0], body[1:]
+
+
+def _cond_of(cond, assigns, dest: str, result: int):
+    """`cond` after `assigns` with the test's result `result`, folded (None: not a constant)."""
+    env = {dest: Const(result)}
+    f = Folder()
+    for a in assigns:
+        env[a.var] = subst(a.value, env, f)
+    v = subst(cond, env, f)
+    return v.value if isinstance(v, Const) else None
+
+
+def _spin(pre: tuple[Stmt, ...], loop: While, after: tuple[Stmt, ...]):
+    """The statements replacing `pre` + `loop`, or None when they are not a spin loop."""
+    inner, outer = _trip(loop.body), _trip(pre)
+    if inner is None or outer is None:
+        return None
+    (t1, a1), (t2, a2) = outer, inner
+    if t1.bar != t2.bar or t1.parity != t2.parity:
+        return None
+    same = len(a1) == len(a2) and all(
+        x.var == y.var and x.value == subst(y.value, {t2.dest: Var(t1.dest)}, Folder())
+        for x, y in zip(a1, a2))
+    if not same:
+        return None
+    written = {a.var for a in a1} | {t1.dest, t2.dest}
+    bar = (t1.bar.index, t1.bar.cta) if t1.bar.cta is not None else (t1.bar.index,)
+    read = set().union(*(expr_vars(e) for e in (t1.parity, *bar)))
+    if read & written or any(expr_vars(a.value) - written for a in a1):
+        return None  # the phase must be the same at every trip; the condition the test's alone
+    if _cond_of(loop.cond, a1, t1.dest, 0) not in (1, True) or \
+            _cond_of(loop.cond, a1, t1.dest, 1) not in (0, False):
+        return None
+    if any(t2.dest in expr_vars(e) for s in walk_stmts(after) for e in stmt_exprs(s)):
+        return None  # (the loop's own result read after it: not this form)
+    return (MbarWait(t1.bar, t1.parity, t1.loc), Assign(t1.dest, Const(1), t1.loc), *a1)
+
+
+def spin_waits(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """`body` with every spin loop on a test-wait (nested bodies too) made its blocking wait."""
+    out: list[Stmt] = []
+    body = tuple(body)
+    for i, s in enumerate(body):
+        if isinstance(s, If):
+            s = replace(s, then=spin_waits(s.then), else_=spin_waits(s.else_))
+        elif isinstance(s, (For, While, Lanes)):
+            s = replace(s, body=spin_waits(s.body))
+        if isinstance(s, While):
+            start = next((j for j in range(len(out) - 1, -1, -1)
+                          if isinstance(out[j], MbarTestWait)), None)
+            new = None if start is None else _spin(tuple(out[start:]), s, body[i + 1:])
+            if new is not None:
+                del out[start:]
+                out.extend(new)
+                continue
+        out.append(s)
+    return tuple(out)
