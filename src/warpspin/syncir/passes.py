@@ -107,12 +107,13 @@ def without_noop_fences(k: Kernel) -> tuple[Kernel, int]:
     and deadlocks are reachable."""
     dropped = 0
 
-    def fences(body: tuple[Stmt, ...], fenced: bool) -> tuple[tuple[Stmt, ...], bool]:
+    def fences(body: tuple[Stmt, ...], fenced: bool, keep_warp_sync: bool = False
+               ) -> tuple[tuple[Stmt, ...], bool]:
         """`body` without its no-op fences, and whether every path through it ends fenced."""
         nonlocal dropped
         out = []
         for s in body:
-            if isinstance(s, WarpSync):
+            if isinstance(s, WarpSync) and not keep_warp_sync:
                 dropped += 1
                 continue
             if isinstance(s, MbarInitFence):
@@ -122,10 +123,10 @@ def without_noop_fences(k: Kernel) -> tuple[Kernel, int]:
                 fenced = True
             elif isinstance(s, (For, While)):  # the body may run again after its own inits
                 looped = fenced and not _inits(s.body)
-                s = with_bodies(s, (fences(s.body, looped)[0],))
+                s = with_bodies(s, (fences(s.body, looped, keep_warp_sync)[0],))
                 fenced = looped
             elif isinstance(s, (If, Lanes)):  # both branches; a Lanes block every instance runs
-                done = [fences(x, fenced) for x in stmt_bodies(s)]
+                done = [fences(x, fenced, keep_warp_sync) for x in stmt_bodies(s)]
                 s = with_bodies(s, tuple(x for x, _ in done))
                 fenced = all(f for _, f in done)
                 if isinstance(s, Lanes) and not s.body:
@@ -135,5 +136,9 @@ def without_noop_fences(k: Kernel) -> tuple[Kernel, int]:
             out.append(s)
         return tuple(out), fenced
 
-    procs = tuple(replace(p, body=fences(p.body, not _inits(p.body))[0]) for p in k.processes)
+    from .ops.buffers import self_handover_buffers
+    # (a bar.warp.sync of a buffer's only storing thread hands its lanes' writes to itself)
+    procs = tuple(replace(p, body=fences(p.body, not _inits(p.body),
+                                         bool(self_handover_buffers(k, i)))[0])
+                  for i, p in enumerate(k.processes))
     return (replace(k, processes=procs) if dropped else k), dropped

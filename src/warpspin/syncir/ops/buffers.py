@@ -151,6 +151,38 @@ def buffer_releases(c, bid: Expr, sync: bool) -> list:
     return out
 
 
+def self_handover_buffers(kernel, process: int) -> tuple[str, ...]:
+    """The buffers `process` writes and alone stores in its CTA: a `bar.warp.sync` of it
+    hands its lanes' writes of them to itself (`buffer_self_handover`)."""
+    def find():
+        from ..ir import walk_stmts
+        body = kernel.processes[process].body
+        cta = kernel.processes[process].cta
+        return tuple(b.name for b in kernel.buffers
+                     if storers_in_cta(kernel, b, cta) == [process] and any(
+                         isinstance(st, SmemWrite) and st.buf == b.name for st in walk_stmts(body)))
+    return kernel.memo(("self_handover", process), find)
+
+
+def buffer_self_handover(c) -> list:
+    """bar.warp.sync by the only storing thread of a buffer in its CTA, which writes it too (a
+    warp; storers are one instance each): every lane's access before it is ordered before every
+    lane's after it (PTX 9.7.13.2), so its unreleased writes of each stage are ordered before
+    its own later stores: its batch leaves `pend`, and an unfenced one is handed over raw
+    (its `fence.proxy.async` before the store clears that)."""
+    out = []
+    for name in self_handover_buffers(c.kernel, c.process):
+        b = c.kernel.buffer(name)
+        raw = storer_field("raw", storer_slot(c.kernel, b, c.process))
+        for s in range(b.stages):
+            u, f = Local(bw_unfenced(name, s)), Local(bw_fenced(name, s))
+            st = lambda fld, s=s: _stage(c, name, Const(s), fld)  # noqa: E731
+            out += [When(any_of(_eq(u, 1), _eq(f, 1)), [sub(st("pend"), 1)]),
+                    When(_eq(u, 1), [batches_bound(st(raw), Const(1)), add(st(raw), 1)]),
+                    Set(u, Const(0)), Set(f, Const(0))]
+    return out
+
+
 def buffer_handover(c, bid: Expr) -> list:
     """A generation of named barrier `bid` completes: on a buffer's barrier, its batches are
     released (pend drops by them), and for each storing thread of the CTA handed over if it

@@ -166,14 +166,17 @@ class WarpSync(SyncOp):
     `__syncwarp()`), executed by the whole warp: each lane waits for the others, and the memory
     accesses of every lane before it are ordered before every lane's after it (PTX 9.7.13.2).
     The model's thread is the warp, whose lanes move together: the step changes nothing but its
-    pc (R13 drops it). The checks of hand-offs between lanes of one warp read it
-    (syncir/unchecked.py: a flag's lane-subset release and acquire; extract/data.py: shared
-    data)."""
+    pc (R13 drops it), except by the only storing thread of a staged buffer it writes, where it
+    hands its lanes' writes to itself (ops/buffers.py, `buffer_self_handover`). The checks of
+    hand-offs between lanes of one warp read it (syncir/unchecked.py: a flag's lane-subset
+    release and acquire; extract/data.py: shared data)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.warp.sync"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.2"
-    summary: ClassVar[str] = "nothing (the lanes of the model's warp move together)"
+    summary: ClassVar[str] = ("nothing (the lanes of the model's warp move together); by the "
+                              "only storing thread of a staged buffer it writes: its unreleased "
+                              "writes of each stage leave pend (unfenced ones: raw += 1)")
     proven: ClassVar[frozenset[str]] = ALL
 
     @classmethod
@@ -181,7 +184,8 @@ class WarpSync(SyncOp):
         return cls()
 
     def footprint(self, k):
-        return Footprint(())
+        return Footprint((_acc("buffer-stage", "rw", "cta"),) if k.buffers else ())
 
     def rule(self, c):
-        return Rule([])
+        from .buffers import buffer_self_handover
+        return Rule(buffer_self_handover(c))
