@@ -91,7 +91,53 @@ class StagedStoreNoFence(_StagedStore):
     fence = False
 
 
-LITMUS = [StagedStoreHandedOver, StagedStoreNoWait, StagedStoreNoHandover, StagedStoreNoFence]
+class _OneWarpStore(_StagedStore):
+    """One warp writes each stage (every lane a word), fences it, syncs the warp
+    (`cute.arch.sync_warp()`: bar.warp.sync orders every lane's writes before every lane's later
+    accesses, PTX 9.7.13.2) and stores it with TMA."""
+    warps = 1
+    sync = True
+
+    @cute.jit
+    def body(self):
+        staged = cute.make_tensor(self.buf, cute.make_layout((32, 2), stride=(1, 32)))
+        g = cute.local_tile(self.tma_x, (32,), (None,))
+        ts, tg = cpasync.tma_partition(self.atom, 0, cute.make_layout(1),
+                                       cute.group_modes(staged, 0, 1), cute.group_modes(g, 0, 1))
+        for i in cutlass.range_constexpr(3):
+            s = i % 2
+            cute.arch.cp_async_bulk_wait_group(1, read=True)
+            stage = staged[None, s]
+            stage[self.lane] = cutlass.Int32(i * 32 + self.lane)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            if cutlass.const_expr(self.sync):
+                cute.arch.sync_warp()
+            cute.copy(self.atom, ts[None, s], tg[None, i % 2])
+            cute.arch.cp_async_bulk_commit_group()
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
+class StagedStoreOneWarp(_OneWarpStore):
+    """The storing warp alone writes the stage and hands its lanes' writes to itself with
+    sync_warp. Completes. warpspin: no race on the staged buffer (races NOT CHECKED on the
+    global tile, as for StagedStoreHandedOver)."""
+    rules = ("buffer.warp-handover",)
+    expect = "not-checked"
+    awaiting_h200 = ("no device machine could be started in the session that added it "
+                     "(2026-12-07)")
+
+
+class StagedStoreOneWarpNoSync(_OneWarpStore):
+    """The same without sync_warp: a lane's TMA store may read words other lanes have not yet
+    written (a warp is not lockstep). warpspin: race at the store."""
+    rules = ("buffer.warp-handover",)
+    expect = "race"
+    sync = False
+    awaiting_h200 = StagedStoreOneWarp.awaiting_h200
+
+
+LITMUS = [StagedStoreHandedOver, StagedStoreNoWait, StagedStoreNoHandover, StagedStoreNoFence,
+          StagedStoreOneWarp, StagedStoreOneWarpNoSync]
 
 
 class _TwoStorers(_StagedStore):

@@ -98,6 +98,9 @@ RULES: dict[str, tuple[str, str, str]] = {
     "buffer.handover": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.1",
         "writes of a stage reach a TMA store only through a named barrier generation the storing "
         "thread waits in after them; a store before that: race"),
+    "buffer.warp-handover": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.2",
+        "bar.warp.sync by a buffer's only storing warp, which writes it, hands its lanes' writes "
+        "to its own later TMA stores"),
     "buffer.two-storers": ("Staged buffers that TMA stores read (race, proxy-race)", "9.7.13.1",
         "two storing threads in a CTA (a ping-pong epilogue): each store needs the stage's writes "
         "handed over to its own thread; a write its turn's barrier does not order after the other "
