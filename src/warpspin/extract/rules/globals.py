@@ -571,6 +571,12 @@ class GlobalRules:
                           out, bool(op.results) and self.ctx.used(op.results[0]))
             return
         if not kind.rstrip(">").endswith(" inc"):
+            if root is not None and self.ctx.grid_why is not None:
+                # outside grid models, an atomic on a kernel argument that is neither is data:
+                # its result is a value the model does not follow (what depends on it is
+                # Unsupported) and races on the argument are NOT CHECKED (unplaced write)
+                self.set_unknown_results(op)
+                return
             why = f"atomic {kind or '?'} (atom.inc on a counter and atom.add on a flag are modelled)"
         elif root is None:
             why = "atom.inc on global memory that is not a kernel argument"

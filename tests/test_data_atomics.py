@@ -1,0 +1,53 @@
+"""An atomic on a kernel argument that is neither a counter (atom.inc) nor a flag (atom.add), outside
+grid models, is data: the search runs, races on what it writes are NOT CHECKED, and what depends
+on its result is Unsupported (extract/rules/globals.py, `atomic_rmw`)."""
+import os
+
+import pytest
+
+if not os.environ.get("WARPSPIN_REQUIRE_ALL"):
+    pytest.importorskip("cutlass", reason="needs nvidia-cutlass-dsl (make test installs it)")
+
+import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
+from cutlass import Int32  # noqa: E402
+
+from warpspin.api import verify_all  # noqa: E402
+
+
+class RunningMax:
+    """One warp per 32 elements of x (a grid the host sizes from x): lane l folds its element
+    into h[l] with atom.max; `branch`: a CTA barrier only where the old value was large."""
+
+    def __init__(self, branch: bool):
+        self.branch = branch
+
+    @cute.jit
+    def __call__(self, x: cute.Tensor, h: cute.Tensor):
+        self.kernel(x, h).launch(grid=(cute.size(x) // 32, 1, 1), block=(32, 1, 1))
+
+    @cute.kernel
+    def kernel(self, x: cute.Tensor, h: cute.Tensor):
+        b, _, _ = cute.arch.block_idx()
+        lane = cute.arch.lane_idx()
+        old = cute.arch.atomic_max((h.iterator + lane).llvm_ptr, x[b * 32 + lane])
+        if cutlass.const_expr(self.branch):
+            if old > 3:
+                cute.arch.sync_threads()
+
+
+def _check(branch: bool):
+    from warpspin.frontend import fake_tensor, sym_int
+    return verify_all(RunningMax(branch), fake_tensor(Int32, (sym_int(),), align=16),
+                      fake_tensor(Int32, (32,), align=16))[0]
+
+
+def test_a_data_atomic_leaves_races_not_checked_and_checks_the_rest():
+    r = _check(False)
+    assert r.verdict == "inconclusive" and "NOT CHECKED" in str(r) and "atomicrmw" in str(r), str(r)
+    assert "no deadlock" in str(r)
+
+
+def test_control_flow_on_its_result_is_unsupported():
+    r = _check(True)
+    assert r.verdict == "unsupported" and "branch depends on nvvm.atomicrmw" in str(r), str(r)
