@@ -72,7 +72,7 @@ VALUE_OPS: dict[str, Effects] = {
     "nvvm.load.ext": READS, "llvm.load": READS,
     # warp votes and arithmetic intrinsics
     **dict.fromkeys((
-        "nvvm.vote.sync", "nvvm.fmax", "nvvm.fmin", "nvvm.rcp.approx.ftz.f", "nvvm.add.packed.f32x2",
+        "nvvm.vote.sync", "nvvm.match.sync", "nvvm.fmax", "nvvm.fmin", "nvvm.rcp.approx.ftz.f", "nvvm.add.packed.f32x2",
         "nvvm.fma.packed.f32x2", "nvvm.mul.packed.f32x2", "nvvm.sub.packed.f32x2",
         "nvvm.fabs", "nvvm.ex2.approx.f", "nvvm.ex2.approx.ftz.f", "nvvm.lg2.approx.f",
         "nvvm.rsqrt.approx.f", "nvvm.rsqrt.approx.ftz.f", "nvvm.sqrt.approx.f",
