@@ -67,7 +67,8 @@ def write(rows, outcomes, names, dsl: str, seconds: float) -> str:
            "checked with the default properties) its status and the SyncIR its lines extract "
            "to. *modelled*: the check completed with every op of the row modelled (a "
            "violation the row means to show counts: the kind is named); *UNSUPPORTED*: an op "
-           "is not modelled, named with its line; *INCONCLUSIVE*: a model bound. A name with "
+           "is not modelled, named with its line; *INCONCLUSIVE*: a model bound; *DOES NOT "
+           "TRACE*: this DSL release rejects the spelling (a name or argument it lacks). A name with "
            "no row yet is *no fixture*. `tests/test_api_coverage.py` re-runs every row against "
            "this file.", "",
            f"**{len(rows)} rows: {rows_mod} modelled, {len(rows) - rows_mod} not.** "
@@ -97,6 +98,12 @@ def write(rows, outcomes, names, dsl: str, seconds: float) -> str:
                 out.append(f"| `{_cell(short)}` | {_cell(r.spelling)}{api}{proto} "
                            f"(`{r.name}`) | {status} | {_syncir(o.syncir)} |")
         out.append("")
+    from fixtures.api import IMPORT_ERRORS
+    if IMPORT_ERRORS:
+        out += ["## Fixture modules this DSL release cannot import", ""]
+        out += [f"* `tests/fixtures/api/{m}.py`: {_cell(why)} (its rows are not run)"
+                for m, why in sorted(IMPORT_ERRORS.items())]
+        out.append("")
     stray = [(r, o) for r, o in zip(rows, outcomes) if not _owner(r.api, listed)]
     if stray:
         out += ["## Rows of names outside the families", "",
@@ -108,12 +115,19 @@ def write(rows, outcomes, names, dsl: str, seconds: float) -> str:
     return "\n".join(out)
 
 
+def _dsl_version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("nvidia-cutlass-dsl")
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "api-coverage.md"))
     ap.add_argument("names", nargs="*")
     a = ap.parse_args(argv)
-    import cutlass
     rows = [r for r in all_rows() if not a.names or r.name in a.names]
     t0 = time.time()
     outcomes = []
@@ -121,8 +135,7 @@ def main(argv=None) -> int:
         o = run_row(r)
         print(f"{r.name}: {o.status} {o.why[:100]}", flush=True)
         outcomes.append(o)
-    text = write(rows, outcomes, inventory_names(), getattr(cutlass, "__version__", "?"),
-                 time.time() - t0)
+    text = write(rows, outcomes, inventory_names(), _dsl_version(), time.time() - t0)
     with open(a.out, "w") as f:
         f.write(text + "\n")
     print(f"-> {a.out}")

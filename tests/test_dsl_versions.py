@@ -128,6 +128,22 @@ def test_dsl44_ops_become_the_forms_of_48():
     assert "cluster" in ops[2].attrs["scope"] and ops[2].attrs["relaxed"] is False
 
 
+def test_dsl44_fences_and_ballot_become_the_forms_of_48():
+    from warpspin.frontend.normalize import normalize
+    from warpspin.extract.rules.globals import _memory_scope
+
+    k = _k([_op(f"nvvm.fence.acq_rel.{s}", []) for s in ("cta", "cluster", "gpu", "sys")] +
+           [_op("nvvm.vote.ballot.sync", [1, 2], [3], ["i32", "i1"]),
+            _op("nvvm.fence.acq_rel.gpu", [1])])  # (an operand: not the DSL's form, kept)
+    normalize(k)
+    ops = list(k.walk())
+    assert [o.name for o in ops] == ["llvm.fence"] * 4 + ["nvvm.vote.sync",
+                                                          "nvvm.fence.acq_rel.gpu"]
+    assert [_memory_scope(o, "syncscope") for o in ops[:4]] == ["cta", "cluster", "gpu", "sys"]
+    assert all(o.attrs["ordering"] == 6 for o in ops[:4])
+    assert "ballot" in ops[4].attrs["kind"] and ops[4].results == [3]
+
+
 def test_dyn_smem_base_becomes_one_allocation_of_the_recorded_fields():
     from warpspin.frontend.normalize import normalize
 

@@ -15,6 +15,10 @@ UNSUPPORTED with its name and line, never a guess.  On 4.8's IR nothing here mat
 * ``llvm.inline_asm "bar.sync $0, $1;"`` / ``"bar.sync $0;"`` / ``"bar.arrive $0, $1;"`` that the
   DSL's ``cute.arch.barrier``/``barrier_arrive`` emit (4.4, 4.5): ``nvvm.barrier`` /
   ``nvvm.barrier.arrive`` on the same operands (``bar.sync`` is ``barrier.sync.aligned``).
+* ``nvvm.fence.acq_rel.{cta,cluster,gpu,sys}`` (4.4, 4.5): ``llvm.fence acq_rel`` with the LLVM
+  sync scope 4.8 gives it (``block``, ``cluster``, ``device``, none for the system).
+* ``nvvm.vote.ballot.sync`` (4.4, 4.5): ``nvvm.vote.sync`` of kind ``ballot`` (a value the
+  extractor does not follow, in either spelling).
 * ``cute_nvgpu.arch.get_dyn_smem`` (the base of the dynamic shared memory that 4.4's
   ``SmemAllocator`` carves up; 4.8 allocates each block with ``cute.memref.alloca``): every base
   of the kernel becomes one ``cute.memref.alloca`` of the fields ``compat.record_smem_fields``
@@ -33,6 +37,8 @@ _RENAMES = {"nvvm.mbarrier.init.shared": "nvvm.mbarrier.init",
             "nvvm.mbarrier.try_wait.parity.shared": "nvvm.mbarrier.try_wait.parity"}
 _TXN = {"arrive": "nvvm.mbarrier.arrive", "arrive_expect_tx": "nvvm.mbarrier.arrive.expect_tx",
         "expect_tx": "nvvm.mbarrier.expect_tx"}
+_FENCES = {f"nvvm.fence.acq_rel.{s}": scope for s, scope in
+           (("cta", "block"), ("cluster", "cluster"), ("gpu", "device"), ("sys", None))}
 _GET_DYN = "cute_nvgpu.arch.get_dyn_smem"
 _DYN_SIZE = "cute_nvgpu.arch.get_dyn_smem_size"
 
@@ -168,6 +174,15 @@ def normalize(k: TracedKernel) -> TracedKernel:
             changed = True
         elif op.name == "llvm.inline_asm":
             changed = _bar_asm(op) or changed
+        elif op.name in _FENCES and not op.operands and not op.results:
+            scope = _FENCES[op.name]
+            op.name, op.attrs = "llvm.fence", {"ordering": 6, **(
+                {"syncscope": scope} if scope else {})}
+            changed = True
+        elif op.name == "nvvm.vote.ballot.sync":
+            op.name = "nvvm.vote.sync"
+            op.attrs = {**op.attrs, "kind": "#nvvm<vote_sync_kind ballot>"}
+            changed = True
     if any(o.name == _GET_DYN for o in k.walk()):
         _dyn_smem(k)
         changed = True
