@@ -123,8 +123,6 @@ class StagedStoreOneWarp(_OneWarpStore):
     global tile, as for StagedStoreHandedOver)."""
     rules = ("buffer.warp-handover",)
     expect = "not-checked"
-    awaiting_h200 = ("no device machine could be started in the session that added it "
-                     "(2026-12-07)")
 
 
 class StagedStoreOneWarpNoSync(_OneWarpStore):
@@ -133,7 +131,6 @@ class StagedStoreOneWarpNoSync(_OneWarpStore):
     rules = ("buffer.warp-handover",)
     expect = "race"
     sync = False
-    awaiting_h200 = StagedStoreOneWarp.awaiting_h200
 
 
 LITMUS = [StagedStoreHandedOver, StagedStoreNoWait, StagedStoreNoHandover, StagedStoreNoFence,
@@ -282,8 +279,6 @@ class _TmaTiles(_StagedStore):
     warps = 1
     nbars = 1
     launches = 20
-    awaiting_h200 = ("no device machine could be started in the session that added it "
-                     "(2026-12-06, 21:00-23:00 UTC)")
 
     @cute.jit
     def body(self):  # (the S2G atom over x: _StagedStore's)

@@ -193,8 +193,6 @@ class PartitionOwnTiles(_PartitionOutputs):
     """CTA c's threads copy into their parts of tile c: each thread its own word, no two threads
     of the grid meet. warpspin: verified."""
     rules = ("gmem.partition-owned",)
-    awaiting_h200 = ("no device machine could be started in the session that added it "
-                     "(2026-12-07, 00:00 UTC)")
 
     @cute.jit
     def place(self):
@@ -207,7 +205,6 @@ class PartitionSameTile(_PartitionOutputs):
     naming the copy (every cluster along x accesses the same bytes)."""
     rules = ("gmem.partition-owned",)
     expect = "not-checked"
-    awaiting_h200 = PartitionOwnTiles.awaiting_h200
 
     @cute.jit
     def place(self):
@@ -238,7 +235,6 @@ class _PartitionRows(_Outputs):
 class PartitionRowFlag(_PartitionRows):
     """The threads of column 0 store: one thread per row of the grid. warpspin: verified."""
     rules = ("gmem.partition-owned",)
-    awaiting_h200 = PartitionOwnTiles.awaiting_h200
 
     def writes(self, col):
         return col == 0
@@ -250,7 +246,6 @@ class PartitionRowAll(_PartitionRows):
     warpspin: races NOT CHECKED on out, naming the store."""
     rules = ("gmem.partition-owned",)
     expect = "not-checked"
-    awaiting_h200 = PartitionOwnTiles.awaiting_h200
 
     def writes(self, col):
         return col >= 0

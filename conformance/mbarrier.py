@@ -199,8 +199,6 @@ class SpinTryWait(_Mbar):
     tests the phase: completes, probe [1]."""
     rules = ("mbarrier.spin-test-wait",)
     probes = 1
-    awaiting_h200 = ("no device machine could be started in the session that added it "
-                     "(2026-12-07)")
 
     @cute.jit
     def body(self):
@@ -218,7 +216,6 @@ class SpinTestWaitHangs(_Mbar):
     """Warp 0 spins on test_wait of phase 0 and nobody arrives: it spins forever (deadlock)."""
     rules = ("mbarrier.spin-test-wait",)
     expect = "deadlock"
-    awaiting_h200 = SpinTryWait.awaiting_h200
 
     @cute.jit
     def body(self):
