@@ -37,6 +37,17 @@ def test_other_loops_stay_loops(case):
     assert any(isinstance(s, While) for s in out)
 
 
+def test_the_condition_form_reuses_its_result_local():
+    """`while not try_wait(b, p)`: one result local before and in the loop."""
+    pre = (MbarTestWait("t", B, Const(0)), Assign("c", BinOp("==", Var("t"), Const(0))))
+    loop = While(Var("c"), (MbarTestWait("t", B, Const(0)),
+                            Assign("c", BinOp("==", Var("t"), Const(0)))))
+    out = spin_waits((*pre, loop))
+    assert isinstance(out[0], MbarWait) and not any(isinstance(s, While) for s in out)
+    outer = While(Var("z"), (*pre, loop, Assign("y", Var("t"))))  # read outside: kept
+    assert any(isinstance(s, While) for s in walk_stmts(spin_waits((outer,))[0].body))
+
+
 def test_a_phase_that_moves_inside_the_loop_stays_a_loop():
     pre = (Assign("p", Const(0)), MbarTestWait("t", B, Var("p")),
            Assign("c", BinOp("==", Var("t"), Const(0))))

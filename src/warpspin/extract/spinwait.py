@@ -38,7 +38,11 @@ def _cond_of(cond, assigns, dest: str, result: int):
     return v.value if isinstance(v, Const) else None
 
 
-def _spin(pre: tuple[Stmt, ...], loop: While, after: tuple[Stmt, ...]):
+def _reads(body, name: str) -> int:
+    return sum(name in expr_vars(e) for s in walk_stmts(body) for e in stmt_exprs(s))
+
+
+def _spin(pre: tuple[Stmt, ...], loop: While, reads: dict):
     """The statements replacing `pre` + `loop`, or None when they are not a spin loop."""
     inner, outer = _trip(loop.body), _trip(pre)
     if inner is None or outer is None:
@@ -59,24 +63,32 @@ def _spin(pre: tuple[Stmt, ...], loop: While, after: tuple[Stmt, ...]):
     if _cond_of(loop.cond, a1, t1.dest, 0) not in (1, True) or \
             _cond_of(loop.cond, a1, t1.dest, 1) not in (0, False):
         return None
-    if any(t2.dest in expr_vars(e) for s in walk_stmts(after) for e in stmt_exprs(s)):
-        return None  # (the loop's own result read after it: not this form)
+    inside = _reads(loop.body, t2.dest) + (_reads(a1, t2.dest) if t2.dest == t1.dest else 0)
+    if reads.get(t2.dest, 0) != inside:
+        return None  # (the loop's own result read outside it: not this form)
     return (MbarWait(t1.bar, t1.parity, t1.loc), Assign(t1.dest, Const(1), t1.loc), *a1)
 
 
-def spin_waits(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
-    """`body` with every spin loop on a test-wait (nested bodies too) made its blocking wait."""
-    out: list[Stmt] = []
+def spin_waits(body: tuple[Stmt, ...], reads: dict | None = None) -> tuple[Stmt, ...]:
+    """`body` with every spin loop on a test-wait (nested bodies too) made its blocking wait;
+    `reads`: how often each local is read in the whole process body."""
     body = tuple(body)
-    for i, s in enumerate(body):
+    if reads is None:
+        reads = {}
+        for st in walk_stmts(body):
+            for e in stmt_exprs(st):
+                for v in expr_vars(e):
+                    reads[v] = reads.get(v, 0) + 1
+    out: list[Stmt] = []
+    for s in body:
         if isinstance(s, If):
-            s = replace(s, then=spin_waits(s.then), else_=spin_waits(s.else_))
+            s = replace(s, then=spin_waits(s.then, reads), else_=spin_waits(s.else_, reads))
         elif isinstance(s, (For, While, Lanes)):
-            s = replace(s, body=spin_waits(s.body))
+            s = replace(s, body=spin_waits(s.body, reads))
         if isinstance(s, While):
             start = next((j for j in range(len(out) - 1, -1, -1)
                           if isinstance(out[j], MbarTestWait)), None)
-            new = None if start is None else _spin(tuple(out[start:]), s, body[i + 1:])
+            new = None if start is None else _spin(tuple(out[start:]), s, reads)
             if new is not None:
                 del out[start:]
                 out.extend(new)
