@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from fixtures.api import all_rows  # noqa: E402
-from fixtures.api.inventory import inventory_names, normalized, run_row  # noqa: E402
+from fixtures.api.inventory import exercised, inventory_names, normalized, run_row  # noqa: E402
 
 
 def _cell(text: str) -> str:
@@ -51,8 +51,12 @@ def write(rows, outcomes, names, dsl: str, seconds: float) -> str:
     fams = defaultdict(list)
     for fam, n in names:
         fams[fam].append(n)
-    covered = [n for _, n in names if by_name.get(n)]
-    modelled = [n for n in covered if all(o.status == "modelled" for _, o in by_name[n])]
+    # a name with no row of its own that a row exercises: its ops are among that row's
+    used = {n: [(r, o) for r, o in zip(rows, outcomes) if exercised(n, fam, o.frames)]
+            for fam, n in names if not by_name.get(n)}
+    covered = [n for _, n in names if by_name.get(n) or used.get(n)]
+    modelled = [n for n in covered if used.get(n) or
+                all(o.status == "modelled" for _, o in by_name[n])]
     rows_mod = sum(o.status == "modelled" for o in outcomes)
     protocols = defaultdict(list)
     for r, o in zip(rows, outcomes):
@@ -65,16 +69,18 @@ def write(rows, outcomes, names, dsl: str, seconds: float) -> str:
            "`tests/fixtures/api/inventory.py`, and for each fixture row (`tests/fixtures/api/`: "
            "one public spelling in a small kernel, traced with the real DSL on the CPU and "
            "checked with the default properties) its status and the SyncIR its lines extract "
-           "to. *modelled*: the check completed with every op of the row modelled (a "
+           "to; a name with no row of its own is *exercised* by the rows whose SyncIR has modelled "
+           "ops it emitted (the SyncIR's comments name the DSL function each op came from), and "
+           "is modelled. *modelled*: the check completed with every op of the row modelled (a "
            "violation the row means to show counts: the kind is named); *UNSUPPORTED*: an op "
            "is not modelled, named with its line; *INCONCLUSIVE*: a model bound; *DOES NOT "
            "TRACE*: this DSL release rejects the spelling (a name or argument it lacks). A name with "
            "no row yet is *no fixture*. `tests/test_api_coverage.py` re-runs every row against "
            "this file.", "",
            f"**{len(rows)} rows: {rows_mod} modelled, {len(rows) - rows_mod} not.** "
-           f"**{len(names)} public names: {len(covered)} with a row, {len(modelled)} of them "
-           f"modelled in every row ({100 * len(modelled) // max(1, len(names))}% of the "
-           "names).**", ""]
+           f"**{len(names)} public names: {len(covered)} with a row or exercised by one, "
+           f"{len(modelled)} of them modelled ({100 * len(modelled) // max(1, len(names))}% of the "
+           "names; a name with rows: in every one of them).**", ""]
     same = [p for p, rs in protocols.items()
             if len({normalized(o.syncir) for _, o in rs}) == 1 and len(rs) > 1]
     out.append(f"Protocols written in several spellings: {len([p for p, rs in protocols.items() if len(rs) > 1])}; "
@@ -88,6 +94,11 @@ def write(rows, outcomes, names, dsl: str, seconds: float) -> str:
         for n in fams[fam]:
             entries = by_name.get(n)
             short = n[len(fam) + 1:] if n.startswith(fam + ".") else n
+            if not entries and used.get(n):
+                more = f" and {len(used[n]) - 1} more" if len(used[n]) > 1 else ""
+                out.append(f"| `{_cell(short)}` | exercised by row `{used[n][0][0].name}`{more} "
+                           "| modelled (its ops are in that row's SyncIR) | |")
+                continue
             if not entries:
                 out.append(f"| `{_cell(short)}` | | no fixture | |")
                 continue
