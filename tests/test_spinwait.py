@@ -31,6 +31,7 @@ def test_a_spin_on_one_phase_is_its_wait():
     dict(extra=(BarSync(Const(0)),)),                    # anything else in the body
     dict(cond=BinOp("!=", Var("w"), Const(0))),          # loops while it passed
     dict(after=(Assign("x", Var("t2")),)),               # the loop's own result read after it
+    dict(after=(Assign("x", Var("t")),)),                # the first test's result read after it
 ])
 def test_other_loops_stay_loops(case):
     out = spin_waits(_spin(**case))

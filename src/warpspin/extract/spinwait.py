@@ -66,6 +66,8 @@ def _spin(pre: tuple[Stmt, ...], loop: While, reads: dict):
     inside = _reads(loop.body, t2.dest) + (_reads(a1, t2.dest) if t2.dest == t1.dest else 0)
     if reads.get(t2.dest, 0) != inside:
         return None  # (the loop's own result read outside it: not this form)
+    if t1.dest != t2.dest and reads.get(t1.dest, 0) != _reads(a1, t1.dest) + _reads(a2, t1.dest):
+        return None  # (the first test's result, which may be 0 after the loop, read elsewhere)
     return (MbarWait(t1.bar, t1.parity, t1.loc), Assign(t1.dest, Const(1), t1.loc), *a1)
 
 
