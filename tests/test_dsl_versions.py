@@ -140,7 +140,7 @@ def test_dsl44_fences_and_ballot_become_the_forms_of_48():
     assert [o.name for o in ops] == ["llvm.fence"] * 4 + ["nvvm.vote.sync",
                                                           "nvvm.fence.acq_rel.gpu"]
     assert [_memory_scope(o, "syncscope") for o in ops[:4]] == ["cta", "cluster", "gpu", "sys"]
-    assert all(o.attrs["ordering"] == 6 for o in ops[:4])
+    assert all(o.attrs["ordering"] == "6" for o in ops[:4])
     assert "ballot" in ops[4].attrs["kind"] and ops[4].results == [3]
 
 
@@ -176,3 +176,31 @@ def test_unknown_cluster_size_is_refused():
     k.attrs["warpspin.cluster_dim_unknown"] = True
     with pytest.raises(ExtractError, match="cluster size"):
         extract(k)
+
+
+def test_one_instruction_inline_ptx_becomes_the_dsl_op():
+    from warpspin.frontend.inline_ptx import canonical_ptx
+
+    def asm(text, operands=(), constraints="", results=()):
+        return _op("llvm.inline_asm", list(operands), otypes=["i32"] * len(operands),
+                   results=list(results), attrs={"asm_string": text, "constraints": constraints})
+
+    k = _k([asm("bar.sync 0;"), asm("barrier.sync.aligned $0, $1;", [1, 2], "r,r"),
+            asm("bar.sync $0;", [1], "r"), asm("bar.arrive $0, $1;", [1, 2], "r,r"),
+            asm("barrier.cluster.arrive.release.aligned;"),
+            asm("barrier.cluster.arrive.relaxed.aligned;"),
+            asm("barrier.cluster.wait.acquire.aligned;"), asm("fence.proxy.async.shared::cta;"),
+            asm(" fence.acq_rel.gpu ;"), asm("fence.acq_rel.sys;"),
+            # kept: not aligned, another operand count, a result, two instructions
+            asm("barrier.sync $0, $1;", [1, 2], "r,r"), asm("bar.sync $0, $1;", [1], "r"),
+            asm("bar.sync 0;", results=[3]), asm("bar.sync 0; bar.sync 1;")])
+    canonical_ptx(k)
+    ops = list(k.walk())
+    assert [o.name for o in ops] == [
+        "nvvm.barrier", "nvvm.barrier", "nvvm.barrier", "nvvm.barrier.arrive",
+        "nvvm.cluster.arrive", "nvvm.cluster.arrive.relaxed", "nvvm.cluster.wait",
+        "nvvm.fence.proxy", "llvm.fence", "llvm.fence"] + ["llvm.inline_asm"] * 4
+    assert ops[1].attrs["operandSegmentSizes"] == "(1, 1, 0)"
+    assert ops[2].attrs["operandSegmentSizes"] == "(1, 0, 0)"
+    assert ops[8].attrs == {"ordering": "6", "syncscope": "device"}
+    assert ops[9].attrs == {"ordering": "6"}

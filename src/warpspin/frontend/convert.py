@@ -348,9 +348,11 @@ def _launch_from_host(k: TracedKernel, dims: Optional[dict]) -> None:
 def convert_module(module_op, **kw) -> list[TracedKernel]:
     """Every kernel of a live module.  Call with the module's context entered (the hook's)."""
     with module_op.context, raw_values():
+        from .inline_ptx import canonical_ptx
         from .normalize import normalize
 
-        kernels = [normalize(convert_kernel(k, **kw)) for k in find_kernels(module_op)]
+        kernels = [canonical_ptx(normalize(convert_kernel(k, **kw)))
+                   for k in find_kernels(module_op)]
         try:
             launches = launch_args(module_op)
         except Exception:  # host side is a convenience; never fail the trace for it

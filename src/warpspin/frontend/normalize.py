@@ -176,7 +176,7 @@ def normalize(k: TracedKernel) -> TracedKernel:
             changed = _bar_asm(op) or changed
         elif op.name in _FENCES and not op.operands and not op.results:
             scope = _FENCES[op.name]
-            op.name, op.attrs = "llvm.fence", {"ordering": 6, **(
+            op.name, op.attrs = "llvm.fence", {"ordering": "6", **(
                 {"syncscope": scope} if scope else {})}
             changed = True
         elif op.name == "nvvm.vote.ballot.sync":
