@@ -30,6 +30,12 @@ from .mlir_data import Op, TracedKernel
 _SCOPES = {"cta": "block", "cluster": "cluster", "gpu": "device", "sys": None}
 
 
+def acq_rel_fence(op: Op, ptx_scope: str) -> None:
+    """Make `op` the `llvm.fence acq_rel` the DSL emits for `fence.acq_rel.<ptx_scope>`."""
+    scope = _SCOPES[ptx_scope]
+    op.name, op.attrs = "llvm.fence", {"ordering": "6", **({"syncscope": scope} if scope else {})}
+
+
 def _form(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().rstrip(";").strip())
 
@@ -72,9 +78,7 @@ def _rewrite(op: Op) -> bool:
         return True
     m = re.fullmatch(r"fence\.acq_rel\.(cta|cluster|gpu|sys)", text)
     if m:
-        scope = _SCOPES[m.group(1)]
-        op.name, op.attrs = "llvm.fence", {"ordering": "6", **(
-            {"syncscope": scope} if scope else {})}
+        acq_rel_fence(op, m.group(1))
         return True
     return False
 

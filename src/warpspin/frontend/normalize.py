@@ -31,14 +31,14 @@ import re
 from typing import Optional
 
 from .compat import SMEM_FIELDS_ATTR
+from .inline_ptx import acq_rel_fence
 from .mlir_data import Op, Region, TracedKernel
 
 _RENAMES = {"nvvm.mbarrier.init.shared": "nvvm.mbarrier.init",
             "nvvm.mbarrier.try_wait.parity.shared": "nvvm.mbarrier.try_wait.parity"}
 _TXN = {"arrive": "nvvm.mbarrier.arrive", "arrive_expect_tx": "nvvm.mbarrier.arrive.expect_tx",
         "expect_tx": "nvvm.mbarrier.expect_tx"}
-_FENCES = {f"nvvm.fence.acq_rel.{s}": scope for s, scope in
-           (("cta", "block"), ("cluster", "cluster"), ("gpu", "device"), ("sys", None))}
+_FENCES = {f"nvvm.fence.acq_rel.{s}": s for s in ("cta", "cluster", "gpu", "sys")}
 _GET_DYN = "cute_nvgpu.arch.get_dyn_smem"
 _DYN_SIZE = "cute_nvgpu.arch.get_dyn_smem_size"
 
@@ -175,9 +175,7 @@ def normalize(k: TracedKernel) -> TracedKernel:
         elif op.name == "llvm.inline_asm":
             changed = _bar_asm(op) or changed
         elif op.name in _FENCES and not op.operands and not op.results:
-            scope = _FENCES[op.name]
-            op.name, op.attrs = "llvm.fence", {"ordering": "6", **(
-                {"syncscope": scope} if scope else {})}
+            acq_rel_fence(op, _FENCES[op.name])
             changed = True
         elif op.name == "nvvm.vote.ballot.sync":
             op.name = "nvvm.vote.sync"
