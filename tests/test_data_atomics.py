@@ -36,6 +36,26 @@ class RunningMax:
                 cute.arch.sync_threads()
 
 
+class CounterAndMax:
+    """A dynamic scheduler's counter (`atom.inc` by one thread) and an `atom.max` on the same
+    word: the max changes the counter, which only atom.inc may: stays Unsupported."""
+
+    @cute.jit
+    def __call__(self, x: cute.Tensor, sem: cute.Tensor):
+        self.kernel(x, sem).launch(grid=(cute.size(x) // 32, 1, 1), block=(32, 1, 1))
+
+    @cute.kernel
+    def kernel(self, x: cute.Tensor, sem: cute.Tensor):
+        from cutlass.experimental import primitives as prims
+        lane = cute.arch.lane_idx()
+        taken = Int32(0)
+        if lane == 0:
+            taken = prims.atomicrmw(prims.AtomicOp.INC, sem.iterator, Int32(7))
+        if lane == 1:
+            cute.arch.atomic_max(sem.iterator.llvm_ptr, Int32(3))
+        x[lane] = taken
+
+
 def _check(branch: bool):
     from warpspin.frontend import fake_tensor, sym_int
     return verify_all(RunningMax(branch), fake_tensor(Int32, (sym_int(),), align=16),
@@ -51,3 +71,10 @@ def test_a_data_atomic_leaves_races_not_checked_and_checks_the_rest():
 def test_control_flow_on_its_result_is_unsupported():
     r = _check(True)
     assert r.verdict == "unsupported" and "branch depends on nvvm.atomicrmw" in str(r), str(r)
+
+
+def test_an_atomic_on_a_counters_word_stays_unsupported():
+    from warpspin.frontend import fake_tensor, sym_int
+    r = verify_all(CounterAndMax(), fake_tensor(Int32, (sym_int(),), align=16),
+                   fake_tensor(Int32, (1,), align=4))[0]
+    assert r.verdict == "unsupported" and "atomic_op max" in str(r), str(r)

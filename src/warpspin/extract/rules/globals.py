@@ -571,10 +571,14 @@ class GlobalRules:
                           out, bool(op.results) and self.ctx.used(op.results[0]))
             return
         if not kind.rstrip(">").endswith(" inc"):
-            if root is not None and self.ctx.grid_why is not None:
+            if root is not None and self.ctx.grid_why is not None and not any(
+                    o.name == "nvvm.atomicrmw" and o.operands and
+                    str(o.attrs.get("op", "")).rstrip(">").endswith(" inc") and
+                    self.argument_root(o.operands[0]) == root for o in self.k.walk()):
                 # outside grid models, an atomic on a kernel argument that is neither is data:
                 # its result is a value the model does not follow (what depends on it is
-                # Unsupported) and races on the argument are NOT CHECKED (unplaced write)
+                # Unsupported) and races on the argument are NOT CHECKED (unplaced write). Not
+                # on a counter's argument: only atom.inc may change a counter
                 self.set_unknown_results(op)
                 return
             why = f"atomic {kind or '?'} (atom.inc on a counter and atom.add on a flag are modelled)"
