@@ -18,7 +18,7 @@ from ..syncir.ir import (Unchecked, BufferDecl, Assign, Const, For, If, Kernel, 
 from ..syncir.ops import (BarSync, AtomInc, ClusterArrive, ClusterWait, SmemLoad, SmemStore, StAsync, TmaLoad)
 from ..syncir.objects import MAX_STORERS
 from ..syncir.printer import fmt_expr
-from ..syncir.validate import reaches_another_cta, some_launch, validate
+from ..syncir.validate import cross_cta_modelled, reaches_another_cta, some_launch, validate
 from .cleanup import finish, stmt_exprs
 from .data import follow as follow_data
 from .ownership import global_unchecked
@@ -73,14 +73,12 @@ def _flag_ops(k: TracedKernel) -> list:
 
 
 def _grid_why(k: TracedKernel) -> Optional[str]:
-    """None when the model holds every CTA of the grid, one cluster of one CTA each (a kernel
-    with global flags, a static grid of at most MAX_GRID_CTAS CTAs, no clusters); else why not."""
+    """None when the model holds every CTA of the grid (a kernel with global flags, a static
+    grid of at most MAX_GRID_CTAS CTAs); else why not."""
     if not _flag_ops(k):
         return "the kernel has no global flag"
     if k.grid_dim is None:
         return "the grid size is not static"
-    if k.cluster_size > 1:
-        return f"the kernel runs in clusters of {k.cluster_size} CTAs"
     n = k.grid_size
     if n > MAX_GRID_CTAS:
         return f"the grid has {n} CTAs (a grid model holds at most {MAX_GRID_CTAS})"
@@ -88,9 +86,16 @@ def _grid_why(k: TracedKernel) -> Optional[str]:
 
 
 def grid_block(k: TracedKernel, cta: int) -> tuple[int, int, int]:
-    """The block index of CTA `cta` of a grid model (x fastest)."""
-    gx, gy, _ = k.grid_dim
-    return (cta % gx, (cta // gx) % gy, cta // (gx * gy))
+    """The block index of CTA `cta` of a grid model: the model numbers the CTAs cluster by
+    cluster (CTA c is rank c % n of cluster c // n, n CTAs per cluster), the clusters of the
+    grid and the ranks of a cluster each x fastest."""
+    n = k.cluster_size
+    cx, cy, cz = k.cluster_dim or (1, 1, 1)
+    gx, gy, _ = (g // c for g, c in zip(k.grid_dim, (cx, cy, cz)))
+    q, r = divmod(cta, n)
+    cluster = (q % gx, (q // gx) % gy, q // (gx * gy))
+    return tuple(cluster[i] * (cx, cy, cz)[i] + cluster_coord(k, r, d)
+                 for i, d in enumerate("xyz"))
 
 
 def _units(k: TracedKernel, grid: bool = False) -> list[tuple[int, int, int]]:
@@ -173,13 +178,19 @@ def _grid_constraints(used: set[str]) -> tuple:
                  if f"clusterid_{d}" in used and f"nclusterid_{d}" in used)
 
 
-def _without_cluster_ops(body: tuple) -> tuple:
-    """A grid model (CTAs of clusters of one) does not model ops that reach another CTA through
-    the cluster: each is Unsupported with its line."""
+def _without_cluster_ops(body: tuple, k: TracedKernel, cta: int) -> tuple:
+    """A grid model (every CTA of the grid) models of the ops that reach another CTA through the
+    cluster only the cluster barrier and mbarrier.arrive into a CTA of the cluster
+    (`validate.cross_cta_modelled`): each other is Unsupported with its line."""
+    n = k.cluster_size
+    own = range(cta - cta % n, cta - cta % n + n)
+
     def one(st):
-        if isinstance(st, SyncOp) and not isinstance(st, Unsupported) and reaches_another_cta(st):
+        if isinstance(st, SyncOp) and not isinstance(st, Unsupported) and \
+                reaches_another_cta(st) and not cross_cta_modelled(st, own):
             return (Unsupported(f"{st.mnemonic}: an op that reaches another CTA of its cluster, in "
-                                "a grid model (every CTA of the grid, each its own cluster)",
+                                "a grid model (every CTA of the grid; modelled there: the cluster "
+                                "barrier and mbarrier.arrive into a CTA of the cluster)",
                                 st.loc),)
         return (st,)
     return rewrite_stmts(tuple(body), one)
@@ -229,7 +240,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
         ctx, walks = _walk(k, frozenset(ctx.plain_found))
     grid = ctx.grid_why is None
     if grid:
-        walks = [(cta, warp, lanes, _without_cluster_ops(body), labels)
+        walks = [(cta, warp, lanes, _without_cluster_ops(body, k, cta), labels)
                  for cta, warp, lanes, body, labels in walks]
     walks, data_words, ctx.data_explained = follow_data(ctx, walks)
     ctx.unchecked += global_unchecked(ctx)
@@ -287,7 +298,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
                  for name, size, loc in ctx.arrays.values())
     out = Kernel(name=short_name(k), processes=tuple(procs), mbarriers=bars,
                  params=_params(ctx, used, params or {}), num_ctas=ctas,
-                 cluster_ctas=1 if grid else 0, flags=flags,
+                 cluster_ctas=k.cluster_size if grid else 0, flags=flags,
                  loc=to_loc(k.loc), cta_blocks=_cta_blocks(k, used, ctas if grid else 0),
                  words=words,
                  assumptions=tuple(sorted(ctx.assumptions)), counters=counters,

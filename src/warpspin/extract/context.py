@@ -247,6 +247,7 @@ class Context:
     gmem_recorded: set = field(default_factory=set)  # ops that recorded a GlobalAccess
     gmem_unplaced: dict = field(default_factory=dict)
     gmem_writers: dict = field(default_factory=dict)  # written_gmem: op uid -> argument or None
+    flag_roots: dict = field(default_factory=dict)  # global flag name -> its kernel argument
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
     # buffer name -> (partition, "copy" | "read" | "write", loc) of each access through one
     cp_uses: dict = field(default_factory=dict)
@@ -507,6 +508,23 @@ class Context:
             self._written = (args, unknown)
         return self._written
 
+    def unknown_writers_besides_atomics_on_others(self, root: int) -> list[str]:
+        """`written_gmem`'s writers it cannot attribute, less the atomics on a kernel argument
+        other than `root` (an atomic writes only the word it names: its address is an element
+        of that argument), with `root`'s own atomics named as such."""
+        self.written_gmem()
+        out = []
+        for op in self.kernel.walk():
+            if op.uid not in self.gmem_writers or self.gmem_writers[op.uid] is not None:
+                continue
+            where = f"{op.name}@{op.loc.short()}"
+            if op.name in ("nvvm.atomicrmw", "nvvm.red") and op.operands:
+                at = self.pointer_root(op.operands[0])
+                if at is not None and at != root:
+                    continue
+            out.append(where)
+        return out
+
     def word_array(self, view: View, loc: Loc) -> str:
         """The word array of `view`'s allocation, grown to cover the view."""
         if view.ptr.lin:
@@ -530,11 +548,44 @@ class Context:
             self._operands = {o for op in self.kernel.walk() for o in op.operands}
         return vid in self._operands
 
+    def word_offset(self, vid: Optional[int]) -> Optional[int]:
+        """The element offset from its kernel argument's first element of a global pointer made
+        by `get_iter` and `add_offset`s of static offsets (through casts), or None (another
+        view, a dynamic offset, another element type)."""
+        off, elem = 0, None
+        for _ in range(40):
+            info = self.kernel.value_info.get(vid) if vid is not None else None
+            if info is None:
+                return None
+            if info.is_block_arg:
+                return off if info.region == -1 else None
+            op = info.op
+            if op.name == "builtin.unrealized_conversion_cast" and op.operands:
+                vid = op.operands[0]
+                continue
+            if op.name == "cute.get_iter" and op.operands:
+                mine = re.match(r"!cute\.ptr<(\w+)", op.result_types[0] or "")
+                return off if mine and elem in (None, mine.group(1)) else None
+            if op.name != "cute.add_offset" or len(op.operands) != 2:
+                return None
+            step = re.fullmatch(r'!cute\.int_tuple<"(-?\d+)">', op.operand_types[1] or "")
+            mine = re.match(r"!cute\.ptr<(\w+)", op.operand_types[0] or "")
+            if step is None or mine is None or elem not in (None, mine.group(1)):
+                return None
+            elem = mine.group(1)
+            off += int(step.group(1))
+            vid = op.operands[0]
+        return None
+
     def flag(self, root: int, pointer: int, loc: Loc) -> str:
-        """The global flag at kernel argument `root` (declared at its first use)."""
-        name = f"flag{root}"
+        """The global flag at kernel argument `root`, element `word_offset(pointer)` (declared
+        at its first use; the caller checked that the offset is static)."""
+        at = self.word_offset(pointer)
+        name = f"flag{root}" if not at else f"flag{root}_{at}"
+        self.flag_roots[name] = root
         if name not in self.flags:
             label = _pointer_name(self.kernel, pointer) or f"kernel argument {root}"
+            label = f"{label}[{at}]" if at else label
             self.flags[name] = FlagDecl(name, loc, label)
             self.assumptions.add(
                 f"global flag {label} ({loc}): it holds 0 when the kernel starts, only this "

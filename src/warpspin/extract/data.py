@@ -227,7 +227,7 @@ def _global_unchecked(ctx, by_alloc: dict, followed: set) -> None:
     if unknown:
         ctx.unchecked.append(Unchecked("race", "global memory", f"{unknown[0]} writes global "
                                        "memory the model does not place", NOLOC))
-    for root in sorted(written - {int(n[4:]) for n in ctx.flags}):
+    for root in sorted(written - set(ctx.flag_roots.values())):
         acc = by_alloc.get(global_alloc(root), [])
         if global_alloc(root) in followed:
             continue

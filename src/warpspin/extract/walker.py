@@ -176,9 +176,12 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
                  grid_block: Optional[tuple[int, int, int]] = None):
         self.ctx, self.k = ctx, ctx.kernel
         self.warp, self.lanes, self.cta = warp, lanes, cta
-        # in a grid model (CTAs of clusters of one), CTA `cta` of the model is block `grid_block`
+        # in a grid model (every CTA of the grid, numbered cluster by cluster), CTA `cta` of the
+        # model is block `grid_block`
         self.grid_block = grid_block
-        self.rank = cta if grid_block is None else 0  # %cluster_ctarank
+        self.rank = cta if grid_block is None else cta % ctx.kernel.cluster_size  # %cluster_ctarank
+        # the model's number of rank 0 of this CTA's cluster (a peer CTA of rank r is this + r)
+        self.cluster_base = cta - self.rank
         self.fence_scope: Optional[str] = None  # a fence.acq_rel since the last global write
         self.f = Folder(lanes)
         self.active = Active(frozenset(range(lanes)), lanes)  # the whole warp

@@ -111,6 +111,11 @@ class LoweredModel:
 
 # ----------------------------------------------------------------------------- names
 
+def cluster_var(field: str, cluster: int) -> str:
+    """The Promela variable of field `field` of cluster `cluster`'s barrier."""
+    return f"cl_{field}" if cluster == 0 else f"cl{cluster}_{field}"
+
+
 def _ident(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
@@ -422,8 +427,10 @@ class _Lowering:
         f = LIVE.fields[0]
         out.append(f"{ctype(f.lo, f.hi)} live[{self.k.num_ctas}];")
         if self.lay.cluster:
-            for f in CLUSTER_BARRIER.fields:
-                out.append(f"{ctype(f.lo, f.hi)} cl_{f.name};  /* cluster barrier: {f.doc} */")
+            for q in range(self.k.num_clusters):
+                for f in CLUSTER_BARRIER.fields:
+                    out.append(f"{ctype(f.lo, f.hi)} {cluster_var(f.name, q)};  /* cluster "
+                               f"barrier: {f.doc} */")
         if self.lay.async_keys:
             f = ASYNC_COPY.fields[0]
             out.append(f"{ctype(f.lo, f.hi)} infl[{self.infl_count}];")
@@ -1029,7 +1036,7 @@ class _GlobalCtx:
         if isinstance(p, NamedField):
             return f"{low.named(p.cta, p.bid, self)}.{p.field}"
         if isinstance(p, ClusterField):
-            return f"cl_{p.field}"
+            return cluster_var(p.field, p.cluster)
         if isinstance(p, Live):
             return f"live[{self.e(p.cta)}]"
         if isinstance(p, Inflight):

@@ -82,8 +82,8 @@ class StateLayout:
                 for f in ("ard", "unf"):
                     self.wread[(f, w.name)] = off
                     off += w.size * w.copies(k.num_ctas)
-        self.cl = off
-        off += len(CL_FIELDS)
+        self.cl = off  # per cluster, the fields of the cluster barrier
+        off += len(CL_FIELDS) * k.num_clusters
         self.live = off
         off += k.num_ctas
         self.infl = off
@@ -283,7 +283,7 @@ class Machine:
                 return sl.nb_field(slot, p.field)
             return at
         if isinstance(p, ClusterField):
-            i = sl.cl + CL_FIELDS[p.field]
+            i = sl.cl + p.cluster * len(CL_FIELDS) + CL_FIELDS[p.field]
             return lambda v: i
         if isinstance(p, WordField):
             size = k.word_array(p.array).size

@@ -514,6 +514,18 @@ class Kernel:
         n = self.cluster_ctas or self.num_ctas
         return a // n == b // n
 
+    @property
+    def num_clusters(self) -> int:
+        return self.num_ctas // (self.cluster_ctas or self.num_ctas)
+
+    def cluster_of(self, cta: int) -> int:
+        return cta // (self.cluster_ctas or self.num_ctas)
+
+    def cluster_members(self, cta: int) -> range:
+        """The CTAs of CTA `cta`'s cluster (the model's CTAs are numbered cluster by cluster)."""
+        n = self.cluster_ctas or self.num_ctas
+        return range(cta - cta % n, cta - cta % n + n)
+
     def flag(self, name: str) -> FlagDecl:
         for f in self.flags:
             if f.name == name:

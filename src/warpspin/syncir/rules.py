@@ -49,8 +49,10 @@ class NamedField(Place):
 
 @dataclass(frozen=True, eq=True)
 class ClusterField(Place):
-    """Field of the cluster barrier (one per cluster)."""
+    """Field of the cluster barrier of cluster `cluster` (one per cluster; a model of one
+    cluster has only cluster 0)."""
     field: str
+    cluster: int = 0
 
 
 @dataclass(frozen=True, eq=True)

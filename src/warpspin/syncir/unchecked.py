@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .ir import For, If, Kernel, Lanes, Loc, Unchecked, While, stmt_bodies, walk_stmts
-from .ops import (AtomInc, BarSync, DsmemStore, GlobalAdd, GlobalWait, SmemLoad, SmemStore,
+from .ops import (AtomInc, BarSync, ClusterArrive, DsmemStore, GlobalAdd, GlobalWait, MbarArrive,
+                  MbarWait, SmemLoad, SmemStore,
                   TmemAccess, WarpSync, peer_word_store, tmem_access_checked)
 
 
@@ -86,6 +87,13 @@ def _touches(st, array: str) -> bool:
 def _flag_order_why(kernel: Kernel) -> Optional[tuple[Loc, str]]:
     for p in kernel.processes:
         for s in walk_stmts(p.body):
+            if isinstance(s, MbarArrive) and s.bar.cta is not None and s.scope != "cluster" \
+                    or isinstance(s, ClusterArrive) and s.relaxed:
+                what = "a relaxed cluster barrier arrive" if isinstance(s, ClusterArrive) else \
+                    f"an arrive on another CTA's mbarrier at {s.scope} scope"
+                return (s.loc, f"{what} at {s.loc.short()} releases nothing to the other CTAs of "
+                        "the cluster: whether it carries a hand-off of global data is not "
+                        "followed")
             if isinstance(s, AtomInc):
                 return (s.loc, f"the atom.inc at {s.loc.short()} hands out values CTAs may act on: "
                         "whether it orders global data is not followed")
@@ -120,21 +128,22 @@ def _flag_lanes(body: tuple, array: str) -> Optional[tuple[Loc, str]]:
             elif _touches(st, array):
                 w = next((w for w in waited if w[1] is not block), None)
                 if w is not None:
-                    return (st.loc, f"lanes access it at {st.loc.short()} after a wait on a "
-                            f"global flag by other lanes of their warp ({w[0].short()}) with no "
+                    return (st.loc, f"lanes access it at {st.loc.short()} after a wait by "
+                            f"other lanes of their warp ({w[0].short()}) with no "
                             "bar.sync or bar.warp.sync between: the acquire orders only the lanes "
                             "that executed it")
                 accessed.append((st.loc, block))
-            elif isinstance(st, GlobalAdd) and block is not None:
+            elif block is not None and (isinstance(st, GlobalAdd) or isinstance(
+                    st, MbarArrive) and st.bar.cta is not None):
                 a = next((a for a in accessed if a[1] is not block), None)
                 if a is not None:
-                    return (st.loc, f"some lanes release a global flag at {st.loc.short()} after "
+                    return (st.loc, f"some lanes release ({st.mnemonic}) at {st.loc.short()} after "
                             f"other lanes of their warp accessed it ({a[0].short()}) with no "
                             "bar.sync or bar.warp.sync between: the release covers only the "
                             "adding lanes' accesses")
-                if st.dest is not None:  # an acquire too (a ticket)
+                if getattr(st, "dest", None) is not None:  # an acquire too (a ticket)
                     waited.append((st.loc, block))
-            elif isinstance(st, GlobalWait) and block is not None:
+            elif isinstance(st, (GlobalWait, MbarWait)) and block is not None:
                 waited.append((st.loc, block))
             elif isinstance(st, (For, While)):
                 found = scan(st.body, block) or scan(st.body, block)

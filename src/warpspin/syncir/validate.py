@@ -11,7 +11,7 @@ from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, Whi
 from .objects import LIMITS, MAX_STORERS
 from .printer import fmt_expr
 from .ops import (OPS, AtomInc, GlobalAdd, StAsync, BarArrive, BarSync, ClusterArrive, ClusterWait, DsmemStore, Exit,
-                  MbarTestWait, SmemLoad, SmemOwn, SmemStore, SyncOp, Unsupported, peer_word_store)
+                  MbarArrive, MbarTestWait, SmemLoad, SmemOwn, SmemStore, SyncOp, Unsupported, peer_word_store)
 
 DEST_OPS = (MbarTestWait, SmemLoad, AtomInc, GlobalAdd)  # ops that may assign a local (`dest`)
 
@@ -121,10 +121,20 @@ def reaches_another_cta(s) -> bool:
         for f in fields(s))
 
 
+def cross_cta_modelled(s, own: range) -> bool:
+    """Whether op `s`, which reaches another CTA through the cluster, is modelled in a model of
+    several clusters for a thread of the cluster of CTAs `own`."""
+    if isinstance(s, (ClusterArrive, ClusterWait)):
+        return True
+    return type(s) is MbarArrive and not (isinstance(s.bar.cta, Const)
+                                          and s.bar.cta.value not in own)
+
+
 def _several_clusters_problems(k: Kernel) -> list[Problem]:
-    """A model of several clusters (cluster_ctas < num_ctas) has no op that reaches another CTA
-    through the cluster: the cluster barrier, remote mbarriers, multicast and DSMEM are modelled
-    for a model of one cluster only."""
+    """In a model of several clusters (cluster_ctas < num_ctas; CTA c is in cluster c // n) the
+    ops that reach another CTA through the cluster are the cluster barrier (one per cluster) and
+    mbarrier.arrive into a CTA of the arriving thread's cluster; remote waits, multicast, DSMEM
+    and remote copies are modelled for a model of one cluster only."""
     n = k.cluster_ctas
     if n == 0:
         return []
@@ -134,11 +144,17 @@ def _several_clusters_problems(k: Kernel) -> list[Problem]:
         return []
     probs = []
     for p in k.processes:
+        own = k.cluster_members(p.cta)
         for s in walk_stmts(p.body):
-            if isinstance(s, SyncOp) and reaches_another_cta(s):
-                probs.append(Problem(f"process {p.role}: {type(s).__name__} reaches another CTA "
-                                     f"of its cluster, in a model of {k.num_ctas // n} clusters "
-                                     "(modelled for one cluster only)", getattr(s, "loc", NOLOC)))
+            if not isinstance(s, SyncOp) or not reaches_another_cta(s):
+                continue
+            if cross_cta_modelled(s, own):
+                continue
+            probs.append(Problem(f"process {p.role}: {type(s).__name__} reaches another CTA "
+                                 f"of its cluster (CTAs {own.start}..{own.stop - 1}), in a model "
+                                 f"of {k.num_ctas // n} clusters (modelled there: the cluster "
+                                 "barrier and mbarrier.arrive into a CTA of the cluster)",
+                                 getattr(s, "loc", NOLOC)))
     return probs
 
 

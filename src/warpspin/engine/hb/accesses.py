@@ -106,7 +106,7 @@ class Walker:
                 raise OutsideClass("a named barrier id outside the model's slots")
             return ("nb", slot, p.field)
         if isinstance(p, ClusterField):
-            return ("cl", p.field)
+            return ("cl", p.cluster, p.field)
         if isinstance(p, Live):
             return ("live", ev(p.cta))
         if isinstance(p, Inflight):

@@ -78,6 +78,7 @@ class Analysis:
     tmem_sets: dict = field(default_factory=lambda: defaultdict(list))
     tmem_checks: dict = field(default_factory=lambda: defaultdict(list))
     places: dict[tuple, list[tuple[Node, str]]] = field(default_factory=lambda: defaultdict(list))
+    flag_adds: dict[str, list[tuple[Node, int]]] = field(default_factory=lambda: defaultdict(list))
     edges: int = 0
 
     @property
@@ -94,7 +95,8 @@ class Analysis:
     def publishes(self, cta: int) -> list[Node]:
         """The completions that publish CTA `cta`'s fenced mbarrier inits."""
         return [p.done for (kind, key, _), p in self.phases.items() if p.done is not None
-                and (kind == "cl" or (kind == "nb" and self.machine.layout.named_slots[key][0] == cta))]
+                and ((kind == "cl" and key == self.machine.kernel.cluster_of(cta))
+                     or (kind == "nb" and self.machine.layout.named_slots[key][0] == cta))]
 
 
 def family(runner: Runner, ev) -> tuple[str, SyncOp | None]:
@@ -174,11 +176,14 @@ def _waited(an: Analysis, ev: Event, fam: str, op, gid: int, pair_gen):
         return _done(an, "nb", slot, g, op), ("nb", slot, g)
     if fam == "cluster.wait":
         g = pre[m.sl.local[gid][CLUSTER_GEN]]
-        return _done(an, "cl", 0, g, op), ("cl", 0, g)
+        q = m.kernel.cluster_of(m.instances[gid].cta)
+        return _done(an, "cl", q, g, op), ("cl", q, g)
     if fam == "tmem.pair.resume":
         lead = m.instances[gid].cta - m.instances[gid].cta % 2
         g = pair_gen[lead] - 1  # the generation its issue joined has completed
         return _done(an, "pair", lead, g, op), ("pair", lead, g)
+    if fam == "flag.wait":
+        return _flag_wait(an, ev, op, gid), None
     if fam == "completion":
         units = an.units[an.runner.slot_of(ev.actor)]
         j = sum(1 for u in units if u.done is not None)
@@ -188,6 +193,31 @@ def _waited(an: Analysis, ev: Event, fam: str, op, gid: int, pair_gen):
             return units[j].issue, None  # one issuer, in program order: the j-th unit's issue
         return None, None  # several issuers: which unit it completes varies; its clock is its own
     return None, None
+
+
+def _flag_wait(an: Analysis, ev: Event, op, gid: int) -> Node | None:
+    """The node a spin wait on a global flag follows: the completion of every add to the flag
+    before it in this execution, when it could not have passed without each of them (the adds
+    are positive, and the sum of all but the smallest stays below what the wait needs); else
+    outside the class. An add after the wait is a generic access of the flag the wait read:
+    the conditions require it ordered after the wait (docs/semantics.md, "Happens-before")."""
+    m = an.machine
+    target = m.eval(op.target, ev.pre, gid)
+    need = {">=": target, ">": target + 1, "==": target}.get(op.until)
+    if need is None:
+        raise OutsideClass(f"a spin wait until {op.flag} {op.until} {target}: only waits for "
+                           "the flag to reach a value (>=, >, ==) are in the class", op.loc)
+    adds = an.flag_adds.get(op.flag, [])
+    total = sum(d for _, d in adds)
+    if adds and total - min(d for _, d in adds) >= need:
+        raise OutsideClass(f"a spin wait for {op.flag} to reach {need} passed after adds of "
+                           f"{total} in all: which of them it waited for depends on the "
+                           "schedule", op.loc)
+    if not adds:
+        return None
+    which = m.kernel.flag(op.flag)
+    return completion(f"{which.label or op.flag} reaching {need}", ev.n - 0.5,
+                      [n for n, _ in adds], an.actors, op.loc)
 
 
 def _done(an: Analysis, kind: str, key, gen: int, op) -> Node:
@@ -204,6 +234,13 @@ def _contributions(an: Analysis, ev: Event, node: Node, fam: str, op, gid: int,
     m, pre, post = an.machine, ev.pre, ev.post
     done: dict[str, Node] = {}
     hooks = {(h, e) for h, e in ev.hooks}
+    if fam == "flag.add":
+        at = m.sl.flag[op.flag]
+        d = post[at] - pre[at]
+        if d <= 0:
+            raise OutsideClass(f"{node.name} adds {d} to a global flag: only positive adds (a "
+                               "flag that only grows) are in the class", node.loc)
+        an.flag_adds[op.flag].append((node, d))
     # async copies: issues add units to their slots, a completion finishes the oldest
     infl = m.sl.infl
     nslots = len(m.layout.async_keys)
@@ -281,16 +318,19 @@ def _contributions(an: Analysis, ev: Event, node: Node, fam: str, op, gid: int,
         elif g1 != g0:
             raise OutsideClass(f"{node.name} completes several generations at once", node.loc)
     # the cluster barrier
-    if m.layout.cluster:
-        a, b = pre[m.sl.cl:m.sl.cl + len(CL)], post[m.sl.cl:m.sl.cl + len(CL)]
+    for q in range(m.kernel.num_clusters if m.layout.cluster else 0):
+        at = m.sl.cl + q * len(CL)
+        a, b = pre[at:at + len(CL)], post[at:at + len(CL)]
         g0, g1 = a[CL["gen"]], b[CL["gen"]]
-        if fam == "cluster.arrive":
-            an.phase("cl", 0, g0).contributions.append(Contribution(node, 1, 0))
-        elif a != b and fam != "exit":
+        if fam == "cluster.arrive" and m.kernel.cluster_of(m.instances[gid].cta) == q:
+            an.phase("cl", q, g0).contributions.append(Contribution(node, 1, 0))
+        elif a != b and fam not in ("exit", "cluster.arrive"):
             raise OutsideClass(f"{node.name} changes the cluster barrier outside its rule family",
                                node.loc)
+        elif a != b and m.kernel.cluster_of(m.instances[gid].cta) != q:
+            raise OutsideClass(f"{node.name} changes another cluster's barrier", node.loc)
         if g1 == g0 + 1:
-            done[CLUSTER_COMPLETE] = _complete_cluster(an, g0, ev, node, fam)
+            done[CLUSTER_COMPLETE] = _complete_cluster(an, q, g0, ev, node, fam)
     # TMEM pair ops: the leader's `pg` bit flips when the second of the pair issues
     if fam == "tmem.pair":
         lead = m.instances[gid].cta - m.instances[gid].cta % 2
@@ -356,24 +396,25 @@ def _complete_named(an: Analysis, slot: int, g: int, ev: Event, node: Node, fam:
     return ph.done
 
 
-def _complete_cluster(an: Analysis, g: int, ev: Event, node: Node, fam: str) -> Node:
-    """Generation g of the cluster barrier completes in `ev`: after its arrivals and the exits
-    of the instances that did not arrive in it."""
+def _complete_cluster(an: Analysis, q: int, g: int, ev: Event, node: Node, fam: str) -> Node:
+    """Generation g of cluster q's barrier completes in `ev`: after its arrivals and the exits
+    of the instances of the cluster that did not arrive in it."""
     m = an.machine
-    ph = an.phase("cl", 0, g)
+    ph = an.phase("cl", q, g)
     members = [c.node for c in ph.contributions]
     arrived = {c.node.own[0] for c in ph.contributions}
     exited = {x.own[0]: x for xs in an.exits.values() for x in xs}
     if fam == "exit":
         exited[ev.actor] = node
     for inst in m.instances:
-        if inst.gid not in arrived:
+        if inst.gid not in arrived and m.kernel.cluster_of(inst.cta) == q:
             x = exited.get(inst.gid)
             if x is None:
                 raise OutsideClass(f"the cluster barrier completed while "
                                    f"{m.layout.instance_name(inst.gid)} neither arrived nor exited")
             members.append(x)
-    ph.done = completion(f"generation {g} of the cluster barrier", ev.n + 0.5, members,
+    which = f" of cluster {q}" if m.kernel.num_clusters > 1 else ""
+    ph.done = completion(f"generation {g} of the cluster barrier{which}", ev.n + 0.5, members,
                          an.actors, node.loc)
     return ph.done
 
@@ -431,8 +472,9 @@ def _accesses(an: Analysis, walker: Walker, ev: Event, node: Node, fam: str, op,
                 an.tmem_checks[key[1:4]].append(who)
         if not is_generic(key):
             continue
-        if key[0] == "flag":
-            raise OutsideClass("global flags are not in the happens-before class", node.loc)
+        if key[0] == "flag" and fam not in ("flag.add", "flag.wait"):
+            raise OutsideClass(f"{node.name} touches a global flag outside its rule family",
+                               node.loc)
         ident = id(who)
         accessor[ident] = who
         merged[(ident, key)].add(acc.mode)

@@ -246,7 +246,7 @@ class CopyRules:
             if len(group) > 1:
                 mask = Const(sum(1 << r for r in leaders))
             elif leaders[0] != self.rank:
-                ref = MBarRef(ref.name, ref.index, Const(leaders[0]))
+                ref = MBarRef(ref.name, ref.index, Const(self.cluster_base + leaders[0]))
         elif atom.get("mcast_mask") is not None:
             # the box is split among the CTAs of tma_partition's cta_layout (num_multicast)
             mask = self.expr_of(atom.get("mcast_mask"))

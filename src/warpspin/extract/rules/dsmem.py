@@ -28,8 +28,9 @@ class DsmemRules:
     def mapa(self, op: Op, out) -> None:
         p = self.val(op.operands[0])
         if isinstance(p, Ptr):
-            self.env[op.result] = Ptr(p.alloc, p.lin, p.const, p.elem, self.expr(op.operands[1]),
-                                      "dsmem")
+            rank = self.expr(op.operands[1])
+            cta = self.f.binop("+", Const(self.cluster_base), rank) if self.cluster_base else rank
+            self.env[op.result] = Ptr(p.alloc, p.lin, p.const, p.elem, cta, "dsmem")
         else:
             self.set_unknown_results(op)
 

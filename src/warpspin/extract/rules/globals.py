@@ -108,6 +108,14 @@ def _narrower(a: str, b: str) -> str:
     return min(a, b, key=MEMORY_SCOPES.index) if a in MEMORY_SCOPES and b in MEMORY_SCOPES else a
 
 
+def _spin_address_or_value(op: Op) -> bool:
+    """An op of a spin loop's condition that computes the flag's address or the value it is
+    compared with: integer arithmetic and address computations, which touch no memory."""
+    return op.name in PASS_THROUGH or op.name in ("cute.make_int_tuple", "cute.add_offset",
+                                                  "cute.get_iter") or \
+        (op.name.startswith("arith.") and op.name != "arith.cmpi" and not op.regions)
+
+
 class GlobalRules:
     """The walker's rules for global memory, counters and flags (mixed into `WarpWalker`)."""
 
@@ -139,7 +147,9 @@ class GlobalRules:
         shape = ct.layout_shape(t)
         n = ct.size(shape) if shape is not None else None
         idx = self.expr(op.operands[1])
-        written, unknown = self.ctx.written_gmem()
+        written, _ = self.ctx.written_gmem()
+        unknown = self.ctx.unknown_writers_besides_atomics_on_others(root) \
+            if root is not None else []
         why = None
         if root is None:
             why = "a global tensor that is not a kernel argument"
@@ -584,6 +594,9 @@ class GlobalRules:
             why = f"atomic {kind or '?'} (atom.inc on a counter and atom.add on a flag are modelled)"
         elif root is None:
             why = "atom.inc on global memory that is not a kernel argument"
+        elif self.ctx.word_offset(pointer) != 0:
+            why = ("atom.inc on an element of a kernel argument other than its first (the "
+                   "counter model has one word per argument)")
         elif limit is None or opaque_reasons(limit) or expr_vars(limit) - set(self.ctx.params):
             why = "atom.inc whose limit is not a launch value"
         elif self.active.count != 1 or not self.active.exact and self.active.leader is None:
@@ -627,6 +640,9 @@ class GlobalRules:
         root = self.argument_root(pointer)
         if root is None:
             return None, "its address is not a kernel argument"
+        if self.ctx.word_offset(pointer) is None:
+            return None, ("its address is not an element of the kernel argument at a static "
+                          "offset (get_iter, add_offset of a constant)")
         why = self.ctx.other_writer(root, "flag", "atomics")
         if why is not None:
             return None, why
@@ -698,8 +714,9 @@ class GlobalRules:
                 any(o.name not in ("scf.yield", "nvvm.nanosleep") for o in after.ops):
             return False
         load = loads[0]
-        rest = [o for o in before.ops if o is not load and o.name not in PASS_THROUGH]
-        if [o.name for o in rest] != ["arith.cmpi", "scf.condition"]:
+        rest = [o for o in before.ops if o is not load and not _spin_address_or_value(o)]
+        if [o.name for o in rest] != ["arith.cmpi", "scf.condition"] or \
+                before.ops[-2] is not rest[0]:
             return False
         cmp, cterm = rest
         predicate = cmp.attrs.get("predicate")
@@ -707,8 +724,8 @@ class GlobalRules:
         if rel is None or list(cterm.operands) != list(cmp.results):
             return False
         unsigned = predicate in UNSIGNED_PREDICATES
-        for o in before.ops:  # the casts of the pointer
-            if o.name in PASS_THROUGH:
+        for o in before.ops:  # the pointer's address and the target's value
+            if o is not load and o is not cmp and _spin_address_or_value(o):
                 self.op(o, [])
         value = load.results[0]
         if cmp.operands[1] == value:

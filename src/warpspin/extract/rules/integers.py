@@ -295,7 +295,7 @@ class IntegerRules:
         """%clusterid.d: which cluster of the grid is modelled (one param for every CTA of the
         cluster); over every cluster of a static grid."""
         if self.grid_block is not None:
-            return Const(self.grid_block["xyz".index(d)])
+            return Const(self.grid_block["xyz".index(d)] // self.cluster_dim(d))
         grid, c = self.k.grid_dim, self.cluster_dim(d)
         rng = None if grid is None else (0, grid["xyz".index(d)] // c - 1)
         what = f"cluster index {d} (which cluster of the grid; block index {d} = clusterid_{d}"

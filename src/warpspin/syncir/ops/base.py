@@ -177,9 +177,11 @@ def _cta_checks(c, cta: Expr | None, verb: str) -> list:
     (constant ones are validated)."""
     if cta is None or isinstance(cta, Const):
         return []
-    return [When(any_of(_lt(cta, 0), _ge(cta, c.kernel.num_ctas)),
-                 [Fail("invalid-operand", "{who} " + verb + " CTA {0} of a cluster of "
-                       f"{c.kernel.num_ctas}", (cta,))])]
+    own = c.kernel.cluster_members(c.cta)
+    where = f"a cluster of {len(own)}" if len(own) == c.kernel.num_ctas else \
+        f"the cluster of CTAs {own.start}..{own.stop - 1}"
+    return [When(any_of(_lt(cta, own.start), _ge(cta, own.stop)),
+                 [Fail("invalid-operand", "{who} " + verb + " CTA {0} outside " + where, (cta,))])]
 
 
 def remote_alive(c, ref: MBarRef, el: El, what: str) -> list:
@@ -288,17 +290,24 @@ def complete_named(c, bid: Expr, publish_inits: bool = True) -> list:
 def cluster_try_complete(c) -> Call:
     """The cluster barrier completes once every non-exited thread of the cluster has arrived;
     it publishes the fenced inits of every CTA."""
-    arr, gen = ClusterField("arr"), ClusterField("gen")
-    live = Live(Const(0))
-    for t in range(1, c.kernel.num_ctas):
+    q = c.kernel.cluster_of(c.cta)
+    arr, gen = ClusterField("arr", q), ClusterField("gen", q)
+    members = c.kernel.cluster_members(c.cta)
+    live = Live(Const(members[0]))
+    for t in members[1:]:
         live = _plus(live, Live(Const(t)))
     body = [When(all_of(_gt(arr, 0), _ge(arr, live)), [
         Hook(CLUSTER_COMPLETE),
         When(_ge(gen, LIMITS.phase_bound),
              [Fail("phase-bound", f"the cluster barrier completed more than {LIMITS.phase_bound} "
                    "phases (model bound)")]),
-        Set(arr, 0), add(gen, 1), *[publish(c, t) for t in range(c.kernel.num_ctas)]])]
-    return c.subrules.define("cluster_try_complete", body)
+        Set(arr, 0), add(gen, 1), *[publish(c, t) for t in members]])]
+    return c.subrules.define("cluster_try_complete" + (f"_{q}" if q else ""), body)
+
+
+def cluster_field(c, name: str) -> ClusterField:
+    """Field `name` of the cluster barrier of the executing CTA's cluster."""
+    return ClusterField(name, c.kernel.cluster_of(c.cta))
 
 
 CLUSTER_ARRIVED, CLUSTER_GEN = "_carr", "_cgen"

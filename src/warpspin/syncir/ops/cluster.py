@@ -5,9 +5,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Loc, NOLOC
-from ..rules import ClusterField, Fail, Local, Rule, Set, When, add, any_of
+from ..rules import Fail, Local, Rule, Set, When, add, any_of
 from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_GEN, INDEPENDENT_CTAS, RESUME_MOVER, Footprint,
-                   SyncOp, _acc, _eq, _ne, cluster_try_complete, sync_op)
+                   SyncOp, _acc, _eq, _ne, cluster_field, cluster_try_complete,
+                   sync_op)
 from .dsmem import CLUSTER_SEEN, DSMEM_STORED, _stores_dsmem
 
 
@@ -46,8 +47,8 @@ class ClusterArrive(SyncOp):
         release = [] if self.relaxed or not _stores_dsmem(c) else [Set(Local(DSMEM_STORED), 0)]
         return Rule([When(_ne(carr, 0), [Fail("arrival-mismatch", "{who} arrives on the cluster "
                                               "barrier twice without waiting in between")]),
-                     *release, Set(carr, 1), Set(cgen, ClusterField("gen")),
-                     add(ClusterField("arr"), c.threads), cluster_try_complete(c)])
+                     *release, Set(carr, 1), Set(cgen, cluster_field(c, "gen")),
+                     add(cluster_field(c, "arr"), c.threads), cluster_try_complete(c)])
 
 
 @sync_op
@@ -80,4 +81,4 @@ class ClusterWait(SyncOp):
         return Rule([When(_eq(carr, 0), [Fail("arrival-mismatch", "{who} waits on the cluster "
                                               "barrier without having arrived on it")]),
                      Set(carr, 0), *seen],
-                    guard=any_of(_eq(carr, 0), _ne(ClusterField("gen"), cgen)))
+                    guard=any_of(_eq(carr, 0), _ne(cluster_field(c, "gen"), cgen)))

@@ -5,10 +5,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Const, Loc, NOLOC
-from ..rules import (ClusterField, Fail, Inflight, Live, Local, NamedField, Rule, When, all_of,
+from ..rules import (Fail, Inflight, Live, Local, NamedField, Rule, When, all_of,
                      any_of, sub)
 from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_GEN, Footprint, SyncOp, _acc, _eq, _ge, _gt, _ne,
-                   cluster_try_complete, complete_named, publish, sync_op)
+                   cluster_field, cluster_try_complete, complete_named, publish, sync_op)
 from .cp_async import cp_pending_at_exit, stores_pending_at_exit
 from .tcgen05 import Tcgen05Commit, tmem_freed_at_exit, uses_tmem
 
@@ -68,8 +68,8 @@ class Exit(SyncOp):
         if c.kernel_uses_cluster_barrier:
             if c.process_uses_cluster_barrier:
                 carr, cgen = Local(CLUSTER_ARRIVED), Local(CLUSTER_GEN)
-                body.append(When(all_of(_ne(carr, 0), _eq(cgen, ClusterField("gen"))),
-                                 [sub(ClusterField("arr"), T)]))
+                body.append(When(all_of(_ne(carr, 0), _eq(cgen, cluster_field(c, "gen"))),
+                                 [sub(cluster_field(c, "arr"), T)]))
             body.append(cluster_try_complete(c))
         # one check per message (the issuing op's kind, line and barrier): the same line issued
         # by every warp of a cluster is one check, not one per warp and target CTA

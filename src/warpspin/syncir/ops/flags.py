@@ -89,6 +89,7 @@ class GlobalAdd(_FlagOp, SyncOp):
     loc: Loc = NOLOC
     dest: str | None = None
     mnemonic: ClassVar[str] = "atom.add"
+    hb_rule: ClassVar[str | None] = "flag.add"
     ptx: ClassVar[str] = "9.7.13.5 (atom), 9.7.13.6 (red), 8.5 (scope), 8.7 (release patterns)"
     summary: ClassVar[str] = ("dest = val (one thread); val += threads * delta; not a release "
                               "while another process reads the flag (a wait, an add with dest): "
@@ -106,6 +107,10 @@ class GlobalAdd(_FlagOp, SyncOp):
     def __post_init__(self): _lift_fields(self, "delta")
 
     def own_locals(self, pc): return () if self.dest is None else (self.dest,)
+
+    def hb_family(self):
+        # a ticket's old value is the order of the adds: outside the happens-before class
+        return self.hb_rule if self.dest is None else None
 
     def fmt(self):
         head = "" if self.dest is None else f"{self.dest} = "
@@ -162,6 +167,7 @@ class GlobalWait(_FlagOp, SyncOp):
     scope: str = "gpu"
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "spin.wait"
+    hb_rule: ClassVar[str | None] = "flag.wait"
     ptx: ClassVar[str] = "9.7.9.8 (ld.acquire), 8.5 (scope), 8.7 (acquire patterns)"
     summary: ClassVar[str] = ("waits until val <until> target; not an acquire while another "
                               "process adds to the flag: scope; a scope that leaves out a CTA "
