@@ -212,7 +212,7 @@ def test_a_target_read_from_memory_is_a_launch_value():
     from warpspin.api import verify
     fn, args = flag_variant("data_target")
     r = verify(fn, *args)
-    assert r.verdict == "violation" and r.outcome() == "deadlock", str(r)
+    assert r.verdict == "violation" and r.outcome == "deadlock", str(r)
     assert "want_0 = 2" in str(r) or "want_0 = 3" in str(r), str(r)
     assert verify(fn, *args, params={"want_0": (0, 1)}).verdict == "verified"
 
