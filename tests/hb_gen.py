@@ -23,7 +23,8 @@ from warpspin.syncir import (Assign, BarArrive, BarSync, ClusterArrive, ClusterW
 from protocol_gen import valid
 from warpspin.syncir import protocols as P
 from warpspin.syncir.ir import BinOp, stmt_bodies, with_bodies
-from warpspin.syncir.ops import (BulkWaitRead, CpAsyncWait, FenceProxyAsync, SyncOp,
+from warpspin.syncir.ops import (BulkWaitRead, CpAsyncWait, FenceProxyAsync, GlobalAdd,
+                                 GlobalWait, SyncOp,
                                  Tcgen05Commit, TmemWaitLd, WgmmaWait)
 
 FILE = "wellsync.py"
@@ -116,6 +117,91 @@ def cluster_multicast(stages: int = 2, trips: int = 2) -> Kernel:
                   (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)), num_ctas=2)
 
 
+def flag_stages(tiles: tuple = (1, 2), backpressure: bool = True, data: bool = False) -> Kernel:
+    """The synchronization of examples/fused_moe.py: two clusters of two CTAs, one warp each.
+    Cluster 0's CTAs add 1 to global flag ready<e> per tile of expert e (after a bar.sync;
+    with `data`, after writing the tile's cell of global data); cluster 1's leader waits until
+    ready<e> reaches 2 * tiles[e], then arrives on its peer's `go` (a remote arrive at cluster
+    scope) and, with `backpressure`, waits for the peer's hand-back on its own `done`; the peer
+    waits on `go` and hands back (reading the tile's cells, with `data`). The inits are published
+    by each cluster's barrier."""
+    from warpspin.syncir.ir import FlagDecl, WordRef, WordsDecl
+    from warpspin.syncir.ops import GlobalAdd, GlobalWait, SmemLoad, SmemStore
+    init = (Elect((MbarInit(MBarRef("go"), 1, _l(60)), MbarInit(MBarRef("done"), 1, _l(61)),
+                   MbarInitFence(_l(62)))), ClusterArrive(False, _l(63)), ClusterWait(_l(64)))
+    cells = [sum(tiles[:e]) for e in range(len(tiles))]
+
+    def cell(e, t):  # the data cell of tile t of expert e written by producer CTA r
+        return WordRef("data", Const(cells[e] + t))
+    procs = []
+    for cta in range(4):
+        body = list(init)
+        for e, n in enumerate(tiles):
+            if cta < 2:
+                for t in range(n):
+                    if data:
+                        body.append(SmemStore(WordRef("data", Const(2 * (cells[e] + t) + cta)),
+                                              Const(0), _l(65)))
+                    body += [BarSync(loc=_l(66)), Elect((GlobalAdd(f"ready{e}", Const(1),
+                                                                   "release", "gpu", _l(67)),))]
+            elif cta == 2:
+                body += [Elect((GlobalWait(f"ready{e}", ">=", Const(2 * n), "acquire", "gpu",
+                                           _l(68)),)), BarSync(loc=_l(69)),
+                         Elect((MbarArrive(MBarRef("go", cta=Const(3)), 1, _l(70), "cluster"),))]
+                if backpressure:
+                    body.append(MbarWait(MBarRef("done"), Const(e % 2), _l(71)))
+            else:
+                body.append(MbarWait(MBarRef("go"), Const(e % 2), _l(72)))
+                if data:
+                    body += [SmemLoad("v", WordRef("data", Const(2 * (cells[e] + t) + r)), _l(73))
+                             for t in range(n) for r in (0, 1)]
+                body.append(Elect((MbarArrive(MBarRef("done", cta=Const(2)), 1, _l(74),
+                                              "cluster"),)))
+        procs.append(Process(f"cta{cta}", tuple(body), cta=cta, warps=(0, 1),
+                             init=(("v", 0),) if data and cta == 3 else ()))
+    words = (WordsDecl("data", max(1, 2 * sum(tiles)), data=True, grid=True),) if data else ()
+    return Kernel(f"flag_stages_{'_'.join(map(str, tiles))}" + ("" if backpressure else "_nobp")
+                  + ("_data" if data else ""), tuple(procs),
+                  (MBarrierDecl("go"), MBarrierDecl("done")), num_ctas=4, cluster_ctas=2,
+                  flags=tuple(FlagDecl(f"ready{e}") for e in range(len(tiles))), words=words)
+
+
+@st.composite
+def flag_protocols(draw) -> Kernel:
+    """Random protocols over two global flags and a remote mbarrier in a grid model of two
+    clusters of two CTAs (one warp each): each CTA initializes its barrier `b` (count 1) and
+    meets its cluster, then runs 1-4 ops drawn from: an elected add of 1 or 2 to a flag, an
+    elected wait until a flag reaches 0-3, an elected arrive on the peer's `b` (cluster scope),
+    a wait on its own `b` with parity 0 or 1, a cluster barrier."""
+    from warpspin.syncir.ir import FlagDecl
+    from warpspin.syncir.ops import GlobalAdd, GlobalWait
+    init = (Elect((MbarInit(MBarRef("b"), 1, _l(80)), MbarInitFence(_l(81)))),
+            ClusterArrive(False, _l(82)), ClusterWait(_l(83)))
+    procs = []
+    for cta in range(4):
+        body = list(init)
+        for i in range(draw(st.integers(1, 4))):
+            what = draw(st.sampled_from(("add", "add", "wait", "wait", "arrive", "mwait",
+                                         "cluster")))
+            f = draw(st.sampled_from(("f", "g")))
+            if what == "add":
+                body.append(Elect((GlobalAdd(f, Const(draw(st.integers(1, 2))), "release", "gpu",
+                                             _l(84 + i)),)))
+            elif what == "wait":
+                body.append(Elect((GlobalWait(f, ">=", Const(draw(st.integers(0, 3))),
+                                              "acquire", "gpu", _l(84 + i)),)))
+            elif what == "arrive":
+                body.append(Elect((MbarArrive(MBarRef("b", cta=Const(cta ^ 1)), 1, _l(84 + i),
+                                              "cluster"),)))
+            elif what == "mwait":
+                body.append(MbarWait(MBarRef("b"), Const(draw(st.integers(0, 1))), _l(84 + i)))
+            else:
+                body += [ClusterArrive(False, _l(84 + i)), ClusterWait(_l(84 + i))]
+        procs.append(Process(f"cta{cta}", tuple(body), cta=cta, warps=(0, 1)))
+    return valid(Kernel("flag_protocol", tuple(procs), (MBarrierDecl("b"),), num_ctas=4,
+                        cluster_ctas=2, flags=(FlagDecl("f"), FlagDecl("g"))), "flag_protocols")
+
+
 @st.composite
 def well_synchronized(draw) -> Kernel:
     return valid(_well_synchronized(draw), "well_synchronized")
@@ -124,7 +210,7 @@ def well_synchronized(draw) -> Kernel:
 def _well_synchronized(draw) -> Kernel:
     kind = draw(st.sampled_from(("ring", "ring", "peek", "pingpong", "exchange", "cluster",
                                  "epilogue", "mainloop", "umma", "cp_async", "kgrouped",
-                                 "prefix", "clc")))
+                                 "prefix", "clc", "flags")))
     n = lambda lo, hi: draw(st.integers(lo, hi))  # noqa: E731
     if kind == "ring":
         return P.ring(stages=n(1, 3), trips=n(0, 4), consumers=n(1, 3),
@@ -151,6 +237,8 @@ def _well_synchronized(draw) -> Kernel:
         return P.kgrouped(groups=n(1, 2), ktiles=n(1, 2), stages=n(1, 2))
     if kind == "prefix":
         return P.prefix_ring(consumers=n(2, 3), stages=n(1, 2), trips=n(1, 2))
+    if kind == "flags":
+        return flag_stages(tiles=tuple(n(0, 2) for _ in range(n(1, 2))), data=draw(st.booleans()))
     return P.clc_scheduler(pool=(0, n(0, 2)), stages=n(1, 2))
 
 
@@ -158,7 +246,7 @@ def _well_synchronized(draw) -> Kernel:
 
 _DROPPABLE = (MbarArrive, MbarArriveExpectTx, MbarExpectTx, MbarWait, MbarTestWait, BarSync,
               BarArrive, ClusterArrive, ClusterWait, MbarInitFence, FenceProxyAsync, BulkWaitRead,
-              WgmmaWait, CpAsyncWait, Tcgen05Commit, TmaLoad, TmemWaitLd)
+              WgmmaWait, CpAsyncWait, Tcgen05Commit, TmaLoad, TmemWaitLd, GlobalAdd, GlobalWait)
 
 
 def _edits(s) -> list:
@@ -169,8 +257,9 @@ def _edits(s) -> list:
     if isinstance(s, SyncOp):
         for f in fields(s):
             v = getattr(s, f.name)
-            if f.name in ("count", "bytes", "threads") and isinstance(v, Const):
-                step = {"count": 1, "bytes": 16, "threads": 32}[f.name]
+            if f.name in ("count", "bytes", "threads", "delta", "target") and \
+                    isinstance(v, Const):
+                step = {"count": 1, "bytes": 16, "threads": 32, "delta": 1, "target": 1}[f.name]
                 for d in (-step, step):
                     if v.value + d > 0:
                         out.append(((replace(s, **{f.name: Const(v.value + d)}),),

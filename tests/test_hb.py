@@ -17,14 +17,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from diffstats import write_lines
-from hb_gen import cluster_multicast, mutants, named_pingpong, peek_ring, well_synchronized
+from hb_gen import (cluster_multicast, flag_protocols, flag_stages, mutants, named_pingpong,
+                    peek_ring, well_synchronized)
 from protocol_gen import protocols
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.engine import hb
 from warpspin.engine.contract import Outcome
-from warpspin.syncir import (BarSync, Const, Elect, Kernel, MBarRef, MBarrierDecl, MbarArrive,
-                             MbarExpectTx, MbarInit, MbarInitFence, MbarWait, Process, SmemLoad,
-                             SmemStore, TmaLoad, WordRef, WordsDecl, validate)
+from warpspin.syncir import (BarSync, Const, Elect, Kernel, Loc, MBarRef, MBarrierDecl,
+                             MbarArrive, MbarExpectTx, MbarInit, MbarInitFence, MbarWait, Process,
+                             SmemLoad, SmemStore, TmaLoad, WordRef, WordsDecl, validate)
 from warpspin.syncir import protocols as P
 from warpspin.syncir.interp import replay, violation_kinds
 
@@ -98,7 +99,8 @@ def test_well_synchronized_protocols_and_their_mutants_agree(k, rnd):
 RING_MUTANTS = [P.ring(stages=2, trips=3, consumers=2), peek_ring(2, 3, 1, expect_first=True),
                 named_pingpong(2, 1), cluster_multicast(2, 2), P.exchange(2),
                 P.umma_mainloop(stages=2, ktiles=3), P.umma_acc(tiles=3, epi_warps=2, data=True),
-                P.pingpong_epilogue(), P.shared_vector()]
+                P.pingpong_epilogue(), P.shared_vector(), flag_stages((1, 0)),
+                flag_stages((1, 1), data=True)]
 
 
 @pytest.mark.parametrize("k", RING_MUTANTS, ids=[k.name for k in RING_MUTANTS])
@@ -196,6 +198,30 @@ def test_an_op_without_a_happens_before_rule_sends_the_kernel_to_spin():
     assert "outside the happens-before engine's class" in render_text(r, explain=True)
     only = verify_kernel(k, opts=CheckOptions(engine="hb"))
     assert only.verdict == "inconclusive" and "outside the happens-before" in only.reasons[0]
+
+
+# ----------------------------------------------------------------------------- global flags
+
+@hb_settings(max(10, EXAMPLES // 2))
+@given(flag_protocols())
+def test_random_flag_protocols_agree(k):
+    """Random adds, waits, remote arrives and cluster barriers over two flags in a grid model of
+    two clusters: the engine's verdict (or its refusal) against every interleaving."""
+    agrees(k, "global flags")
+
+
+def test_a_wait_that_more_adds_could_satisfy_is_outside_the_class():
+    """Three adds of 1 and a wait for 2: which two it waited for depends on the schedule, so the
+    engine may not order all three before it."""
+    from warpspin.syncir.ir import FlagDecl
+    from warpspin.syncir.ops import GlobalAdd, GlobalWait
+    procs = tuple(Process(f"p{c}", (Elect((GlobalAdd("f", Const(1), loc=Loc("f.py", 1)),)),),
+                          cta=c, warps=(0, 1)) for c in range(3)) + (
+        Process("w", (Elect((GlobalWait("f", ">=", Const(2), loc=Loc("f.py", 2)),)),), cta=3,
+                warps=(0, 1)),)
+    k = Kernel("more_adds", procs, (), num_ctas=4, cluster_ctas=1, flags=(FlagDecl("f"),))
+    r = hb.check(k)
+    assert r.verdict == "outside" and "depends on the schedule" in r.reasons[0], r
 
 
 # ----------------------------------------------------------------------------- global counters
