@@ -25,6 +25,7 @@ from warpspin.syncir.flat import VISIBLE, flatten
 from hypothesis import HealthCheck, given, settings
 
 from diffstats import write_lines
+from hb_gen import flag_protocols, flag_stages
 from protocol_gen import (DRAWN, REJECTED, REQUIRED_CONSTRUCTS, constructs, prefix_protocols, protocols,
                           with_prefix_copies)
 from warpspin.syncir.ops import GlobalAdd, GlobalWait, MmaRead, SmemLoad
@@ -206,6 +207,23 @@ def test_flag_protocols_match_interpreter(k):
     """Adds to a global flag and spin loops on it, with one CTA, two CTAs of one cluster and two
     clusters (the scope each needs), sems that do and do not order."""
     spin_agrees(k, reduce=True, fuse=True, stats="flags vs interpreter")
+
+
+@diff_settings(max(16, EXAMPLES // 4))
+@given(flag_protocols())
+def test_clustered_flag_protocols_match_interpreter(k):
+    """Two clusters of two CTAs: flags across the clusters, remote arrives and the cluster
+    barrier inside each (hb_gen.flag_protocols)."""
+    spin_agrees(k, reduce=True, fuse=True, stats="clustered flags vs interpreter")
+
+
+@pytest.mark.parametrize("tiles,data", [((1, 0), False), ((1, 1), True), ((2, 0), True)])
+def test_fused_moe_synchronization_matches_interpreter(tiles, data):
+    """The fused-MoE example's synchronization (hb_gen.flag_stages) and, without the leader's
+    wait for the hand-back, its parity-aliasing."""
+    for bp in (True, False):
+        spin_agrees(flag_stages(tiles, backpressure=bp, data=data), reduce=True, fuse=True,
+                    stats="clustered flags vs interpreter")
 
 
 @diff_settings(max(20, EXAMPLES // 2))
