@@ -4,6 +4,7 @@ every CTA of the grid)."""
 import cutlass
 import cutlass.cute as cute
 from cutlass import Int32
+from cutlass._mlir.dialects import nvvm
 
 from .litmus import Litmus
 
@@ -133,6 +134,119 @@ class FlagDataSyncWarp(_FlagData):
     sync_warp = True
 
 
+class _FlagElements(Litmus):
+    """Two flags in one argument: CTA 0's lane 0 adds 1 to x[0] (and, unless `only_first`, to
+    x[1]), release; CTA 1's lane 0 spins until x[1] >= 1, then until x[0] >= 1, acquire."""
+    grid = 2
+    warps = 1
+    nbars = 1
+    zero_x = (0, 1)
+    only_first = False
+    launches = 5
+
+    @cute.jit
+    def body(self):
+        if self.rank == 0:
+            if self.lane == 0:
+                cute.arch.atomic_add(self.x.iterator.llvm_ptr, Int32(1), sem="release",
+                                     scope="gpu")
+                if cutlass.const_expr(not self.only_first):
+                    cute.arch.atomic_add((self.x.iterator + 1).llvm_ptr, Int32(1),
+                                         sem="release", scope="gpu")
+        else:
+            if self.lane == 0:
+                while cute.arch.load((self.x.iterator + 1).llvm_ptr, Int32, sem="acquire",
+                                     scope="gpu") < 1:
+                    pass
+                while cute.arch.load(self.x.iterator.llvm_ptr, Int32, sem="acquire",
+                                     scope="gpu") < 1:
+                    pass
+
+
+class FlagElementsSeparate(_FlagElements):
+    """Each word gets its add: both loops end. warpspin: verified (two flags)."""
+    awaiting_h200 = "new this stop; the device run follows"
+    rules = ("gmem.flag-element",)
+
+
+class FlagElementsOnlyFirst(_FlagElements):
+    """Only x[0] gets an add: the wait on x[1] spins forever (one flag per argument would have
+    let it pass). warpspin: deadlock at the loop on x[1]."""
+    awaiting_h200 = "new this stop; the device run follows"
+    rules = ("gmem.flag-element",)
+    expect = "deadlock"
+    only_first = True
+    launches = 1
+
+
+class _GridClusters(Litmus):
+    """Two clusters of two CTAs, one warp each. Every CTA initializes bar 0 (count 1) and meets
+    its cluster (release arrive, acquire wait); then rank 1 of each cluster arrives on rank 0's
+    bar 0 (a remote arrive, cluster scope) and rank 0 waits on it. Around that, a hand-off
+    between the clusters through x[0]: rank 0 of cluster 0 adds 1 to it after its second
+    cluster barrier; cluster 1's CTAs spin until it is 1 before theirs (a grid-wide cluster
+    barrier would wait for them: a deadlock). With `cycle`, rank 1 of cluster 0 also waits for
+    x[1], which rank 0 of cluster 1 sets only after its own spin: a cycle through cluster 0's
+    barrier."""
+    grid = 2
+    cluster = 2
+    warps = 1
+    nbars = 1
+    zero_x = (0, 1)
+    cycle = False
+    launches = 5
+
+    @cute.jit
+    def body(self):
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_init(self.bar(0), 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+        if self.rank == 1:
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(self.bar(0), 0, scope=nvvm.MemScopeKind.CLUSTER)
+        else:
+            cute.arch.mbarrier_wait(self.bar(0), 0)
+        if self.cta >= 2:
+            if self.lane == 0:
+                while cute.arch.load(self.x.iterator.llvm_ptr, Int32, sem="acquire",
+                                     scope="gpu") < 1:
+                    pass
+                if self.cta == 2:
+                    cute.arch.atomic_add((self.x.iterator + 1).llvm_ptr, Int32(1),
+                                         sem="release", scope="gpu")
+        if cutlass.const_expr(self.cycle):
+            if self.cta == 1:
+                if self.lane == 0:
+                    while cute.arch.load((self.x.iterator + 1).llvm_ptr, Int32, sem="acquire",
+                                         scope="gpu") < 1:
+                        pass
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+        if self.cta == 0:
+            if self.lane == 0:
+                cute.arch.atomic_add(self.x.iterator.llvm_ptr, Int32(1), sem="release",
+                                     scope="gpu")
+
+
+class GridClustersPerCluster(_GridClusters):
+    """Each cluster's barrier completes with its own CTAs; the remote arrives land. warpspin:
+    verified (a grid model of two clusters)."""
+    awaiting_h200 = "new this stop; the device run follows"
+    rules = ("grid.clusters", "cluster.remote-arrive")
+
+
+class GridClustersCycle(_GridClusters):
+    """Cluster 0's second barrier waits for its rank 1, which spins on x[1]; x[1] is set by
+    cluster 1 only after x[0], which cluster 0 sets after that barrier. warpspin: deadlock."""
+    awaiting_h200 = "new this stop; the device run follows"
+    rules = ("grid.clusters",)
+    expect = "deadlock"
+    cycle = True
+    launches = 1
+
+
 class _Outputs(Litmus):
     """No flag: 2 CTAs (each its own cluster: the model holds one) store into `out` after a
     delay of 20 us in CTA 1, each lane one element, at `place` (the lane, the CTA)."""
@@ -253,4 +367,5 @@ class PartitionRowAll(_PartitionRows):
 
 LITMUS = [FlagReleaseAcquire, FlagWaitsForMore, FlagRelaxedAdd, FlagCtaScopeAdd, FlagDataHandoff,
           FlagDataNoWait, FlagDataSyncWarp, GlobalOwnElements, GlobalSameElements,
-          PartitionOwnTiles, PartitionSameTile, PartitionRowFlag, PartitionRowAll]
+          PartitionOwnTiles, PartitionSameTile, PartitionRowFlag, PartitionRowAll,
+          FlagElementsSeparate, FlagElementsOnlyFirst, GridClustersPerCluster, GridClustersCycle]

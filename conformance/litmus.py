@@ -46,7 +46,7 @@ class Litmus:
     expect: str = "verified"
     warps: int = 2
     cluster: int = 1
-    grid: int = 1  # CTAs in the grid, each its own cluster (cluster must be 1 then)
+    grid: int = 1  # clusters in the grid (of `cluster` CTAs each)
     nbars: int = 2
     probes: int = 0
     launches: int = 3
@@ -78,7 +78,8 @@ class Litmus:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ inside the kernel
-    # set by enter(): warp, lane, rank (CTA rank in the cluster), bars, buf, x, out, atom, tma_x
+    # set by enter(): warp, lane, rank (CTA rank in the cluster; with clusters of one, the CTA's
+    # index in the grid), cta (its index in the grid), bars, buf, x, out, atom, tma_x
 
     def bar(self, i: int):
         return self.bars + i
@@ -101,7 +102,6 @@ class Litmus:
             nvvm.nanosleep(Int32(1000).ir_value())
 
     def launch_dims(self) -> dict:
-        assert self.grid == 1 or self.cluster == 1, f"{self.name}: a grid of clusters"
         dims = dict(grid=(self.ctas, 1, 1), block=(32 * self.warps, 1, 1))
         if self.cluster > 1:
             dims["cluster"] = (self.cluster, 1, 1)
@@ -128,8 +128,12 @@ class Litmus:
         rank = 0
         if cutlass.const_expr(self.cluster > 1):
             rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        cta = rank
         if cutlass.const_expr(self.grid > 1):
-            rank, _, _ = cute.arch.block_idx()
+            cta, _, _ = cute.arch.block_idx()
+            if cutlass.const_expr(self.cluster == 1):
+                rank = cta
+        self.cta = cta  # the CTA's index in the grid (its rank when the grid is one cluster)
         self.bars, self.buf = storage.bars.data_ptr(), storage.buf.data_ptr()
         self.x, self.out, self.atom, self.tma_x = x, out, atom, tma_x
         self.warp, self.lane, self.rank = warp, cute.arch.lane_idx(), rank

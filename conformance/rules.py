@@ -183,6 +183,15 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.flag-order": ("Global flags between CTAs (deadlock, scope)", "8.5, 8.7",
         "an add another CTA waits for must be a release at a scope that includes it (a wait an "
         "acquire); a relaxed add, or one at .cta scope across CTAs: scope"),
+    "gmem.flag-element": ("Global flags between CTAs (deadlock, scope)", "9.7.13.5, 9.7.9.8",
+        "each word of a kernel argument that atomics add to is its own flag (x[0] and x[1] are "
+        "two): a wait on one is not satisfied by adds to another (a wait for an add that never "
+        "comes to its word: deadlock)"),
+    "grid.clusters": ("Global flags between CTAs (deadlock, scope)", "9.7.13.3, 9.7.13.15.13",
+        "a grid model of several clusters has one cluster barrier per cluster (completed by the "
+        "threads of its cluster alone) and arrives into mbarriers of CTAs of the arriving "
+        "thread's cluster; a cycle of waits through both (a cluster barrier waiting for a CTA "
+        "that spins on a flag another cluster sets after it): deadlock"),
     "gmem.flag-data": ("Global data a flag hands over (race)", "8.7, 8.9",
         "element stores and loads of a kernel argument in a grid model are cells of one array "
         "for the grid: an access no flag hand-off (release add, acquire wait, bar.sync around "
