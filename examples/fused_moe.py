@@ -77,7 +77,7 @@ class FusedMoe:
             go: Int64
             done: Int64
 
-        storage = cutlass.utils.SmemAllocator().allocate(Smem)
+        storage = cutlass.memory.SmemAllocator().allocate(Smem)
         go = storage.go.ptr
         done = storage.done.ptr
         with cute.arch.elect_one():
