@@ -27,9 +27,14 @@ Variants:
   exited_peer        the leader skips the wait on ``done`` after the last expert ("nothing
                      follows it") and may exit before the peer's remote arrive lands in its
                      shared memory -> cluster-lifetime
-  empty_expert_skip  the peer skips its wait (and its hand-back) for an empty expert: its phase
-                     bit falls one behind, and its wait for the next expert passes on the empty
-                     expert's phase, before FF1 wrote that expert's tiles -> race
+  empty_expert_skip  the peer skips its wait on ``go`` for an empty expert ("nothing to read")
+                     and with it the flip of its phase bit, but still hands the expert back:
+                     from then on it runs one phase ahead. Its wait for the next expert passes
+                     on the empty expert's phase, so it hands that expert back too, before the
+                     leader has waited: ``done`` completes two phases while the leader waits for
+                     the first -> parity-aliasing (on the GPU the leader's wait then blocks for
+                     good; in other interleavings the peer reads the hidden tiles before FF1
+                     wrote them, a race, or has exited when the leader's next arrive lands)
 """
 from __future__ import annotations
 
@@ -109,13 +114,13 @@ class FusedMoe:
                 tiles = (counts[e] + TM - 1) // TM
                 if rank == 0:
                     if lane == 0:
+                        flag = (ready.iterator + e).llvm_ptr
                         if cutlass.const_expr(self.bug == "weak_poll"):
-                            while cute.arch.load((ready.iterator + e).llvm_ptr,
-                                                 Int32) < CLUSTER * tiles:             # BUG
+                            while cute.arch.load(flag, Int32) < CLUSTER * tiles:  # BUG: weak
                                 pass
                         else:
-                            while cute.arch.load((ready.iterator + e).llvm_ptr, Int32,
-                                                 sem="acquire", scope="gpu") < CLUSTER * tiles:
+                            while cute.arch.load(flag, Int32, sem="acquire",
+                                                 scope="gpu") < CLUSTER * tiles:
                                 pass
                     cute.arch.sync_threads()
                     with cute.arch.elect_one():
@@ -192,11 +197,11 @@ VARIANTS = {"correct": correct, **{b: globals()[b] for b in BUGS}}
 # what `warpspin check` must say (make demo and tests/test_examples.py check it)
 EXPECT = {"correct": "verified", "off_by_one": "deadlock", "weak_poll": "scope",
           "cta_release": "scope", "exited_peer": "cluster-lifetime",
-          "empty_expert_skip": "race"}
+          "empty_expert_skip": "parity-aliasing"}
 EXPECT_AT = {
-    "weak_poll": "while cute.arch.load((ready.iterator + e).llvm_ptr,",
+    "weak_poll": "while cute.arch.load(flag, Int32) < CLUSTER * tiles:",
     "cta_release": "cute.arch.atomic_add((ready.iterator + e).llvm_ptr, Int32(1),",
-    "empty_expert_skip": "h = hidden[(i * CLUSTER + 0) * 32 + lane] + hidden[(i * CLUSTER + 1) * 32 + lane]",
+    "exited_peer": "cute.arch.mbarrier_arrive(done, peer_cta_rank_in_cluster=0,",
 }
 
 
