@@ -171,10 +171,11 @@ def flag_protocols(draw) -> Kernel:
     """Random protocols over two global flags and a remote mbarrier in a grid model of two
     clusters of two CTAs (one warp each): each CTA initializes its barrier `b` (count 1) and
     meets its cluster, then runs 1-4 ops drawn from: an elected add of 1 or 2 to a flag, an
-    elected wait until a flag reaches 0-3, an elected arrive on the peer's `b` (cluster scope),
-    a wait on its own `b` with parity 0 or 1, a cluster barrier."""
+    elected wait until a flag reaches 0-3, an elected store of 0-2 (release or relaxed), an
+    elected lock (swap 0 or 1 for 0-2), an elected arrive on the peer's `b` (cluster scope), a
+    wait on its own `b` with parity 0 or 1, a cluster barrier."""
     from warpspin.syncir.ir import FlagDecl
-    from warpspin.syncir.ops import GlobalAdd, GlobalWait
+    from warpspin.syncir.ops import GlobalAdd, GlobalLock, GlobalStore, GlobalWait
     init = (Elect((MbarInit(MBarRef("b"), 1, _l(80)), MbarInitFence(_l(81)))),
             ClusterArrive(False, _l(82)), ClusterWait(_l(83)))
     procs = []
@@ -182,7 +183,7 @@ def flag_protocols(draw) -> Kernel:
         body = list(init)
         for i in range(draw(st.integers(1, 4))):
             what = draw(st.sampled_from(("add", "add", "wait", "wait", "arrive", "mwait",
-                                         "cluster")))
+                                         "cluster", "store", "lock")))
             f = draw(st.sampled_from(("f", "g")))
             if what == "add":
                 body.append(Elect((GlobalAdd(f, Const(draw(st.integers(1, 2))), "release", "gpu",
@@ -190,6 +191,14 @@ def flag_protocols(draw) -> Kernel:
             elif what == "wait":
                 body.append(Elect((GlobalWait(f, ">=", Const(draw(st.integers(0, 3))),
                                               "acquire", "gpu", _l(84 + i)),)))
+            elif what == "store":
+                body.append(Elect((GlobalStore(f, Const(draw(st.integers(0, 2))),
+                                               draw(st.sampled_from(("release", "relaxed"))),
+                                               "gpu", _l(84 + i)),)))
+            elif what == "lock":
+                body.append(Elect((GlobalLock(f, Const(draw(st.integers(0, 1))),
+                                              Const(draw(st.integers(0, 2))), "acquire", "gpu",
+                                              _l(84 + i)),)))
             elif what == "arrive":
                 body.append(Elect((MbarArrive(MBarRef("b", cta=Const(cta ^ 1)), 1, _l(84 + i),
                                               "cluster"),)))

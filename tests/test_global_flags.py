@@ -385,3 +385,46 @@ def test_ctas_storing_the_same_global_elements_are_not_verified():
     r = verify(fn, *args)
     assert r.outcome == "not-checked", str(r)
     assert "races NOT CHECKED on global data out (line 265" in str(r).splitlines()[1]
+
+
+# ----------------------------------------------------------------------------- locks, stores
+
+LOCKS = {"cas": ("verified", None), "exch": ("verified", None),
+         "store_unlock": ("verified", None),
+         "no_unlock": ("deadlock", "while cute.arch.atomic_cas(word, cmp=Int32(0), val=Int32(1)"),
+         "relaxed_lock": ("scope", "while cute.arch.atomic_cas(word, cmp=Int32(0), val=Int32(1)"),
+         "relaxed_unlock": ("scope", "cute.arch.atomic_exch(word, Int32(0), sem=sem, scope=\"gpu\")"),
+         "outside": ("race", "total[lane] = total[lane] + cta  # outside the lock"),
+         "third_value": ("unsupported", "while cute.arch.atomic_exch(word, Int32(1), sem=sem")}
+
+
+@dsl
+@pytest.mark.parametrize("mode", list(LOCKS))
+def test_spin_locks(mode):
+    """A lock over a global word guarding global data, as CuTe DSL code writes one (atomic_cas or
+    atomic_exch in a while loop; atomic_exch or store to unlock): the critical sections are
+    checked as global data; each bug is found at its line."""
+    from fixtures.flag_kernels import lock_variant
+    from sourcelines import line_of
+    from warpspin.api import verify
+    fn, args = lock_variant(mode)
+    r = verify(fn, *args)
+    want, where = LOCKS[mode]
+    assert r.outcome == want, str(r)
+    if where:
+        path = os.path.join(ROOT, "tests", "fixtures", "flag_kernels.py")
+        locs = r.violations[0].locations if r.violations else r.reason_locations
+        assert any(loc.line == line_of(path, where) for loc in locs), str(r)
+
+
+@dsl
+@pytest.mark.parametrize("mode,want", [("release", "verified"), ("relaxed", "scope"),
+                                       ("weak", "scope"), ("fenced", "verified")])
+def test_a_flag_set_by_a_store(mode, want):
+    """A flag set with cute.arch.store (a release, a relaxed or plain store, a fence and then a
+    relaxed store) and read by an acquire spin: the data it hands over is checked."""
+    from fixtures.flag_kernels import store_flag_variant
+    from warpspin.api import verify
+    fn, args = store_flag_variant(mode)
+    r = verify(fn, *args)
+    assert r.outcome == want, str(r)

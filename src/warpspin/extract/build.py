@@ -11,7 +11,7 @@ from dataclasses import replace
 from ..syncir.ops import (DATA_DEST, ClcTryCancel, BulkCommit, BulkWaitRead, CpAsync,
                           FenceProxyAsync, SmemOwn, SmemRead, SmemWrite, SyncOp, TmaStore,
                           TmemAccess, TmemLoad, TmemWaitLd, Unsupported,
-                          WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, GlobalAdd, GlobalWait,
+                          WgmmaCommit, WgmmaRead, MmaRead, WgmmaWait, FLAG_OPS,
                           WgmmaAcc, AccAccess, WgmmaReadData)
 from ..syncir.ops.wgmma import data_mode_of
 from ..syncir.ir import (Unchecked, BufferDecl, Assign, Const, For, If, Kernel, Lanes, MBarrierDecl, NOLOC, Param, Process, Var, While, WordsDecl, expr_vars, rewrite_stmts, stmt_bodies, walk_stmts, with_bodies)
@@ -289,8 +289,7 @@ def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) ->
     counters = tuple(d for n, d in sorted(ctx.counters.items()) if n in counted)
     for d in counters:
         used |= expr_vars(d.limit) & set(ctx.params)
-    flagged = {s.flag for p in procs for s in walk_stmts(p.body) if isinstance(s, (GlobalAdd,
-                                                                                  GlobalWait))}
+    flagged = {s.flag for p in procs for s in walk_stmts(p.body) if isinstance(s, FLAG_OPS)}
     flags = tuple(d for n, d in sorted(ctx.flags.items()) if n in flagged)
     ctas = k.grid_size if grid else k.cluster_size
     names = element_names(procs)

@@ -248,6 +248,7 @@ class Context:
     gmem_unplaced: dict = field(default_factory=dict)
     gmem_writers: dict = field(default_factory=dict)  # written_gmem: op uid -> argument or None
     flag_roots: dict = field(default_factory=dict)  # global flag name -> its kernel argument
+    _flag_words: Optional[set] = None
     cp_partitions: dict = field(default_factory=dict)  # buffer name -> thread partitions used
     # buffer name -> (partition, "copy" | "read" | "write", loc) of each access through one
     cp_uses: dict = field(default_factory=dict)
@@ -424,11 +425,14 @@ class Context:
         to or copies into that argument, or writes global memory it cannot place (atomics
         aside: on an argument they are counters or flags, the others are Unsupported
         themselves); None when neither."""
-        written, unknown = self.written_gmem()
+        written, _ = self.written_gmem()
         if root in written:
             return (f"the kernel also stores to or copies into kernel argument {root} (only "
                     f"{changes} may change a {what})")
-        unknown = [w for w in unknown if not w.startswith(("nvvm.atomicrmw@", "nvvm.red@"))]
+        unknown = [f"{op.name}@{op.loc.short()}" for op in self.kernel.walk()
+                   if self.gmem_writers.get(op.uid, 0) is None
+                   and op.name not in ("nvvm.atomicrmw", "nvvm.red")
+                   and self.flag_store_word(op) is None]
         if unknown:
             return (f"the kernel writes global memory it cannot place ({unknown[0]}), which may "
                     f"be the {what} (only {changes} may change a {what})")
@@ -508,6 +512,31 @@ class Context:
             self._written = (args, unknown)
         return self._written
 
+    def flag_words(self) -> set:
+        """(kernel argument, element offset) of every word a flag op names at a static offset:
+        an atomic other than atom.inc, red, a load with a memory order (a spin loop's)."""
+        if self._flag_words is None:
+            words = set()
+            for op in self.kernel.walk():
+                kind = str(op.attrs.get("op", "")).rstrip(">")
+                if op.name == "nvvm.atomicrmw" and not kind.endswith(" inc") or \
+                        op.name == "nvvm.red" or \
+                        op.name == "nvvm.load.ext" and op.attrs.get("order") is not None:
+                    ptr = op.operands[0] if op.operands else None
+                    root, at = self.pointer_root(ptr), self.word_offset(ptr)
+                    if root is not None and at is not None:
+                        words.add((root, at))
+            self._flag_words = words
+        return self._flag_words
+
+    def flag_store_word(self, op: Op) -> Optional[tuple[int, int]]:
+        """The flag word (`flag_words`) an `nvvm.store.ext` stores into, or None."""
+        if op.name != "nvvm.store.ext" or len(op.operands) < 2:
+            return None
+        ptr = op.operands[1]
+        word = (self.pointer_root(ptr), self.word_offset(ptr))
+        return word if word in self.flag_words() else None
+
     def unknown_writers_besides_atomics_on_others(self, root: int) -> list[str]:
         """`written_gmem`'s writers it cannot attribute, less the atomics on a kernel argument
         other than `root` (an atomic writes only the word it names: its address is an element
@@ -522,6 +551,9 @@ class Context:
                 at = self.pointer_root(op.operands[0])
                 if at is not None and at != root:
                     continue
+            word = self.flag_store_word(op)
+            if word is not None and word[0] != root:
+                continue
             out.append(where)
         return out
 
@@ -589,8 +621,8 @@ class Context:
             self.flags[name] = FlagDecl(name, loc, label)
             self.assumptions.add(
                 f"global flag {label} ({loc}): it holds 0 when the kernel starts, only this "
-                "kernel's atomics change it and no other kernel argument (nor the tensor a TMA "
-                "descriptor argument was made from) aliases it; every CTA "
+                "kernel's atomics and stores into it change it and no other kernel argument "
+                "(nor the tensor a TMA descriptor argument was made from) aliases it; every CTA "
                 "of the grid is resident at once (a CTA that spins on it while a CTA it waits "
                 "for has no SM would wait forever)")
         return name

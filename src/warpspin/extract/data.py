@@ -222,8 +222,11 @@ def _global_unchecked(ctx, by_alloc: dict, followed: set) -> None:
     if ctx.grid_why is not None:
         return
     from ..syncir.ir import NOLOC
-    written, unknown = ctx.written_gmem()
-    unknown = [w for w in unknown if not w.startswith(("nvvm.atomicrmw@", "nvvm.red@"))]
+    written, _ = ctx.written_gmem()
+    unknown = [f"{op.name}@{op.loc.short()}" for op in ctx.kernel.walk()
+               if ctx.gmem_writers.get(op.uid, 0) is None
+               and op.name not in ("nvvm.atomicrmw", "nvvm.red")
+               and ctx.flag_store_word(op) is None]
     if unknown:
         ctx.unchecked.append(Unchecked("race", "global memory", f"{unknown[0]} writes global "
                                        "memory the model does not place", NOLOC))

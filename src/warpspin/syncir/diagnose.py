@@ -9,7 +9,8 @@ from dataclasses import dataclass, fields, replace
 from .flat import Op
 from .interp import Machine, ModelError, Replay, State, eval_expr
 from .ir import Const, Expr, Loc, MBarRef, WordRef
-from .ops import (BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, GlobalWait, MbarWait,
+from .ops import (BarArrive, BarSync, BarSyncResume, ClusterWait, Exit, GlobalLock, GlobalWait,
+                  MbarWait,
                   StAsync, TmaLoad, TmemAlloc, TmemPairResume)
 from .printer import fmt_op
 from .trace import Complete, Step, Take
@@ -97,6 +98,14 @@ def blocked_instances(m: Machine, s: State) -> list[Blocked]:
             out.append(Blocked(**common, op=f"{st.what}.cta_group::2", loc=st.loc,
                                barrier=f"its CTA pair (it waits for a warp of CTA {peer} to "
                                        f"issue {st.what}.cta_group::2 too)"))
+        elif isinstance(st, GlobalLock):
+            val = s[m.sl.flag[st.flag]]
+            want = m.eval(st.cmp, s, inst.gid)
+            label = m.kernel.flag(st.flag).label or st.flag
+            out.append(Blocked(**common, op="spin lock", loc=st.loc,
+                               barrier=f"global flag {label} (it holds {val}; the loop waits "
+                                       f"until it holds {want}, to swap it for "
+                                       f"{m.eval(st.new, s, inst.gid)})"))
         elif isinstance(st, GlobalWait):
             val = s[m.sl.flag[st.flag]]
             target = m.eval(st.target, s, inst.gid)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import fields
 
 from .ir import Const, Kernel, MBarRef, walk_stmts
-from .ops import (BarArrive, BarSync, ClusterArrive, ClusterWait, GlobalAdd, GlobalWait,
+from .ops import (FLAG_OPS, BarArrive, BarSync, ClusterArrive, ClusterWait, GlobalLock,
+                  GlobalWait,
                   MbarInit, MbarInitFence, MbarTestWait, MbarWait, SyncOp)
 
 
@@ -18,7 +19,7 @@ def lane_name(kernel: Kernel, process: int, instance: int) -> str:
 
 
 def _relation(op: SyncOp) -> str:
-    if isinstance(op, (MbarWait, MbarTestWait, ClusterWait, GlobalWait)):
+    if isinstance(op, (MbarWait, MbarTestWait, ClusterWait, GlobalWait, GlobalLock)):
         return "waits"
     if isinstance(op, (MbarInit, MbarInitFence)):
         return "inits"
@@ -39,7 +40,7 @@ def _targets(kernel: Kernel, op: SyncOp, known: dict) -> list[str]:
         out.append(f"named barrier {fmt_expr(op.barrier_id)}")
     if isinstance(op, (ClusterArrive, ClusterWait)):
         out.append("cluster barrier")
-    if isinstance(op, (GlobalAdd, GlobalWait)):
+    if isinstance(op, FLAG_OPS):
         out.append(f"global flag {kernel.flag(op.flag).label or op.flag}")
     return out
 

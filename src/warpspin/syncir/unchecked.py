@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .ir import For, If, Kernel, Lanes, Loc, Unchecked, While, stmt_bodies, walk_stmts
-from .ops import (AtomInc, BarSync, ClusterArrive, DsmemStore, GlobalAdd, GlobalWait, MbarArrive,
+from .ops import (AtomInc, BarSync, ClusterArrive, DsmemStore, GlobalAdd, GlobalLock, GlobalStore,
+                  GlobalWait, MbarArrive,
                   MbarWait, SmemLoad, SmemStore,
                   TmemAccess, WarpSync, peer_word_store, tmem_access_checked)
 
@@ -99,7 +100,9 @@ def _flag_order_why(kernel: Kernel) -> Optional[tuple[Loc, str]]:
                         "whether it orders global data is not followed")
             if isinstance(s, GlobalAdd):
                 sems = ("acq_rel",) if s.dest is not None else ("release", "acq_rel")
-            elif isinstance(s, GlobalWait):
+            elif isinstance(s, GlobalStore):
+                sems = ("release",)
+            elif isinstance(s, (GlobalWait, GlobalLock)):
                 sems = ("acquire", "acq_rel")
             else:
                 continue
@@ -133,7 +136,7 @@ def _flag_lanes(body: tuple, array: str) -> Optional[tuple[Loc, str]]:
                             "bar.sync or bar.warp.sync between: the acquire orders only the lanes "
                             "that executed it")
                 accessed.append((st.loc, block))
-            elif block is not None and (isinstance(st, GlobalAdd) or isinstance(
+            elif block is not None and (isinstance(st, (GlobalAdd, GlobalStore)) or isinstance(
                     st, MbarArrive) and st.bar.cta is not None):
                 a = next((a for a in accessed if a[1] is not block), None)
                 if a is not None:
@@ -143,7 +146,7 @@ def _flag_lanes(body: tuple, array: str) -> Optional[tuple[Loc, str]]:
                             "adding lanes' accesses")
                 if getattr(st, "dest", None) is not None:  # an acquire too (a ticket)
                     waited.append((st.loc, block))
-            elif isinstance(st, (GlobalWait, MbarWait)) and block is not None:
+            elif isinstance(st, (GlobalWait, GlobalLock, MbarWait)) and block is not None:
                 waited.append((st.loc, block))
             elif isinstance(st, (For, While)):
                 found = scan(st.body, block) or scan(st.body, block)

@@ -9,7 +9,7 @@ from typing import Optional
 
 from ...frontend.mlir_data import Op
 from ...syncir.ops import (SmemRead, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd,
-                           GlobalWait)
+                           GlobalLock, GlobalStore, GlobalWait)
 from ...syncir.ir import CounterDecl, Const, Expr, Loc, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
@@ -580,6 +580,16 @@ class GlobalRules:
             self.flag_add(op, pointer, op.operands[1] if len(op.operands) > 1 else None,
                           out, bool(op.results) and self.ctx.used(op.results[0]))
             return
+        if kind.rstrip(">").endswith(" exch") and not (op.results and
+                                                        self.ctx.used(op.results[0])) and \
+                self.ctx.grid_why is None and root is not None and \
+                self.ctx.word_offset(pointer) is not None and \
+                (root, self.ctx.word_offset(pointer)) in self.ctx.flag_words():
+            # an exch whose old value is unused (an unlock) stores into the flag
+            self.store_into_flag(op, pointer, op.operands[1], _memory_order(op, "memOrder",
+                                                                            "relaxed"),
+                                 _memory_scope(op, "syncscope"), out)
+            return
         if not kind.rstrip(">").endswith(" inc"):
             if root is not None and self.ctx.grid_why is not None and not any(
                     o.name == "nvvm.atomicrmw" and o.operands and
@@ -701,6 +711,9 @@ class GlobalRules:
             last = out[-1]
             if isinstance(last, GlobalWait) and last.sem != "acquire":
                 out[-1] = replace(last, sem="acquire", scope=_narrower(last.scope, scope))
+            elif isinstance(last, GlobalLock) and last.sem in ("relaxed", "release"):
+                out[-1] = replace(last, sem="acquire" if last.sem == "relaxed" else "acq_rel",
+                                  scope=_narrower(last.scope, scope))
             elif isinstance(last, GlobalAdd) and last.dest and last.sem in ("relaxed", "release"):
                 out[-1] = replace(last, sem="acquire" if last.sem == "relaxed" else "acq_rel",
                                   scope=_narrower(last.scope, scope))
@@ -709,11 +722,13 @@ class GlobalRules:
         """``while ld(flag) <cmp> target: pass`` (nothing carried, an empty body): a
         ``GlobalWait`` until the negated condition holds.  False when the loop is not that."""
         before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
-        loads = [o for o in before.ops if o.name == "nvvm.load.ext"]
+        loads = [o for o in before.ops if o.name in ("nvvm.load.ext", "nvvm.atomicrmw")]
         if op.operands or op.results or len(loads) != 1 or \
                 any(o.name not in ("scf.yield", "nvvm.nanosleep") for o in after.ops):
             return False
         load = loads[0]
+        if load.name == "nvvm.atomicrmw":
+            return self.lock_spin(op, before, load, out)
         rest = [o for o in before.ops if o is not load and not _spin_address_or_value(o)]
         if [o.name for o in rest] != ["arith.cmpi", "scf.condition"] or \
                 before.ops[-2] is not rest[0]:
@@ -754,6 +769,95 @@ class GlobalRules:
                               sem, scope, loc))
         return True
 
+    def lock_spin(self, op: Op, before, atom: Op, out: list) -> bool:
+        """``while atom.cas(flag, cmp, new) != cmp: pass`` (a spin lock), or ``while
+        atom.exch(flag, new) != cmp`` (test-and-set) where every write of the flag stores
+        `cmp` or `new` (so a failed exch changes nothing): a ``GlobalLock``.  False when the
+        loop is not that."""
+        kind = str(atom.attrs.get("op", "")).rstrip(">").rsplit(" ", 1)[-1]
+        rest = [o for o in before.ops if o is not atom and not _spin_address_or_value(o)]
+        if kind not in ("cas", "exch") or [o.name for o in rest] != ["arith.cmpi",
+                                                                     "scf.condition"]:
+            return False
+        cmp, cterm = rest
+        if CMP.get(cmp.attrs.get("predicate")) != "!=" or \
+                list(cterm.operands) != list(cmp.results) or atom.results[0] not in cmp.operands:
+            return False
+        for o in before.ops:
+            if o is not atom and o is not cmp and _spin_address_or_value(o):
+                self.op(o, [])
+        other = cmp.operands[1] if cmp.operands[0] == atom.results[0] else cmp.operands[0]
+        want = self.expr(other)
+        new = self.expr(atom.operands[-1])
+        loc = self.loc(op)
+        root, why = self.flag_root(atom, atom.operands[0])
+        if why is None and kind == "cas" and self.expr(atom.operands[1]) != want:
+            why = "the loop compares the old value with another value than the one it swaps"
+        if why is None and any(opaque_reasons(e) or self._per_lane(e) for e in (want, new)):
+            why = "the values it swaps are not ones the model follows"
+        if why is None and kind == "exch" and not self._only_writes(atom.operands[0],
+                                                                    (want, new)):
+            why = ("a test-and-set loop on a flag that other writes may set to a third value "
+                   "(a failed exch would change it)")
+        sem = _memory_order(atom, "memOrder", "relaxed")
+        scope = _memory_scope(atom, "syncscope")
+        if why is None and (sem not in ADD_SEMANTICS or scope not in MEMORY_SCOPES):
+            why = f"memory order {sem}, scope {scope}"
+        if why is not None:
+            out.append(Unsupported(f"a spin loop on atom.{kind} (a lock on a global flag): {why}",
+                                   loc))
+            return True
+        out.append(GlobalLock(self.ctx.flag(root, atom.operands[0], loc), want, new, sem, scope,
+                              loc))
+        return True
+
+    def _only_writes(self, pointer: int, values: tuple) -> bool:
+        """Every store, exch and cas into the flag word `pointer` names writes a constant among
+        `values`, and nothing else (an add, another atomic) writes it."""
+        word = (self.argument_root(pointer), self.ctx.word_offset(pointer))
+        allowed = {v.value for v in values if isinstance(v, Const)}
+        if len(allowed) != len(values):
+            return False
+        for o in self.k.walk():
+            if o.name == "nvvm.store.ext" and self.ctx.flag_store_word(o) == word:
+                written = [o.operands[0]]
+            elif o.name in ("nvvm.atomicrmw", "nvvm.red") and o.operands and \
+                    (self.argument_root(o.operands[0]), self.ctx.word_offset(o.operands[0])) == word:
+                kind = str(o.attrs.get("op", "")).rstrip(">").rsplit(" ", 1)[-1]
+                if o.name == "nvvm.red" or kind not in ("cas", "exch"):
+                    return False
+                written = [o.operands[-1]]
+            else:
+                continue
+            if any(_const_int(self.k, v) not in allowed for v in written):
+                return False
+        return True
+
+    def flag_store(self, op: Op, out: list) -> None:
+        """``st`` (``cute.arch.store``, any memory order) into a flag word: a ``GlobalStore``;
+        a store anywhere else in global memory is a write the rules do not place."""
+        if self.ctx.flag_store_word(op) is None:
+            return
+        self.store_into_flag(op, op.operands[1], op.operands[0],
+                             _memory_order(op, "order", "weak"), _memory_scope(op, "scope"), out)
+
+    def store_into_flag(self, op: Op, pointer: int, value_vid: int, sem: str, scope: str,
+                        out: list) -> None:
+        loc = self.loc(op)
+        root, why = self.flag_root(op, pointer)
+        value = self.expr(value_vid)
+        if why is None and (opaque_reasons(value) or self._per_lane(value)):
+            why = "the value stored is not one the model follows (or differs between lanes)"
+        if why is None and (sem not in ("weak", "relaxed", "release") or
+                            scope not in MEMORY_SCOPES):
+            why = f"memory order {sem}, scope {scope}"
+        if why is not None:
+            out.append(Unsupported(f"{op.name}: a store into a global flag: {why}", loc))
+            return
+        if sem == "relaxed" and self.fence_scope is not None:  # fence; st.relaxed
+            sem, scope = "release", _narrower(scope, self.fence_scope)
+        out.append(GlobalStore(self.ctx.flag(root, pointer, loc), value, sem, scope, loc))
+
     def _other_clusters(self) -> Expr:
         """1 when the grid may have clusters besides the modelled one, 0 when its static shape
         says it has none; a dynamic grid may have any number."""
@@ -767,12 +871,23 @@ class GlobalRules:
         return Const(1 if n > 1 else 0)
 
 
+def _const_int(k, vid: int) -> Optional[int]:
+    """The value of an integer `arith.constant`, or None."""
+    info = k.value_info.get(vid)
+    op = info.op if info is not None and not info.is_block_arg else None
+    if op is None or op.name != "arith.constant":
+        return None
+    m = re.fullmatch(r"(-?\d+)(?: : \w+)?", str(op.attrs.get("value", "")).strip())
+    return int(m.group(1)) if m else None
+
+
 ATOMIC = Effects("write", "may")  # an atomic on global (or shared) memory
 
 HANDLERS = {
     "cute.memref.load": rule(GlobalRules.memref_load, READS),
     "cute.local_tile": rule(GlobalRules.local_tile, NONE),
     "nvvm.atomicrmw": rule(GlobalRules.atomic_rmw, ATOMIC),
+    "nvvm.store.ext": rule(GlobalRules.flag_store, ATOMIC),
     "nvvm.red": rule(GlobalRules.red, ATOMIC),
     "llvm.fence": rule(GlobalRules.llvm_fence, NONE),
 }

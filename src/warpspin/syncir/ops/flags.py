@@ -26,13 +26,38 @@ def _flag_ops(k, flag: str):
     from ..ir import walk_stmts
     for i, p in enumerate(k.processes):
         for s in walk_stmts(p.body):
-            if isinstance(s, (GlobalAdd, GlobalWait)) and s.flag == flag:
+            if isinstance(s, FLAG_OPS) and s.flag == flag:
                 yield i, p.cta, s
 
 
 def _reads_flag(s) -> bool:
-    """A spin loop, or an add whose old value is used."""
-    return isinstance(s, GlobalWait) or s.dest is not None
+    """A spin loop, a lock, or an add whose old value is used."""
+    return isinstance(s, (GlobalWait, GlobalLock)) or isinstance(s, GlobalAdd) and \
+        s.dest is not None
+
+
+def _writes_flag(s) -> bool:
+    return isinstance(s, (GlobalAdd, GlobalStore, GlobalLock))
+
+
+def _release_check(c, op, what: str) -> list:
+    """`scope` when `op` (`sem`) is not a release while another process reads the flag."""
+    if op.sem in RELEASES or not _elsewhere(c, op.flag, _reads_flag):
+        return []
+    label = _flag_label(c.kernel, op.flag)
+    return [Fail("scope", f"{{who}} {what} {label} with .{op.sem}, not a release: what it wrote "
+                 "before is not ordered before the reads of a thread that reads the flag "
+                 "(st.release, atom.exch.release, or fence.acq_rel.gpu before it)")]
+
+
+def _acquire_check(c, op, what: str) -> list:
+    """`scope` when `op` (`sem`) is not an acquire while another process writes the flag."""
+    if op.sem in ("acquire", "acq_rel") or not _elsewhere(c, op.flag, _writes_flag):
+        return []
+    label = _flag_label(c.kernel, op.flag)
+    return [Fail("scope", f"{{who}} {what} {label} with .{op.sem}, not an acquire: the writes "
+                 "made before the writes it sees may not be visible to its reads after it "
+                 "(atom.cas.acquire / atom.exch.acquire, or fence.acq_rel.gpu after the loop)")]
 
 
 def _elsewhere(c, flag: str, want) -> bool:
@@ -134,7 +159,7 @@ class GlobalAdd(_FlagOp, SyncOp):
                             "that reads the flag (atom.add.release, or fence.acq_rel.gpu before "
                             "the add)"))
         if self.dest is not None and self.sem not in ("acquire", "acq_rel") and \
-                _elsewhere(c, self.flag, _is_add):
+                _elsewhere(c, self.flag, _writes_flag):
             out.append(Fail("scope", f"{{who}} reads {label}'s old value with .{self.sem}, not "
                             "an acquire: the writes made before the other adds it counts may "
                             "not be visible to its reads after it (atom.add.acq_rel, or "
@@ -149,10 +174,6 @@ class GlobalAdd(_FlagOp, SyncOp):
                      When(any_of(_gt(val, LIMITS.local_band), _lt(val, -LIMITS.local_band)),
                           [Fail("integer-range", f"{_flag_label(c.kernel, self.flag)} reaches "
                                 "{0}, outside the model's integer range", (val,))])])
-
-
-def _is_add(s) -> bool:
-    return isinstance(s, GlobalAdd)
 
 
 @sync_op
@@ -197,9 +218,9 @@ class GlobalWait(_FlagOp, SyncOp):
         val = FlagField(self.flag)
         label = _flag_label(c.kernel, self.flag)
         out = _flag_scope(c, self.flag, self.scope,
-                          {cta for _, cta, s in _flag_ops(c.kernel, self.flag) if _is_add(s)},
-                          "waits on")
-        if self.sem != "acquire" and _elsewhere(c, self.flag, _is_add):
+                          {cta for _, cta, s in _flag_ops(c.kernel, self.flag)
+                           if _writes_flag(s)}, "waits on")
+        if self.sem != "acquire" and _elsewhere(c, self.flag, _writes_flag):
             why = ("a plain (weak) load is not even ordered with the adds" if self.sem == "weak"
                    else "a relaxed load orders nothing")
             out.append(Fail("scope", f"{{who}} waits on {label} with a {self.sem} load: {why}; "
@@ -207,3 +228,94 @@ class GlobalWait(_FlagOp, SyncOp):
                             "to its reads after the loop (ld.acquire, or fence.acq_rel.gpu "
                             "after the loop)"))
         return Rule(out, guard=WAIT_UNTIL[self.until](val, self.target))
+
+
+@sync_op
+@dataclass(frozen=True)
+class GlobalStore(_FlagOp, SyncOp):
+    """st (`cute.arch.store`, or an atom.exch whose old value is unused) of `value` into global
+    flag `flag` by each executing thread, with memory order `sem` (`weak`: a plain st) at scope
+    `scope`."""
+    flag: str
+    value: Expr
+    sem: str = "release"
+    scope: str = "gpu"
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "st.flag"
+    ptx: ClassVar[str] = "9.7.9.9 (st), 9.7.13.5 (atom.exch), 8.5 (scope), 8.7 (release patterns)"
+    summary: ClassVar[str] = ("val = value; not a release while another process reads the flag "
+                              "(a wait, a lock, an add with dest): scope; a scope that leaves "
+                              "out a CTA using the flag: scope")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("count", Const(1))
+
+    def __post_init__(self): _lift_fields(self, "value")
+
+    def fmt(self):
+        return f"st.{self.sem}.{self.scope} {self.flag}, {_e(self.value)}"
+
+    def _sem_problems(self):
+        ok = ("weak", "relaxed", "release")
+        return [] if self.sem in ok else [f"memory order {self.sem!r} (one of {ok})"]
+
+    def footprint(self, k):
+        return Footprint((_acc("global-flag", "write", "grid"),))
+
+    def rule(self, c):
+        val = FlagField(self.flag)
+        out = _flag_scope(c, self.flag, self.scope,
+                          {cta for _, cta, _ in _flag_ops(c.kernel, self.flag)}, "stores to")
+        out += _release_check(c, self, "stores to")
+        return Rule([*out, Set(val, self.value),
+                     When(any_of(_gt(val, LIMITS.local_band), _lt(val, -LIMITS.local_band)),
+                          [Fail("integer-range", f"{_flag_label(c.kernel, self.flag)} reaches "
+                                "{0}, outside the model's integer range", (val,))])])
+
+
+@sync_op
+@dataclass(frozen=True)
+class GlobalLock(_FlagOp, SyncOp):
+    """A spin loop that swaps global flag `flag` from `cmp` to `new` (`while atom.cas(flag, cmp,
+    new) != cmp`, or `while atom.exch(flag, new) != cmp` where the flag only ever holds `cmp` or
+    `new`): blocks until the flag holds `cmp`, then sets it to `new` in the same step."""
+    flag: str
+    cmp: Expr
+    new: Expr
+    sem: str = "acquire"
+    scope: str = "gpu"
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "spin.cas"
+    ptx: ClassVar[str] = "9.7.13.5 (atom.cas, atom.exch), 8.5 (scope), 8.7 (acquire patterns)"
+    summary: ClassVar[str] = ("waits until val == cmp, then val = new; not an acquire while "
+                              "another process writes the flag: scope; a scope that leaves out "
+                              "a CTA using the flag: scope")
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("lock", Const(0), Const(1))
+
+    def __post_init__(self): _lift_fields(self, "cmp", "new")
+
+    def fmt(self):
+        return f"spin.cas.{self.sem}.{self.scope} {self.flag}, {_e(self.cmp)} -> {_e(self.new)}"
+
+    def _sem_problems(self):
+        return [] if self.sem in ADD_SEMANTICS else [f"memory order {self.sem!r} (one of "
+                                                     f"{ADD_SEMANTICS})"]
+
+    def footprint(self, k):
+        return Footprint((_acc("global-flag", "rw", "grid"),), blocking=True)
+
+    def rule(self, c):
+        val = FlagField(self.flag)
+        out = _flag_scope(c, self.flag, self.scope,
+                          {cta for _, cta, _ in _flag_ops(c.kernel, self.flag)}, "locks")
+        out += _acquire_check(c, self, "locks")
+        return Rule([*out, Set(val, self.new)], guard=_eq(val, self.cmp))
+
+
+FLAG_OPS = (GlobalAdd, GlobalWait, GlobalStore, GlobalLock)
