@@ -247,6 +247,90 @@ class GridClustersCycle(_GridClusters):
     launches = 1
 
 
+class _Lock(Litmus):
+    """Three CTAs, one warp each: lane 0 takes a lock on x[0] (`while atomic_cas(x[0], 0, 1,
+    acquire) != 0`), the warp passes a bar.sync, and lane 0 releases it (`atomic_exch(x[0], 0,
+    release)`, or `store` with `store_unlock`; none with `no_unlock`)."""
+    grid = 3
+    warps = 1
+    nbars = 1
+    zero_x = (0,)
+    unlock = "exch"
+    launches = 5
+
+    @cute.jit
+    def body(self):
+        word = self.x.iterator.llvm_ptr
+        if self.lane == 0:
+            while cute.arch.atomic_cas(word, cmp=Int32(0), val=Int32(1), sem="acquire",
+                                       scope="gpu") != 0:
+                pass
+        cute.arch.barrier()
+        if self.lane == 0:
+            if cutlass.const_expr(self.unlock == "exch"):
+                cute.arch.atomic_exch(word, Int32(0), sem="release", scope="gpu")
+            elif cutlass.const_expr(self.unlock == "store"):
+                cute.arch.store(word, Int32(0), sem="release", scope="gpu")
+
+
+class LockTakenInTurn(_Lock):
+    """Each CTA takes and releases the lock in turn. warpspin: verified."""
+    awaiting_h200 = "new this stop; the device run follows"
+    rules = ("gmem.lock",)
+
+
+class LockStoreUnlock(_Lock):
+    """The unlock is a release store. warpspin: verified."""
+    awaiting_h200 = "new this stop; the device run follows"
+    rules = ("gmem.lock", "gmem.flag-store")
+    unlock = "store"
+
+
+class LockNeverReleased(_Lock):
+    """No CTA releases the lock: the second taker spins forever. warpspin: deadlock."""
+    awaiting_h200 = "new this stop; the device run follows"
+    rules = ("gmem.lock",)
+    expect = "deadlock"
+    unlock = "none"
+    launches = 1
+
+
+class _StoreFlag(Litmus):
+    """CTA 0's lane 0 sets x[0] = 1 with cute.arch.store (`sem`); CTA 1's lane 0 spins until
+    x[0] == 1 (acquire)."""
+    grid = 2
+    warps = 1
+    nbars = 1
+    zero_x = (0,)
+    sem = "release"
+
+    @cute.jit
+    def body(self):
+        word = self.x.iterator.llvm_ptr
+        if self.rank == 0:
+            if self.lane == 0:
+                cute.arch.store(word, Int32(1), sem=self.sem, scope="gpu")
+        else:
+            if self.lane == 0:
+                while cute.arch.load(word, Int32, sem="acquire", scope="gpu") != 1:
+                    pass
+
+
+class FlagStoreRelease(_StoreFlag):
+    """A release store lets the spinning CTA go. warpspin: verified."""
+    awaiting_h200 = "new this stop; the device run follows"
+    rules = ("gmem.flag-store",)
+
+
+class FlagStoreRelaxed(_StoreFlag):
+    """A relaxed store: the loop ends, but it orders nothing before the waiter's reads.
+    warpspin: scope at the store."""
+    awaiting_h200 = "new this stop; the device run follows"
+    rules = ("gmem.flag-store",)
+    expect = "scope"
+    sem = "relaxed"
+
+
 class _Outputs(Litmus):
     """No flag: 2 CTAs (each its own cluster: the model holds one) store into `out` after a
     delay of 20 us in CTA 1, each lane one element, at `place` (the lane, the CTA)."""
@@ -368,4 +452,6 @@ class PartitionRowAll(_PartitionRows):
 LITMUS = [FlagReleaseAcquire, FlagWaitsForMore, FlagRelaxedAdd, FlagCtaScopeAdd, FlagDataHandoff,
           FlagDataNoWait, FlagDataSyncWarp, GlobalOwnElements, GlobalSameElements,
           PartitionOwnTiles, PartitionSameTile, PartitionRowFlag, PartitionRowAll,
-          FlagElementsSeparate, FlagElementsOnlyFirst, GridClustersPerCluster, GridClustersCycle]
+          FlagElementsSeparate, FlagElementsOnlyFirst, GridClustersPerCluster, GridClustersCycle,
+          LockTakenInTurn, LockStoreUnlock, LockNeverReleased, FlagStoreRelease,
+          FlagStoreRelaxed]

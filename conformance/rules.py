@@ -187,6 +187,15 @@ RULES: dict[str, tuple[str, str, str]] = {
         "each word of a kernel argument that atomics add to is its own flag (x[0] and x[1] are "
         "two): a wait on one is not satisfied by adds to another (a wait for an add that never "
         "comes to its word: deadlock)"),
+    "gmem.flag-store": ("Global flags between CTAs (deadlock, scope)", "9.7.9.9, 8.7",
+        "a flag set with st (cute.arch.store) takes the stored value; a waiter sees it once it "
+        "is stored; a store another CTA waits for must be a release (.release, or a fence "
+        "before a relaxed store): a relaxed or plain store is scope"),
+    "gmem.lock": ("Global flags between CTAs (deadlock, scope)", "9.7.13.5, 8.7",
+        "a spin loop on atom.cas (or a test-and-set atom.exch on a word that holds only its two "
+        "values) takes the lock in one step when the word holds the compared value; a lock never "
+        "released: the next taker spins forever (deadlock); the lock must be an acquire and the "
+        "unlock a release (scope)"),
     "grid.clusters": ("Global flags between CTAs (deadlock, scope)", "9.7.13.3, 9.7.13.15.13",
         "a grid model of several clusters has one cluster barrier per cluster (completed by the "
         "threads of its cluster alone) and arrives into mbarriers of CTAs of the arriving "
