@@ -204,3 +204,45 @@ def test_one_instruction_inline_ptx_becomes_the_dsl_op():
     assert ops[2].attrs["operandSegmentSizes"] == "(1, 0, 0)"
     assert ops[8].attrs == {"ordering": "6", "syncscope": "device"}
     assert ops[9].attrs == {"ordering": "6"}
+
+
+def test_inline_ptx_on_a_global_word_becomes_the_dsl_op():
+    """st / ld / atom / red of one 32-bit global word through `llvm.ptrtoint` of a global
+    pointer: the op cute.arch emits, on the pointer; other forms stay inline PTX."""
+    from warpspin.frontend.inline_ptx import canonical_ptx
+
+    def asm(text, operands, constraints, results=()):
+        return _op("llvm.inline_asm", list(operands),
+                   otypes=["i64"] + ["i32"] * (len(operands) - 1), results=list(results),
+                   attrs={"asm_string": text, "constraints": constraints})
+
+    ptr = _op("llvm.ptrtoint", [1], [10], otypes=["!llvm.ptr<1>"], rtypes=["i64"])
+    shared = _op("llvm.ptrtoint", [2], [11], otypes=["!llvm.ptr<3>"], rtypes=["i64"])
+    k = _k([ptr, shared,
+            asm("st.release.gpu.global.b32 [$0], $1;", [10, 5], "l,r"),
+            asm("st.global.b32 [$0], $1;", [10, 5], "l,r"),
+            asm("st.volatile.global.u32 [$0], $1;", [10, 5], "l,r"),
+            asm("ld.acquire.gpu.global.b32 $0, [$1];", [10], "=r,l", [20]),
+            asm("ld.volatile.global.s32 $0, [$1];", [10], "=r,l", [21]),
+            asm("atom.add.release.gpu.global.s32 $0, [$1], $2;", [10, 5], "=r,l,r", [22]),
+            asm("atom.acquire.gpu.global.cas.b32 $0, [$1], $2, $3;", [10, 5, 6], "=r,l,r,r", [23]),
+            asm("atom.global.exch.b32 $0, [$1], $2;", [10, 5], "=r,l,r", [24]),
+            asm("red.release.gpu.global.add.s32 [$0], $1;", [10, 5], "l,r"),
+            # kept: a shared address, 64 bits, two instructions, another operation
+            asm("st.release.gpu.global.b32 [$0], $1;", [11, 5], "l,r"),
+            asm("st.release.gpu.global.b64 [$0], $1;", [10, 5], "l,l"),
+            asm("st.global.b32 [$0], $1; st.global.b32 [$0], $1;", [10, 5], "l,r"),
+            asm("atom.global.max.s32 $0, [$1], $2;", [10, 5], "=r,l,r", [25])])
+    canonical_ptx(k)
+    ops = list(k.walk())[2:]
+    assert [o.name for o in ops] == [
+        "nvvm.store.ext", "nvvm.store.ext", "nvvm.store.ext", "nvvm.load.ext", "nvvm.load.ext",
+        "nvvm.atomicrmw", "nvvm.atomicrmw", "nvvm.atomicrmw", "nvvm.red"] + \
+        ["llvm.inline_asm"] * 4
+    assert ops[0].attrs == {"order": "#nvvm.mem_order<release>", "scope": "#nvvm.mem_scope<gpu>"}
+    assert ops[0].operands == [5, 1] and ops[1].attrs == {}
+    assert ops[2].attrs["scope"] == "#nvvm.mem_scope<sys>"
+    assert ops[3].operands == [1] and ops[3].results == [20]
+    assert ops[6].attrs["op"] == "#nvvm<atomic_op cas>" and ops[6].operands == [1, 5, 6]
+    assert ops[7].attrs["memOrder"] == "#nvvm.mem_order<relaxed>"
+    assert ops[8].operands == [1, 5]

@@ -20,6 +20,25 @@ it UNSUPPORTED with its text and line.
 
 (`bar.sync` is `barrier.sync.aligned`, PTX 9.7.13.1; the forms without `.aligned` are not
 rewritten: the DSL's ops are the aligned ones.)
+
+One global-memory access of a 32-bit word whose address operand (`l`) is `llvm.ptrtoint` of a
+global pointer becomes the op `cute.arch` emits for it, on that pointer (`sem` one of
+`.relaxed`, `.release` / `.acquire`, `.acq_rel`, or none; `scope` one of `.cta`, `.cluster`,
+`.gpu`, `.sys`, default `.gpu`; a type among `.b32`, `.s32`, `.u32`):
+
+| inline PTX | becomes |
+|---|---|
+| `st[.sem.scope].global.T [$0], $1` (`l,r`) | `nvvm.store.ext` (no sem: a weak store) |
+| `st.volatile.global.T [$0], $1` | `nvvm.store.ext` relaxed, sys scope (PTX 8.3: volatile) |
+| `ld[.sem.scope].global.T $0, [$1]` (`=r,l`) | `nvvm.load.ext` (no sem: a weak load) |
+| `ld.volatile.global.T $0, [$1]` | `nvvm.load.ext` relaxed, sys scope |
+| `atom[.sem][.scope].global.add.T $0, [$1], $2` | `nvvm.atomicrmw` add (default relaxed) |
+| `atom[.sem][.scope].global.exch.T $0, [$1], $2` | `nvvm.atomicrmw` exch |
+| `atom[.sem][.scope].global.cas.T $0, [$1], $2, $3` | `nvvm.atomicrmw` cas |
+| `red[.sem][.scope].global.add.T [$0], $1` (`l,r`) | `nvvm.red` add |
+
+(PTX writes `atom.add.release.gpu.global.s32` with the operation before the qualifiers too:
+both orders are read.)
 """
 from __future__ import annotations
 
@@ -83,12 +102,94 @@ def _rewrite(op: Op) -> bool:
     return False
 
 
+_GMEM = re.compile(r"(?P<kind>st|ld|atom|red)(?P<quals>(?:\.[a-z_0-9]+)*) (?P<args>.*)")
+_MEMORY_ORDERS = ("relaxed", "release", "acquire", "acq_rel", "volatile")
+_ATOM_OPS = ("add", "exch", "cas")
+
+
+def _global_pointer(k: TracedKernel, vid) -> object:
+    """The global pointer whose `llvm.ptrtoint` value `vid` is, or None."""
+    info = k.value_info.get(vid)
+    op = info.op if info is not None and not info.is_block_arg else None
+    if op is None or op.name not in ("llvm.ptrtoint", "cute.ptrtoint") or not op.operands or \
+            "ptr<1>" not in (op.operand_types[0] or ""):
+        return None
+    return op.operands[0]
+
+
+def _rewrite_gmem(k: TracedKernel, op: Op) -> bool:
+    text = _form(str(op.attrs.get("asm_string", "")))
+    m = _GMEM.fullmatch(text)
+    if m is None:
+        return False
+    quals = m.group("quals").split(".")[1:]
+    if "global" not in quals or not {"b32", "s32", "u32"} & set(quals):
+        return False
+    kind = m.group("kind")
+    sems = [q for q in quals if q in _MEMORY_ORDERS]
+    scopes = [q for q in quals if q in ("cta", "cluster", "gpu", "sys")]
+    ops = [q for q in quals if q in _ATOM_OPS]
+    known = set(_MEMORY_ORDERS) | {"cta", "cluster", "gpu", "sys", "global", "b32", "s32",
+                                   "u32"} | set(_ATOM_OPS)
+    if set(quals) - known or len(sems) > 1 or len(scopes) > 1 or len(ops) > 1:
+        return False
+    sem, scope = (sems or [None])[0], (scopes or ["gpu"])[0]
+    if sem == "volatile":
+        sem, scope = "relaxed", "sys"
+    args = [a.strip() for a in m.group("args").split(",")]
+    constraints = str(op.attrs.get("constraints", "")).replace(" ", "")
+    order = {"order": f"#nvvm.mem_order<{sem}>", "scope": f"#nvvm.mem_scope<{scope}>"} \
+        if sem else {}
+    if kind in ("st", "red"):
+        if op.results or args != ["[$0]", "$1"] or constraints != "l,r" or len(op.operands) != 2:
+            return False
+        ptr = _global_pointer(k, op.operands[0])
+        if ptr is None or (kind == "red" and ops != ["add"]) or (kind == "st" and ops):
+            return False
+        value, vtype = op.operands[1], op.operand_types[1]
+        if kind == "st":
+            op.name, op.attrs = "nvvm.store.ext", order
+            op.operands, op.operand_types = [value, ptr], [vtype, "!llvm.ptr<1>"]
+        else:
+            op.name = "nvvm.red"
+            op.attrs = {"memOrder": f"#nvvm.mem_order<{sem or 'relaxed'}>",
+                        "memScope": f"#nvvm.mem_scope<{scope}>", "op": "#nvvm.red_op<add>",
+                        "type": "#nvvm.red_type<s32>"}
+            op.operands, op.operand_types = [ptr, value], ["!llvm.ptr<1>", vtype]
+        return True
+    if len(op.results) != 1 or not constraints.startswith("=r,l"):
+        return False
+    if kind == "ld":
+        if ops or args != ["$0", "[$1]"] or constraints != "=r,l" or len(op.operands) != 1:
+            return False
+        ptr = _global_pointer(k, op.operands[0])
+        if ptr is None:
+            return False
+        op.name, op.attrs = "nvvm.load.ext", order
+        op.operands, op.operand_types = [ptr], ["!llvm.ptr<1>"]
+        return True
+    n = 3 if ops == ["cas"] else 2
+    want = ["$0", "[$1]"] + [f"${i}" for i in range(2, n + 1)]
+    if len(ops) != 1 or args != want or constraints != "=r,l" + ",r" * (n - 1) or \
+            len(op.operands) != n:
+        return False
+    ptr = _global_pointer(k, op.operands[0])
+    if ptr is None:
+        return False
+    op.name = "nvvm.atomicrmw"
+    op.attrs = {"memOrder": f"#nvvm.mem_order<{sem or 'relaxed'}>",
+                "op": f"#nvvm<atomic_op {ops[0]}>", "syncscope": f"#nvvm.mem_scope<{scope}>"}
+    op.operands = [ptr, *op.operands[1:]]
+    op.operand_types = ["!llvm.ptr<1>", *op.operand_types[1:]]
+    return True
+
+
 def canonical_ptx(k: TracedKernel) -> TracedKernel:
     """Rewrite `k`'s one-instruction inline PTX in place (see the module docstring)."""
     changed = False
     for op in k.walk():
         if op.name == "llvm.inline_asm":
-            changed = _rewrite(op) or changed
+            changed = _rewrite(op) or _rewrite_gmem(k, op) or changed
     if changed:
         k.reindex()
     return k
