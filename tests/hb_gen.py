@@ -166,6 +166,35 @@ def flag_stages(tiles: tuple = (1, 2), backpressure: bool = True, data: bool = F
                   flags=tuple(FlagDecl(f"ready{e}") for e in range(len(tiles))), words=words)
 
 
+def cumulative_counter(tiles: int = 3, producers: int = 1, data: bool = True) -> Kernel:
+    """One counter for every tile: each producer CTA writes its cell of tile t (with `data`),
+    passes a bar.sync and adds 1; the consumer CTA waits until the counter reaches
+    producers * (t + 1), then reads the tile's cells. With one producer every wait needs the
+    adds before it; with two, a producer may run a tile ahead of the other, and the consumer's
+    wait for tile t can pass before the slower one wrote it: a race."""
+    from warpspin.syncir.ir import FlagDecl, WordRef, WordsDecl
+    from warpspin.syncir.ops import GlobalAdd, GlobalWait, SmemLoad, SmemStore
+    t = Var("t")
+    procs = []
+    for c in range(producers):
+        cell = WordRef("d", BinOp("+", BinOp("*", t, Const(producers)), Const(c)))
+        body = ((SmemStore(cell, Const(0), _l(90)),) if data else ()) + (
+            BarSync(loc=_l(91)), Elect((GlobalAdd("n", Const(1), loc=_l(92)),)))
+        procs.append(Process(f"p{c}", (For("t", 0, tiles, body, loc=_l(93)),), cta=c,
+                             warps=(0, 1)))
+    need = BinOp("*", BinOp("+", t, Const(1)), Const(producers))
+    reads = tuple(SmemLoad("v", WordRef("d", BinOp("+", BinOp("*", t, Const(producers)),
+                                                   Const(c))), _l(96)) for c in range(producers))
+    body = (Elect((GlobalWait("n", ">=", need, loc=_l(94)),)), BarSync(loc=_l(95)),
+            *(reads if data else ()))
+    procs.append(Process("consumer", (For("t", 0, tiles, body, loc=_l(97)),), cta=producers,
+                         warps=(0, 1), init=(("v", 0),)))
+    words = (WordsDecl("d", max(1, tiles * producers), data=True, grid=True),) if data else ()
+    return Kernel(f"cumulative_k{tiles}_p{producers}" + ("_data" if data else ""), tuple(procs),
+                  (), num_ctas=producers + 1, cluster_ctas=1, flags=(FlagDecl("n"),),
+                  words=words)
+
+
 @st.composite
 def flag_protocols(draw) -> Kernel:
     """Random protocols over two global flags and a remote mbarrier in a grid model of two
@@ -219,7 +248,7 @@ def well_synchronized(draw) -> Kernel:
 def _well_synchronized(draw) -> Kernel:
     kind = draw(st.sampled_from(("ring", "ring", "peek", "pingpong", "exchange", "cluster",
                                  "epilogue", "mainloop", "umma", "cp_async", "kgrouped",
-                                 "prefix", "clc", "flags")))
+                                 "prefix", "clc", "flags", "cumulative")))
     n = lambda lo, hi: draw(st.integers(lo, hi))  # noqa: E731
     if kind == "ring":
         return P.ring(stages=n(1, 3), trips=n(0, 4), consumers=n(1, 3),
@@ -248,6 +277,8 @@ def _well_synchronized(draw) -> Kernel:
         return P.prefix_ring(consumers=n(2, 3), stages=n(1, 2), trips=n(1, 2))
     if kind == "flags":
         return flag_stages(tiles=tuple(n(0, 2) for _ in range(n(1, 2))), data=draw(st.booleans()))
+    if kind == "cumulative":
+        return cumulative_counter(tiles=n(0, 3), data=draw(st.booleans()))
     return P.clc_scheduler(pool=(0, n(0, 2)), stages=n(1, 2))
 
 

@@ -210,18 +210,43 @@ def test_random_flag_protocols_agree(k):
     agrees(k, "global flags")
 
 
-def test_a_wait_that_more_adds_could_satisfy_is_outside_the_class():
-    """Three adds of 1 and a wait for 2: which two it waited for depends on the schedule, so the
-    engine may not order all three before it."""
+def _more_adds(data: bool) -> Kernel:
+    """Three CTAs add 1 to f (with `data`, after writing their cell of global data); a fourth
+    waits until f >= 2 (and reads every cell)."""
     from warpspin.syncir.ir import FlagDecl
     from warpspin.syncir.ops import GlobalAdd, GlobalWait
-    procs = tuple(Process(f"p{c}", (Elect((GlobalAdd("f", Const(1), loc=Loc("f.py", 1)),)),),
+    L = lambda n: Loc("f.py", n)  # noqa: E731
+    procs = tuple(Process(f"p{c}", ((SmemStore(WordRef("d", Const(c)), Const(0), L(1)),) if data
+                                    else ()) + (Elect((GlobalAdd("f", Const(1), loc=L(2)),)),),
                           cta=c, warps=(0, 1)) for c in range(3)) + (
-        Process("w", (Elect((GlobalWait("f", ">=", Const(2), loc=Loc("f.py", 2)),)),), cta=3,
-                warps=(0, 1)),)
-    k = Kernel("more_adds", procs, (), num_ctas=4, cluster_ctas=1, flags=(FlagDecl("f"),))
-    r = hb.check(k)
-    assert r.verdict == "outside" and "depends on the schedule" in r.reasons[0], r
+        Process("w", (Elect((GlobalWait("f", ">=", Const(2), loc=L(3)),)),) + (tuple(
+            SmemLoad("v", WordRef("d", Const(c)), L(4)) for c in range(3)) if data else ()),
+                cta=3, warps=(0, 1), init=(("v", 0),)),)
+    words = (WordsDecl("d", 3, data=True, grid=True),) if data else ()
+    return Kernel("more_adds", procs, (), num_ctas=4, cluster_ctas=1, flags=(FlagDecl("f"),),
+                  words=words)
+
+
+def test_one_counter_for_every_tile():
+    """A cumulative counter: with one producer each wait needs the adds before it (VERIFIED by
+    the engine); with two, a wait may pass on the faster producer's adds before the slower one
+    wrote the tile: a race (the engine's reordering, or SPIN)."""
+    from hb_gen import cumulative_counter
+    assert agrees(cumulative_counter(3, 1), "global flags").verdict == "verified"
+    res = verify_kernel(cumulative_counter(2, 2), opts=CheckOptions(timeout_s=60))
+    assert res.outcome == "race", str(res)
+
+
+def test_a_wait_that_any_two_of_three_adds_satisfy():
+    """Three adds of 1 and a wait for 2: no one add is needed, so none is ordered before the
+    wait. Without data that is VERIFIED; with each adder's data read after the wait, the reads
+    are unordered with the stores (the wait may pass before any one add): the engine's reordering
+    shows the race or hands the kernel to SPIN, which finds it."""
+    assert agrees(_more_adds(False), "global flags").verdict == "verified"
+    r = agrees(_more_adds(True), "global flags")
+    assert (r.verdict, r.kind) in (("violation", "race"), ("outside", None)), r
+    res = verify_kernel(_more_adds(True), opts=CheckOptions(timeout_s=60))
+    assert res.outcome == "race", str(res)
 
 
 # ----------------------------------------------------------------------------- global counters

@@ -210,7 +210,8 @@ class Walker:
                 return
 
 
-SPECIAL = ("mb", "nb", "cl", "live", "infl", "obs")  # places the barrier theories follow
+# places the barrier theories follow (global flags: analysis._flag_wait, Lemma F)
+SPECIAL = ("mb", "nb", "cl", "live", "infl", "obs", "flag")
 # race monitors of TMEM accumulator stages: conditions C10 replaces them (docs/semantics.md)
 TMEM_MONITORS = ("mip", "cov")
 

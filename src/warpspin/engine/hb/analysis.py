@@ -79,6 +79,7 @@ class Analysis:
     tmem_checks: dict = field(default_factory=lambda: defaultdict(list))
     places: dict[tuple, list[tuple[Node, str]]] = field(default_factory=lambda: defaultdict(list))
     flag_adds: dict[str, list[tuple[Node, int]]] = field(default_factory=lambda: defaultdict(list))
+    flag_plan: dict = field(default_factory=dict)  # _flag_plan: every add of the run
     edges: int = 0
 
     @property
@@ -116,6 +117,7 @@ def analyze(runner: Runner, ex: Execution) -> Analysis:
     m = runner.m
     actors = runner.actors
     an = Analysis(runner, ex, actors)
+    an.flag_plan = _flag_plan(runner, ex)
     walker = Walker(m)
     last: dict[int, list[int]] = {}
     last_node: dict[int, Node] = {}
@@ -196,28 +198,59 @@ def _waited(an: Analysis, ev: Event, fam: str, op, gid: int, pair_gen):
 
 
 def _flag_wait(an: Analysis, ev: Event, op, gid: int) -> Node | None:
-    """The node a spin wait on a global flag follows: the completion of every add to the flag
-    before it in this execution, when it could not have passed without each of them (the adds
-    are positive, and the sum of all but the smallest stays below what the wait needs); else
-    outside the class. An add after the wait is a generic access of the flag the wait read:
-    the conditions require it ordered after the wait (docs/semantics.md, "Happens-before")."""
+    """The node a spin wait on a global flag follows: the completion of the adds it cannot pass
+    without (Lemma F, docs/semantics.md "Happens-before"). Flags only grow (every add is
+    positive), and which adds an execution makes is the same in every execution (nothing reads
+    a flag but the waits, and a passed wait reads nothing), so `plan` (every add of the run, per
+    actor in program order) is every execution's. An add of actor A is needed by a wait for the
+    flag to reach `need` (>=, >) when the adds of every actor but those of A from it on sum to
+    less than `need`: no execution passes the wait before it. A wait until the flag == `need`
+    passes only at that value: every add must then be needed (the adds sum to `need`)."""
     m = an.machine
     target = m.eval(op.target, ev.pre, gid)
     need = {">=": target, ">": target + 1, "==": target}.get(op.until)
     if need is None:
         raise OutsideClass(f"a spin wait until {op.flag} {op.until} {target}: only waits for "
                            "the flag to reach a value (>=, >, ==) are in the class", op.loc)
-    adds = an.flag_adds.get(op.flag, [])
-    total = sum(d for _, d in adds)
-    if adds and total - min(d for _, d in adds) >= need:
-        raise OutsideClass(f"a spin wait for {op.flag} to reach {need} passed after adds of "
-                           f"{total} in all: which of them it waited for depends on the "
-                           "schedule", op.loc)
-    if not adds:
+    plan = an.flag_plan.get(op.flag, {})
+    total = sum(sum(ds) for ds in plan.values())
+    if op.until == "==" and total != need:
+        raise OutsideClass(f"a spin wait until {op.flag} == {need}, and the adds to it sum to "
+                           f"{total}: whether an execution passes it depends on the schedule",
+                           op.loc)
+    needed = []
+    for actor, ds in plan.items():
+        for i in range(len(ds)):
+            if total - sum(ds[i:]) < need:
+                needed.append((actor, i))
+    seen: dict[int, int] = defaultdict(int)
+    nodes = []
+    for n, _ in an.flag_adds.get(op.flag, []):
+        actor = n.own[0]
+        if (actor, seen[actor]) in needed:
+            nodes.append(n)
+        seen[actor] += 1
+    if len(nodes) != len(needed):
+        raise OutsideClass(f"a spin wait on {op.flag} passed before an add it needs", op.loc)
+    if not nodes:
         return None
     which = m.kernel.flag(op.flag)
-    return completion(f"{which.label or op.flag} reaching {need}", ev.n - 0.5,
-                      [n for n, _ in adds], an.actors, op.loc)
+    return completion(f"{which.label or op.flag} reaching {need}", ev.n - 0.5, nodes,
+                      an.actors, op.loc)
+
+
+def _flag_plan(runner: Runner, ex: Execution) -> dict:
+    """flag -> actor -> the amounts its adds add, in program order (every add of the run)."""
+    m = runner.m
+    plan: dict = defaultdict(lambda: defaultdict(list))
+    for ev in ex.events:
+        if not isinstance(ev.step, Step):
+            continue
+        fam, op = family(runner, ev)
+        if fam == "flag.add":
+            at = m.sl.flag[op.flag]
+            plan[op.flag][ev.actor].append(ev.post[at] - ev.pre[at])
+    return plan
 
 
 def _done(an: Analysis, kind: str, key, gen: int, op) -> Node:
@@ -470,11 +503,11 @@ def _accesses(an: Analysis, walker: Walker, ev: Event, node: Node, fam: str, op,
                 an.tmem_sets[key[1:4]].append(node)
             elif acc.mode == "R" and fam not in ("async.issue", "completion"):
                 an.tmem_checks[key[1:4]].append(who)
-        if not is_generic(key):
-            continue
         if key[0] == "flag" and fam not in ("flag.add", "flag.wait"):
             raise OutsideClass(f"{node.name} touches a global flag outside its rule family",
                                node.loc)
+        if not is_generic(key):
+            continue
         ident = id(who)
         accessor[ident] = who
         merged[(ident, key)].add(acc.mode)
