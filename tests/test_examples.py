@@ -53,10 +53,8 @@ def _small_cases():
         path, variant, mod = case.values
         name = os.path.basename(path)
         # the ring's two warpgroups are 8 consumer warps: too many for the plain encoding
-        # (fused_moe: four CTAs, 73 k states reduced; its synchronization is differential-tested
-        # plain and reduced in tests/test_differential.py)
         if name in ("raw_mbarrier.py", "hopper_multicast.py", "kgrouped_tensormap.py",
-                    "epilogue_store.py", "fused_moe.py") or \
+                    "epilogue_store.py") or \
                 (name == "syncir_ring.py" and variant not in ("ring_correct", "ring_any_k")
                  and not variant.startswith("umma_")) or \
                 (name == "hopper_pipeline.py" and variant in ("correct_one_consumer", "wrong_tx_bytes")):
