@@ -83,8 +83,10 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         return
     unsupported = unsupported_ops(kernel)
     if unsupported:
-        res.verdict = UNSUPPORTED
-        res.reasons = [f"`{u.what}` matters for synchronization and is not modelled"
+        bounds = all(u.bound for u in unsupported)
+        res.verdict = INCONCLUSIVE if bounds else UNSUPPORTED
+        res.reasons = [f"`{u.what}`: beyond a bound of the model, so it is not modelled here"
+                       if bounds else f"`{u.what}` matters for synchronization and is not modelled"
                        for u in unsupported]
         res.reason_locations = [Location(u.loc.file, u.loc.line, frame=u.loc.frame or "")
                                 for u in unsupported]

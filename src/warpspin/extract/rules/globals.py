@@ -642,6 +642,12 @@ class GlobalRules:
         into, or None."""
         return self.ctx.pointer_root(pointer)
 
+    def flag_unsupported(self, what: str, loc: Loc) -> Unsupported:
+        """The Unsupported a flag op that is not modelled becomes: a model bound (INCONCLUSIVE)
+        when the only reason is a grid larger than a grid model holds."""
+        return Unsupported(what, loc, bound=bool(self.ctx.grid_why) and
+                           self.ctx.grid_why.startswith("the grid has "))
+
     def flag_root(self, op: Op, pointer: Optional[int]) -> tuple[Optional[int], Optional[str]]:
         """(kernel argument, None) of the global flag `pointer` points at, or (None, why not)."""
         if self.ctx.grid_why is not None:
@@ -678,7 +684,8 @@ class GlobalRules:
         if why is None and (sem not in ADD_SEMANTICS or scope not in MEMORY_SCOPES):
             why = f"memory order {sem}, scope {scope}"
         if why is not None:
-            out.append(Unsupported(f"{op.name}: an atomic add on a global flag: {why}", loc))
+            out.append(self.flag_unsupported(f"{op.name}: an atomic add on a global flag: "
+                                             f"{why}", loc))
             self.set_unknown_results(op)
             return
         if sem in ("relaxed", "acquire") and self.fence_scope is not None:  # fence; add
@@ -763,7 +770,8 @@ class GlobalRules:
         if why is None and (sem not in WAIT_SEMANTICS or scope not in MEMORY_SCOPES):
             why = f"memory order {sem}, scope {scope}"
         if why is not None:
-            out.append(Unsupported(f"a spin loop on {load.name} (a global flag): {why}", loc))
+            out.append(self.flag_unsupported(f"a spin loop on {load.name} (a global flag): {why}",
+                                             loc))
             return True
         out.append(GlobalWait(self.ctx.flag(root, load.operands[0], loc), NEGATED[rel], rhs,
                               sem, scope, loc))
@@ -804,8 +812,8 @@ class GlobalRules:
         if why is None and (sem not in ADD_SEMANTICS or scope not in MEMORY_SCOPES):
             why = f"memory order {sem}, scope {scope}"
         if why is not None:
-            out.append(Unsupported(f"a spin loop on atom.{kind} (a lock on a global flag): {why}",
-                                   loc))
+            out.append(self.flag_unsupported(f"a spin loop on atom.{kind} (a lock on a global "
+                                             f"flag): {why}", loc))
             return True
         out.append(GlobalLock(self.ctx.flag(root, atom.operands[0], loc), want, new, sem, scope,
                               loc))
@@ -852,7 +860,8 @@ class GlobalRules:
                             scope not in MEMORY_SCOPES):
             why = f"memory order {sem}, scope {scope}"
         if why is not None:
-            out.append(Unsupported(f"{op.name}: a store into a global flag: {why}", loc))
+            out.append(self.flag_unsupported(f"{op.name}: a store into a global flag: {why}",
+                                             loc))
             return
         if sem == "relaxed" and self.fence_scope is not None:  # fence; st.relaxed
             sem, scope = "release", _narrower(scope, self.fence_scope)

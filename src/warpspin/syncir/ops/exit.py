@@ -91,18 +91,22 @@ class Exit(SyncOp):
 @dataclass(frozen=True)
 class Unsupported(SyncOp):
     """An op that matters for synchronization and is not modelled. Any Unsupported reachable in a
-    kernel makes the verdict UNSUPPORTED, naming `what` and its location. Its footprint is
-    unknown, so no reduction is proven for it."""
+    kernel makes the verdict UNSUPPORTED, naming `what` and its location; when every one is a
+    `bound` (an op the model would follow but for a size limit of the model, such as a grid
+    larger than a grid model holds), INCONCLUSIVE. Its footprint is unknown, so no reduction is
+    proven for it."""
     what: str
     loc: Loc = NOLOC
+    bound: bool = False
     mnemonic: ClassVar[str] = "unsupported"
-    summary: ClassVar[str] = "not modelled: the verdict is UNSUPPORTED"
+    summary: ClassVar[str] = "not modelled: the verdict is UNSUPPORTED (INCONCLUSIVE: a bound)"
 
     @classmethod
     def example(cls):
         return cls("an op that is not modelled")
 
-    def fmt(self): return f"unsupported {self.what!r}"
+    def fmt(self):
+        return f"unsupported {self.what!r}" + (" (model bound)" if self.bound else "")
 
     def rule(self, c):
         return Rule([Fail("unsupported", f"{self.what} is not modelled")])
