@@ -246,3 +246,37 @@ def test_inline_ptx_on_a_global_word_becomes_the_dsl_op():
     assert ops[6].attrs["op"] == "#nvvm<atomic_op cas>" and ops[6].operands == [1, 5, 6]
     assert ops[7].attrs["memOrder"] == "#nvvm.mem_order<relaxed>"
     assert ops[8].operands == [1, 5]
+
+
+def test_inline_ptx_mbarrier_ops_become_the_dsl_ops():
+    """mbarrier.arrive / arrive.expect_tx / a try_wait spin in one asm block / a test's value,
+    on `llvm.ptrtoint` of a shared (or mapa) pointer: the DSL's ops on the pointer."""
+    from warpspin.frontend.inline_ptx import canonical_ptx
+
+    def asm(text, operands, constraints, results=()):
+        return _op("llvm.inline_asm", list(operands), otypes=["i32"] * len(operands),
+                   results=list(results), attrs={"asm_string": text, "constraints": constraints})
+
+    smem = _op("llvm.ptrtoint", [1], [10], otypes=["!llvm.ptr<3>"], rtypes=["i32"])
+    peer = _op("llvm.ptrtoint", [2], [11], otypes=["!llvm.ptr<7>"], rtypes=["i32"])
+    spin = ("{\n\t.reg .pred P1;\n\tLAB_WAIT:\n\tmbarrier.try_wait.parity.shared::cta.b64 P1, "
+            "[$0], $1;\n\t@P1 bra DONE;\n\tbra LAB_WAIT;\n\tDONE:\n\t}")
+    test = ("{\n\t.reg .pred P1;\n\tmbarrier.test_wait.parity.shared::cta.b64 P1, [$1], $2;\n\t"
+            "selp.b32 $0, 1, 0, P1;\n\t}")
+    k = _k([smem, peer,
+            asm("mbarrier.arrive.shared::cta.b64 _, [$0];", [10], "r"),
+            asm("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [$0];", [11], "r"),
+            asm("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", [10, 5], "r,r"),
+            asm(spin, [10, 5], "r,r"), asm(test, [10, 5], "=r,r,r", [20]),
+            # kept: a cluster address for a ::cta arrive, a wait on a peer's barrier
+            asm("mbarrier.arrive.shared::cta.b64 _, [$0];", [11], "r"),
+            asm(spin, [11, 5], "r,r")])
+    canonical_ptx(k)
+    ops = list(k.walk())[2:]
+    assert [o.name for o in ops] == [
+        "nvvm.mbarrier.arrive", "nvvm.mbarrier.arrive", "nvvm.mbarrier.arrive.expect_tx",
+        "nvvm.mbarrier.try_wait.parity", "nvvm.mbarrier.wait.parity"] + ["llvm.inline_asm"] * 2
+    assert ops[0].operands == [1] and ops[0].attrs["scope"] == "#nvvm.mem_scope<cta>"
+    assert ops[1].operands == [2] and ops[1].attrs["scope"] == "#nvvm.mem_scope<cluster>"
+    assert ops[3].operands == [1, 5] and ops[4].results == [20]
+    assert ops[4].attrs["kind"] == "#nvvm.mbar_wait<test>"

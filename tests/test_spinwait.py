@@ -75,3 +75,28 @@ def test_the_dsl_spellings_extract_to_the_wait_and_verify(name):
             if any(f"arch_sync.py:{n} " in ln for n in range(r.lines[0], r.lines[1] + 1))]
     assert any("mbarrier.wait bars[0], parity=0" in ln for ln in body), res.syncir_text
     assert not any("while" in ln or "test_wait" in ln for ln in body), res.syncir_text
+
+
+def _entered(start=Const(0), parity=Const(0), extra=()):
+    """done = start; c = done == 0; while c: {t = test(B, parity); done = t; c = done == 0}"""
+    pre = (Assign("done", start), Assign("c", BinOp("==", Var("done"), Const(0))))
+    loop = While(Var("c"), (MbarTestWait("t", B, parity), Assign("done", Var("t")),
+                            Assign("c", BinOp("==", Var("done"), Const(0))), *extra))
+    return (*pre, loop)
+
+
+def test_a_loop_entered_on_a_constant_is_the_wait():
+    """`done = 0; while done == 0: done = test(b, p)` (inline PTX's test returns a value): the
+    loop runs at least once, so it is the wait, then done = 1."""
+    out = spin_waits(_entered())
+    assert [type(s).__name__ for s in out] == ["Assign", "Assign", "MbarWait", "Assign",
+                                               "Assign", "Assign"]
+    assert out[3] == Assign("t", Const(1)) and not any(isinstance(s, While) for s in out)
+
+
+@pytest.mark.parametrize("case", [dict(start=Const(1)),            # never entered
+                                  dict(start=Var("x")),             # entered or not
+                                  dict(extra=(Assign("p", Const(1)),), parity=Var("p")),
+                                  dict(extra=(BarSync(Const(0)),))])
+def test_other_entered_loops_stay_loops(case):
+    assert any(isinstance(s, While) for s in spin_waits(_entered(**case)))

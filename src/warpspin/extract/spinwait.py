@@ -4,7 +4,9 @@
 
 (`done = cute.arch.mbarrier_try_wait(b, p)` then `while not done: done = ...try_wait(b, p)`, or
 `while not cute.arch.mbarrier_test_wait(b, p): pass`) becomes `mbarrier.wait b, p` followed by
-`ok = 1` and the assignments. Exact: a failed test changes nothing but its local, which the
+`ok = 1` and the assignments. So does a loop that constants assigned before it enter, whose body
+is the test and the assignments (`done = 0; while done == 0: done = test(b, p)`, as inline
+PTX's test is written). Exact: a failed test changes nothing but its local, which the
 next trip overwrites, so the loop's effect is its passing test; the wait is enabled exactly in
 the states where that test passes, and a test's checks (parity aliasing, visibility, scope)
 are the wait's on the same element (docs/semantics.md, "Spin loops on a test-wait"). A spin
@@ -71,6 +73,33 @@ def _spin(pre: tuple[Stmt, ...], loop: While, reads: dict):
     return (MbarWait(t1.bar, t1.parity, t1.loc), Assign(t1.dest, Const(1), t1.loc), *a1)
 
 
+def _entered_spin(pre: tuple[Stmt, ...], loop: While, reads: dict):
+    """`v = c; ...; while cond: { t = test_wait(b, p); <assignments> }` where the constants
+    assigned before make `cond` true (the loop is entered: `done = 0; while done == 0: done =
+    test(...)`): the statements replacing the loop (`pre` stays), or None."""
+    inner = _trip(loop.body)
+    if inner is None or not pre or not all(isinstance(a, Assign) for a in pre):
+        return None
+    test, assigns = inner
+    env = {}
+    f = Folder()
+    for a in pre:
+        env[a.var] = subst(a.value, env, f)
+    entered = subst(loop.cond, env, f)
+    if not isinstance(entered, Const) or entered.value in (0, False):
+        return None
+    read = set().union(*(expr_vars(e) for e in (test.parity, test.bar.index,
+                                                 *((test.bar.cta,) if test.bar.cta else ()))))
+    written = {a.var for a in assigns} | {test.dest}
+    if read & written or any(expr_vars(a.value) - written for a in assigns):
+        return None
+    if _cond_of(loop.cond, assigns, test.dest, 0) not in (1, True) or \
+            _cond_of(loop.cond, assigns, test.dest, 1) not in (0, False):
+        return None
+    return (MbarWait(test.bar, test.parity, test.loc), Assign(test.dest, Const(1), test.loc),
+            *assigns)
+
+
 def spin_waits(body: tuple[Stmt, ...], reads: dict | None = None) -> tuple[Stmt, ...]:
     """`body` with every spin loop on a test-wait (nested bodies too) made its blocking wait;
     `reads`: how often each local is read in the whole process body."""
@@ -93,6 +122,13 @@ def spin_waits(body: tuple[Stmt, ...], reads: dict | None = None) -> tuple[Stmt,
             new = None if start is None else _spin(tuple(out[start:]), s, reads)
             if new is not None:
                 del out[start:]
+                out.extend(new)
+                continue
+            first = len(out)
+            while first > 0 and isinstance(out[first - 1], Assign):
+                first -= 1
+            new = _entered_spin(tuple(out[first:]), s, reads)
+            if new is not None:
                 out.extend(new)
                 continue
         out.append(s)

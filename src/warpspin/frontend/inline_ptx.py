@@ -39,6 +39,16 @@ global pointer becomes the op `cute.arch` emits for it, on that pointer (`sem` o
 
 (PTX writes `atom.add.release.gpu.global.s32` with the operation before the qualifiers too:
 both orders are read.)
+
+An mbarrier op whose barrier operand (`r`) is `llvm.ptrtoint` of a shared pointer (or of the
+`nvvm.mapa` of one, for `.shared::cluster`) becomes the DSL's op on that pointer:
+
+| inline PTX | becomes |
+|---|---|
+| `mbarrier.arrive[.release\|.relaxed][.cta\|.cluster].shared::{cta,cluster}.b64 _, [$0]` | `nvvm.mbarrier.arrive` (that scope) |
+| `mbarrier.arrive.expect_tx[...].shared::cta.b64 _, [$0], $1` | `nvvm.mbarrier.arrive.expect_tx` |
+| `{ .reg .pred P; L: mbarrier.try_wait.parity.shared::cta.b64 P, [$0], $1[, $2]; @P bra D; bra L; D: }` | `nvvm.mbarrier.try_wait.parity` (the blocking wait; `$2`, a time-limit hint, changes nothing) |
+| `{ .reg .pred P; mbarrier.{try,test}_wait.parity.shared::cta.b64 P, [$1], $2; selp.b32 $0, 1, 0, P; }` | `nvvm.mbarrier.wait.parity` (a test: its result is whether the phase completed) |
 """
 from __future__ import annotations
 
@@ -184,12 +194,78 @@ def _rewrite_gmem(k: TracedKernel, op: Op) -> bool:
     return True
 
 
+def _shared_pointer(k: TracedKernel, vid) -> tuple:
+    """(pointer, its type) whose 32-bit `llvm.ptrtoint` value `vid` is: a shared pointer
+    (`ptr<3>`) or a mapa address (`ptr<7>`); (None, None) otherwise."""
+    info = k.value_info.get(vid)
+    op = info.op if info is not None and not info.is_block_arg else None
+    if op is None or op.name != "llvm.ptrtoint" or not op.operands or \
+            op.result_types != ["i32"] or op.operand_types[0] not in ("!llvm.ptr<3>",
+                                                                       "!llvm.ptr<7>"):
+        return None, None
+    return op.operands[0], op.operand_types[0]
+
+
+_ARRIVE = re.compile(r"mbarrier\.arrive(?P<tx>\.expect_tx)?(?P<sem>\.release|\.relaxed)?"
+                     r"(?P<scope>\.cta|\.cluster)?\.shared::(?P<space>cta|cluster)\.b64 _, "
+                     r"\[\$0\](?P<bytes>, \$1)?")
+_SPIN = re.compile(r"\{ \.reg \.pred (?P<p>\w+); (?P<l>\w+): mbarrier\.try_wait\.parity"
+                   r"\.shared::cta\.b64 (?P=p), \[\$0\], \$1(?:, \$2)?; @(?P=p) bra (?P<d>\w+); "
+                   r"bra (?P=l); (?P=d): \}")
+_TEST = re.compile(r"\{ \.reg \.pred (?P<p>\w+); mbarrier\.(?P<kind>try|test)_wait\.parity"
+                   r"\.shared::cta\.b64 (?P=p), \[\$1\], \$2; selp\.b32 \$0, 1, 0, (?P=p); \}")
+
+
+def _rewrite_mbarrier(k: TracedKernel, op: Op) -> bool:
+    text = _form(str(op.attrs.get("asm_string", "")))
+    text = re.sub(r"\s*;\s*", "; ", text).strip()
+    text = re.sub(r"(?<![:\w])(\w+):(?!:)\s*", r"\1: ", text)  # a label (not `shared::cta`)
+    constraints = str(op.attrs.get("constraints", "")).replace(" ", "")
+    m = _ARRIVE.fullmatch(text)
+    if m and not op.results:
+        n = 2 if m.group("bytes") else 1
+        if bool(m.group("tx")) != (n == 2) or constraints != ",".join(["r"] * n) or \
+                len(op.operands) != n:
+            return False
+        ptr, ptype = _shared_pointer(k, op.operands[0])
+        if ptr is None or (ptype == "!llvm.ptr<7>") != (m.group("space") == "cluster"):
+            return False
+        scope = (m.group("scope") or ".cta")[1:]
+        op.name = "nvvm.mbarrier.arrive.expect_tx" if n == 2 else "nvvm.mbarrier.arrive"
+        op.attrs = {"relaxed": m.group("sem") == ".relaxed",
+                    "scope": f"#nvvm.mem_scope<{scope}>"}
+        op.operands = [ptr, *op.operands[1:]]
+        op.operand_types = [ptype, *op.operand_types[1:]]
+        return True
+    m = _SPIN.fullmatch(text)
+    if m and not op.results and len(op.operands) in (2, 3) and \
+            constraints == ",".join(["r"] * len(op.operands)):
+        ptr, ptype = _shared_pointer(k, op.operands[0])
+        if ptr is None or ptype != "!llvm.ptr<3>":
+            return False
+        op.name, op.attrs = "nvvm.mbarrier.try_wait.parity", {}
+        op.operands, op.operand_types = [ptr, op.operands[1]], [ptype, op.operand_types[1]]
+        return True
+    m = _TEST.fullmatch(text)
+    if m and len(op.results) == 1 and len(op.operands) == 2 and constraints == "=r,r,r":
+        ptr, ptype = _shared_pointer(k, op.operands[0])
+        if ptr is None or ptype != "!llvm.ptr<3>":
+            return False
+        op.name = "nvvm.mbarrier.wait.parity"
+        op.attrs = {"kind": f"#nvvm.mbar_wait<{m.group('kind')}>",
+                    "scope": "#nvvm.mbar_scope<cta>"}
+        op.operands, op.operand_types = [ptr, op.operands[1]], [ptype, op.operand_types[1]]
+        return True
+    return False
+
+
 def canonical_ptx(k: TracedKernel) -> TracedKernel:
     """Rewrite `k`'s one-instruction inline PTX in place (see the module docstring)."""
     changed = False
     for op in k.walk():
         if op.name == "llvm.inline_asm":
-            changed = _rewrite(op) or _rewrite_gmem(k, op) or changed
+            changed = _rewrite(op) or _rewrite_gmem(k, op) or _rewrite_mbarrier(k, op) or \
+                changed
     if changed:
         k.reindex()
     return k
