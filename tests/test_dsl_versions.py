@@ -280,3 +280,19 @@ def test_inline_ptx_mbarrier_ops_become_the_dsl_ops():
     assert ops[1].operands == [2] and ops[1].attrs["scope"] == "#nvvm.mem_scope<cluster>"
     assert ops[3].operands == [1, 5] and ops[4].results == [20]
     assert ops[4].attrs["kind"] == "#nvvm.mbar_wait<test>"
+
+
+def test_inline_elect_sync_becomes_the_dsl_op():
+    """elect.sync of the full mask into a predicate, selp'd into a value: `nvvm.elect.sync`;
+    another mask stays inline PTX."""
+    from warpspin.frontend.inline_ptx import canonical_ptx
+
+    text = ("{\n\t.reg .b32 %rx;\n\t.reg .pred %px;\n\telect.sync %rx|%px, $1;\n\t"
+            "selp.b32 $0, 1, 0, %px;\n\t}")
+    full = _op("arith.constant", [], [1], attrs={"value": "-1 : i32"})
+    half = _op("arith.constant", [], [2], attrs={"value": "65535 : i32"})
+    k = _k([full, half] + [_op("llvm.inline_asm", [m], [10 + m], otypes=["i32"],
+                               attrs={"asm_string": text, "constraints": "=r,r"})
+                           for m in (1, 2)])
+    canonical_ptx(k)
+    assert [o.name for o in list(k.walk())[2:]] == ["nvvm.elect.sync", "llvm.inline_asm"]

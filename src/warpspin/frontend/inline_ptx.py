@@ -49,6 +49,7 @@ An mbarrier op whose barrier operand (`r`) is `llvm.ptrtoint` of a shared pointe
 | `mbarrier.arrive.expect_tx[...].shared::cta.b64 _, [$0], $1` | `nvvm.mbarrier.arrive.expect_tx` |
 | `{ .reg .pred P; L: mbarrier.try_wait.parity.shared::cta.b64 P, [$0], $1[, $2]; @P bra D; bra L; D: }` | `nvvm.mbarrier.try_wait.parity` (the blocking wait; `$2`, a time-limit hint, changes nothing) |
 | `{ .reg .pred P; mbarrier.{try,test}_wait.parity.shared::cta.b64 P, [$1], $2; selp.b32 $0, 1, 0, P; }` | `nvvm.mbarrier.wait.parity` (a test: its result is whether the phase completed) |
+| `{ .reg .b32 R; .reg .pred P; elect.sync R\|P, $1; selp.b32 $0, 1, 0, P; }` with `$1` = -1 | `nvvm.elect.sync` (`!= 0` of its value is the elected lane) |
 """
 from __future__ import annotations
 
@@ -212,6 +213,8 @@ _ARRIVE = re.compile(r"mbarrier\.arrive(?P<tx>\.expect_tx)?(?P<sem>\.release|\.r
 _SPIN = re.compile(r"\{ \.reg \.pred (?P<p>\w+); (?P<l>\w+): mbarrier\.try_wait\.parity"
                    r"\.shared::cta\.b64 (?P=p), \[\$0\], \$1(?:, \$2)?; @(?P=p) bra (?P<d>\w+); "
                    r"bra (?P=l); (?P=d): \}")
+_ELECT = re.compile(r"\{ \.reg \.b32 (?P<r>%?\w+); \.reg \.pred (?P<p>%?\w+); elect\.sync "
+                    r"(?P=r)\|(?P=p), \$1; selp\.b32 \$0, 1, 0, (?P=p); \}")
 _TEST = re.compile(r"\{ \.reg \.pred (?P<p>\w+); mbarrier\.(?P<kind>try|test)_wait\.parity"
                    r"\.shared::cta\.b64 (?P=p), \[\$1\], \$2; selp\.b32 \$0, 1, 0, (?P=p); \}")
 
@@ -245,6 +248,12 @@ def _rewrite_mbarrier(k: TracedKernel, op: Op) -> bool:
             return False
         op.name, op.attrs = "nvvm.mbarrier.try_wait.parity", {}
         op.operands, op.operand_types = [ptr, op.operands[1]], [ptype, op.operand_types[1]]
+        return True
+    m = _ELECT.fullmatch(text)
+    if m and len(op.results) == 1 and len(op.operands) == 1 and constraints == "=r,r" and \
+            k.int_constant(op.operands[0]) == -1:
+        op.name, op.attrs = "nvvm.elect.sync", {}  # (its value 1 in the elected lane, else 0)
+        op.operands, op.operand_types = [op.operands[0]], op.operand_types[:1]
         return True
     m = _TEST.fullmatch(text)
     if m and len(op.results) == 1 and len(op.operands) == 2 and constraints == "=r,r,r":

@@ -8,6 +8,8 @@ the result of an op or an argument of a block; ``TracedKernel.value_info`` says 
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
@@ -169,6 +171,15 @@ class TracedKernel:
     def __post_init__(self) -> None:
         if not self.value_info:
             self.reindex()
+
+    def int_constant(self, vid) -> Optional[int]:
+        """The value of `vid` when an integer `arith.constant` makes it, else None."""
+        info = self.value_info.get(vid)
+        op = info.op if info is not None and not info.is_block_arg else None
+        if op is None or op.name != "arith.constant":
+            return None
+        m = re.fullmatch(r"(-?\d+)(?: : \w+)?", str(op.attrs.get("value", "")).strip())
+        return int(m.group(1)) if m else None
 
     def reindex(self) -> None:
         """(Re)build parent links, pre-order numbers and the value table."""

@@ -837,7 +837,7 @@ class GlobalRules:
                 written = [o.operands[-1]]
             else:
                 continue
-            if any(_const_int(self.k, v) not in allowed for v in written):
+            if any(self.k.int_constant(v) not in allowed for v in written):
                 return False
         return True
 
@@ -878,16 +878,6 @@ class GlobalRules:
         for d in "xyz":
             n *= self.num_clusters(d, None).value  # a Const: the grid is static
         return Const(1 if n > 1 else 0)
-
-
-def _const_int(k, vid: int) -> Optional[int]:
-    """The value of an integer `arith.constant`, or None."""
-    info = k.value_info.get(vid)
-    op = info.op if info is not None and not info.is_block_arg else None
-    if op is None or op.name != "arith.constant":
-        return None
-    m = re.fullmatch(r"(-?\d+)(?: : \w+)?", str(op.attrs.get("value", "")).strip())
-    return int(m.group(1)) if m else None
 
 
 ATOMIC = Effects("write", "may")  # an atomic on global (or shared) memory

@@ -196,6 +196,10 @@ class IntegerRules:
         if sym is None:
             self.set_unknown_results(op)
             return
+        a, b = (self.val(o) for o in op.operands[:2])
+        if sym == "!=" and (a is ELECT and b == Const(0) or b is ELECT and a == Const(0)):
+            self.env[op.result] = ELECT  # `elect != 0`: elect.sync's value as an integer
+            return
         self.bind(op, self.f.binop(sym, self.expr(op.operands[0]), self.expr(op.operands[1])), out)
 
     def select(self, op: Op, out) -> None:
