@@ -165,14 +165,12 @@ class _FlagElements(Litmus):
 
 class FlagElementsSeparate(_FlagElements):
     """Each word gets its add: both loops end. warpspin: verified (two flags)."""
-    awaiting_h200 = "new this stop; the device run follows"
     rules = ("gmem.flag-element",)
 
 
 class FlagElementsOnlyFirst(_FlagElements):
     """Only x[0] gets an add: the wait on x[1] spins forever (one flag per argument would have
     let it pass). warpspin: deadlock at the loop on x[1]."""
-    awaiting_h200 = "new this stop; the device run follows"
     rules = ("gmem.flag-element",)
     expect = "deadlock"
     only_first = True
@@ -233,14 +231,12 @@ class _GridClusters(Litmus):
 class GridClustersPerCluster(_GridClusters):
     """Each cluster's barrier completes with its own CTAs; the remote arrives land. warpspin:
     verified (a grid model of two clusters)."""
-    awaiting_h200 = "new this stop; the device run follows"
     rules = ("grid.clusters", "cluster.remote-arrive")
 
 
 class GridClustersCycle(_GridClusters):
     """Cluster 0's second barrier waits for its rank 1, which spins on x[1]; x[1] is set by
     cluster 1 only after x[0], which cluster 0 sets after that barrier. warpspin: deadlock."""
-    awaiting_h200 = "new this stop; the device run follows"
     rules = ("grid.clusters",)
     expect = "deadlock"
     cycle = True
@@ -275,20 +271,17 @@ class _Lock(Litmus):
 
 class LockTakenInTurn(_Lock):
     """Each CTA takes and releases the lock in turn. warpspin: verified."""
-    awaiting_h200 = "new this stop; the device run follows"
     rules = ("gmem.lock",)
 
 
 class LockStoreUnlock(_Lock):
     """The unlock is a release store. warpspin: verified."""
-    awaiting_h200 = "new this stop; the device run follows"
     rules = ("gmem.lock", "gmem.flag-store")
     unlock = "store"
 
 
 class LockNeverReleased(_Lock):
     """No CTA releases the lock: the second taker spins forever. warpspin: deadlock."""
-    awaiting_h200 = "new this stop; the device run follows"
     rules = ("gmem.lock",)
     expect = "deadlock"
     unlock = "none"
@@ -318,14 +311,12 @@ class _StoreFlag(Litmus):
 
 class FlagStoreRelease(_StoreFlag):
     """A release store lets the spinning CTA go. warpspin: verified."""
-    awaiting_h200 = "new this stop; the device run follows"
     rules = ("gmem.flag-store",)
 
 
 class FlagStoreRelaxed(_StoreFlag):
     """A relaxed store: the loop ends, but it orders nothing before the waiter's reads.
     warpspin: scope at the store."""
-    awaiting_h200 = "new this stop; the device run follows"
     rules = ("gmem.flag-store",)
     expect = "scope"
     sem = "relaxed"
