@@ -189,11 +189,17 @@ def test_a_word_race_is_found_by_reordering_the_two_accesses():
 
 
 def test_an_op_without_a_happens_before_rule_sends_the_kernel_to_spin():
-    from test_global_flags import handoff
-    k = handoff()
+    """A store into a global flag declares no happens-before rule (flags that only grow do)."""
+    from warpspin.syncir.ir import FlagDecl
+    from warpspin.syncir.ops import GlobalStore, GlobalWait
+    k = Kernel("store_flag", (
+        Process("p", (Elect((GlobalStore("f", Const(1), loc=Loc("f.py", 1)),)),), cta=0,
+                warps=(0, 1)),
+        Process("w", (Elect((GlobalWait("f", ">=", Const(1), loc=Loc("f.py", 2)),)),), cta=1,
+                warps=(0, 1))), (), num_ctas=2, cluster_ctas=1, flags=(FlagDecl("f"),))
     r = verify_kernel(k, opts=CheckOptions(timeout_s=120))
-    assert r.stats.engine == "spin" and "hb_refused" in r.config
-    assert "atom.add" in r.config["hb_refused"] or "spin.wait" in r.config["hb_refused"]
+    assert r.verdict == "verified" and r.stats.engine == "spin" and "hb_refused" in r.config
+    assert "st.flag" in r.config["hb_refused"]
     from warpspin.report.render import render_text
     assert "outside the happens-before engine's class" in render_text(r, explain=True)
     only = verify_kernel(k, opts=CheckOptions(engine="hb"))
