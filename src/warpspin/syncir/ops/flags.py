@@ -82,6 +82,14 @@ def _flag_scope(c, flag: str, scope: str, peers: set[int], what: str) -> list:
                  f"respect to each other) only within each other's scope, here .{need} or wider")]
 
 
+def _in_range(c, flag: str) -> When:
+    """integer-range when the flag leaves the model's integers."""
+    val = FlagField(flag)
+    return When(any_of(_gt(val, LIMITS.local_band), _lt(val, -LIMITS.local_band)),
+                [Fail("integer-range", f"{_flag_label(c.kernel, flag)} reaches {{0}}, outside "
+                      "the model's integer range", (val,))])
+
+
 def _flag_label(k, flag: str) -> str:
     try:
         return k.flag(flag).label or flag
@@ -170,10 +178,7 @@ class GlobalAdd(_FlagOp, SyncOp):
                                   "whose old value is used (each gets its own) is not modelled")])
             out.append(Set(Local(self.dest), val))
         n = _times_t(c.threads, self.delta)
-        return Rule([*out, Set(val, _plus(val, n)),
-                     When(any_of(_gt(val, LIMITS.local_band), _lt(val, -LIMITS.local_band)),
-                          [Fail("integer-range", f"{_flag_label(c.kernel, self.flag)} reaches "
-                                "{0}, outside the model's integer range", (val,))])])
+        return Rule([*out, Set(val, _plus(val, n)), _in_range(c, self.flag)])
 
 
 @sync_op
@@ -269,10 +274,7 @@ class GlobalStore(_FlagOp, SyncOp):
         out = _flag_scope(c, self.flag, self.scope,
                           {cta for _, cta, _ in _flag_ops(c.kernel, self.flag)}, "stores to")
         out += _release_check(c, self, "stores to")
-        return Rule([*out, Set(val, self.value),
-                     When(any_of(_gt(val, LIMITS.local_band), _lt(val, -LIMITS.local_band)),
-                          [Fail("integer-range", f"{_flag_label(c.kernel, self.flag)} reaches "
-                                "{0}, outside the model's integer range", (val,))])])
+        return Rule([*out, Set(val, self.value), _in_range(c, self.flag)])
 
 
 @sync_op
