@@ -1,11 +1,13 @@
 """Bench: grid models (every CTA of a small grid in one model): examples/grid_flag.py's hand-off
 through a global flag with 1 to 7 producer CTAs (grids of 2 to 8 CTAs, the most a grid model
-holds), correct and with the total off by one.
+holds), correct and with the total off by one; and examples/fused_moe.py (two clusters of two
+CTAs), every variant. Each with the happens-before engine and with SPIN.
 
     python bench/grid.py [--producers 1,3,5,7]
 
-One row per kernel: CTAs, processes, states, state-vector bytes, trace + extract seconds, check
-seconds, memory, verdict. Seconds are this machine's, one core; nothing here asserts on them.
+One row per kernel and engine: CTAs, processes, states (SPIN) or executions and ops
+(happens-before), state-vector bytes, trace + extract seconds, check seconds, memory, verdict.
+Seconds are this machine's, one core; nothing here asserts on them.
 """
 from __future__ import annotations
 
@@ -21,26 +23,37 @@ from warpspin.frontend import trace
 os.environ.setdefault("WARPSPIN_CACHE_DIR", "")  # cold compiles: what a first check costs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEAD = ("kernel", "CTAs", "processes", "states", "state-vector bytes", "trace+extract s",
-        "check s", "MB", "verdict")
+HEAD = ("kernel", "engine", "CTAs", "processes", "states / ops", "state-vector bytes",
+        "trace+extract s", "check s", "MB", "verdict")
+
+
+def _kernels(producers: list[int]):
+    grid = _module(os.path.join(ROOT, "examples", "grid_flag.py"))
+    for n in producers:
+        for bug in (None, "off_by_one"):
+            yield f"grid_flag{'_' + bug if bug else ''} (producers={n})", \
+                lambda bug=bug, n=n: grid.variant(bug, producers=n)
+    moe = _module(os.path.join(ROOT, "examples", "fused_moe.py"))
+    for name, make in moe.VARIANTS.items():
+        yield f"fused_moe:{name}", make
 
 
 def rows(producers: list[int]):
-    mod = _module(os.path.join(ROOT, "examples", "grid_flag.py"))
-    opts = CheckOptions(jobs=1, timeout_s=1800, memory_mb=8192)
-    for n in producers:
-        for bug in (None, "off_by_one"):
-            t0 = time.perf_counter()
-            fn, args = mod.variant(bug, producers=n)
-            (tk,) = trace(fn, *args)
-            k = extract(tk)
-            front = time.perf_counter() - t0
+    for label, make in _kernels(producers):
+        t0 = time.perf_counter()
+        fn, args = make()
+        (tk,) = trace(fn, *args)
+        k = extract(tk)
+        front = time.perf_counter() - t0
+        for engine in ("hb", "spin"):
+            opts = CheckOptions(jobs=1, timeout_s=1800, memory_mb=8192, engine=engine)
             r = verify_kernel(k, opts=opts)
             s = r.stats
             verdict = r.verdict.upper() + (f" ({r.violations[0].kind})" if r.violations else "")
-            yield (f"grid_flag{'_' + bug if bug else ''} (producers={n})", k.num_ctas,
-                   s.processes, f"{s.states:,}", s.state_vector or "", f"{front:.2f}",
-                   f"{s.seconds.get('check', 0):.2f}",
+            cost = f"{s.states:,}" if s.engine == "spin" else \
+                f"{s.hb_runs} runs, {s.hb_ops:,} ops" if s.engine == "happens-before" else ""
+            yield (label, s.engine or engine, k.num_ctas, s.processes, cost,
+                   s.state_vector or "", f"{front:.2f}", f"{s.seconds.get('check', 0):.2f}",
                    f"{s.memory_mb:.0f}" if s.memory_mb else "", verdict)
 
 

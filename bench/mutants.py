@@ -157,7 +157,19 @@ AT_THE_SOURCE = {
         "deleted: lane i writes the cell lane i+1 reads, with no barrier between (a warp is not "
         "lockstep): races NOT CHECKED on cells (lanes of one warp hand it over), INCONCLUSIVE",
 }
+_STALE_INDEX = ("the load of the tile's second half moves before the assignment of its index: it "
+                "reads the cell the previous trip's index names (or cell 0 on the first trip), "
+                "which the same wait on ready[e] or an earlier one ordered (or nobody writes); a "
+                "wrong value, which no synchronization property observes")
 REVIEWED = {
+    ("fused_moe.correct", "process 1: `barrier.cluster.wait` (fused_moe.py:93) deleted"):
+        "FF1's rank 1 skips the wait of the cluster barrier after the inits: cluster 0's CTAs "
+        "use no mbarrier of each other (their only cross-CTA ops are adds to global flags), its "
+        "arrive still counts, and a thread may exit after an arrive without its wait",
+    ("fused_moe.correct", "process 2: `Assign` (fused_moe.py:153) swapped with "
+     "`ld.shared gdata2[(v212 * 32 * 4 + 0) // 4]`"): _STALE_INDEX,
+    ("fused_moe.correct", "process 3: `Assign` (fused_moe.py:153) swapped with "
+     "`ld.shared gdata2[(v160 * 4 + 0) // 4]`"): _STALE_INDEX,
     (_JACOBI, "process 0: `st.shared data18[3], 0` (jacobi_halo.py:90) swapped with `bar.sync 0`"):
         "the mean's store moves after the second CTA barrier; " + _CLUSTER_BARRIER_AFTER,
     (_JACOBI, "process 1: `bar.sync 0` (jacobi_halo.py:91) deleted"):
