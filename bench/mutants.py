@@ -396,7 +396,11 @@ def _may_share_a_barrier(a, b) -> bool:
 
 
 def _body(k) -> str:
-    return "\n".join(fmt_kernel(without_noop_fences(k)[0]).splitlines()[1:])
+    """The model of `k` (less its no-op fences) and what it leaves unchecked: a fence the model
+    drops may still decide a check the SyncIR makes (a bar.warp.sync before a lane's release)."""
+    from warpspin.syncir.unchecked import unchecked_objects
+    return "\n".join(fmt_kernel(without_noop_fences(k)[0]).splitlines()[1:]) + "\n" + \
+        "\n".join(f"{u.property} {u.what}" for u in unchecked_objects(k))
 
 
 def equivalence(kernel, mutant, edit, name: str = "") -> str | None:
@@ -813,9 +817,12 @@ def _private_barriers(kernel, edit) -> bool:
     if edit.what != "swapped":
         return False
     sides = [[x for x in walk_stmts((y,)) if isinstance(x, SyncOp)] for y in (edit.stmt, edit.other)]
+
+    def own(r) -> bool:  # the private array of the process's own CTA (not a peer's, via mapa)
+        return r.name in private and (r.cta is None or r.cta == Const(me.cta))
     for side, other in ((sides[0], sides[1]), (sides[1], sides[0])):
-        if side and all(isinstance(x, _BARRIER_OPS) and
-                        all(r.name in private for r in _bar_refs(x)) for x in side) and \
+        if side and all(isinstance(x, _BARRIER_OPS) and all(own(r) for r in _bar_refs(x))
+                        for x in side) and \
                 not any(r.name in private for x in other for r in _bar_refs(x)) and \
                 not any(isinstance(x, (MbarInitFence, Exit)) for x in other):
             return True

@@ -123,10 +123,10 @@ def flag_stages(tiles: tuple = (1, 2), backpressure: bool = True, data: bool = F
     with `data`, after writing the tile's cell of global data); cluster 1's leader waits until
     ready<e> reaches 2 * tiles[e], then arrives on its peer's `go` (a remote arrive at cluster
     scope) and, with `backpressure`, waits for the peer's hand-back on its own `done`; the peer
-    waits on `go` and hands back (reading the tile's cells, with `data`). The inits are published
-    by each cluster's barrier."""
+    waits on `go` and hands back (reading the tile's cells, with `data`). Cluster 1's inits are
+    published by its cluster barrier (cluster 0 meets at its own, and uses no mbarrier)."""
     from warpspin.syncir.ir import FlagDecl, WordRef, WordsDecl
-    from warpspin.syncir.ops import GlobalAdd, GlobalWait, SmemLoad, SmemStore
+    from warpspin.syncir.ops import GlobalAdd, GlobalWait, SmemLoad, SmemStore, WarpSync
     init = (Elect((MbarInit(MBarRef("go"), 1, _l(60)), MbarInit(MBarRef("done"), 1, _l(61)),
                    MbarInitFence(_l(62)))), ClusterArrive(False, _l(63)), ClusterWait(_l(64)))
     cells = [sum(tiles[:e]) for e in range(len(tiles))]
@@ -135,7 +135,7 @@ def flag_stages(tiles: tuple = (1, 2), backpressure: bool = True, data: bool = F
         return WordRef("data", Const(cells[e] + t))
     procs = []
     for cta in range(4):
-        body = list(init)
+        body = list(init if cta >= 2 else init[1:])  # (cluster 0 uses no mbarrier)
         for e, n in enumerate(tiles):
             if cta < 2:
                 for t in range(n):
@@ -152,9 +152,9 @@ def flag_stages(tiles: tuple = (1, 2), backpressure: bool = True, data: bool = F
                     body.append(MbarWait(MBarRef("done"), Const(e % 2), _l(71)))
             else:
                 body.append(MbarWait(MBarRef("go"), Const(e % 2), _l(72)))
-                if data:
+                if data:  # (every lane's reads before the elected lane's release)
                     body += [SmemLoad("v", WordRef("data", Const(2 * (cells[e] + t) + r)), _l(73))
-                             for t in range(n) for r in (0, 1)]
+                             for t in range(n) for r in (0, 1)] + [WarpSync(loc=_l(75))]
                 body.append(Elect((MbarArrive(MBarRef("done", cta=Const(2)), 1, _l(74),
                                               "cluster"),)))
         procs.append(Process(f"cta{cta}", tuple(body), cta=cta, warps=(0, 1),

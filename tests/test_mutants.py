@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from hb_gen import cluster_multicast, described_mutants
+from hb_gen import cluster_multicast, described_mutants, flag_stages
 from warpspin.api import CheckOptions, verify_kernel
 from warpspin.syncir import protocols as P
 from warpspin.syncir import validate
@@ -120,3 +120,26 @@ def test_the_equivalence_rules_do_not_excuse_a_real_bug():
     flips = If(Var("s").eq(3), (Assign("ph", Var("ph") ^ 1),), ())
     assert not bench._independent(w, flips)
     assert not bench._independent(w, If(Var("k").eq(0), (MbarArrive(one),), ()))
+
+
+def test_no_rule_excuses_a_remote_arrive_or_a_warp_sync_that_matters():
+    """In the fused-MoE synchronization (two clusters): the leader's remote arrive on its peer's
+    `go` swapped with its wait on its own `done` is a deadlock, which `private barriers` must not
+    excuse (the arrive is on the peer's barrier, not the leader's own); and the peer's read moved
+    past its bar.warp.sync leaves races not checked, which `same model` must not excuse (the
+    model drops the op, the lane check reads it)."""
+    k = flag_stages((1, 1), data=True)
+    base = verify_kernel(k, opts=CheckOptions(timeout_s=60))
+    assert base.verdict == "verified", base
+    want = {"`Lanes` (<unknown>:0) swapped with `mbarrier.wait done[0], parity=0`": "deadlock",
+            "`v = ld.shared data[1]` (wellsync.py:73) swapped with `bar.warp.sync`":
+                "not-checked"}
+    seen = set()
+    for m, e in described_mutants(k):
+        what = bench.fmt_edit(e).split(": ", 1)[1]
+        if what in want and not validate(m):
+            seen.add(what)
+            r = verify_kernel(m, opts=CheckOptions(timeout_s=60))
+            assert r.outcome == want[what], (what, str(r))
+            assert bench.equivalence(k, m, e) is None, what
+    assert seen == set(want), seen
