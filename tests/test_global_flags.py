@@ -430,3 +430,23 @@ def test_a_flag_set_by_a_store(mode, want):
     fn, args = store_flag_variant(mode)
     r = verify(fn, *args)
     assert r.outcome == want, str(r)
+
+
+@dsl
+def test_prefix_sums_of_loaded_counts():
+    """Counts read from memory in a dynamic expert loop, clamped with min, summed into each
+    tile's position on one counter: VERIFIED for every count 0..3 of each expert (by the
+    happens-before engine: one counter, one producer); the consumer that does not clamp waits for
+    a tile that never comes, a deadlock naming a count above the cap."""
+    from fixtures.flag_kernels import prefix_counter
+    from warpspin.api import verify
+    r = verify(*_split(prefix_counter()))
+    assert r.outcome == "verified" and r.stats.engine == "happens-before", str(r)
+    bad = verify(*_split(prefix_counter(unclamped=True)))
+    assert bad.outcome == "deadlock", str(bad)
+    assert any(f"counts_{e} = 3" in str(bad) for e in range(3)), str(bad)
+
+
+def _split(made):
+    fn, args = made
+    return (fn, *args)
