@@ -1,6 +1,7 @@
 """An atomic on a kernel argument that is neither a counter (atom.inc) nor a flag (atom.add), outside
 grid models, is data: the search runs, races on what it writes are NOT CHECKED, and what depends
-on its result is Unsupported (extract/rules/globals.py, `atomic_rmw`)."""
+on its result is Unsupported (extract/rules/globals.py, `atomic_rmw`). So is an atom.add at no
+static word of an argument nothing spins on, in a grid model too."""
 import os
 
 import pytest
@@ -78,3 +79,55 @@ def test_an_atomic_on_a_counters_word_stays_unsupported():
     r = verify_all(CounterAndMax(), fake_tensor(Int32, (sym_int(),), align=16),
                    fake_tensor(Int32, (1,), align=4))[0]
     assert r.verdict == "unsupported" and "atomic_op max" in str(r), str(r)
+
+
+class Histogram:
+    """Two CTAs: CTA 0 counts its lanes into h[lane % 4] with atom.add (a histogram: the bin is
+    no static word), then releases `done`; CTA 1 waits for it. `spin_on_h`: CTA 1 also spins on
+    h[0], so a word of h may be a flag someone waits for: the add stays a flag op (Unsupported at
+    a dynamic place)."""
+
+    def __init__(self, spin_on_h: bool = False):
+        self.spin_on_h = spin_on_h
+
+    @cute.jit
+    def __call__(self, h: cute.Tensor, done: cute.Tensor):
+        self.kernel(h, done).launch(grid=(2, 1, 1), block=(32, 1, 1))
+
+    @cute.kernel
+    def kernel(self, h: cute.Tensor, done: cute.Tensor):
+        cta, _, _ = cute.arch.block_idx()
+        lane = cute.arch.lane_idx()
+        if cta == 0:
+            cute.arch.atomic_add((h.iterator + lane % 4).llvm_ptr, Int32(1), sem="relaxed",
+                                 scope="gpu")
+            cute.arch.sync_threads()
+            if lane == 0:
+                cute.arch.atomic_add(done.iterator.llvm_ptr, Int32(1), sem="release", scope="gpu")
+        else:
+            if lane == 0:
+                while cute.arch.load(done.iterator.llvm_ptr, Int32, sem="acquire",
+                                     scope="gpu") < 1:
+                    pass
+                if cutlass.const_expr(self.spin_on_h):
+                    while cute.arch.load(h.iterator.llvm_ptr, Int32, sem="acquire",
+                                         scope="gpu") < 1:
+                        pass
+
+
+@pytest.mark.parametrize("spin_on_h", [False, True])
+def test_an_add_at_no_static_word_in_a_grid_model(spin_on_h):
+    """In a grid model, an add at a per-lane place of an argument nothing spins on is data:
+    the check runs (the flag `done` is checked) and races on `h` are NOT CHECKED, named; when
+    something spins on a word of `h`, the add at no static word is Unsupported."""
+    from warpspin.api import verify
+    from warpspin.frontend import fake_tensor
+    r = verify(Histogram(spin_on_h), fake_tensor(Int32, (4,), align=16),
+               fake_tensor(Int32, (1,), align=16))
+    if spin_on_h:
+        assert r.verdict == "unsupported", str(r)
+        assert any("not an element of the kernel argument at a static offset" in x
+                   for x in r.reasons), str(r)
+    else:
+        assert r.outcome == "not-checked", str(r)
+        assert "global data h" in str(r) and "no static word" in str(r), str(r)

@@ -529,6 +529,17 @@ class Context:
             self._flag_words = words
         return self._flag_words
 
+    def waited_on(self, root: int) -> bool:
+        """Whether a spin loop's load (a load with a memory order) or a cas / exch reads kernel
+        argument `root`: a word of it may be a flag someone waits for."""
+        for op in self.kernel.walk():
+            kind = str(op.attrs.get("op", "")).rstrip(">")
+            if (op.name == "nvvm.load.ext" and op.attrs.get("order") is not None or
+                    op.name == "nvvm.atomicrmw" and kind.endswith((" cas", " exch"))) and \
+                    op.operands and self.pointer_root(op.operands[0]) == root:
+                return True
+        return False
+
     def flag_store_word(self, op: Op) -> Optional[tuple[int, int]]:
         """The flag word (`flag_words`) an `nvvm.store.ext` stores into, or None."""
         if op.name != "nvvm.store.ext" or len(op.operands) < 2:

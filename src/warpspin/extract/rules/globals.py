@@ -10,7 +10,7 @@ from typing import Optional
 from ...frontend.mlir_data import Op
 from ...syncir.ops import (SmemRead, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd,
                            GlobalLock, GlobalStore, GlobalWait)
-from ...syncir.ir import CounterDecl, Const, Expr, Loc, Var, expr_vars
+from ...syncir.ir import CounterDecl, Const, Expr, Loc, Unchecked, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
 from ..data import DataAccess, global_alloc
@@ -577,6 +577,19 @@ class GlobalRules:
         limit = self.expr(op.operands[1]) if len(op.operands) > 1 else None
         why = None
         if kind.rstrip(">").endswith(" add"):
+            if root is not None and self.ctx.word_offset(pointer) is None and \
+                    not self.ctx.waited_on(root):
+                # an add at a place that is no static word (a histogram's bin), on an argument
+                # nothing spins on or locks: data; its old value is a value the model does not
+                # follow (what depends on it is Unsupported), races on the argument NOT CHECKED
+                # (outside grid models as an unplaced write: global_write_placed)
+                self.set_unknown_results(op)
+                if self.ctx.grid_why is None:
+                    label = _pointer_name(self.k, pointer) or f"kernel argument {root}"
+                    self.ctx.unchecked.append(Unchecked(
+                        "race", f"global data {label}", f"the atomic add at {op.loc.short()} "
+                        "is at no static word of it: its accesses are not placed", loc))
+                return
             self.flag_add(op, pointer, op.operands[1] if len(op.operands) > 1 else None,
                           out, bool(op.results) and self.ctx.used(op.results[0]))
             return
