@@ -391,13 +391,17 @@ def test_ctas_storing_the_same_global_elements_are_not_verified():
 
 # ----------------------------------------------------------------------------- locks, stores
 
+_CAS = "while cute.arch.atomic_cas(word, cmp=Int32(0), val=Int32(1), sem=sem,"
 LOCKS = {"cas": ("verified", None), "exch": ("verified", None),
          "store_unlock": ("verified", None),
-         "no_unlock": ("deadlock", "while cute.arch.atomic_cas(word, cmp=Int32(0), val=Int32(1)"),
-         "relaxed_lock": ("scope", "while cute.arch.atomic_cas(word, cmp=Int32(0), val=Int32(1)"),
-         "relaxed_unlock": ("scope", "cute.arch.atomic_exch(word, Int32(0), sem=sem, scope=\"gpu\")"),
+         "no_unlock": ("deadlock", _CAS),
+         "relaxed_lock": ("scope", _CAS),
+         "relaxed_unlock": ("scope", "cute.arch.atomic_exch(word, Int32(0), sem=sem, "
+                                     "scope=\"gpu\")"),
          "outside": ("race", "total[lane] = total[lane] + cta  # outside the lock"),
-         "third_value": ("unsupported", "while cute.arch.atomic_exch(word, Int32(1), sem=sem")}
+         "third_value": ("unsupported", "while cute.arch.atomic_exch(word, Int32(1), sem=sem"),
+         "every_lane": ("unsupported", "while cute.arch.atomic_cas(word, cmp=Int32(0), "
+                                       "val=Int32(1), sem=\"acquire\",")}
 
 
 @dsl
@@ -421,7 +425,8 @@ def test_spin_locks(mode):
 
 @dsl
 @pytest.mark.parametrize("mode,want", [("release", "verified"), ("relaxed", "scope"),
-                                       ("weak", "scope"), ("fenced", "verified")])
+                                       ("weak", "scope"), ("fenced", "verified"),
+                                       ("every_lane", "unsupported")])
 def test_a_flag_set_by_a_store(mode, want):
     """A flag set with cute.arch.store (a release, a relaxed or plain store, a fence and then a
     relaxed store) and read by an acquire spin: the data it hands over is checked."""

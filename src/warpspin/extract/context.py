@@ -529,16 +529,25 @@ class Context:
             self._flag_words = words
         return self._flag_words
 
-    def waited_on(self, root: int) -> bool:
-        """Whether a spin loop's load (a load with a memory order) or a cas / exch reads kernel
-        argument `root`: a word of it may be a flag someone waits for."""
+    def only_data_atomics(self, root: int) -> bool:
+        """Whether every op that touches kernel argument `root` is an element load or store, or
+        an atom.add at a place that is no static word of it (an allow-list: a spin load, a lock,
+        a counter's atom.inc, a flag's add at a static word, a copy, inline PTX: False), views
+        and address computations aside: then no word of it is a flag or a counter."""
         for op in self.kernel.walk():
+            if op.name in GMEM_VIEWS or op.name in GLOBAL_ADDRESS_OPS or \
+                    op.name.startswith(GLOBAL_ADDRESS_PREFIXES):
+                continue
+            if not any(self.pointer_root(v) == root for v in op.operands):
+                continue
+            if op.name in ("cute.memref.load", "cute.memref.store"):
+                continue
             kind = str(op.attrs.get("op", "")).rstrip(">")
-            if (op.name == "nvvm.load.ext" and op.attrs.get("order") is not None or
-                    op.name == "nvvm.atomicrmw" and kind.endswith((" cas", " exch"))) and \
-                    op.operands and self.pointer_root(op.operands[0]) == root:
-                return True
-        return False
+            if op.name == "nvvm.atomicrmw" and kind.endswith(" add") and \
+                    self.word_offset(op.operands[0]) is None:
+                continue
+            return False
+        return True
 
     def flag_store_word(self, op: Op) -> Optional[tuple[int, int]]:
         """The flag word (`flag_words`) an `nvvm.store.ext` stores into, or None."""

@@ -578,9 +578,9 @@ class GlobalRules:
         why = None
         if kind.rstrip(">").endswith(" add"):
             if root is not None and self.ctx.word_offset(pointer) is None and \
-                    not self.ctx.waited_on(root):
+                    self.ctx.only_data_atomics(root):
                 # an add at a place that is no static word (a histogram's bin), on an argument
-                # nothing spins on or locks: data; its old value is a value the model does not
+                # only element accesses and such adds touch: data; its old value is a value the model does not
                 # follow (what depends on it is Unsupported), races on the argument NOT CHECKED
                 # (outside grid models as an unplaced write: global_write_placed)
                 self.set_unknown_results(op)
@@ -759,9 +759,10 @@ class GlobalRules:
         if rel is None or list(cterm.operands) != list(cmp.results):
             return False
         unsigned = predicate in UNSIGNED_PREDICATES
+        pre: list = []  # (the loop carries nothing: what the condition computes is invariant)
         for o in before.ops:  # the pointer's address and the target's value
             if o is not load and o is not cmp and _spin_address_or_value(o):
-                self.op(o, [])
+                self.op(o, pre)
         value = load.results[0]
         if cmp.operands[1] == value:
             lhs, rhs, rel = cmp.operands[1], cmp.operands[0], SWAPPED[rel]
@@ -769,6 +770,7 @@ class GlobalRules:
             lhs, rhs = cmp.operands
         if lhs != value or rhs == value:
             return False
+        out.extend(pre)
         rhs = self.expr(rhs)
         loc = self.loc(op)
         root, why = self.flag_root(load, load.operands[0] if load.operands else None)
@@ -804,14 +806,17 @@ class GlobalRules:
         if CMP.get(cmp.attrs.get("predicate")) != "!=" or \
                 list(cterm.operands) != list(cmp.results) or atom.results[0] not in cmp.operands:
             return False
-        for o in before.ops:
+        for o in before.ops:  # (invariant: the loop carries nothing)
             if o is not atom and o is not cmp and _spin_address_or_value(o):
-                self.op(o, [])
+                self.op(o, out)
         other = cmp.operands[1] if cmp.operands[0] == atom.results[0] else cmp.operands[0]
         want = self.expr(other)
         new = self.expr(atom.operands[-1])
         loc = self.loc(op)
         root, why = self.flag_root(atom, atom.operands[0])
+        if why is None and not self._one_lane():
+            why = (f"a lock taken by {self.active.count} threads (one wins, the others spin on; "
+                   "the model's thread is the warp: one known lane is modelled)")
         if why is None and kind == "cas" and self.expr(atom.operands[1]) != want:
             why = "the loop compares the old value with another value than the one it swaps"
         if why is None and any(opaque_reasons(e) or self._per_lane(e) for e in (want, new)):
@@ -867,6 +872,9 @@ class GlobalRules:
         loc = self.loc(op)
         root, why = self.flag_root(op, pointer)
         value = self.expr(value_vid)
+        if why is None and not self._one_lane():
+            why = (f"a store by {self.active.count} threads (each a write of its own, which the "
+                   "model's one step per warp does not show: one known lane is modelled)")
         if why is None and (opaque_reasons(value) or self._per_lane(value)):
             why = "the value stored is not one the model follows (or differs between lanes)"
         if why is None and (sem not in ("weak", "relaxed", "release") or
