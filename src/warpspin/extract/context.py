@@ -429,10 +429,7 @@ class Context:
         if root in written:
             return (f"the kernel also stores to or copies into kernel argument {root} (only "
                     f"{changes} may change a {what})")
-        unknown = [f"{op.name}@{op.loc.short()}" for op in self.kernel.walk()
-                   if self.gmem_writers.get(op.uid, 0) is None
-                   and op.name not in ("nvvm.atomicrmw", "nvvm.red")
-                   and self.flag_store_word(op) is None]
+        unknown = self.unplaced_writers()
         if unknown:
             return (f"the kernel writes global memory it cannot place ({unknown[0]}), which may "
                     f"be the {what} (only {changes} may change a {what})")
@@ -557,24 +554,25 @@ class Context:
         word = (self.pointer_root(ptr), self.word_offset(ptr))
         return word if word in self.flag_words() else None
 
-    def unknown_writers_besides_atomics_on_others(self, root: int) -> list[str]:
-        """`written_gmem`'s writers it cannot attribute, less the atomics on a kernel argument
-        other than `root` (an atomic writes only the word it names: its address is an element
-        of that argument), with `root`'s own atomics named as such."""
+    def unplaced_writers(self, reader: Optional[int] = None) -> list[str]:
+        """`written_gmem`'s writers it cannot attribute, as `op@line`, less the atomics and the
+        stores into flag words (their own rules model or refuse them). With `reader`: those
+        that may write kernel argument `reader`, less only the atomics and flag stores whose
+        address is an element of another argument (they write only the word they name)."""
         self.written_gmem()
         out = []
         for op in self.kernel.walk():
-            if op.uid not in self.gmem_writers or self.gmem_writers[op.uid] is not None:
+            if self.gmem_writers.get(op.uid, 0) is not None:
                 continue
-            where = f"{op.name}@{op.loc.short()}"
-            if op.name in ("nvvm.atomicrmw", "nvvm.red") and op.operands:
-                at = self.pointer_root(op.operands[0])
-                if at is not None and at != root:
-                    continue
+            atomic = op.name in ("nvvm.atomicrmw", "nvvm.red")
             word = self.flag_store_word(op)
-            if word is not None and word[0] != root:
+            if reader is None and (atomic or word is not None):
                 continue
-            out.append(where)
+            elsewhere = atomic and op.operands and \
+                self.pointer_root(op.operands[0]) not in (None, reader)
+            if reader is not None and (elsewhere or word is not None and word[0] != reader):
+                continue
+            out.append(f"{op.name}@{op.loc.short()}")
         return out
 
     def word_array(self, view: View, loc: Loc) -> str:

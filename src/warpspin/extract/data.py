@@ -223,10 +223,7 @@ def _global_unchecked(ctx, by_alloc: dict, followed: set) -> None:
         return
     from ..syncir.ir import NOLOC
     written, _ = ctx.written_gmem()
-    unknown = [f"{op.name}@{op.loc.short()}" for op in ctx.kernel.walk()
-               if ctx.gmem_writers.get(op.uid, 0) is None
-               and op.name not in ("nvvm.atomicrmw", "nvvm.red")
-               and ctx.flag_store_word(op) is None]
+    unknown = ctx.unplaced_writers()
     if unknown:
         ctx.unchecked.append(Unchecked("race", "global memory", f"{unknown[0]} writes global "
                                        "memory the model does not place", NOLOC))

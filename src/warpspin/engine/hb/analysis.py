@@ -117,7 +117,8 @@ def analyze(runner: Runner, ex: Execution) -> Analysis:
     m = runner.m
     actors = runner.actors
     an = Analysis(runner, ex, actors)
-    an.flag_plan = _flag_plan(runner, ex)
+    if m.kernel.flags:  # (a second pass over the run: only where a flag is)
+        an.flag_plan = _flag_plan(runner, ex)
     walker = Walker(m)
     last: dict[int, list[int]] = {}
     last_node: dict[int, Node] = {}
@@ -218,11 +219,13 @@ def _flag_wait(an: Analysis, ev: Event, op, gid: int) -> Node | None:
         raise OutsideClass(f"a spin wait until {op.flag} == {need}, and the adds to it sum to "
                            f"{total}: whether an execution passes it depends on the schedule",
                            op.loc)
-    needed = []
+    needed = set()
     for actor, ds in plan.items():
-        for i in range(len(ds)):
-            if total - sum(ds[i:]) < need:
-                needed.append((actor, i))
+        suffix = sum(ds)  # the actor's adds from the i-th on
+        for i, d in enumerate(ds):
+            if total - suffix < need:
+                needed.add((actor, i))
+            suffix -= d
     seen: dict[int, int] = defaultdict(int)
     nodes = []
     for n, _ in an.flag_adds.get(op.flag, []):

@@ -148,8 +148,7 @@ class GlobalRules:
         n = ct.size(shape) if shape is not None else None
         idx = self.expr(op.operands[1])
         written, _ = self.ctx.written_gmem()
-        unknown = self.ctx.unknown_writers_besides_atomics_on_others(root) \
-            if root is not None else []
+        unknown = self.ctx.unplaced_writers(reader=root) if root is not None else []
         why = None
         if root is None:
             why = "a global tensor that is not a kernel argument"
