@@ -288,8 +288,8 @@ def complete_named(c, bid: Expr, publish_inits: bool = True) -> list:
 
 
 def cluster_try_complete(c) -> Call:
-    """The cluster barrier completes once every non-exited thread of the cluster has arrived;
-    it publishes the fenced inits of every CTA."""
+    """The executing CTA's cluster barrier completes once every non-exited thread of that
+    cluster has arrived; it publishes the fenced inits of every CTA of the cluster."""
     q = c.kernel.cluster_of(c.cta)
     arr, gen = ClusterField("arr", q), ClusterField("gen", q)
     members = c.kernel.cluster_members(c.cta)
