@@ -22,7 +22,7 @@ from warpspin.syncir import (Assign, BarArrive, BarSync, ClusterArrive, ClusterW
                              MbarTestWait, MbarWait, Process, TmaLoad, Var)
 from protocol_gen import valid
 from warpspin.syncir import protocols as P
-from warpspin.syncir.ir import BinOp, stmt_bodies, with_bodies
+from warpspin.syncir.ir import BinOp, Select, stmt_bodies, with_bodies
 from warpspin.syncir.ops import (BulkWaitRead, CpAsyncWait, FenceProxyAsync, GlobalAdd,
                                  GlobalWait, SyncOp,
                                  Tcgen05Commit, TmemWaitLd, WgmmaWait)
@@ -309,7 +309,26 @@ def _edits(s) -> list:
                         for d in (-1, 1) if 0 <= v + d < getattr(s, "depth", 9)]
             if f.name == "parity":
                 out.append(((replace(s, parity=BinOp("^", v, Const(1))),), "parity flipped"))
+    if type(s).__name__ == "GlobalRead":  # the next element, and a tensor one element shorter
+        out.append(((_shifted_read(s),), "index + 1"))
+        if isinstance(s.extent, Const) and s.extent.value > 1:
+            out.append(((replace(s, extent=Const(s.extent.value - 1)),),
+                        f"extent {s.extent.value} -> {s.extent.value - 1}"))
     return out
+
+
+def _shifted_read(s):
+    """A GlobalRead of the element after the one `s` reads (its index and its select, alike)."""
+    new = BinOp("+", s.index, Const(1))
+
+    def shift(e):
+        if isinstance(e, Select):
+            c = e.cond
+            if isinstance(c, BinOp) and c.op == "==" and c.lhs == s.index:
+                c = BinOp("==", new, c.rhs)
+            return Select(c, shift(e.then), shift(e.else_))
+        return e
+    return replace(s, index=new, value=shift(s.value))
 
 
 @dataclass(frozen=True)
@@ -353,3 +372,40 @@ def described_mutants(k: Kernel) -> list[tuple[Kernel, Edit]]:
 def mutants(k: Kernel) -> list[Kernel]:
     """Every kernel one edit away from `k`."""
     return [m for m, _ in described_mutants(k)]
+
+
+def read_ring(batches: int = 2, extent: int = 3, stages: int = 2, bug: str | None = None,
+              values: tuple = (0, 2)) -> Kernel:
+    """A two-role ring whose trip count per batch is read from global memory at a run-time index
+    (examples/varlen_batches.py's synchronization): for batch b both roles read cnt[b]
+    (`ld.launch`, elements cnt_0.. each a launch value in `values`) and hand that many tiles
+    over full/empty. Bugs: `consumer-next` (the consumer reads cnt[b + 1]: a deadlock, a wait
+    for tiles that never come, or a producer waiting on a slot never freed), `overread` (one
+    batch more than the tensor has: invalid-operand)."""
+    from warpspin.syncir.ir import Param
+    from warpspin.syncir.ops import GlobalRead
+    elems = [Var(f"cnt_{i}") for i in range(extent)]
+
+    def read(off: int):
+        idx = BinOp("+", Var("b"), Const(off)) if off else Var("b")
+        value = elems[-1]
+        for i in reversed(range(extent - 1)):
+            value = Select(BinOp("==", idx, Const(i)), elems[i], value)
+        return GlobalRead("n", "cnt", idx, Const(extent), value, _l(100 + off))
+    trips = extent + 1 if bug == "overread" else batches
+    init = Elect((For("i", 0, stages, (MbarInit(MBarRef("full", Var("i")), 1, _l(101)),
+                                       MbarInit(MBarRef("empty", Var("i")), 1, _l(102)))),
+                  MbarInitFence(_l(103))))
+    full, empty = MBarRef("full", Var("s")), MBarRef("empty", Var("s"))
+    producer = (init, BarSync(loc=_l(104)), For("b", 0, trips, (read(0), For("t", 0, Var("n"), (
+        MbarWait(empty, Var("ph"), _l(105)), Elect((MbarArrive(full, 1, _l(106)),)),
+        *_advance("s", "ph", stages)), loc=_l(107))), loc=_l(108)))
+    consumer = (BarSync(loc=_l(104)), For("b", 0, trips, (
+        read(1 if bug == "consumer-next" else 0), For("t", 0, Var("n"), (
+            MbarWait(full, Var("ph"), _l(109)), Elect((MbarArrive(empty, 1, _l(110)),)),
+            *_advance("s", "ph", stages)), loc=_l(111))), loc=_l(112)))
+    return Kernel(f"read_ring_b{batches}_e{extent}" + (f"_{bug}" if bug else ""),
+                  (Process("producer", producer, warps=(0, 1), init=(("ph", 1), ("n", 0))),
+                   Process("consumer", consumer, warps=(1, 2), init=(("ph", 0), ("n", 0)))),
+                  (MBarrierDecl("full", stages), MBarrierDecl("empty", stages)),
+                  params=tuple(Param(f"cnt_{i}", *values) for i in range(extent)))

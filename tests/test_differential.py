@@ -25,7 +25,7 @@ from warpspin.syncir.flat import VISIBLE, flatten
 from hypothesis import HealthCheck, given, settings
 
 from diffstats import write_lines
-from hb_gen import flag_protocols, flag_stages
+from hb_gen import flag_protocols, flag_stages, mutants, read_ring
 from protocol_gen import (DRAWN, REJECTED, REQUIRED_CONSTRUCTS, constructs, prefix_protocols, protocols,
                           with_prefix_copies)
 from warpspin.syncir.ops import GlobalAdd, GlobalWait, MmaRead, SmemLoad
@@ -224,6 +224,17 @@ def test_fused_moe_synchronization_matches_interpreter(tiles, data):
     for bp in (True, False):
         spin_agrees(flag_stages(tiles, backpressure=bp, data=data), reduce=True, fuse=True,
                     stats="clustered flags vs interpreter")
+
+
+@pytest.mark.parametrize("bug", [None, "consumer-next", "overread"])
+def test_run_time_reads_match_interpreter(bug):
+    """Trip counts read at a run-time index (hb_gen.read_ring: GlobalRead's index check and its
+    select of the launch values), and every one-edit mutant of the correct ring."""
+    spin_agrees(read_ring(bug=bug), reduce=True, fuse=True, stats="run-time reads vs interpreter")
+    if bug is None:
+        for m in mutants(read_ring()):
+            if not validate(m):
+                spin_agrees(m, reduce=True, fuse=True, stats="run-time reads vs interpreter")
 
 
 @diff_settings(max(20, EXAMPLES // 2))

@@ -96,3 +96,83 @@ def test_a_constant_index_is_one_parameter():
     r = verify(_launcher("constant"), fake_tensor(Int32, (4,)), fake_tensor(Int32, (cute.sym_int(),)),
                params={"counts_2": (0, 5)})
     assert r.verdict == "verified" and "counts_2=0..5" in str(r), str(r)
+
+
+# ---- reads at an index known only at run time (a scheduler's batch index) ---------------------
+
+@cute.kernel
+def _batch_reads(cu: cute.Tensor, num: Int32, mode: cutlass.Constexpr):
+    bidx, _, _ = cute.arch.block_idx()
+    gdim, _, _ = cute.arch.grid_dim()
+    for b in cutlass.range(bidx, num, gdim, unroll=1):                    # this CTA's batches
+        n = Int32(1)
+        if cutlass.const_expr(mode == "view"):
+            n = cute.make_tensor(cu.iterator + 1, cute.make_layout(2))[b]  # a view at an offset
+        elif cutlass.const_expr(mode == "unused"):
+            cu[b]                                                          # read, never used
+        else:
+            n = cu[b]
+        for _ in cutlass.range(n, unroll=1):
+            cute.arch.sync_threads()
+
+
+def _batch_launcher(mode):
+    @cute.jit
+    def launch(cu: cute.Tensor, num: Int32):
+        _batch_reads(cu, num, mode).launch(grid=(2, 1, 1), block=(64, 1, 1))
+    return launch
+
+
+def _batch_args(memspace=None):
+    from cutlass.cute.runtime import make_fake_compact_tensor
+    kw = {"memspace": memspace} if memspace is not None else {}
+    return make_fake_compact_tensor(Int32, (cute.sym_int(),), assumed_align=4, **kw), Int32(2)
+
+
+def _batch_kernel(mode, memspace=None, params=None):
+    (tk,) = trace(_batch_launcher(mode), *_batch_args(memspace))
+    return extract(tk, params=params)
+
+
+def _reads_of(k):
+    from warpspin.syncir.ir import walk_stmts
+    from warpspin.syncir.ops import GlobalRead
+    return [s for p in k.processes for s in walk_stmts(p.body) if isinstance(s, GlobalRead)]
+
+
+@pytest.mark.parametrize("memspace", [None, "generic"])
+def test_a_run_time_index_is_checked_when_it_runs(memspace):
+    """The batch index is the scheduler loop's variable: the read is an `ld.launch` whose index
+    the model checks, over the tensor's extent (a launch value, 3 by default) and its elements.
+    A kernel argument in the generic address space is global memory too."""
+    from cutlass.base_dsl.enums import AddressSpace
+    k = _batch_kernel("read", getattr(AddressSpace, memspace) if memspace else None,
+                      params={"num": 2})
+    assert not unsupported_ops(k)
+    reads = _reads_of(k)
+    assert reads and all(r.tensor == "cu" for r in reads), reads
+    got = {p.name: (p.lo, p.hi) for p in k.params}
+    assert got["cu_extent"] == (3, 3) and {f"cu_{i}" for i in range(3)} <= set(got), got
+    assert "cu_3" not in got
+
+
+def test_a_given_extent_sets_the_elements_and_a_read_past_it_is_invalid():
+    k = _batch_kernel("read", params={"num": 2, "cu_extent": 5})
+    assert {p.name for p in k.params} >= {f"cu_{i}" for i in range(5)}
+    r = verify(_batch_launcher("read"), *_batch_args(), params={"num": 2, "cu_extent": 2})
+    assert r.verdict == "verified", str(r)
+    r = verify(_batch_launcher("read"), *_batch_args(), params={"num": 3, "cu_extent": 2})
+    assert r.violations and r.violations[0].kind == "invalid-operand", str(r)
+    assert "reads cu[2], outside its 2 elements" in str(r), str(r)
+
+
+def test_run_time_reads_that_are_not_modelled_say_why():
+    k = _batch_kernel("read", params={"num": 2, "cu_extent": 20})
+    assert any("at most 16 are modelled" in u.what for u in unsupported_ops(k)), k
+    k = _batch_kernel("view", params={"num": 2})
+    assert any("a view of kernel argument 0" in u.what for u in unsupported_ops(k)), k
+
+
+def test_a_read_whose_value_is_unused_is_dropped():
+    k = _batch_kernel("unused", params={"num": 2})
+    assert not _reads_of(k) and not [p for p in k.params if p.name.startswith("cu")]

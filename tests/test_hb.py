@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from diffstats import write_lines
-from hb_gen import (cluster_multicast, flag_protocols, flag_stages, mutants, named_pingpong,
+from hb_gen import (cluster_multicast, flag_protocols, flag_stages, mutants, named_pingpong, read_ring,
                     peek_ring, well_synchronized)
 from protocol_gen import protocols
 from warpspin.api import CheckOptions, verify_kernel
@@ -100,7 +100,7 @@ RING_MUTANTS = [P.ring(stages=2, trips=3, consumers=2), peek_ring(2, 3, 1, expec
                 named_pingpong(2, 1), cluster_multicast(2, 2), P.exchange(2),
                 P.umma_mainloop(stages=2, ktiles=3), P.umma_acc(tiles=3, epi_warps=2, data=True),
                 P.pingpong_epilogue(), P.shared_vector(), flag_stages((1, 0)),
-                flag_stages((1, 1), data=True)]
+                flag_stages((1, 1), data=True), read_ring()]
 
 
 @pytest.mark.parametrize("k", RING_MUTANTS, ids=[k.name for k in RING_MUTANTS])
@@ -231,6 +231,16 @@ def _more_adds(data: bool) -> Kernel:
     words = (WordsDecl("d", 3, data=True, grid=True),) if data else ()
     return Kernel("more_adds", procs, (), num_ctas=4, cluster_ctas=1, flags=(FlagDecl("f"),),
                   words=words)
+
+
+@pytest.mark.parametrize("bug,kind", [(None, None), ("consumer-next", "deadlock"),
+                                      ("overread", "invalid-operand")])
+def test_reads_at_a_run_time_index_agree(bug, kind):
+    """Trip counts read from global memory at the batch index (ld.launch): verified for every
+    value, a consumer reading the next batch's count deadlocks, a read past the tensor is an
+    invalid-operand; the engine's answer against every interleaving."""
+    r = agrees(read_ring(bug=bug), "run-time reads")
+    assert (r.verdict, r.kind) == (("verified", None) if bug is None else ("violation", kind)), r
 
 
 def test_one_counter_for_every_tile():

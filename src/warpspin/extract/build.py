@@ -219,9 +219,10 @@ def _cta_blocks(k: TracedKernel, used: set[str], ctas: int = 0) -> tuple:
     return tuple(blocks)
 
 
-def _walk(k: TracedKernel, plain: frozenset = frozenset()) -> tuple[Context, list]:
+def _walk(k: TracedKernel, given: Mapping[str, ParamValue],
+          plain: frozenset = frozenset()) -> tuple[Context, list]:
     """Every warp of the model walked once: the context and (cta, warp, lanes, body, labels)."""
-    ctx = Context(k, plain_buffers=plain)
+    ctx = Context(k, given=given, plain_buffers=plain)
     ctx.grid_why = _grid_why(k)
     grid = ctx.grid_why is None
     walks = []
@@ -233,11 +234,11 @@ def _walk(k: TracedKernel, plain: frozenset = frozenset()) -> tuple[Context, lis
 
 
 def build(k: TracedKernel, params: Optional[Mapping[str, ParamValue]] = None) -> Kernel:
-    ctx, walks = _walk(k)
+    ctx, walks = _walk(k, params or {})
     if ctx.plain_found:
         # plain shared tensors that TMA stores read are buffers of one stage: walked again
         # with them known, so every access of their bytes before the store is attributed too
-        ctx, walks = _walk(k, frozenset(ctx.plain_found))
+        ctx, walks = _walk(k, params or {}, frozenset(ctx.plain_found))
     grid = ctx.grid_why is None
     if grid:
         walks = [(cta, warp, lanes, _without_cluster_ops(body, k, cta), labels)

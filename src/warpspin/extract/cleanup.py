@@ -7,7 +7,7 @@ from dataclasses import replace
 from ..syncir.ops import CpAsync, TmemAccess, TmemLoad
 from ..syncir.validate import DEST_OPS
 from ..syncir.ir import (Assign, For, If, Lanes, Stmt, While, expr_vars, map_exprs, stmt_exprs, walk_stmts)
-from ..syncir.ops import MbarTestWait, SmemLoad, Unsupported
+from ..syncir.ops import GlobalRead, MbarTestWait, SmemLoad, Unsupported
 from .values import LANE, OPAQUE_PREFIX
 
 
@@ -48,18 +48,20 @@ def _reads(s: Stmt) -> frozenset:
 
 
 def _live_vars(body: tuple[Stmt, ...]) -> set[str]:
-    """Variables read by a non-Assign statement, closed over the Assigns that feed them."""
+    """Variables read by a statement other than an assignment (an Assign, or a GlobalRead: a
+    load into a local that nothing else sees), closed over the assignments that feed them."""
     stmts = list(walk_stmts(body))
     live: set[str] = set()
     for s in stmts:
-        if not isinstance(s, Assign):
+        if not isinstance(s, (Assign, GlobalRead)):
             live |= _reads(s)
     changed = True
     while changed:
         changed = False
         for s in stmts:
-            if isinstance(s, Assign) and s.var in live:
-                new = expr_vars(s.value) - live
+            if isinstance(s, Assign) and s.var in live or \
+                    isinstance(s, GlobalRead) and s.dest in live:
+                new = _reads(s) - live
                 if new:
                     live |= new
                     changed = True
@@ -69,8 +71,8 @@ def _live_vars(body: tuple[Stmt, ...]) -> set[str]:
 def _prune(body: tuple[Stmt, ...], live: set[str]) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
     for s in body:
-        if isinstance(s, Assign):
-            if s.var in live:
+        if isinstance(s, (Assign, GlobalRead)):
+            if (s.var if isinstance(s, Assign) else s.dest) in live:
                 out.append(s)
         elif isinstance(s, If):
             t, e = _prune(s.then, live), _prune(s.else_, live)

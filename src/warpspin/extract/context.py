@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Mapping, Optional
 
 from ..frontend.locations import SYNC_LABEL
 from ..frontend.mlir_data import Op, SourceLoc, TracedKernel
@@ -198,6 +198,7 @@ class Context:
 
     kernel: TracedKernel
     params: dict[str, ParamInfo] = field(default_factory=dict)
+    given: Mapping = field(default_factory=dict)  # the launch values given (--param)
     arrays: dict[tuple[int, int], tuple[str, int, Loc]] = field(default_factory=dict)
     tma_split: dict[int, int] = field(default_factory=dict)  # TMA atom value -> CTAs sharing a box
     _by_key: dict = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""Inline PTX that is exactly one instruction the DSL also has an op for -> that op.
+r"""Inline PTX that is exactly one instruction the DSL also has an op for -> that op.
 
 A kernel may write `llvm.inline_asm "bar.sync 0;"` where the DSL's `cute.arch.sync_threads()`
 emits `nvvm.barrier`: both are the same instruction, so the extractor should read them the same

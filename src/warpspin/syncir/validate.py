@@ -10,10 +10,10 @@ from .ir import (Assign, Const, For, If, Kernel, Lanes, Loc, MBarRef, NOLOC, Whi
                  expr_vars, stmt_exprs, walk_stmts)
 from .objects import LIMITS, MAX_STORERS
 from .printer import fmt_expr
-from .ops import (OPS, AtomInc, GlobalAdd, StAsync, BarArrive, BarSync, ClusterArrive, ClusterWait, DsmemStore, Exit,
+from .ops import (OPS, AtomInc, GlobalAdd, GlobalRead, StAsync, BarArrive, BarSync, ClusterArrive, ClusterWait, DsmemStore, Exit,
                   MbarArrive, MbarTestWait, SmemLoad, SmemOwn, SmemStore, SyncOp, Unsupported, peer_word_store)
 
-DEST_OPS = (MbarTestWait, SmemLoad, AtomInc, GlobalAdd)  # ops that may assign a local (`dest`)
+DEST_OPS = (MbarTestWait, SmemLoad, AtomInc, GlobalAdd, GlobalRead)  # ops that may assign a local (`dest`)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Optional
 
 from ...frontend.mlir_data import Op
 from ...syncir.ops import (SmemRead, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd,
-                           GlobalLock, GlobalStore, GlobalWait)
+                           GlobalLock, GlobalRead, GlobalStore, GlobalWait)
 from ...syncir.ir import CounterDecl, Const, Expr, Loc, Unchecked, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
@@ -28,6 +28,7 @@ from ..effects import Effects, NONE, READS, rule
 # this range unless --param says otherwise
 MAX_READ_ELEMENTS = 16
 READ_RANGE = (0, 3)
+DYNAMIC_EXTENT = 3  # the elements of a tensor of dynamic extent read at a run-time index
 
 
 def _subscripted_name(loc: Loc) -> Optional[str]:
@@ -140,15 +141,19 @@ class GlobalRules:
                 out.append(SmemRead(((name, stage.index),), self.loc(op)))
             self.smem_load(op, m, out)
             return
-        if "gmem" not in t or len(op.operands) != 2 or not op.results:
+        root = self.ctx.gmem_root(op.operands[0]) if op.operands else None
+        # a generic address a kernel argument holds is global memory (the host passes no other)
+        if not ("gmem" in t or ct.memref_space(t) == "generic" and root is not None) or \
+                len(op.operands) != 2 or not op.results:
             self.set_unknown_results(op)
             return
-        root = self.ctx.gmem_root(op.operands[0])
         shape = ct.layout_shape(t)
+        shape = (shape,) if isinstance(shape, int) else shape  # ("4:1": a mode, no tuple)
         n = ct.size(shape) if shape is not None else None
         idx = self.expr(op.operands[1])
         written, _ = self.ctx.written_gmem()
         unknown = self.ctx.unplaced_writers(reader=root) if root is not None else []
+        info = self.ctx.kernel.value_info.get(op.operands[0])
         why = None
         if root is None:
             why = "a global tensor that is not a kernel argument"
@@ -159,36 +164,71 @@ class GlobalRules:
             why = f"global memory, which {unknown[0]} may write"
         elif op.result_types[0] not in INT_TYPES:
             why = f"{op.result_types[0]} values (integers are modelled)"
-        elif n is None or len(shape) != 1:
-            why = f"a tensor of shape {shape} (a static one-dimensional shape is modelled)"
+        elif shape is None or len(shape) != 1:
+            why = f"a tensor of shape {shape} (a one-dimensional shape is modelled)"
+        elif info is None or not info.is_block_arg or info.region != -1:
+            why = (f"a view of kernel argument {root} (element reads of the argument itself are "
+                   "modelled)")
         elif opaque_reasons(idx) or LANE in expr_vars(idx):
             why = "an index that differs between threads or is not modelled"
         if why is not None:
             self.env[op.result] = opaque(f"cute.memref.load of {why}@{op.loc.short()}")
             return
         lo, hi = self.index_range(idx)
-        if lo is None or lo < 0 or hi >= n:
+        name = _subscripted_name(self.loc(op)) or f"arg{root}"
+        if lo is None:
+            self._dynamic_read(op, idx, name, root, n, out)
+            return
+        if lo < 0 or n is not None and hi >= n:
             self.env[op.result] = opaque(f"cute.memref.load whose index is not shown to lie in "
-                                         f"0..{n - 1}@{op.loc.short()}")
+                                         f"0..{(n or 0) - 1}@{op.loc.short()}")
             return
         if hi - lo + 1 > MAX_READ_ELEMENTS:
             self.env[op.result] = opaque(f"cute.memref.load of any of {hi - lo + 1} elements (at "
                                          f"most {MAX_READ_ELEMENTS} are modelled)@{op.loc.short()}")
             return
-        name = _subscripted_name(self.loc(op)) or f"arg{root}"
-        self.ctx.assumptions.add("values read from global memory: nothing else writes the tensors "
-                                 "they come from while the kernel runs, and kernel arguments "
-                                 "(and the tensors TMA descriptor arguments were made from) do "
-                                 "not alias")
-        elems = {i: self.ctx.param(f"{name}_{i}", f"{name}[{i}]: element {i} of kernel argument "
-                                   f"{root} (global memory, read at {op.loc.short()}; the kernel "
-                                   f"does not write it)", self.loc(op), default=READ_RANGE,
-                                   same_as=("gmem", root, i))
-                 for i in range(lo, hi + 1)}
+        elems = self._read_elements(op, name, root, range(lo, hi + 1))
         e = elems[hi]
         for i in reversed(range(lo, hi)):
             e = self.f.select(self.f.binop("==", idx, Const(i)), elems[i], e)
         self.bind(op, e, out)
+
+    def _read_elements(self, op: Op, name: str, root: int, which: range) -> dict:
+        """The launch values elements `which` of read-only kernel argument `root` are."""
+        self.ctx.assumptions.add("values read from global memory: nothing else writes the tensors "
+                                 "they come from while the kernel runs, and kernel arguments "
+                                 "(and the tensors TMA descriptor arguments were made from) do "
+                                 "not alias")
+        return {i: self.ctx.param(f"{name}_{i}", f"{name}[{i}]: element {i} of kernel argument "
+                                  f"{root} (global memory, read at {op.loc.short()}; the kernel "
+                                  f"does not write it)", self.loc(op), default=READ_RANGE,
+                                  same_as=("gmem", root, i))
+                for i in which}
+
+    def _dynamic_read(self, op: Op, idx: Expr, name: str, root: int, n: Optional[int],
+                      out) -> None:
+        """A read at an index the extractor cannot bound (a scheduler's batch index): a
+        `GlobalRead` of elements 0..extent-1, which checks the index at run time. A dynamic
+        extent is a launch value (`{name}_extent`, DYNAMIC_EXTENT unless given), as many
+        elements as its largest value (at most MAX_READ_ELEMENTS)."""
+        loc = self.loc(op)
+        extent: Expr = Const(n) if n is not None else self.ctx.param(
+            f"{name}_extent", f"the number of elements of {name} (kernel argument {root}, read "
+            f"at an index known at run time at {op.loc.short()})", loc, default=DYNAMIC_EXTENT,
+            same_as=("gmem-extent", root))
+        given = self.ctx.given.get(extent.name, DYNAMIC_EXTENT) if isinstance(extent, Var) else n
+        most = given if isinstance(given, int) else given[1]
+        if most > MAX_READ_ELEMENTS:
+            self.env[op.result] = opaque(f"cute.memref.load of any of {most} elements (at most "
+                                         f"{MAX_READ_ELEMENTS} are modelled)@{op.loc.short()}")
+            return
+        elems = self._read_elements(op, name, root, range(most))
+        e = elems[most - 1]
+        for i in reversed(range(most - 1)):
+            e = self.f.select(self.f.binop("==", idx, Const(i)), elems[i], e)
+        dest = f"v{op.uid}"
+        out.append(GlobalRead(dest, name, idx, extent, e, loc))
+        self.env[op.result] = Var(dest)
 
     def global_data_access(self, op: Op, coord: int, write: bool, out) -> None:
         """A store or load of one element of a global tensor by the executing lanes: the bytes

@@ -53,7 +53,7 @@ from .tcgen05 import (PAIR_KINDS, TMEM_ACCESSES, Tcgen05Commit, TmemAccess, Tmem
                       uses_tmem)
 from .counters import AtomInc, counter_take  # noqa: F401
 from .flags import (ADD_SEMANTICS, MEMORY_SCOPES, RELEASES, WAIT_SEMANTICS, WAIT_UNTIL, GlobalAdd,  # noqa: F401
-                    GlobalWait, GlobalStore, GlobalLock, FLAG_OPS)
+                    GlobalWait, GlobalStore, GlobalLock, FLAG_OPS, GlobalRead)
 from .exit import Exit, Unsupported  # noqa: F401
 
 __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "MbarInitFence",
@@ -70,6 +70,6 @@ __all__ = ["Access", "Footprint", "SyncOp", "OPS", "REDUCTIONS", "MbarInit", "Mb
            "CpAsyncCommit", "CpAsyncWait", "SmemOwn", "cp_open", "cp_group", "cp_pending",
            "DsmemStore", "DSMEM_STORED", "Tcgen05Commit", "TmemAlloc", "TmemDealloc",
            "TmemRelinquish", "TmemPairResume", "TmemAccess", "TmemLoad", "TmemWaitLd", "is_tmem",
-           "tmem_mma_bufs", "tmem_load_bufs", "tl_open", "commit_bits", "TMEM_ACCESSES", "tmem_access_checked", "uses_tmem", "GlobalAdd", "GlobalWait", "GlobalStore", "GlobalLock", "FLAG_OPS",
+           "tmem_mma_bufs", "tmem_load_bufs", "tl_open", "commit_bits", "TMEM_ACCESSES", "tmem_access_checked", "uses_tmem", "GlobalAdd", "GlobalWait", "GlobalStore", "GlobalLock", "FLAG_OPS", "GlobalRead",
            "Exit",
            "Unsupported"]

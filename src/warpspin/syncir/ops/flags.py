@@ -321,3 +321,48 @@ class GlobalLock(_FlagOp, SyncOp):
 
 
 FLAG_OPS = (GlobalAdd, GlobalWait, GlobalStore, GlobalLock)
+
+
+# ----------------------------------------------------------------------------- read-only tensors
+
+@sync_op
+@dataclass(frozen=True)
+class GlobalRead(SyncOp):
+    """`dest = tensor[index]`: a load at an index known only at run time from a global tensor
+    the kernel never writes, whose elements are launch values (`value`: the select of the one
+    `index` names). `extent`: the tensor's number of elements (a constant, or a launch value
+    when the tensor's extent is dynamic)."""
+    dest: str
+    tensor: str
+    index: Expr
+    extent: Expr
+    value: Expr
+    loc: Loc = NOLOC
+    mnemonic: ClassVar[str] = "ld.launch"
+    hb_rule: ClassVar[str | None] = "generic"
+    ptx: ClassVar[str] = "9.7.9.8 (ld)"
+    summary: ClassVar[str] = ("dest = value (launch values: nothing writes the tensor while the "
+                              "kernel runs); an index outside 0..extent-1: invalid-operand")
+    # touches no shared state, only its own local
+    proven: ClassVar[frozenset[str]] = ALL
+
+    @classmethod
+    def example(cls):
+        return cls("n", "counts", Const(1), Const(2), Const(0))
+
+    def __post_init__(self): _lift_fields(self, "index", "extent", "value")
+
+    def own_locals(self, pc): return (self.dest,)
+
+    def fmt(self):
+        return f"{self.dest} = ld.launch {self.tensor}[{_e(self.index)}] of {_e(self.extent)}"
+
+    def footprint(self, k):
+        return Footprint(())
+
+    def rule(self, c):
+        bad = any_of(_lt(self.index, 0), _ge(self.index, self.extent))
+        return Rule([When(bad, [Fail("invalid-operand", "{who} reads " + self.tensor +
+                                     "[{0}], outside its {1} elements",
+                                     (self.index, self.extent))]),
+                     Set(Local(self.dest), self.value)])
