@@ -108,6 +108,9 @@ def _batch_reads(cu: cute.Tensor, num: Int32, mode: cutlass.Constexpr):
         n = Int32(1)
         if cutlass.const_expr(mode == "view"):
             n = cute.make_tensor(cu.iterator + 1, cute.make_layout(2))[b]  # a view at an offset
+        elif cutlass.const_expr(mode == "written"):
+            cu[0] = 1                                                      # the kernel writes it
+            n = cu[b]
         elif cutlass.const_expr(mode == "unused"):
             cu[b]                                                          # read, never used
         else:
@@ -171,6 +174,13 @@ def test_run_time_reads_that_are_not_modelled_say_why():
     assert any("at most 16 are modelled" in u.what for u in unsupported_ops(k)), k
     k = _batch_kernel("view", params={"num": 2})
     assert any("a view of kernel argument 0" in u.what for u in unsupported_ops(k)), k
+
+
+def test_a_generic_argument_the_kernel_writes_is_not_launch_values():
+    from cutlass.base_dsl.enums import AddressSpace
+    k = _batch_kernel("written", AddressSpace.generic, params={"num": 2})
+    assert any("which the kernel writes" in u.what for u in unsupported_ops(k)), k
+    assert not _reads_of(k)
 
 
 def test_a_read_whose_value_is_unused_is_dropped():
