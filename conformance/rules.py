@@ -82,6 +82,12 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.read-value": ("Values read from global memory", "9.7.9.8",
         "every reader of an element of a read-only global tensor sees one value, chosen at "
         "launch; the check covers each value of its range"),
+    "gmem.read-index": ("Values read from global memory", "9.7.9.8",
+        "a read at an index known only at run time reads the element it names (one launch value "
+        "per element); an index outside the tensor: invalid-operand"),
+    "verdict.unreached": ("Verdicts", "-",
+        "an op the model does not follow decides the verdict (UNSUPPORTED) only where an "
+        "execution reaches it"),
     "tensormap.drain": ("Tensormaps rewritten in global memory (tensormap-race)", "9.7.9.26.5.2",
         "a TMA load reads its descriptor until a cp.async.bulk.wait_group.read of its thread "
         "retires its bulk async-group; a rewrite before that: tensormap-race"),

@@ -118,4 +118,91 @@ class AtomIncWraps(Litmus):
                 self.observe(3, prims.atomicrmw(prims.AtomicOp.INC, self.x.iterator, Int32(2)))
 
 
-LITMUS = [WordHandoff, WordHandoffTwice, GlobalCountDecidesPhases, AtomIncWraps]
+class GlobalReadAtRunTimeIndex(_Words):
+    """Both warps read i = x[1] and then n = x[i % 2]: an index known only at run time (the
+    device run passes x = 0, 1, 2, ...: i = 1, n = x[1] = 1), and play n rounds of ping-pong as
+    GlobalCountDecidesPhases does. warpspin checks the index against x's 64 elements when the
+    load runs and follows elements 0..2 (`ld.launch`), every value 0..3 of each: probes [0, 1]
+    for even n, [1, 0] for odd n; the hardware shows the one for n = 1."""
+    rules = ("gmem.read-index",)
+    probes = 2
+
+    @cute.jit
+    def body(self):
+        self.init()
+        i = self.x[1]
+        n = self.x[i % 2]
+        if self.warp == 0:
+            for r in cutlass.range(n, unroll=1):
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(self.bar(0))
+                cute.arch.mbarrier_wait(self.bar(1), r % 2)
+        if self.warp == 1:
+            for r in cutlass.range(n, unroll=1):
+                cute.arch.mbarrier_wait(self.bar(0), r % 2)
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(self.bar(1))
+        cute.arch.sync_threads()
+        if self.warp == 1:
+            self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
+            self.observe(1, cute.arch.mbarrier_test_wait(self.bar(0), 1))
+
+
+class GlobalReadPastTheEnd(_Words):
+    """Warp 1 reads x[x[1] % 2 + 64] (the device run: x[65]), past the tensor's 64 elements
+    (what the load returns is undefined; on the device it completes with the words after the
+    tensor) and arrives on bar(0) that many times mod 2. warpspin: invalid-operand at the read,
+    naming the index."""
+    rules = ("gmem.read-index",)
+    expect = "invalid-operand"
+
+    @cute.jit
+    def body(self):
+        self.init()
+        if self.warp == 1:
+            n = self.x[self.x[1] % 2 + 64]
+            for r in cutlass.range(n % 2, unroll=1):
+                cute.arch.mbarrier_arrive(self.bar(0))
+
+
+class _UnmodelledBranch(_Words):
+    """Warp 0 waits on bar(0) with parity vote.ballot(x[lane] > 100) (0 on the device; a vote
+    over per-lane loads is not modelled: the wait is an Unsupported statement) inside
+    `if x[1] OP 100`; warp 1 arrives on bar(0) in that branch. The device run passes x[1] = 1."""
+
+    @cute.jit
+    def body(self):
+        self.init()
+        if self.taken(self.x[1]):
+            if self.warp == 1:
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(self.bar(0))
+            if self.warp == 0:
+                parity = cute.arch.vote_ballot_sync(self.x[self.lane] > 100)
+                cute.arch.mbarrier_wait(self.bar(0), parity)
+
+
+class UnmodelledOpNotReached(_UnmodelledBranch):
+    """`if x[1] > 100`: no value of x[1] in the model's range 0..3 takes the branch, so no
+    execution reaches the wait the model does not follow: warpspin says verified (the happens-
+    before engine, one run per value; the wait listed as not modelled and not reached)."""
+    rules = ("verdict.unreached",)
+
+    @cute.jit
+    def taken(self, v):
+        return v > 100
+
+
+class UnmodelledOpReached(_UnmodelledBranch):
+    """`if x[1] < 100`: every run takes the branch and meets the wait: unsupported."""
+    rules = ("verdict.unreached",)
+    expect = "unsupported"
+
+    @cute.jit
+    def taken(self, v):
+        return v < 100
+
+
+LITMUS = [WordHandoff, WordHandoffTwice, GlobalCountDecidesPhases, AtomIncWraps,
+          GlobalReadAtRunTimeIndex, GlobalReadPastTheEnd, UnmodelledOpNotReached,
+          UnmodelledOpReached]

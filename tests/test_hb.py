@@ -113,6 +113,37 @@ def test_every_mutant_of_a_small_protocol_agrees(k):
             agrees(m, "all mutants")
 
 
+def _with_unsupported(k: Kernel) -> list[tuple[Kernel, bool]]:
+    """`k` with an Unsupported, guarded by a launch value U in 0..1 (reached when U == 1, or
+    never: U > 1), inserted before each top-level statement of each process in turn; with
+    whether some run reaches it."""
+    from dataclasses import replace
+    from warpspin.syncir import If, Unsupported, Var
+    from warpspin.syncir.ir import Param
+    out = []
+    for pi, p in enumerate(k.processes):
+        for i in range(len(p.body) + 1):
+            for cond, reached in ((Var("U").eq(1), True), (Var("U").gt(1), False)):
+                body = p.body[:i] + (If(cond, (Unsupported("x", Loc("u.py", i)),)),) + p.body[i:]
+                procs = tuple(replace(q, body=body) if j == pi else q
+                              for j, q in enumerate(k.processes))
+                out.append((replace(k, name=f"{k.name}~u{pi}.{i}", processes=procs,
+                                    params=k.params + (Param("U", 0, 1),)), reached))
+    return out
+
+
+@pytest.mark.parametrize("k", RING_MUTANTS[:6] + [read_ring()],
+                         ids=[k.name for k in RING_MUTANTS[:6]] + ["read_ring"])
+def test_unsupported_ops_where_runs_do_and_do_not_reach_them_agree(k):
+    """An op the model does not follow, in every place of a small verified protocol, reached
+    for one launch value or for none: the engine says `unsupported` where the interpreter's
+    exhaustive search meets it, and verified where no execution does."""
+    for m, reached in _with_unsupported(k):
+        r = agrees(m, "unsupported ops")
+        want = ("violation", "unsupported") if reached else ("verified", None)
+        assert (r.verdict, r.kind) == want, (m.name, r.verdict, r.kind, r.reasons)
+
+
 # ----------------------------------------------------------------------------- by construction
 
 def _ring_bug(bug: str, consumers: int = 3) -> Kernel:

@@ -2,8 +2,8 @@
 diagnose -> result.
 
 A result starts UNDECIDED. It becomes VERIFIED in exactly one place, `_decide_verified`, after a
-complete search of the whole model with no unsupported op, no integer the model cannot
-represent, and no violation. Everything else is a VIOLATION (replayed in the reference
+complete search of the whole model in which no execution reaches an unsupported op, no integer
+the model cannot represent, and no violation. Everything else is a VIOLATION (replayed in the reference
 interpreter first), INCONCLUSIVE (with what was truncated), UNSUPPORTED (with the op and line) or
 ERROR (invalid input, or a bug of warpspin's, never a verdict on the kernel).
 """
@@ -82,15 +82,11 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         res.reason_locations = [Location(p.loc.file, p.loc.line) for p in problems]
         return
     unsupported = unsupported_ops(kernel)
-    if unsupported:
-        bounds = all(u.bound for u in unsupported)
-        res.verdict = INCONCLUSIVE if bounds else UNSUPPORTED
-        res.reasons = [f"`{u.what}`: beyond a bound of the model, so it is not modelled here"
-                       if bounds else f"`{u.what}` matters for synchronization and is not modelled"
-                       for u in unsupported]
-        res.reason_locations = [Location(u.loc.file, u.loc.line, frame=u.loc.frame or "")
-                                for u in unsupported]
+    if unsupported and not _may_be_unreached(kernel, unsupported, engine):
+        _unsupported(res, unsupported)
         return
+    if unsupported:  # the happens-before engine alone: does any execution reach one?
+        engine = "hb"
 
     elided = 0
     unchecked = [u for u in unchecked_objects(kernel) if u.property in properties]
@@ -114,6 +110,15 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
     # the cells; the happens-before engine's cost is linear in them)
     out = _decide(kernel, res, options, engine,
                   spin_kernel=kernel if "race" in properties else without_data_cells(kernel))
+    if unsupported and not (out.verdict == ENGINE_VERIFIED or out.verdict == ENGINE_VIOLATION
+                            and out.kind != "unsupported"):
+        # reached (or not shown unreached): the ops not modelled decide the verdict
+        res.config.pop("hb_refused", None)
+        _unsupported(res, unsupported)
+        return
+    if unsupported:
+        res.config["unreached"] = list(dict.fromkeys(
+            f"`{u.what}` ({os.path.basename(u.loc.file)}:{u.loc.line})" for u in unsupported))
     if out.engine == HB and out.verdict == ENGINE_VIOLATION:
         out = _shortened(kernel, out, res, options, by_spin=engine == "auto")
     res.config.update(out.config)
@@ -139,6 +144,26 @@ def _check(kernel: Kernel, res: Result, timeout_s, memory_mb, emit_promela, redu
         res.verdict = ERROR if out.verdict == FAILED else INCONCLUSIVE
         res.reasons = list(out.reasons)
         res.reason_locations = [_location(l) for l in out.locations]
+
+
+def _unsupported(res: Result, unsupported: list) -> None:
+    bounds = all(u.bound for u in unsupported)
+    res.verdict = INCONCLUSIVE if bounds else UNSUPPORTED
+    res.reasons = [f"`{u.what}`: beyond a bound of the model, so it is not modelled here"
+                   if bounds else f"`{u.what}` matters for synchronization and is not modelled"
+                   for u in unsupported]
+    res.reason_locations = [Location(u.loc.file, u.loc.line, frame=u.loc.frame or "")
+                            for u in unsupported]
+
+
+def _may_be_unreached(kernel: Kernel, unsupported: list, engine: str) -> bool:
+    """Whether the happens-before engine may show that no execution reaches the ops not modelled
+    (`unsupported`): an Unsupported's rule fails where a run meets it, and the engine's proof
+    that every execution is a reordering of its runs covers the paths they take. Not for model
+    bounds, a launch value with no upper bound (the cutoff's proof extrapolates the runs), or
+    SPIN alone."""
+    return engine in ("auto", "hb") and not any(u.bound for u in unsupported) and \
+        not any(p.unbounded for p in kernel.params)
 
 
 def _decide(kernel: Kernel, res: Result, options: EngineOptions, engine: str,

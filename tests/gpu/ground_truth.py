@@ -31,7 +31,7 @@ EXAMPLES = ["hopper_pipeline.py", "raw_mbarrier.py", "hopper_multicast.py",
             "persistent_scheduler.py", "dynamic_scheduler.py", "cluster_scheduler.py",
             "kgrouped_tensormap.py", "grouped_tensormaps.py", "epilogue_store.py", "cp_async_drain.py", "dsmem_handoff.py",
             "grid_flag.py", "cluster_lifetime.py", "jacobi_halo.py", "block_reduce.py",
-            "wgmma_accumulator.py", "fused_moe.py"]
+            "wgmma_accumulator.py", "fused_moe.py", "varlen_batches.py"]
 COMPILED = "@@ground_truth: compiled"
 
 

@@ -188,6 +188,8 @@ def _facts(r: Result) -> str:
         rows.append(("assumed", a))
     for u in r.config.get("unchecked", ()):
         rows.append(("not checked", u))
+    for u in r.config.get("unreached", ()):
+        rows.append(("not modelled, unreached", u))
     if r.config.get("load_races"):
         rows.append(("not checked", "races on the stages this kernel's TMA loads fill (wgmma and "
                      "thread reads): --no-load-races"))

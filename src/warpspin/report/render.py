@@ -5,7 +5,8 @@ from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, Resu
 
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
 SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "tmem_buffers", "load_races", "unchecked",
-                "engine", "hb_refused", "not_shortened", "cutoff", "params_not_in_kernel")
+                "engine", "hb_refused", "not_shortened", "cutoff", "params_not_in_kernel",
+                "unreached")
 
 
 def checked_objects(config: dict) -> str:
@@ -42,6 +43,8 @@ def render_text(r: Result, full_trace: bool = False, explain: bool = False) -> s
     assumed = [f"  = note: assumed: {a}" for a in r.config.get("assumptions", ())]
     assumed += [f"  = note: --param {n} left out: this kernel has no launch value of that name"
                 for n in r.config.get("params_not_in_kernel", ())]
+    assumed += [f"  = note: not modelled, and no execution reaches it: {u}"
+                for u in r.config.get("unreached", ())]
     refused = [f"  = note: reduction not applied: {why}"
                for why in r.config.get("reductions_refused", ())] if explain else []
     if r.verdict != INCONCLUSIVE:  # (an INCONCLUSIVE one says it in its reasons)

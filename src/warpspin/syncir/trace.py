@@ -41,4 +41,4 @@ KINDS = ("deadlock", "arrival-mismatch", "tx-mismatch", "parity-aliasing", "unin
          "barrier-reinit", "divergent-barrier", "pending-at-exit", "cluster-lifetime", "scope",
          "invalid-operand", "race", "proxy-race", "tensormap-race", "tmem-lifetime")
 # Model-bound events: not violations of the kernel, they make a verdict INCONCLUSIVE.
-BOUND_KINDS = ("loop-bound", "phase-bound", "integer-range", "copy-bound")
+BOUND_KINDS = ("loop-bound", "phase-bound", "integer-range", "copy-bound", "read-bound")

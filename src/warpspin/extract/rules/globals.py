@@ -210,7 +210,8 @@ class GlobalRules:
         """A read at an index the extractor cannot bound (a scheduler's batch index): a
         `GlobalRead` of elements 0..extent-1, which checks the index at run time. A dynamic
         extent is a launch value (`{name}_extent`, DYNAMIC_EXTENT unless given), as many
-        elements as its largest value (at most MAX_READ_ELEMENTS)."""
+        elements as its largest value (at most MAX_READ_ELEMENTS); a static one past
+        MAX_READ_ELEMENTS follows the elements given values, DYNAMIC_EXTENT at least."""
         loc = self.loc(op)
         extent: Expr = Const(n) if n is not None else self.ctx.param(
             f"{name}_extent", f"the number of elements of {name} (kernel argument {root}, read "
@@ -218,6 +219,13 @@ class GlobalRules:
             same_as=("gmem-extent", root))
         given = self.ctx.given.get(extent.name, DYNAMIC_EXTENT) if isinstance(extent, Var) else n
         most = given if isinstance(given, int) else given[1]
+        modelled = 0
+        if n is not None and n > MAX_READ_ELEMENTS:
+            # a large static tensor: the elements given values (--param NAME_i), at least
+            # DYNAMIC_EXTENT; a read past them is a model bound
+            named = [int(m.group(1)) for k in self.ctx.given
+                     if (m := re.fullmatch(re.escape(name) + r"_(\d+)", k))]
+            most = modelled = min(n, max([DYNAMIC_EXTENT] + [i + 1 for i in named]))
         if most > MAX_READ_ELEMENTS:
             self.env[op.result] = opaque(f"cute.memref.load of any of {most} elements (at most "
                                          f"{MAX_READ_ELEMENTS} are modelled)@{op.loc.short()}")
@@ -227,7 +235,7 @@ class GlobalRules:
         for i in reversed(range(most - 1)):
             e = self.f.select(self.f.binop("==", idx, Const(i)), elems[i], e)
         dest = f"v{op.uid}"
-        out.append(GlobalRead(dest, name, idx, extent, e, loc))
+        out.append(GlobalRead(dest, name, idx, extent, e, loc, modelled))
         self.env[op.result] = Var(dest)
 
     def global_data_access(self, op: Op, coord: int, write: bool, out) -> None:

@@ -90,16 +90,20 @@ class Exit(SyncOp):
 @sync_op
 @dataclass(frozen=True)
 class Unsupported(SyncOp):
-    """An op that matters for synchronization and is not modelled. Any Unsupported reachable in a
-    kernel makes the verdict UNSUPPORTED, naming `what` and its location; when every one is a
-    `bound` (an op the model would follow but for a size limit of the model, such as a grid
-    larger than a grid model holds), INCONCLUSIVE. Its footprint is unknown, so no reduction is
-    proven for it."""
+    """An op that matters for synchronization and is not modelled; its rule fails where a run
+    meets it. An Unsupported in a kernel makes the verdict UNSUPPORTED, naming `what` and its
+    location, unless the happens-before engine shows that no execution reaches one (pipeline.py,
+    docs/semantics.md "Verdicts"); when every one is a `bound` (an op the model would follow but
+    for a size limit of the model, such as a grid larger than a grid model holds),
+    INCONCLUSIVE. Its footprint is unknown, so no reduction is proven for it."""
     what: str
     loc: Loc = NOLOC
     bound: bool = False
     mnemonic: ClassVar[str] = "unsupported"
-    summary: ClassVar[str] = "not modelled: the verdict is UNSUPPORTED (INCONCLUSIVE: a bound)"
+    summary: ClassVar[str] = ("not modelled: a run that meets it ends there, and the verdict is "
+                              "UNSUPPORTED (INCONCLUSIVE: a bound) unless no execution does")
+    # the happens-before engine's runs end where they meet one; its proof covers the rest
+    hb_rule: ClassVar[str | None] = "unreached"
 
     @classmethod
     def example(cls):

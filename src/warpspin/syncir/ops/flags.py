@@ -331,18 +331,21 @@ class GlobalRead(SyncOp):
     """`dest = tensor[index]`: a load at an index known only at run time from a global tensor
     the kernel never writes, whose elements are launch values (`value`: the select of the one
     `index` names). `extent`: the tensor's number of elements (a constant, or a launch value
-    when the tensor's extent is dynamic)."""
+    when the tensor's extent is dynamic); `modelled`: the elements `value` selects among when
+    they are fewer than a constant extent (0: all of them)."""
     dest: str
     tensor: str
     index: Expr
     extent: Expr
     value: Expr
     loc: Loc = NOLOC
+    modelled: int = 0
     mnemonic: ClassVar[str] = "ld.launch"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.8 (ld)"
     summary: ClassVar[str] = ("dest = value (launch values: nothing writes the tensor while the "
-                              "kernel runs); an index outside 0..extent-1: invalid-operand")
+                              "kernel runs); an index outside 0..extent-1: invalid-operand; "
+                              "inside it but past the modelled elements: read-bound")
     # touches no shared state, only its own local
     proven: ClassVar[frozenset[str]] = ALL
 
@@ -354,15 +357,23 @@ class GlobalRead(SyncOp):
 
     def own_locals(self, pc): return (self.dest,)
 
+    def problems(self, k):
+        return [] if self.modelled >= 0 else [f"modelled {self.modelled} (at least 0)"]
+
     def fmt(self):
-        return f"{self.dest} = ld.launch {self.tensor}[{_e(self.index)}] of {_e(self.extent)}"
+        some = f" (elements 0..{self.modelled - 1})" if self.modelled else ""
+        return f"{self.dest} = ld.launch {self.tensor}[{_e(self.index)}] of {_e(self.extent)}{some}"
 
     def footprint(self, k):
         return Footprint(())
 
     def rule(self, c):
         bad = any_of(_lt(self.index, 0), _ge(self.index, self.extent))
+        past = [When(_ge(self.index, self.modelled), [Fail(
+            "read-bound", "{who} reads " + self.tensor + f"[{{0}}]: the model follows its "
+            f"elements 0..{self.modelled - 1} (give values of more with --param)",
+            (self.index,))])] if self.modelled else []
         return Rule([When(bad, [Fail("invalid-operand", "{who} reads " + self.tensor +
                                      "[{0}], outside its {1} elements",
-                                     (self.index, self.extent))]),
+                                     (self.index, self.extent))]), *past,
                      Set(Local(self.dest), self.value)])
