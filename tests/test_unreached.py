@@ -70,3 +70,15 @@ def test_where_the_engine_cannot_show_it_the_op_decides(how):
     assert r.verdict == ("inconclusive" if how == "bound" else "unsupported"), str(r)
     assert r.stats.hb_runs == 0 and not r.stats.states, str(r)
 
+
+
+def test_an_op_whose_text_has_braces_is_named_when_a_run_meets_it():
+    """Inline PTX names with `{ ... }` blocks: the run's message must not read them as a
+    template (an internal error before)."""
+    k = ring(stages=2, trips=0, consumers=1, trips_range=(0, 1))
+    what = 'llvm.inline_asm "{ .reg .b32 r; mapa.u32 r, $0, $1; }"'
+    consumer = k.processes[1]
+    k = replace(k, processes=(k.processes[0], replace(
+        consumer, body=consumer.body + (Unsupported(what, Loc("k.py", 3)),))))
+    r = verify_kernel(k)
+    assert r.verdict == "unsupported" and what in r.reasons[0], str(r)

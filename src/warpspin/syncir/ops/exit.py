@@ -113,4 +113,5 @@ class Unsupported(SyncOp):
         return f"unsupported {self.what!r}" + (" (model bound)" if self.bound else "")
 
     def rule(self, c):
-        return Rule([Fail("unsupported", f"{self.what} is not modelled")])
+        what = self.what.replace("{", "{{").replace("}", "}}")  # (a message template)
+        return Rule([Fail("unsupported", f"{what} is not modelled")])
