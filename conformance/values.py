@@ -22,6 +22,25 @@ class _Words(Litmus):
         cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()
 
+    @cute.jit
+    def ping_pong(self, n):
+        """n rounds: warp 0 arrives on bar(0) and waits for warp 1's answer on bar(1); then
+        warp 1 samples bar(0)'s phase bit with test_wait on parity 0 and 1 (probes 0 and 1)."""
+        if self.warp == 0:
+            for i in cutlass.range(n, unroll=1):
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(self.bar(0))
+                cute.arch.mbarrier_wait(self.bar(1), i % 2)
+        if self.warp == 1:
+            for i in cutlass.range(n, unroll=1):
+                cute.arch.mbarrier_wait(self.bar(0), i % 2)
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive(self.bar(1))
+        cute.arch.sync_threads()
+        if self.warp == 1:
+            self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
+            self.observe(1, cute.arch.mbarrier_test_wait(self.bar(0), 1))
+
 
 class WordHandoff(_Words):
     """Warp 0 stores 7 into a shared word and arrives (release); warp 1 waits (acquire) and loads
@@ -82,21 +101,7 @@ class GlobalCountDecidesPhases(_Words):
     @cute.jit
     def body(self):
         self.init()
-        n = self.x[1]
-        if self.warp == 0:
-            for i in cutlass.range(n, unroll=1):
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive(self.bar(0))
-                cute.arch.mbarrier_wait(self.bar(1), i % 2)
-        if self.warp == 1:
-            for i in cutlass.range(n, unroll=1):
-                cute.arch.mbarrier_wait(self.bar(0), i % 2)
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive(self.bar(1))
-        cute.arch.sync_threads()
-        if self.warp == 1:
-            self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
-            self.observe(1, cute.arch.mbarrier_test_wait(self.bar(0), 1))
+        self.ping_pong(self.x[1])
 
 
 class AtomIncWraps(Litmus):
@@ -131,21 +136,7 @@ class GlobalReadAtRunTimeIndex(_Words):
     def body(self):
         self.init()
         i = self.x[1]
-        n = self.x[i % 2]
-        if self.warp == 0:
-            for r in cutlass.range(n, unroll=1):
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive(self.bar(0))
-                cute.arch.mbarrier_wait(self.bar(1), r % 2)
-        if self.warp == 1:
-            for r in cutlass.range(n, unroll=1):
-                cute.arch.mbarrier_wait(self.bar(0), r % 2)
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive(self.bar(1))
-        cute.arch.sync_threads()
-        if self.warp == 1:
-            self.observe(0, cute.arch.mbarrier_test_wait(self.bar(0), 0))
-            self.observe(1, cute.arch.mbarrier_test_wait(self.bar(0), 1))
+        self.ping_pong(self.x[i % 2])
 
 
 class GlobalReadPastTheEnd(_Words):
