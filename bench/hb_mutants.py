@@ -3,7 +3,10 @@ seconds), each checked by both engines; where both decide, their verdicts must a
 a violation may differ: each engine's counterexample is a real execution, replayed). Prints one
 row per kernel and the disagreements, if any (none is the expected outcome).
 
-    python bench/hb_mutants.py [--per-kernel N] [--spin-timeout S] [NAME ...]
+    python bench/hb_mutants.py [--per-kernel N] [--spin-timeout S] [--properties P] [NAME ...]
+
+`--properties deadlock` compares deadlock freedom alone (for a kernel whose global output is not
+placed: with races asked for, each of its mutants without a violation is INCONCLUSIVE in both).
 
 Mutants (tests/hb_gen.py `mutants`): an op deleted (arrive, wait, fence, barrier, commit, copy,
 wait_group), a count or byte count one step off, a parity swapped, two neighbouring statements
@@ -36,7 +39,9 @@ def main(argv=None) -> int:
     ap.add_argument("names", nargs="*")
     ap.add_argument("--per-kernel", type=int, default=40)
     ap.add_argument("--spin-timeout", type=float, default=60)
+    ap.add_argument("--properties", default="deadlock,race")
     args = ap.parse_args(argv)
+    props = tuple(args.properties.split(","))
     from fixtures import catalog as C
     head = ("kernel", "mutants", "both decided", "agree", "hb verified", "hb violation",
             "hb outside", "spin undecided", "seconds")
@@ -49,9 +54,9 @@ def main(argv=None) -> int:
         c = collections.Counter()
         t0 = time.perf_counter()
         for m in ms[:args.per_kernel]:
-            h = verify_kernel(m, opts=CheckOptions(engine="hb", timeout_s=120))
+            h = verify_kernel(m, opts=CheckOptions(engine="hb", timeout_s=120, properties=props))
             s = verify_kernel(m, opts=CheckOptions(engine="spin", timeout_s=args.spin_timeout,
-                                                   load_races=True))
+                                                   load_races=True, properties=props))
             c["mutants"] += 1
             hd = h.stats.engine == "happens-before"
             c["hb " + (h.verdict if hd else "outside")] += 1
