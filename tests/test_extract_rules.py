@@ -83,7 +83,7 @@ def test_an_op_with_no_rule_is_unsupported_by_construction():
     assert why(Op("arith.remf")) is None and why(Op("math.sin")) is None
     assert why(Op("cute.make_layout", operand_types=["!cute.shape<\"(4,8)\">"])) is None
     assert why(Op("cute.get_iter", operand_types=["!cute.memref<f32, smem, \"4:1\">"])) is None
-    assert why(Op("llvm.store")) is None and why(Op("nvvm.vote.sync")) is None
+    assert why(Op("llvm.store")) is None and why(Op("nvvm.match.sync")) is None
     # a cute op on memory that is neither a known reader nor a handled op
     mem = why(Op("cute.memref.frobnicate", operand_types=["!cute.memref<f32, smem, \"4:1\">"]))
     assert mem is not None and "cute.memref.frobnicate" in mem

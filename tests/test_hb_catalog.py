@@ -29,11 +29,10 @@ from warpspin.syncir.passes import without_noop_fences  # noqa: E402
 
 # what the engine decides (the kind of a violation); every other catalog kernel: VERIFIED
 DECIDED = {
-    # the tile scheduler's warp prefix sum (shfl.sync over per-lane loads) is not modelled, and
-    # the first run meets it
-    "fa4.sm90.varlen": "unsupported", "fa4.sm90.varlen_causal": "unsupported",
-    # (fa4.sm100.varlen: VERIFIED; its correction warps' branch on a vote over softmax data is
-    # in the loop over KV blocks after the first, which no run of one block enters)
+    # (fa4.sm90.varlen*: VERIFIED, the tile scheduler's warp prefix sum over per-lane loads
+    # followed lane by lane; fa4.sm100.varlen: VERIFIED, its correction warps' branch on a vote
+    # over softmax data is in the loop over KV blocks after the first, which no run of one
+    # block enters)
     # the load warp waits only for the release of the last Q stage before it exits; the MMA
     # warp's tcgen05.commit releasing the other stage may land after the CTA's threads have
     # exited (PTX ISA 9.7.16.6.2: tcgen05 ops complete in any order; commit -> commit is not a

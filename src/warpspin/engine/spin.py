@@ -352,7 +352,14 @@ def _take_trail(res: EngineResult, model, replay: str, pan_error: str) -> None:
 def _spin_a(tmp, text, timeout_s) -> None:
     with open(os.path.join(tmp, "model.pml"), "w") as f:
         f.write(text)
-    _run([SPIN, "-a", "model.pml"], tmp, timeout_s, "spin -a")
+    try:
+        _run([SPIN, "-a", "model.pml"], tmp, timeout_s, "spin -a")
+    except EngineError as e:
+        if "merge requires more than" not in str(e):
+            raise
+        # SPIN's statement merging saves at most 256 values per merged sequence (a warp scan's
+        # per-lane locals exceed it): the same transitions without merging (-o3)
+        _run([SPIN, "-o3", "-a", "model.pml"], tmp, timeout_s, "spin -o3 -a")
 
 
 def _flags(opt, memory_mb, vector_size, collapse) -> list[str]:

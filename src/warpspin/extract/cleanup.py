@@ -47,20 +47,25 @@ def _reads(s: Stmt) -> frozenset:
     return _READS[id(s)][1]
 
 
+def _assigns(s: Stmt):
+    """The local an assignment sets (an Assign, or a GlobalRead with a dest: a load into a local
+    that nothing else sees), or None."""
+    return s.var if isinstance(s, Assign) else s.dest if isinstance(s, GlobalRead) else None
+
+
 def _live_vars(body: tuple[Stmt, ...]) -> set[str]:
-    """Variables read by a statement other than an assignment (an Assign, or a GlobalRead: a
-    load into a local that nothing else sees), closed over the assignments that feed them."""
+    """Variables read by a statement other than an assignment (`_assigns`), closed over the
+    assignments that feed them."""
     stmts = list(walk_stmts(body))
     live: set[str] = set()
     for s in stmts:
-        if not isinstance(s, (Assign, GlobalRead)):
+        if not _assigns(s):
             live |= _reads(s)
     changed = True
     while changed:
         changed = False
         for s in stmts:
-            if isinstance(s, Assign) and s.var in live or \
-                    isinstance(s, GlobalRead) and s.dest in live:
+            if _assigns(s) in live:
                 new = _reads(s) - live
                 if new:
                     live |= new
@@ -71,8 +76,8 @@ def _live_vars(body: tuple[Stmt, ...]) -> set[str]:
 def _prune(body: tuple[Stmt, ...], live: set[str]) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
     for s in body:
-        if isinstance(s, (Assign, GlobalRead)):
-            if (s.var if isinstance(s, Assign) else s.dest) in live:
+        if _assigns(s):
+            if _assigns(s) in live:
                 out.append(s)
         elif isinstance(s, If):
             t, e = _prune(s.then, live), _prune(s.else_, live)
@@ -154,7 +159,7 @@ def _taint(body: tuple[Stmt, ...], bad: dict[str, frozenset]) -> bool:
         why = found | ({"the lane index"} if lane else frozenset())
         if isinstance(s, Assign) and why:
             mark({s.var}, why)
-        elif isinstance(s, (MbarTestWait, SmemLoad)) and why:
+        elif isinstance(s, DEST_OPS) and s.dest is not None and why:
             mark({s.dest}, why)
         elif why and isinstance(s, (If, For, While)):
             mark(_assigned((s,)), why)  # the whole statement becomes Unsupported

@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..frontend.mlir_data import Block, Op
 from ..frontend.trace import describe_host
-from ..syncir.ops import AccAccess
+from ..syncir.ops import AccAccess, GlobalRead
 from ..syncir.ir import (Assign, Const, Expr, For, If, Lanes, Loc, Stmt, Var, While, expr_vars, walk_stmts)
 from ..syncir.ops import Unsupported
 from . import cute_types as ct
@@ -72,7 +72,7 @@ VALUE_OPS: dict[str, Effects] = {
     "nvvm.load.ext": READS, "llvm.load": READS,
     # warp votes and arithmetic intrinsics
     **dict.fromkeys((
-        "nvvm.vote.sync", "nvvm.match.sync", "nvvm.fmax", "nvvm.fmin", "nvvm.rcp.approx.ftz.f", "nvvm.add.packed.f32x2",
+        "nvvm.match.sync", "nvvm.fmax", "nvvm.fmin", "nvvm.rcp.approx.ftz.f", "nvvm.add.packed.f32x2",
         "nvvm.fma.packed.f32x2", "nvvm.mul.packed.f32x2", "nvvm.sub.packed.f32x2",
         "nvvm.fabs", "nvvm.ex2.approx.f", "nvvm.ex2.approx.ftz.f", "nvvm.lg2.approx.f",
         "nvvm.rsqrt.approx.f", "nvvm.rsqrt.approx.ftz.f", "nvvm.sqrt.approx.f",
@@ -189,6 +189,8 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         # the enclosing branches that also read other values show (the ownership proof's)
         self.may_lanes = frozenset(range(lanes))
         self.coord_values: dict = {}  # value id -> a coordinate tensor's leaf (ViewRules)
+        self.ballots: dict = {}  # vote.ballot value id -> how many lanes' predicates hold
+        self.lane_conds: list = []  # the conditions over the lane of the enclosing branches
         self.env: dict[int, Value] = {}
         self.labels: list[str] = []
         self.ptr_stages: dict = {}  # pointer value -> (Stage, bytes) of the staged view it came from
@@ -440,6 +442,15 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             # branch ran, whatever its condition; a check changes no state
             out.extend(dict.fromkeys(then + else_))
             return
+        if (then or else_) and not tvars and not evars and all(
+                _lane_read_check(s) or isinstance(s, Assign) and LANE in expr_vars(cond)
+                for s in then + else_):
+            # the checks of a per-lane load's indices, each under its lane's conditions
+            # (GlobalRules._lane_read_checks), and, under a condition that differs between
+            # lanes, the locals of the values each lane computes (fresh, lane-free: the
+            # results are their per-lane select): they change no other state
+            out.extend(then + else_)
+            return
         if then or else_ or tvars:
             out.append(If(cond, tuple(then + tvars), tuple(else_ + evars), loc))
 
@@ -449,6 +460,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         (`side_expr`), with their lane put in, does not fold to the other branch's truth value
         may run it (`may_lanes`)."""
         saved = self.may_lanes
+        self.lane_conds.append(cond if i == 0 else self.f.binop("==", cond, Const(0)))
         cond = self.side_expr(op.operands[0])
         if self.ctx.grid_why is not None:
             from .ownership import CLUSTER_VARS, cluster_counts
@@ -462,6 +474,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             return self.region(op, i, [])
         finally:
             self.may_lanes = saved
+            self.lane_conds.pop()
 
     SIDE_OPS = {"arith.andi": "&", "arith.ori": "|", "arith.addi": "+", "arith.subi": "-",
                 "arith.muli": "*"}
@@ -617,12 +630,18 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
 
     def _merge_results(self, op: Op, ty, ey, cond, tassign: list, eassign: list) -> None:
         """Results of a two-way if: equal values pass through; integers under a modelled
-        condition become locals assigned in both branches; the rest is opaque."""
+        condition become locals assigned in both branches (the select of the two, where one
+        differs between lanes); the rest is opaque."""
         for i, r in enumerate(op.results):
             a = ty[i] if i < len(ty) else None
             b = ey[i] if i < len(ey) else None
             if a is not None and a == b:
                 self.env[r] = a
+            elif cond is not None and isinstance(a, Expr) and isinstance(b, Expr) and \
+                    LANE in expr_vars(cond) | expr_vars(a) | expr_vars(b) and \
+                    not (opaque_reasons(cond) or opaque_reasons(a) or opaque_reasons(b)):
+                # a value per lane: an expression over the lane (a local holds one value)
+                self.env[r] = self.f.select(cond, a, b)
             elif cond is not None and isinstance(a, Expr) and isinstance(b, Expr):
                 name = f"r{op.uid}_{i}"
                 tassign.append(Assign(name, a, self.loc(op)))
@@ -650,7 +669,13 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
                 names.append(None)
             elif t in INT_TYPES:
                 var = f"{name}{op.uid}_{i}"
-                out.append(Assign(var, self.expr(init), self.loc(op)))
+                e = self.expr(init)
+                if LANE in expr_vars(e) and not opaque_reasons(e) and self.whole_warp():
+                    # a value per lane (a warp scan's): one local per lane, a lane table
+                    self.env[arg] = self.lane_table(op, e, out, var)
+                    names.append(var + LANE_TABLE)
+                    continue
+                out.append(Assign(var, e, self.loc(op)))
                 self.env[arg] = Var(var)
                 names.append(var)
             else:
@@ -658,11 +683,26 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
                 names.append(None)
         return names
 
+    def _carried(self, n: str) -> Expr:
+        """A carried local's value after the loop (a lane table's: the select of its lanes)."""
+        if not n.endswith(LANE_TABLE):
+            return Var(n)
+        n = n[:-len(LANE_TABLE)]
+        got: Expr = Var(f"{n}_l{self.lanes - 1}")
+        for lane in reversed(range(self.lanes - 1)):
+            got = self.f.select(self.f.binop("==", Var(LANE), Const(lane)), Var(f"{n}_l{lane}"),
+                                got)
+        return got
+
     def _update(self, names: list[Optional[str]], ys: list[Value], loc: Loc) -> list[Stmt]:
         """Simultaneous assignment names := ys (through temporaries only when an update reads
         another variable of the same update)."""
         pairs = [(n, y if isinstance(y, Expr) else opaque("non-integer loop value"))
                  for n, y in zip(names, ys) if n is not None]
+        # a lane table's locals, each its lane's value
+        pairs = [q for n, e in pairs for q in (
+            [(f"{n[:-len(LANE_TABLE)]}_l{lane}", subst(e, {LANE: lane}, self.f))
+             for lane in range(self.lanes)] if n.endswith(LANE_TABLE) else [(n, e)])]
         pairs = [(n, e) for n, e in pairs if e != Var(n)]
         targets = {n for n, _ in pairs}
         if not any(expr_vars(e) & (targets - {n}) for n, e in pairs):
@@ -684,7 +724,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         ys = [self.val(v) for v in term.operands] if term is not None else []
         stmts += self._update(names, ys, self.loc(op))
         for r, n, y in zip(op.results, names, ys):
-            self.env[r] = Var(n) if n else y
+            self.env[r] = self._carried(n) if n else y
         if not isinstance(step, Const) or step.value <= 0:
             out.append(Unsupported(f"scf.for with step {step!r:.40}", self.loc(op)))
             return
@@ -704,16 +744,23 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         fnames = []
         head: list[Stmt] = list(pre) + [Assign(cvar, cond, self.loc(op))]
         for i, (v, t) in enumerate(zip(fwd, after.arg_types)):
-            if isinstance(v, Expr):
+            if isinstance(v, Expr) and LANE in expr_vars(v) and not opaque_reasons(v) and \
+                    self.whole_warp():
+                fnames.append(f"wf{op.uid}_{i}" + LANE_TABLE)
+                head += [Assign(f"wf{op.uid}_{i}_l{lane}", subst(v, {LANE: lane}, self.f),
+                                self.loc(op)) for lane in range(self.lanes)]
+            elif isinstance(v, Expr):
                 fnames.append(f"wf{op.uid}_{i}")
                 head.append(Assign(fnames[-1], v, self.loc(op)))
             else:
                 fnames.append(None)
-        fvals = [Var(n) if n else v for n, v in zip(fnames, fwd)]
+        fvals = [self._carried(n) if n else v for n, v in zip(fnames, fwd)]
         first: dict[str, Expr] = {}
         if op.uid in self.once_loops:  # in its one trip the loop's values are the first ones
-            first = {n: self.expr(o) for n, o in zip(names, op.operands) if n is not None}
-            first.update({n: v for n, v in zip(fnames, fwd) if n is not None})
+            first = {n: self.expr(o) for n, o in zip(names, op.operands)
+                     if n is not None and not n.endswith(LANE_TABLE)}
+            first.update({n: v for n, v in zip(fnames, fwd)
+                          if n is not None and not n.endswith(LANE_TABLE)})
             self.local_defs.update(first)
         body, term = self.block(after, fvals)
         for n in first:  # (after the loop they hold what the last condition computed)
@@ -741,7 +788,17 @@ def _runs_once(before, after, kernel) -> bool:
         str(info.op.attrs.get("value")) in ("0", "false", "False")
 
 
+LANE_TABLE = "@lanes"  # (a carried value's name suffix: one local per lane)
+
 # structured control flow: the walker's own table
+def _lane_read_check(s) -> bool:
+    """A check of one lane's index of a per-lane load (a GlobalRead with no dest, maybe under its
+    lane's conditions)."""
+    if isinstance(s, If) and len(s.then) == 1 and not s.else_:
+        s = s.then[0]
+    return isinstance(s, GlobalRead) and s.dest is None
+
+
 CONTROL_FLOW = {
     "scf.if": rule(WarpWalker.scf_if, CONTROL),
     "scf.for": rule(WarpWalker.scf_for, CONTROL),

@@ -10,7 +10,7 @@ from typing import Optional
 from ...frontend.mlir_data import Op
 from ...syncir.ops import (SmemRead, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd,
                            GlobalLock, GlobalRead, GlobalStore, GlobalWait)
-from ...syncir.ir import CounterDecl, Const, Expr, Loc, Unchecked, Var, expr_vars
+from ...syncir.ir import CounterDecl, Const, Expr, If, Loc, Unchecked, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
 from ..data import DataAccess, global_alloc
@@ -18,7 +18,7 @@ from ..coords import store_box, thread_offset
 from ..ownership import GlobalAccess, inline_locals
 from ..partitions import (SAME_LAYOUT_ATOMS, image, layout_text, static_one_to_one, static_shape,
                           thread_partition, view_sources)
-from ..values import LANE, Leaves, Ptr, Region, SliceCoord, View, opaque_reasons, opaque
+from ..values import LANE, Leaves, Ptr, Region, SliceCoord, View, opaque_reasons, opaque, subst
 from ..context import INT_TYPES, _pointer_name
 from .integers import CMP, PASS_THROUGH
 from ..effects import Effects, NONE, READS, rule
@@ -169,12 +169,12 @@ class GlobalRules:
         elif info is None or not info.is_block_arg or info.region != -1:
             why = (f"a view of kernel argument {root} (element reads of the argument itself are "
                    "modelled)")
-        elif opaque_reasons(idx) or LANE in expr_vars(idx):
+        elif opaque_reasons(idx) or LANE in expr_vars(idx) and not self.whole_warp():
             why = "an index that differs between threads or is not modelled"
         if why is not None:
             self.env[op.result] = opaque(f"cute.memref.load of {why}@{op.loc.short()}")
             return
-        lo, hi = self.index_range(idx)
+        lo, hi = self.index_range(idx) if LANE not in expr_vars(idx) else (None, None)
         name = _subscripted_name(self.loc(op)) or f"arg{root}"
         if lo is None:
             self._dynamic_read(op, idx, name, root, n, out)
@@ -202,7 +202,8 @@ class GlobalRules:
         return {i: self.ctx.param(f"{name}_{i}", f"{name}[{i}]: element {i} of kernel argument "
                                   f"{root} (global memory, read at {op.loc.short()}; the kernel "
                                   f"does not write it)", self.loc(op), default=READ_RANGE,
-                                  same_as=("gmem", root, i))
+                                  same_as=("gmem", root, i),
+                                  alias=f"arg{root}_{i}" if name != f"arg{root}" else None)
                 for i in which}
 
     def _dynamic_read(self, op: Op, idx: Expr, name: str, root: int, n: Optional[int],
@@ -216,15 +217,16 @@ class GlobalRules:
         extent: Expr = Const(n) if n is not None else self.ctx.param(
             f"{name}_extent", f"the number of elements of {name} (kernel argument {root}, read "
             f"at an index known at run time at {op.loc.short()})", loc, default=DYNAMIC_EXTENT,
-            same_as=("gmem-extent", root))
-        given = self.ctx.given.get(extent.name, DYNAMIC_EXTENT) if isinstance(extent, Var) else n
+            same_as=("gmem-extent", root), alias=f"arg{root}_extent")
+        given = n if n is not None else self.ctx.given.get(
+            extent.name, self.ctx.given.get(f"arg{root}_extent", DYNAMIC_EXTENT))
         most = given if isinstance(given, int) else given[1]
         modelled = 0
         if n is not None and n > MAX_READ_ELEMENTS:
             # a large static tensor: the elements given values (--param NAME_i), at least
             # DYNAMIC_EXTENT; a read past them is a model bound
-            named = [int(m.group(1)) for k in self.ctx.given
-                     if (m := re.fullmatch(re.escape(name) + r"_(\d+)", k))]
+            named = [int(m.group(2)) for k in self.ctx.given
+                     if (m := re.fullmatch(f"({re.escape(name)}|arg{root})" + r"_(\d+)", k))]
             most = modelled = min(n, max([DYNAMIC_EXTENT] + [i + 1 for i in named]))
         if most > MAX_READ_ELEMENTS:
             self.env[op.result] = opaque(f"cute.memref.load of any of {most} elements (at most "
@@ -234,9 +236,29 @@ class GlobalRules:
         e = elems[most - 1]
         for i in reversed(range(most - 1)):
             e = self.f.select(self.f.binop("==", idx, Const(i)), elems[i], e)
+        if LANE in expr_vars(idx):
+            self._lane_read_checks(name, idx, extent, modelled, loc, out)
+            self.env[op.result] = e  # each lane's value, an expression over the lane
+            return
         dest = f"v{op.uid}"
         out.append(GlobalRead(dest, name, idx, extent, e, loc, modelled))
         self.env[op.result] = Var(dest)
+
+    def _lane_read_checks(self, name, idx, extent, modelled, loc, out) -> None:
+        """A load of the whole warp at an index that differs between lanes (each lane reads
+        `cu_seqlens[lane + start]`): the check of each lane's index, under the conditions over
+        the lane of the enclosing branches (which `scf_if` then hoists out of the branch)."""
+        f = self.f
+        guard = Const(1)
+        for c in self.lane_conds:
+            guard = c if guard == Const(1) else f.binop("and", guard, c)
+        for lane in range(self.lanes):
+            g = subst(guard, {LANE: lane}, f)
+            if isinstance(g, Const) and not g.value:
+                continue
+            check = GlobalRead(None, name, subst(idx, {LANE: lane}, f), extent, Const(0), loc,
+                               modelled)
+            out.append(check if isinstance(g, Const) else If(g, (check,), (), loc))
 
     def global_data_access(self, op: Op, coord: int, write: bool, out) -> None:
         """A store or load of one element of a global tensor by the executing lanes: the bytes

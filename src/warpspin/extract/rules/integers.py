@@ -103,6 +103,10 @@ class IntegerRules:
         if _size(e) > BIG_EXPR and expr_vars(e) - set(self.ctx.params) - {LANE}:
             name = f"v{op.uid}" if result is None else f"v{op.uid}_{result}"
             split = split_lane(e) if LANE in expr_vars(e) else None
+            if split is None and LANE in expr_vars(e):  # each lane's value in a local of its own
+                self.env[op.result if result is None else result] = self.lane_table(op, e, out,
+                                                                                    name)
+                return
             self.local_defs[name] = split[0] if split is not None else e
             if split is not None:  # the local holds the lane-free part; the lane's stays inline
                 out.append(Assign(name, split[0], self.loc(op)))
@@ -159,7 +163,7 @@ class IntegerRules:
         scalar = (len(op.operands) == 2 and len(op.results) == 1
                   and ct.is_dynamic_scalar(op.result_types[0]))
         if scalar and not isinstance(operands[1], Const):
-            tile = re.fullmatch(r'!cute\.tile<"(\d+)(?::1)?">', op.operand_types[1])
+            tile = re.fullmatch(r'!cute\.tile<"(\d+)(?::\d+)?">', op.operand_types[1])
             if tile:  # a static 1-D tiler: divide by its size
                 operands[1] = Const(int(tile.group(1)))
         if (not scalar or all(self.is_uniform(v) for v in operands)
@@ -310,22 +314,85 @@ class IntegerRules:
         self.env[op.result] = ELECT
 
     def shfl_sync(self, op: Op, out: list) -> None:
-        """``shfl.sync.idx`` by the whole warp from a constant source lane: every lane gets that
-        lane's value (a per-lane value is evaluated at that lane).  Other shuffles are values
-        the model does not follow."""
-        kind = str(op.attrs.get("kind", ""))
-        if not kind.rstrip(">").endswith(" idx") or len(op.operands) < 3 or not self.whole_warp():
+        """``shfl.sync`` by the whole warp of a 32-lane width (PTX 9.7.8.6: the source lane j of
+        idx ``b``, up ``lane - b``, down ``lane + b``, bfly ``lane ^ b``; out of range against
+        the clamp value c, a lane keeps its own value): lane j's value of a per-lane value (an
+        expression over the lane), a select over the 32 lanes where j is not a constant. Other
+        shuffles (a narrower width, a partial mask or warp) are values the model does not
+        follow."""
+        m = re.search(r"shfl_kind (\w+)", str(op.attrs.get("kind", "")))
+        if m is None or len(op.operands) < 4 or not self.whole_warp() or self.lanes != 32:
             self.set_unknown_results(op)
             return
-        mask, value, src = (self.val(o) for o in op.operands[:3])
-        full = (1 << self.lanes) - 1
-        if not (isinstance(mask, Const) and mask.value & full == full and isinstance(src, Const)
-                and 0 <= src.value < self.lanes and isinstance(value, Expr)) \
-                or opaque_reasons(value):  # a value not followed: name the shuffle
+        mask, value, b, c = (self.val(o) for o in op.operands[:4])
+        if not (isinstance(mask, Const) and mask.value & 0xffffffff == 0xffffffff
+                and isinstance(c, Const) and (c.value >> 8) & 0x1f == 0
+                and isinstance(value, Expr) and isinstance(b, Expr)) \
+                or opaque_reasons(value) or opaque_reasons(b):  # a value not followed: name it
             self.set_unknown_results(op)
             return
-        self.bind(op, subst(value, {LANE: src.value}, self.f), out)
+        clamp, lane, f = c.value & 0x1f, Var(LANE), self.f
+        j = {"idx": f.binop("&", b, Const(31)), "up": f.binop("-", lane, b),
+             "down": f.binop("+", lane, b), "bfly": f.binop("^", lane, b)}.get(m.group(1))
+        if j is None:
+            self.set_unknown_results(op)
+            return
+        ok = f.binop(">=" if m.group(1) == "up" else "<=", j, Const(clamp))
+        if isinstance(j, Const) or m.group(1) in ("up", "down") and isinstance(b, Const):
+            got = subst(value, {LANE: j}, f)
+        else:  # a source lane computed at run time: the select of the lanes' values
+            got = subst(value, {LANE: 31}, f)
+            for src in reversed(range(31)):
+                got = f.select(f.binop("==", j, Const(src)), subst(value, {LANE: src}, f), got)
+        if m.group(1) == "idx" and clamp == 31:  # (j = b & 31 is always in range)
+            ok = Const(1)
+        self.env[op.result] = self.lane_table(op, f.select(ok, got, value), out)
 
+    def lane_table(self, op: Op, value: Expr, out: list, name: str = "") -> Expr:
+        """A value per lane held as 32 locals, one per lane (`s<op>_<lane>`), and read as the
+        select of the executing lane's: a warp scan's shuffles substitute lanes into the
+        value again and again, which would grow the expression without bound."""
+        if LANE not in expr_vars(value):
+            return value
+        f, names = self.f, []
+        for lane in range(self.lanes):
+            names.append(f"{name or f's{op.uid}'}_l{lane}")
+            out.append(Assign(names[-1], subst(value, {LANE: lane}, f), self.loc(op)))
+        got: Expr = Var(names[-1])
+        for lane in reversed(range(self.lanes - 1)):
+            got = f.select(f.binop("==", Var(LANE), Const(lane)), Var(names[lane]), got)
+        return got
+
+    def vote_sync(self, op: Op, out: list) -> None:
+        """``vote.sync`` by the whole warp of a per-lane predicate: ``any`` / ``all`` of the 32
+        lanes' values; a ``ballot``'s bits are followed through ``popc`` (math.ctpop) only, as
+        the number of lanes whose predicate holds."""
+        m = re.search(r"vote_sync_kind (\w+)", str(op.attrs.get("kind", "")))
+        mask, pred = (self.val(o) for o in op.operands[:2]) if len(op.operands) >= 2 else (0, 0)
+        if m is None or not self.whole_warp() or self.lanes != 32 or not (
+                isinstance(mask, Const) and mask.value & 0xffffffff == 0xffffffff
+                and isinstance(pred, Expr) and not opaque_reasons(pred)):
+            self.set_unknown_results(op)
+            return
+        f = self.f
+        count = Const(0)
+        for lane in range(32):
+            count = f.binop("+", count, f.binop("!=", subst(pred, {LANE: lane}, f), Const(0)))
+        if m.group(1) == "ballot":
+            self.ballots[op.result] = count
+            self.set_unknown_results(op)
+        elif m.group(1) in ("any", "all"):
+            self.bind(op, f.binop(">" if m.group(1) == "any" else "==", count,
+                                  Const(0 if m.group(1) == "any" else 32)), out)
+        else:
+            self.set_unknown_results(op)
+
+    def popc(self, op: Op, out: list) -> None:
+        """``popc`` of a ballot: the number of lanes whose predicate holds."""
+        if op.operands and op.operands[0] in self.ballots:
+            self.bind(op, self.ballots[op.operands[0]], out)
+        else:
+            self.set_unknown_results(op)
 
 HANDLERS = {
     "arith.constant": rule(IntegerRules.constant, NONE),
@@ -345,4 +412,6 @@ HANDLERS = {
     "cute.tuple_mod": rule(IntegerRules.tuple_arith, NONE),
     "nvvm.elect.sync": rule(IntegerRules.elect, NONE),
     "nvvm.shfl.sync": rule(IntegerRules.shfl_sync, NONE),
+    "nvvm.vote.sync": rule(IntegerRules.vote_sync, NONE),
+    "math.ctpop": rule(IntegerRules.popc, NONE),
 }

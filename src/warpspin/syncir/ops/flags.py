@@ -332,8 +332,9 @@ class GlobalRead(SyncOp):
     the kernel never writes, whose elements are launch values (`value`: the select of the one
     `index` names). `extent`: the tensor's number of elements (a constant, or a launch value
     when the tensor's extent is dynamic); `modelled`: the elements `value` selects among when
-    they are fewer than a constant extent (0: all of them)."""
-    dest: str
+    they are fewer than a constant extent (0: all of them). `dest` None: the check of one lane's
+    index of a load whose per-lane value the extractor keeps as an expression over the lane."""
+    dest: str | None
     tensor: str
     index: Expr
     extent: Expr
@@ -355,14 +356,15 @@ class GlobalRead(SyncOp):
 
     def __post_init__(self): _lift_fields(self, "index", "extent", "value")
 
-    def own_locals(self, pc): return (self.dest,)
+    def own_locals(self, pc): return () if self.dest is None else (self.dest,)
 
     def problems(self, k):
         return [] if self.modelled >= 0 else [f"modelled {self.modelled} (at least 0)"]
 
     def fmt(self):
         some = f" (elements 0..{self.modelled - 1})" if self.modelled else ""
-        return f"{self.dest} = ld.launch {self.tensor}[{_e(self.index)}] of {_e(self.extent)}{some}"
+        head = "" if self.dest is None else f"{self.dest} = "
+        return f"{head}ld.launch {self.tensor}[{_e(self.index)}] of {_e(self.extent)}{some}"
 
     def footprint(self, k):
         return Footprint(())
@@ -376,4 +378,4 @@ class GlobalRead(SyncOp):
         return Rule([When(bad, [Fail("invalid-operand", "{who} reads " + self.tensor +
                                      "[{0}], outside its {1} elements",
                                      (self.index, self.extent))]), *past,
-                     Set(Local(self.dest), self.value)])
+                     *([] if self.dest is None else [Set(Local(self.dest), self.value)])])
