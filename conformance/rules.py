@@ -85,6 +85,10 @@ RULES: dict[str, tuple[str, str, str]] = {
     "gmem.read-index": ("Values read from global memory", "9.7.9.8",
         "a read at an index known only at run time reads the element it names (one launch value "
         "per element); an index outside the tensor: invalid-operand"),
+    "warp.scan": ("Threads and processes", "9.7.8.6 shfl.sync, 9.7.8.5 vote.sync",
+        "shfl.sync gives each lane the value of its source lane (idx b, up lane - b, down "
+        "lane + b, bfly lane ^ b; out of the clamp's range: its own); vote.ballot's popc counts "
+        "the lanes whose predicate holds"),
     "verdict.unreached": ("Verdicts", "-",
         "an op the model does not follow decides the verdict (UNSUPPORTED) only where an "
         "execution reaches it"),

@@ -139,6 +139,34 @@ class GlobalReadAtRunTimeIndex(_Words):
         self.ping_pong(self.x[i % 2])
 
 
+class WarpScanRounds(_Words):
+    """Warp 0 takes n from warp collectives over x[lane] read by lanes 0 and 1 (a prefix sum
+    with shfl.sync.up, the total from lane 31, then popc(vote.ballot(sum > 0)) lanes added and
+    taken away); warp 1 takes n = x[0] + x[1]; they play n rounds of ping-pong. The device run
+    passes x = 0, 1, ...: n = 1 (probes [1, 0]). warpspin follows each lane's value and checks
+    every x[0], x[1] in 0..3: the two warps always agree (verified)."""
+    rules = ("warp.scan",)
+    probes = 2
+
+    @cute.jit
+    def body(self):
+        self.init()
+        n = Int32(0)
+        if self.warp == 0:
+            v = Int32(0)
+            if self.lane < 2:
+                v = self.x[self.lane]
+            for i in cutlass.range_constexpr(5):
+                p = cute.arch.shuffle_sync_up(v, offset=1 << i, mask_and_clamp=0)
+                if self.lane >= (1 << i):
+                    v += p
+            k = cute.arch.popc(cute.arch.vote_ballot_sync(v > 0))
+            n = cute.arch.shuffle_sync(v, 31) + k - k
+        else:
+            n = self.x[0] + self.x[1]
+        self.ping_pong(n)
+
+
 class GlobalReadPastTheEnd(_Words):
     """Warp 1 reads x[x[1] % 2 + 64] (the device run: x[65]), past the tensor's 64 elements
     (what the load returns is undefined; on the device it completes with the words after the
@@ -195,5 +223,5 @@ class UnmodelledOpReached(_UnmodelledBranch):
 
 
 LITMUS = [WordHandoff, WordHandoffTwice, GlobalCountDecidesPhases, AtomIncWraps,
-          GlobalReadAtRunTimeIndex, GlobalReadPastTheEnd, UnmodelledOpNotReached,
+          GlobalReadAtRunTimeIndex, WarpScanRounds, GlobalReadPastTheEnd, UnmodelledOpNotReached,
           UnmodelledOpReached]

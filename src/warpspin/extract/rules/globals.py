@@ -169,7 +169,8 @@ class GlobalRules:
         elif info is None or not info.is_block_arg or info.region != -1:
             why = (f"a view of kernel argument {root} (element reads of the argument itself are "
                    "modelled)")
-        elif opaque_reasons(idx) or LANE in expr_vars(idx) and not self.whole_warp():
+        elif opaque_reasons(idx) or LANE in expr_vars(idx) and not (self.whole_warp() or
+                                                                     self.active.exact):
             why = "an index that differs between threads or is not modelled"
         if why is not None:
             self.env[op.result] = opaque(f"cute.memref.load of {why}@{op.loc.short()}")
@@ -252,7 +253,7 @@ class GlobalRules:
         guard = Const(1)
         for c in self.lane_conds:
             guard = c if guard == Const(1) else f.binop("and", guard, c)
-        for lane in range(self.lanes):
+        for lane in sorted(self.active.lanes):  # (the lanes that run it: all, or a known set)
             g = subst(guard, {LANE: lane}, f)
             if isinstance(g, Const) and not g.value:
                 continue
