@@ -792,11 +792,12 @@ LANE_TABLE = "@lanes"  # (a carried value's name suffix: one local per lane)
 
 # structured control flow: the walker's own table
 def _lane_read_check(s) -> bool:
-    """A check of one lane's index of a per-lane load (a GlobalRead with no dest, maybe under its
-    lane's conditions)."""
+    """A check of one lane's index of a per-lane load (GlobalRules._lane_read_checks: a
+    GlobalRead of 0 into its LANE_CHECK local, maybe under its lane's conditions)."""
     if isinstance(s, If) and len(s.then) == 1 and not s.else_:
         s = s.then[0]
-    return isinstance(s, GlobalRead) and s.dest is None
+    return isinstance(s, GlobalRead) and s.dest is not None and \
+        s.dest.startswith(globals_.LANE_CHECK) and s.value == Const(0)
 
 
 CONTROL_FLOW = {

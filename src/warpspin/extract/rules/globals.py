@@ -10,7 +10,7 @@ from typing import Optional
 from ...frontend.mlir_data import Op
 from ...syncir.ops import (SmemRead, ADD_SEMANTICS, MEMORY_SCOPES, WAIT_SEMANTICS, GlobalAdd,
                            GlobalLock, GlobalRead, GlobalStore, GlobalWait)
-from ...syncir.ir import CounterDecl, Const, Expr, If, Loc, Unchecked, Var, expr_vars
+from ...syncir.ir import Assign, CounterDecl, Const, Expr, If, Loc, Unchecked, Var, expr_vars
 from ...syncir.ops import AtomInc, Unsupported
 from .. import cute_types as ct
 from ..data import DataAccess, global_alloc
@@ -28,6 +28,7 @@ from ..effects import Effects, NONE, READS, rule
 # this range unless --param says otherwise
 MAX_READ_ELEMENTS = 16
 READ_RANGE = (0, 3)
+LANE_CHECK = "chk"  # the local a per-lane read's index checks set (to 0)
 DYNAMIC_EXTENT = 3  # the elements of a tensor of dynamic extent read at a run-time index
 
 
@@ -238,14 +239,17 @@ class GlobalRules:
         for i in reversed(range(most - 1)):
             e = self.f.select(self.f.binop("==", idx, Const(i)), elems[i], e)
         if LANE in expr_vars(idx):
-            self._lane_read_checks(name, idx, extent, modelled, loc, out)
-            self.env[op.result] = e  # each lane's value, an expression over the lane
+            # each lane's value, an expression over the lane; + the checks' local (0), so the
+            # checks are dropped with the value where nothing reads it
+            chk = f"{LANE_CHECK}{op.uid}"
+            self._lane_read_checks(chk, name, idx, extent, modelled, loc, out)
+            self.env[op.result] = self.f.binop("+", e, Var(chk))
             return
         dest = f"v{op.uid}"
         out.append(GlobalRead(dest, name, idx, extent, e, loc, modelled))
         self.env[op.result] = Var(dest)
 
-    def _lane_read_checks(self, name, idx, extent, modelled, loc, out) -> None:
+    def _lane_read_checks(self, chk, name, idx, extent, modelled, loc, out) -> None:
         """A load of the whole warp at an index that differs between lanes (each lane reads
         `cu_seqlens[lane + start]`): the check of each lane's index, under the conditions over
         the lane of the enclosing branches (which `scf_if` then hoists out of the branch)."""
@@ -253,13 +257,16 @@ class GlobalRules:
         guard = Const(1)
         for c in self.lane_conds:
             guard = c if guard == Const(1) else f.binop("and", guard, c)
+        mark = len(out)
         for lane in sorted(self.active.lanes):  # (the lanes that run it: all, or a known set)
             g = subst(guard, {LANE: lane}, f)
             if isinstance(g, Const) and not g.value:
                 continue
-            check = GlobalRead(None, name, subst(idx, {LANE: lane}, f), extent, Const(0), loc,
+            check = GlobalRead(chk, name, subst(idx, {LANE: lane}, f), extent, Const(0), loc,
                                modelled)
             out.append(check if isinstance(g, Const) else If(g, (check,), (), loc))
+        if len(out) == mark:
+            out.append(Assign(chk, Const(0), loc))  # (no lane reads it: its local is still set)
 
     def global_data_access(self, op: Op, coord: int, write: bool, out) -> None:
         """A store or load of one element of a global tensor by the executing lanes: the bytes
