@@ -147,6 +147,7 @@ class WarpScanRounds(_Words):
     every x[0], x[1] in 0..3: the two warps always agree (verified)."""
     rules = ("warp.scan",)
     probes = 2
+    awaiting_h200 = "added 2026-12-07 11:50 UTC; the device pool lent no GPU before the session ended"
 
     @cute.jit
     def body(self):
