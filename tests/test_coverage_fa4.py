@@ -76,14 +76,13 @@ def test_sm100_extracts_with_nothing_unsupported():
 
 
 def test_varlen_extracts_to_valid_syncir():
-    """Issue 7: this ended in "invalid SyncIR: variable ... is never assigned".  What the model
-    cannot follow is UNSUPPORTED at a line of flash-attn: the tile scheduler's warp shuffle of
-    per-sequence tile counts."""
-    varlen = extract(fa4_fwd("sm90.varlen"))
-    assert {u.what.split(" depends on ")[-1] for u in unsupported_ops(varlen)} == {
-        "nvvm.shfl.sync@tile_scheduler.py:1085"}
-    assert all(u.loc.line > 0 and ("/flash_attn/cute/" in u.loc.file or "/quack/" in u.loc.file)
-               for u in unsupported_ops(varlen))
+    """Issue 7: this ended in "invalid SyncIR: variable ... is never assigned". The tile
+    scheduler's warp prefix sum over the lanes' cu_seqlens reads is followed lane by lane now:
+    at the catalog's launch values nothing is left unsupported, and the SyncIR is valid."""
+    from warpspin.syncir import validate
+    varlen = extract(fa4_fwd("sm90.varlen"), params=C.entry("fa4.sm90.varlen").params)
+    assert not unsupported_ops(varlen), [u.what for u in unsupported_ops(varlen)]
+    assert validate(varlen) == []
 
 
 def test_causal_lpt_scheduler_needs_its_launch_values():

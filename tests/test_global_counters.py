@@ -151,7 +151,8 @@ def test_example_counter_is_extracted():
 @dsl
 @pytest.mark.parametrize("mode,why", [
     ("every_lane", "atom.inc by 32 threads"),
-    ("lane_from_data", "nvvm.shfl.sync"),
+    ("lane_from_data", "depends on the lane index"),  # (the shuffle is followed; its per-lane
+    #                                                    result decides a barrier per lane)
     ("per_lane_word", "nvvm.shfl.sync"),
     ("reset", "also stores to or copies into"),
     ("raw_store", "writes global memory it cannot place"),

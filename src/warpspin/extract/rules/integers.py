@@ -357,7 +357,9 @@ class IntegerRules:
         f, names = self.f, []
         for lane in range(self.lanes):
             names.append(f"{name or f's{op.uid}'}_l{lane}")
-            out.append(Assign(names[-1], subst(value, {LANE: lane}, f), self.loc(op)))
+            mine = subst(value, {LANE: lane}, f)
+            self.local_defs[names[-1]] = mine  # (what the ownership proof reads back)
+            out.append(Assign(names[-1], mine, self.loc(op)))
         got: Expr = Var(names[-1])
         for lane in reversed(range(self.lanes - 1)):
             got = f.select(f.binop("==", Var(LANE), Const(lane)), Var(names[lane]), got)
