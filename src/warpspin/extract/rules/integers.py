@@ -332,8 +332,9 @@ class IntegerRules:
             self.set_unknown_results(op)
             return
         clamp, lane, f = c.value & 0x1f, Var(LANE), self.f
-        j = {"idx": f.binop("&", b, Const(31)), "up": f.binop("-", lane, b),
-             "down": f.binop("+", lane, b), "bfly": f.binop("^", lane, b)}.get(m.group(1))
+        b = f.binop("&", b, Const(31))  # (PTX reads b[4:0] in every mode)
+        j = {"idx": b, "up": f.binop("-", lane, b), "down": f.binop("+", lane, b),
+             "bfly": f.binop("^", lane, b)}.get(m.group(1))
         if j is None:
             self.set_unknown_results(op)
             return
