@@ -687,12 +687,7 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
         """A carried local's value after the loop (a lane table's: the select of its lanes)."""
         if not n.endswith(LANE_TABLE):
             return Var(n)
-        n = n[:-len(LANE_TABLE)]
-        got: Expr = Var(f"{n}_l{self.lanes - 1}")
-        for lane in reversed(range(self.lanes - 1)):
-            got = self.f.select(self.f.binop("==", Var(LANE), Const(lane)), Var(f"{n}_l{lane}"),
-                                got)
-        return got
+        return self.lane_select(self.lane_locals(n[:-len(LANE_TABLE)]))
 
     def _update(self, names: list[Optional[str]], ys: list[Value], loc: Loc) -> list[Stmt]:
         """Simultaneous assignment names := ys (through temporaries only when an update reads
@@ -701,8 +696,9 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
                  for n, y in zip(names, ys) if n is not None]
         # a lane table's locals, each its lane's value
         pairs = [q for n, e in pairs for q in (
-            [(f"{n[:-len(LANE_TABLE)]}_l{lane}", subst(e, {LANE: lane}, self.f))
-             for lane in range(self.lanes)] if n.endswith(LANE_TABLE) else [(n, e)])]
+            [(ln, subst(e, {LANE: lane}, self.f))
+             for lane, ln in enumerate(self.lane_locals(n[:-len(LANE_TABLE)]))]
+            if n.endswith(LANE_TABLE) else [(n, e)])]
         pairs = [(n, e) for n, e in pairs if e != Var(n)]
         targets = {n for n, _ in pairs}
         if not any(expr_vars(e) & (targets - {n}) for n, e in pairs):
@@ -747,8 +743,8 @@ class WarpWalker(integers.IntegerRules, views.ViewRules, words.WordRules, stages
             if isinstance(v, Expr) and LANE in expr_vars(v) and not opaque_reasons(v) and \
                     self.whole_warp():
                 fnames.append(f"wf{op.uid}_{i}" + LANE_TABLE)
-                head += [Assign(f"wf{op.uid}_{i}_l{lane}", subst(v, {LANE: lane}, self.f),
-                                self.loc(op)) for lane in range(self.lanes)]
+                head += [Assign(ln, subst(v, {LANE: lane}, self.f), self.loc(op))
+                         for lane, ln in enumerate(self.lane_locals(f"wf{op.uid}_{i}"))]
             elif isinstance(v, Expr):
                 fnames.append(f"wf{op.uid}_{i}")
                 head.append(Assign(fnames[-1], v, self.loc(op)))

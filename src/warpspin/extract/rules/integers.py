@@ -355,15 +355,22 @@ class IntegerRules:
         value again and again, which would grow the expression without bound."""
         if LANE not in expr_vars(value):
             return value
-        f, names = self.f, []
-        for lane in range(self.lanes):
-            names.append(f"{name or f's{op.uid}'}_l{lane}")
-            mine = subst(value, {LANE: lane}, f)
-            self.local_defs[names[-1]] = mine  # (what the ownership proof reads back)
-            out.append(Assign(names[-1], mine, self.loc(op)))
+        names = self.lane_locals(name or f"s{op.uid}")
+        for lane, n in enumerate(names):
+            mine = subst(value, {LANE: lane}, self.f)
+            self.local_defs[n] = mine  # (what the ownership proof reads back)
+            out.append(Assign(n, mine, self.loc(op)))
+        return self.lane_select(names)
+
+    def lane_locals(self, base: str) -> list[str]:
+        """The names of a lane table's locals, one per lane."""
+        return [f"{base}_l{lane}" for lane in range(self.lanes)]
+
+    def lane_select(self, names: list[str]) -> Expr:
+        """The executing lane's local of a lane table."""
         got: Expr = Var(names[-1])
-        for lane in reversed(range(self.lanes - 1)):
-            got = f.select(f.binop("==", Var(LANE), Const(lane)), Var(names[lane]), got)
+        for lane in reversed(range(len(names) - 1)):
+            got = self.f.select(self.f.binop("==", Var(LANE), Const(lane)), Var(names[lane]), got)
         return got
 
     def vote_sync(self, op: Op, out: list) -> None:
