@@ -118,6 +118,12 @@ def _batch_reads(cu: cute.Tensor, num: Int32, mode: cutlass.Constexpr):
         elif cutlass.const_expr(mode == "written"):
             cu[0] = 1                                                      # the kernel writes it
             n = cu[b]
+        elif cutlass.const_expr(mode == "hidden_store"):                  # the same memory
+            addr = cu.iterator.toint()                                     # through an address
+            alias = cute.make_tensor(cute.make_ptr(Int32, addr, cute.AddressSpace.generic,
+                                                   assumed_align=4), cute.make_layout(4))
+            alias[0] = 1
+            n = cu[b]
         elif cutlass.const_expr(mode == "unused"):
             cu[b]                                                          # read, never used
         else:
@@ -187,6 +193,16 @@ def test_a_generic_argument_the_kernel_writes_is_not_launch_values():
     from cutlass.base_dsl.enums import AddressSpace
     k = _batch_kernel("written", AddressSpace.generic, params={"num": 2})
     assert any("which the kernel writes" in u.what for u in unsupported_ops(k)), k
+    assert not _reads_of(k)
+
+
+def test_a_generic_store_the_extractor_cannot_root_may_write_the_argument():
+    """A store through a generic pointer made from an integer address: the extractor cannot
+    tell which memory it writes, so the argument is not launch values (fail closed)."""
+    from cutlass.base_dsl.enums import AddressSpace
+    k = _batch_kernel("hidden_store", AddressSpace.generic, params={"num": 2})
+    assert any("may write" in u.what for u in unsupported_ops(k)), [u.what for u in
+                                                                    unsupported_ops(k)]
     assert not _reads_of(k)
 
 

@@ -463,7 +463,7 @@ class Context:
                 where = f"{op.name}@{op.loc.short()}"
                 dst = None
                 if op.name == "cute.memref.store":
-                    if not self._global_dst(op.operands[0], op.operand_types[0]):
+                    if not self._global_dst(op.operand_types[0]):
                         continue
                     dst = op.operands[0]
                 elif op.name == "cute.memref.store_vec" and len(op.operands) > 1:
@@ -485,7 +485,7 @@ class Context:
                         unknown.append(where)
                         continue
                     if len(op.operand_types) < 3 or \
-                            not self._global_dst(op.operands[2], op.operand_types[2]):
+                            not self._global_dst(op.operand_types[2]):
                         continue
                     dst = op.operands[2]
                 elif op.name in ("llvm.inline_asm", "nvvm.inline_ptx"):
@@ -511,11 +511,11 @@ class Context:
             self._written = (args, unknown)
         return self._written
 
-    def _global_dst(self, vid: int, type_str: str) -> bool:
-        """A store's destination that is global memory: a gmem tensor, or a generic one viewing
-        a kernel argument (the host passes global addresses only)."""
-        return "gmem" in type_str or \
-            ct.memref_space(type_str) == "generic" and self.gmem_root(vid) is not None
+    @staticmethod
+    def _global_dst(type_str: str) -> bool:
+        """A store's destination that may be global memory: a gmem tensor, or a generic one (a
+        kernel argument's, or one the extractor cannot root: a write it cannot place)."""
+        return "gmem" in type_str or ct.memref_space(type_str) == "generic"
 
     def flag_words(self) -> set:
         """(kernel argument, element offset) of every word a flag op names at a static offset:
