@@ -39,8 +39,9 @@ BUGS = ("no_drain", "no_acquire")
 
 
 class KGrouped:
-    def __init__(self, stages: int = 2, bug: str | None = None):
+    def __init__(self, stages: int = 2, bug: str | None = None, rewrite: str = "update"):
         assert bug is None or bug in BUGS, bug
+        self.rewrite = rewrite
         self.stages = stages
         self.bug = bug
         self.threads = 128 + 32  # warps 0..3 consume, warp 4 produces
@@ -92,7 +93,19 @@ class KGrouped:
                 cpasync.copy_tensormap(atom, desc)
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
             for g in cutlass.range(GROUPS, unroll=1):
-                if cutlass.const_expr(self.bug != "no_drain"):
+                if cutlass.const_expr(self.rewrite == "copy"):
+                    with cute.arch.elect_one():   # DeepGEMM's shape: one lane drains, copies
+                        cute.arch.cp_async_bulk_commit_group()
+                        cute.arch.cp_async_bulk_wait_group(0, read=True)
+                        cpasync.copy_tensormap(atom, desc)
+                if cutlass.const_expr(self.rewrite == "copy_sync"):
+                    with cute.arch.elect_one():
+                        cute.arch.cp_async_bulk_commit_group()
+                        cute.arch.cp_async_bulk_wait_group(0, read=True)
+                    cute.arch.sync_warp()         # keeps ptxas from moving the copy above it
+                    with cute.arch.elect_one():
+                        cpasync.copy_tensormap(atom, desc)
+                if cutlass.const_expr(self.bug != "no_drain" and self.rewrite == "update"):
                     with cute.arch.elect_one():                           # BUG: dropped
                         cute.arch.cp_async_bulk_commit_group()
                         cute.arch.cp_async_bulk_wait_group(0, read=True)
@@ -145,12 +158,20 @@ def _args():
     return a, c, ws
 
 
-def variant(bug: str | None = None):
-    return KGrouped(bug=bug), _args()
+def variant(bug: str | None = None, rewrite: str = "update"):
+    return KGrouped(bug=bug, rewrite=rewrite), _args()
 
 
 def correct():
     return variant(None)
+
+
+def copy_after_drain():
+    return variant(None, "copy")
+
+
+def copy_after_drain_sync():
+    return variant(None, "copy_sync")
 
 
 def no_drain():

@@ -64,6 +64,9 @@ class SyncOp(Stmt):
     # "generic" (its places are checked for unordered conflicting accesses), or the barrier or
     # async-copy role it plays; None: outside the class, a kernel with it is checked by SPIN
     hb_rule: ClassVar[str | None] = None
+    # the SASS instructions it becomes (a regex on opcode and operands; sass/obligations.py): ""
+    # when no ordering obligation names it
+    sass: ClassVar[str] = ""
 
     def hb_family(self) -> str | None:
         return self.hb_rule

@@ -316,6 +316,7 @@ class SmemWrite(_OneStage, SyncOp):
     stage: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "smem.write"
+    sass: ClassVar[str] = r"(STS|STSM|ST|STAS)\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9 (st.shared), 9.7.9.17 (stmatrix)"
     summary: ClassVar[str] = ("unret > 0 on the stage: race (a TMA store still reads it); fly > 0 "
@@ -365,6 +366,7 @@ class FenceProxyAsync(SyncOp):
     read (the write-after-read of the proxies)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.proxy.async"
+    sass: ClassVar[str] = r"FENCE\.VIEW\.ASYNC"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = ("the instance's unfenced writes of every buffer stage become fenced "
@@ -430,6 +432,7 @@ class TmaStore(_OneStage, SyncOp):
     stage: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tma.store"
+    sass: ClassVar[str] = r"UTMASTG|UTMAREDG|UBLKCP|UBLKRED"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.25.5.2 (cp.async.bulk.tensor), 9.7.13.4"
     summary: ClassVar[str] = ("fly > 0: race (a TMA load still fills the stage); pend > 0 on the "

@@ -79,6 +79,7 @@ class TmaLoad(_CompletesBytes, SyncOp):
     # on the pair leader's barrier)
     dst: str | None = None
     mnemonic: ClassVar[str] = "tma.load"
+    sass: ClassVar[str] = r"UTMALDG|UBLKCP|UTMAPF"
     hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.9.25, 9.7.9.12 (st.async)"
     summary: ClassVar[str] = ("per thread, per target CTA: one copy in flight (use before the "

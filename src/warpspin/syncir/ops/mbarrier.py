@@ -107,6 +107,7 @@ class MbarArrive(SyncOp):
     loc: Loc = NOLOC
     scope: str = "cta"   # the release's scope (.release.cta, the PTX default, or .cluster)
     mnemonic: ClassVar[str] = "mbarrier.arrive"
+    sass: ClassVar[str] = r"SYNCS\.ARRIVE"
     hb_rule: ClassVar[str | None] = "mbar.update"
     ptx: ClassVar[str] = "9.7.13.15.13"
     summary: ClassVar[str] = ("per thread: pend -= count (count 1..2^20-1; more than pend: "
@@ -146,6 +147,7 @@ class MbarArriveExpectTx(SyncOp):
     loc: Loc = NOLOC
     scope: str = "cta"
     mnemonic: ClassVar[str] = "mbarrier.arrive.expect_tx"
+    sass: ClassVar[str] = r"SYNCS\.ARRIVE"
     hb_rule: ClassVar[str | None] = "mbar.update"
     ptx: ClassVar[str] = "9.7.13.15.12, 9.7.13.15.13"
     summary: ClassVar[str] = ("per thread: tx += bytes (0..2^20-1; tx beyond ±(2^20-1): "
@@ -251,6 +253,7 @@ class MbarWait(_ParityWait):
     parity: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.wait"
+    sass: ClassVar[str] = r"SYNCS\.PHASECHK"
     hb_rule: ClassVar[str | None] = "mbar.wait"
     ptx: ClassVar[str] = "9.7.13.15.16"
     summary: ClassVar[str] = ("blocks until (n & 1) != parity; a waiter two or more phases "
@@ -281,6 +284,7 @@ class MbarTestWait(_ParityWait):
     parity: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.test_wait"
+    sass: ClassVar[str] = r"SYNCS\.PHASECHK"
     hb_rule: ClassVar[str | None] = "mbar.test"
     ptx: ClassVar[str] = "9.7.13.15.16"
     summary: ClassVar[str] = "dest = ((n & 1) != parity), never blocks; aliasing as for the wait"

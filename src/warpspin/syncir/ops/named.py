@@ -64,6 +64,7 @@ class BarSync(SyncOp):
     threads: Expr | None = None
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.sync"
+    sass: ClassVar[str] = r"BAR\.(SYNC|RED)"
     hb_rule: ClassVar[str | None] = "named.arrive"
     ptx: ClassVar[str] = "9.7.13.1"
     summary: ClassVar[str] = ("arrive (whole warps only, else divergent-barrier; the first "
@@ -133,6 +134,7 @@ class BarArrive(SyncOp):
     threads: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.arrive"
+    sass: ClassVar[str] = r"BAR\.ARV"
     hb_rule: ClassVar[str | None] = "named.arrive"
     ptx: ClassVar[str] = "9.7.13.1"
     summary: ClassVar[str] = "the arrival of bar.sync, without the wait"

@@ -56,6 +56,7 @@ class WgmmaRead(_StageReads, SyncOp):
     reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.read"
+    sass: ClassVar[str] = r"[HIQB]GMMA\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (commit_group, wait_group)"
     summary: ClassVar[str] = ("per stage read: fly > 0: race (a TMA load into it is in flight); "
@@ -200,6 +201,7 @@ class MmaRead(_StageReads, SyncOp):
     loc: Loc = NOLOC
     pair: bool = False
     mnemonic: ClassVar[str] = "tcgen05.mma.read"
+    sass: ClassVar[str] = r"UTC\w*MMA\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16.10 (tcgen05.mma), 9.7.16.12 (tcgen05.commit)"
     summary: ClassVar[str] = ("per stage read, in its CTA (and the pair's other one with "
@@ -283,6 +285,7 @@ class TmemLoad(_StageReads, SyncOp):
     reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tcgen05.ld.read"
+    sass: ClassVar[str] = r"LDTM\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16.8.3 (tcgen05.ld), 9.7.16.8.5 (tcgen05.wait)"
     summary: ClassVar[str] = ("per stage read: mip = 1: race (a tcgen05.mma writing it may still "
@@ -334,6 +337,7 @@ class TmemWaitLd(SyncOp):
     complete, so it retires them (tld -= 1 per stage the warp read since its last wait)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tcgen05.wait.ld"
+    sass: ClassVar[str] = r"NOP\b|DEPBAR\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16.8.5 (tcgen05.wait)"
     summary: ClassVar[str] = ("per TMEM stage the instance read since its last wait: tld -= 1")
@@ -370,6 +374,7 @@ class SmemRead(_StageReads, SyncOp):
     reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "smem.read"
+    sass: ClassVar[str] = r"(LDS|LDSM|LD)\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.8 (ld.shared), 9.7.9.16 (ldmatrix)"
     summary: ClassVar[str] = ("per stage read: fly > 0: race (a TMA load into it is in flight); "

@@ -30,6 +30,7 @@ class Tcgen05Commit(SyncOp):
     loc: Loc = NOLOC
     multicast: Expr | None = None
     mnemonic: ClassVar[str] = "tcgen05.commit"
+    sass: ClassVar[str] = r"UTCBAR\b"
     hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.16 (tcgen05.commit)"
     summary: ClassVar[str] = ("per thread, per target CTA: one arrive in flight (use before the "

@@ -57,6 +57,7 @@ class TensormapWrite(SyncOp):
     release: bool = False
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tensormap.write"
+    sass: ClassVar[str] = r"(ST|STG|STS|ATOMG|REDG|ATOM|RED)\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.27 (tensormap.replace), 9.7.9.26.5.2, 9.7.13.4"
     summary: ClassVar[str] = ("unret > 0: tensormap-race (a TMA load may still read it); then "
@@ -96,6 +97,7 @@ class TensormapRelease(SyncOp):
     tensormaps become visible to the tensormap proxy of threads that acquire them."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.tensormap.release"
+    sass: ClassVar[str] = r"MEMBAR\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = ("every tensormap the instance wrote last, with at most as many "
@@ -130,6 +132,7 @@ class TensormapAcquire(SyncOp):
     desc: str
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.tensormap.acquire"
+    sass: ClassVar[str] = r"(UTMACCTL|CCTL)\.IV"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = "acquired = ver + 1 when st = 2 (released), else 0"
@@ -209,6 +212,7 @@ class BulkCommit(_BulkGroups, SyncOp):
     loc: Loc = NOLOC
     stages: tuple[tuple[str, int], ...] = ()
     mnemonic: ClassVar[str] = "bulk.commit_group"
+    sass: ClassVar[str] = r"UTMACMDFLUSH"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.26.5.1 (cp.async.bulk.commit_group)"
     summary: ClassVar[str] = ("per tensormap or buffer stage the process reads: the groups shift "
@@ -260,6 +264,7 @@ class BulkWaitRead(_BulkGroups, SyncOp):
     loc: Loc = NOLOC
     stages: tuple[tuple[str, int], ...] = ()
     mnemonic: ClassVar[str] = "bulk.wait_group.read"
+    sass: ClassVar[str] = r"DEPBAR\.LE SB0\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.26.5.2 (cp.async.bulk.wait_group)"
     summary: ClassVar[str] = ("per tensormap or buffer stage the process reads: the reads of the "

@@ -1,0 +1,81 @@
+"""A CuTe DSL program compiled to a cubin on the CPU (no GPU, no dry run), and its SASS.
+
+The DSL's own compiler makes the cubin ``cute.compile`` would load, with line information (the
+Python lines); nvdisasm (PyPI) prints it. ``ptxas=True`` assembles the DSL's PTX again with the
+PyPI ptxas instead (a pinned release, e.g. the one a team ships with)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from . import tools
+
+
+@dataclass(frozen=True)
+class Compiled:
+    ptx: str
+    cubin: bytes
+    arch: str
+    assembler: str   # "the DSL's compiler (CUDA 13.4 NVVM)" or "ptxas release 13.2, V13.2.78"
+
+
+class CompileError(Exception):
+    pass
+
+
+def _ptx_release(ptx: str) -> str:
+    for line in ptx.splitlines()[:8]:
+        if "Cuda compilation tools" in line:
+            return line.split("tools, ", 1)[-1].strip()
+    return "unknown release"
+
+
+def compile_jit(jit_fn, args, arch: str, ptxas: bool = False) -> Compiled:
+    """Compile ``jit_fn(*args)`` for `arch` on the CPU; raise CompileError with the DSL's text."""
+    import cutlass.cute as cute
+
+    from ..frontend.trace import configured
+    with configured(arch) as env:
+        env.dryrun = False
+        try:
+            compiled = cute.compile[cute.KeepPTX, cute.KeepCUBIN, cute.GenerateLineInfo(True)](
+                jit_fn, *args)
+        except Exception as e:  # the DSL's rejection, in its words
+            raise CompileError(f"{type(e).__name__}: {str(e).strip()[:2000]}") from e
+    art = compiled.artifacts
+    if not art.PTX or not art.CUBIN:
+        raise CompileError("the DSL kept no PTX or cubin for this program")
+    if not ptxas:
+        return Compiled(art.PTX, bytes(art.CUBIN), arch,
+                        f"the DSL's compiler ({_ptx_release(art.PTX)})")
+    return Compiled(art.PTX, assemble(art.PTX, arch), arch, f"ptxas {tools.version('ptxas')}")
+
+
+def assemble(ptx: str, arch: str) -> bytes:
+    exe = tools.require("ptxas")
+    with tempfile.TemporaryDirectory(prefix="warpspin-sass-") as tmp:
+        src, out = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        run = subprocess.run([exe, f"-arch={arch}", "-lineinfo", src, "-o", out],
+                             capture_output=True, text=True, timeout=600)
+        if run.returncode != 0:
+            raise CompileError(f"ptxas failed: {run.stderr.strip()[:2000]}")
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def disassemble(cubin: bytes) -> str:
+    """nvdisasm's listing of every kernel in `cubin`, with a `//## File` line before each
+    instruction whose Python line changes."""
+    exe = tools.require("nvdisasm")
+    with tempfile.TemporaryDirectory(prefix="warpspin-sass-") as tmp:
+        path = os.path.join(tmp, "k.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        run = subprocess.run([exe, "-c", "-g", path], capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        raise CompileError(f"nvdisasm failed: {run.stderr.strip()[:2000]}")
+    return run.stdout
