@@ -2,8 +2,9 @@
 
 Branches (BRA, JMP) go to their target, and on when predicated; EXIT, RET and traps end a path
 (predicated: they may fall through); BSSY/BSYNC/WARPSYNC/BREAK are convergence bookkeeping and
-fall through. An indirect branch (BRX, JMX) or a call has successors this module cannot name:
-`unknown` lists them, and a check that meets one is INCONCLUSIVE."""
+fall through, and so does a call to a named function (sass/check.py looks inside the callee). An
+indirect branch (BRX, JMX) or call has successors this module cannot name: `unknown` lists them,
+and a check that meets one is INCONCLUSIVE."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from .listing import Function
 
 BRANCHES = ("BRA", "JMP")
 ENDS = ("EXIT", "RET", "KILL", "BPT")
-INDIRECT = ("BRX", "JMX", "CALL", "RPCMOV")
+INDIRECT = ("BRX", "JMX", "RPCMOV")
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def build(f: Function) -> Cfg:
                 s = (j,) if always(ins.pred) else tuple(dict.fromkeys((j, *nxt)))
         elif base in ENDS:
             s = () if always(ins.pred) else nxt
-        elif base in INDIRECT:
+        elif base in INDIRECT or base == "CALL" and not ins.target():
             unknown.append(i)
             s = nxt
         else:

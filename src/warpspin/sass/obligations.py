@@ -8,6 +8,7 @@ cubin). The list, with the rule that relies on each, is in docs/semantics.md ("W
 keep")."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
@@ -69,7 +70,8 @@ class Obligation:
     fence: Selector | None
     then: Selector
     # "between": no path first -> then avoids fence; "order": no path from `first` reaches
-    # `then` without a back edge (first must stay after then in one pass of the code)
+    # `then` without a back edge (first must stay after then in one pass of the code);
+    # "undecided": the SASS cannot answer it (`text` says why)
     form: str = "between"
 
 
@@ -139,7 +141,6 @@ def _process(ops: list) -> list[Obligation]:
     out.append(_ob("proxy.fence", _sel("the generic shared accesses before the fence", before),
                    _sel("fence.proxy.async", fences),
                    _sel("the hand-over after the fence", after)))
-    out += _guarded(ops)
     loads = [o for o in ops if isinstance(o, TmemLoad)]
     wait_ld, after_ld = [], []
     for k, o in enumerate(ops):
@@ -153,38 +154,59 @@ def _process(ops: list) -> list[Obligation]:
     return [o for o in out if o is not None]
 
 
-def _guarded(ops: list) -> list[Obligation]:
-    """barrier.order, one per wait: the accesses after it (up to the next wait) and the releases
-    after those."""
-    out, k = [], 0
-    while k < len(ops):
-        if not isinstance(ops[k], WAITS):
-            k += 1
+def _guards(ops: list) -> list[tuple]:
+    """(access, the wait before it or None, the releases after it up to the next wait)."""
+    out, wait, current = [], None, []
+    for o in ops:
+        if isinstance(o, WAITS):
+            for entry in current:
+                if isinstance(o, BarSync):
+                    entry[2].append(o)  # a bar.sync both releases and waits
+            wait, current = o, []
+        if isinstance(o, ACCESSES):
+            current.append((o, wait, []))
+            out.append(current[-1])
+        elif isinstance(o, RELEASES) and not isinstance(o, BarSync):
+            for entry in current:
+                entry[2].append(o)
+    return out
+
+
+def _guarded(triples: list) -> list[Obligation]:
+    """barrier.order, one per access line: its waits, and the releases after it. Line
+    information cannot tell two accesses on one line apart, so a line that is also an access no
+    wait precedes (a helper called before and after a barrier) is reported undecided."""
+    by_line: dict = {}
+    for access, wait, releases in triples:
+        by_line.setdefault((access.loc.file, access.loc.line, type(access).sass), []).append(
+            (access, wait, releases))
+    out = []
+    for (file, line, _), group in sorted(by_line.items(), key=lambda kv: kv[0][:2]):
+        waits = [w for _, w, _ in group if w is not None]
+        if not waits:
             continue
-        wait, j, accesses, releases = ops[k], k + 1, [], []
-        while j < len(ops) and not isinstance(ops[j], WAITS):
-            if isinstance(ops[j], ACCESSES):
-                accesses.append(ops[j])
-            elif isinstance(ops[j], RELEASES) and accesses:
-                releases.append(ops[j])
-            j += 1
-        if j < len(ops) and isinstance(ops[j], BarSync) and accesses:
-            releases.append(ops[j])  # a bar.sync both releases and waits
-        if accesses:
-            out.append(_ob("barrier.order",
-                           _sel("the kernel's start and the releases after the accesses",
-                                releases, entry=True),
-                           _sel(f"the wait at line {wait.loc.line}", [wait]),
-                           _sel("the accesses it guards", accesses)))
-        k = j
+        accesses = [a for a, _, _ in group]
+        rule, text = KINDS["barrier.order"]
+        ob = Obligation("barrier.order", rule, text,
+                        _sel("the kernel's start and the releases after the accesses",
+                             [r for _, _, rs in group for r in rs], entry=True),
+                        _sel("the waits before them", waits),
+                        _sel(f"the accesses at line {line}", accesses))
+        if len(waits) < len(group):
+            ob = dataclasses.replace(ob, form="undecided", text=(
+                f"line {line} is an access after a wait and also one no wait precedes: the "
+                "SASS line information cannot tell them apart"))
+        out.append(ob)
     return out
 
 
 def from_kernel(kernel) -> list[Obligation]:
     """Every obligation of every process, once each."""
-    out, seen = [], set()
+    out, seen, triples = [], set(), []
     for p in kernel.processes:
-        for ob in _process(list(_linear(p.body))):
+        ops = list(_linear(p.body))
+        triples += _guards(ops)
+        for ob in _process(ops) + (_guarded(triples) if p is kernel.processes[-1] else []):
             key = (ob.name, ob.first.lines, ob.first.pattern, ob.fence.lines, ob.then.lines,
                    ob.then.pattern)
             if key not in seen:

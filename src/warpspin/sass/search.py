@@ -68,12 +68,12 @@ def search(cfg: Cfg, arm, disarm, hit, arm_at_entry: bool = False,
             outcomes.append((True if v is None else v, known))
         for runs, k2 in outcomes:
             if runs and armed and i in hit:
-                return Found("violated", _path(parent, state, i), states=len(parent))
+                return Found("violated", _path(parent, state, arm), states=len(parent))
             a2 = armed
-            if runs and i in disarm and v is not None:
-                a2 = False
             if runs and i in arm:
                 a2 = True
+            if runs and i in disarm and v is not None:  # (a bar.sync releases, then waits)
+                a2 = False
             p2 = dict(pmap)
             for d in (ins.pred_dests() if (runs or v is None) else ()):
                 if d == "*":
@@ -107,9 +107,9 @@ def search(cfg: Cfg, arm, disarm, hit, arm_at_entry: bool = False,
     return Found("holds", states=len(parent))
 
 
-def _path(parent: dict, state, last: int) -> tuple[int, ...]:
-    """Instruction indices from the one that armed the search (the last unarmed -> armed step)
-    to `last`."""
+def _path(parent: dict, state, arm) -> tuple[int, ...]:
+    """Instruction indices from the `arm` instruction after which the search stayed armed to
+    the hit (`state`'s instruction); from the start when it was armed there."""
     chain = []
     s = state
     while s is not None:
@@ -118,6 +118,10 @@ def _path(parent: dict, state, last: int) -> tuple[int, ...]:
     chain.reverse()
     begin = 0
     for k in range(1, len(chain)):
-        if chain[k][1] and not chain[k - 1][1]:
+        if not chain[k][1]:
+            begin = None
+        elif chain[k - 1][0] in arm:
             begin = k - 1
-    return tuple(s[0] for s in chain[begin:]) + ((last,) if chain[-1][0] != last else ())
+        elif begin is None:
+            begin = k - 1
+    return tuple(s[0] for s in chain[begin or 0:])

@@ -22,7 +22,7 @@ class ClusterArrive(SyncOp):
     relaxed: bool = False
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "barrier.cluster.arrive"
-    sass: ClassVar[str] = r"UCGABAR_ARV\b"
+    sass: ClassVar[str] = r"UCGABAR_ARV\b|BAR\.ARV"
     hb_rule: ClassVar[str | None] = "cluster.arrive"
     ptx: ClassVar[str] = "9.7.13.3"
     summary: ClassVar[str] = ("arriving twice without a wait: arrival-mismatch; arr += threads; "
@@ -59,7 +59,7 @@ class ClusterWait(SyncOp):
     completes."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "barrier.cluster.wait"
-    sass: ClassVar[str] = r"UCGABAR_WAIT\b"
+    sass: ClassVar[str] = r"UCGABAR_WAIT\b|BAR\.SYNC"  # (a one-CTA cluster: BAR.SYNC)
     hb_rule: ClassVar[str | None] = "cluster.wait"
     ptx: ClassVar[str] = "9.7.13.3"
     summary: ClassVar[str] = ("without a preceding arrive: arrival-mismatch; blocks until gen "
