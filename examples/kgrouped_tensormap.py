@@ -17,10 +17,15 @@ On an H200 (132 CTAs, 16 groups of one k-tile: the rewrite follows each load at 
 unfixed kernel's result was wrong in every one of 200 runs, the fixed one in none
 (docs/ground-truth.md); with 2 k-tiles per group and 8 groups, in 59 of 300.
 
-Variants (each differs from ``correct`` by one line):
+Variants (each differs from ``correct`` by one line, the copy ones by the drain block):
   correct      drain, rewrite, release, acquire
   no_drain     the rewrite does not wait for the loads' descriptor reads -> tensormap-race
   no_acquire   the loads use the rewritten descriptor without acquiring it -> tensormap-race
+  copy_after_drain       DeepGEMM's shape: the electing lane drains, then copies the whole
+                         descriptor (copy_tensormap) in the same block. Right in PTX, but ptxas
+                         moves the copy's STG.E.128 above the DEPBAR of the wait: `warpspin sass`
+                         reports error[reordered] (docs/ground-truth.md, "What ptxas emitted")
+  copy_after_drain_sync  the same with a warp sync between the wait and the copy: order kept
 """
 from __future__ import annotations
 
@@ -182,9 +187,15 @@ def no_acquire():
     return variant("no_acquire")
 
 
-VARIANTS = {"correct": correct, "no_drain": no_drain, "no_acquire": no_acquire}
+VARIANTS = {"correct": correct, "no_drain": no_drain, "no_acquire": no_acquire,
+            "copy_after_drain": copy_after_drain, "copy_after_drain_sync": copy_after_drain_sync}
 # what `warpspin check` must say (tests/test_examples_v2.py checks it)
-EXPECT = {"correct": "verified", "no_drain": "tensormap-race", "no_acquire": "tensormap-race"}
+EXPECT = {"correct": "verified", "no_drain": "tensormap-race", "no_acquire": "tensormap-race",
+          "copy_after_drain": "verified", "copy_after_drain_sync": "verified"}
+# what `warpspin sass` says of the variants the model verifies (tests/test_sass.py): the PTX of
+# copy_after_drain is right, but ptxas moves the copy's stores above the DEPBAR of the wait
+EXPECT_SASS = {"correct": "verified", "copy_after_drain": "reordered",
+               "copy_after_drain_sync": "verified"}
 EXPECT_AT = {"no_drain": "cpasync.update_tma_descriptor(atom, group, desc)",
              "no_acquire": "cute.copy(atom, tAgA[None, k], tAsA[None, state.index],"}
 

@@ -43,6 +43,10 @@ class CheckOptions:
     # lists the names it has), or "ignore" (the names are left out and listed in the result's
     # config["params_not_in_kernel"]: a command of several targets, each with its own values)
     unknown_params: str = "error"
+    # `check --sass`: also compile the kernel to SASS and check the orderings its model assumed
+    # (sass/); `ptxas`: assemble with the PyPI ptxas instead of the DSL's own compiler
+    sass: bool = False
+    ptxas: bool = False
 
 
 def verify_kernel(kernel: Kernel, *, target: str = "", opts: CheckOptions | None = None,
@@ -126,7 +130,7 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
     if not traced:
         return [_error(target, "tracing produced no kernel launch (is the @cute.kernel launched?)")]
     from .extract.build import UnknownParams
-    results, unknown_to = [], {}
+    results, unknown_to, extracted = [], {}, []
     for tk in traced:
         kstats = Stats(seconds=dict(stats.seconds))
         t1 = time.perf_counter()
@@ -148,6 +152,10 @@ def _check_jit(jit_fn, args, opts: CheckOptions, target: str) -> list[Result]:
             continue
         kstats.seconds["extract"] = time.perf_counter() - t1
         results.append(verify_kernel(kernel, target=target, opts=opts, stats=kstats))
+        extracted.append((results[-1], tk.name, kernel))
+    if opts.sass:
+        from .sass.run import merge_into
+        merge_into(extracted, jit_fn, args, opts.arch, opts.ptxas)
     nowhere = [n for n, ks in unknown_to.items() if len(ks) == len(traced)]
     if nowhere and opts.unknown_params == "error":
         return [_error(target, f"--param {', '.join(nowhere)}: no kernel the target launches has "
@@ -269,3 +277,40 @@ def check_target(target: str, opts: CheckOptions) -> list[Result]:
             results.append(_error(target, f"{target} must return (jit_fn, args), a list of such "
                                   f"pairs, or a SyncIR Kernel; it returned {type(item).__name__}"))
     return results
+
+
+def sass_target(target: str, opts: CheckOptions) -> list[Result]:
+    """`warpspin sass TARGET`: each kernel's SASS against the orderings its model assumed."""
+    from .frontend import TraceError, trace
+    from .extract import ExtractError
+    from .sass.run import check_kernels
+    try:
+        fn = load_target(target)
+        with target_arch(opts.arch):
+            produced = fn()
+    except ValueError as e:
+        return [_error(target, str(e))]
+    except Exception as e:
+        return [_error(target, f"{target} raised {type(e).__name__}: {e}")]
+    out = []
+    for item in produced if isinstance(produced, list) else [produced]:
+        if not (isinstance(item, tuple) and len(item) == 2 and callable(item[0])):
+            out.append(_error(target, "a SyncIR kernel has no SASS: warpspin sass needs a "
+                              "target that returns (jit_fn, args)"))
+            continue
+        jit_fn, args = item
+        try:
+            traced = trace(jit_fn, *args, arch=opts.arch)
+            kernels = [(tk.name, _extract(tk, opts.params)) for tk in traced]
+        except TraceError as e:
+            out.append(_error(target, f"the kernel fails to trace: {e.message}", e.file or "",
+                              e.line or 0))
+            continue
+        except ExtractError as e:
+            out.append(_error(target, str(e)))
+            continue
+        except Exception as e:
+            out.append(_error(target, _internal(e)))
+            continue
+        out += check_kernels(jit_fn, tuple(args), opts.arch, kernels, opts.ptxas, target)
+    return out

@@ -4,6 +4,8 @@
                  [--engine auto|hb|spin] [--properties deadlock,race] [--timeout S] [--memory MB] [--emit-promela DIR] [--no-reduce]
                  [--html FILE] [--sarif FILE|-] [--trace-json FILE] [--full-trace]
                  [--explain-verdict]
+  warpspin sass TARGET... [--arch A] [--param ...] [--ptxas] [--json] [--html FILE] [--sarif FILE|-]
+  warpspin sass --listing FILE --obligations FILE.toml   (a cuobjdump/nvdisasm listing, e.g. C++)
   warpspin explain [KIND]    what a violation kind means, an example and the usual fixes
   warpspin doctor            the versions of the DSL, SPIN and gcc; whether tracing works
   warpspin --version
@@ -125,6 +127,27 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="N",
                    help="cores to use: the exhaustive search and, beside it, randomized bug hunts "
                         "(default: the cores available)")
+    c.add_argument("--sass", action="store_true",
+                   help="also compile each kernel to SASS on the CPU and check that ptxas kept "
+                        "the orderings the model assumed (a reorder is error[reordered])")
+    c.add_argument("--ptxas", action="store_true",
+                   help="with --sass: assemble the DSL's PTX with the PyPI ptxas instead of the "
+                        "DSL's own compiler")
+    s = sub.add_parser("sass", help="check that the SASS keeps the orderings the model assumed "
+                                    "(error[reordered] when ptxas moved an access across one)")
+    s.add_argument("targets", nargs="*", metavar="TARGET", help="path/to/file.py:FUNC")
+    s.add_argument("--listing", metavar="FILE", help="a cuobjdump -sass / nvdisasm listing to "
+                   "check instead (with --obligations)")
+    s.add_argument("--obligations", metavar="FILE", help="TOML: the [[obligation]]s a --listing "
+                   "must keep (docs/sass.md)")
+    s.add_argument("--arch", default=None, choices=["sm_90a", "sm_100a"])
+    s.add_argument("--param", action="append", type=parse_param, default=[],
+                   metavar="NAME=V|NAME=LO..HI")
+    s.add_argument("--ptxas", action="store_true", help="assemble with the PyPI ptxas instead "
+                   "of the DSL's own compiler")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument("--html", metavar="FILE", help="also write an HTML page")
+    s.add_argument("--sarif", metavar="FILE", help="also write SARIF 2.1.0 (- : stdout)")
     e = sub.add_parser("explain", help="what a violation kind means, a minimal example and the "
                                        "usual fixes")
     e.add_argument("kind", nargs="?", metavar="KIND", help="a kind a report names, e.g. race")
@@ -225,6 +248,8 @@ def _main(argv: list[str] | None) -> int:
         text, ok = report(checks())
         print(text, end="")
         return 0 if ok else 2
+    if args.command == "sass":
+        return _sass(args)
     if args.json and args.sarif == "-":
         print("warpspin check: error: --json and --sarif - both want stdout; write the SARIF to "
               "a file", file=sys.stderr)
@@ -241,7 +266,8 @@ def _main(argv: list[str] | None) -> int:
                         reduce=not args.no_reduce, jobs=args.jobs,
                         load_races=args.load_races, engine=args.engine,
                         properties=args.properties,
-                        unknown_params="ignore" if len(args.targets) > 1 else "error")
+                        unknown_params="ignore" if len(args.targets) > 1 else "error",
+                        sass=args.sass, ptxas=args.ptxas)
     from .pipeline import INTERRUPTED
     if not args.json and sys.stderr.isatty():
         from .engine.progress import REPORTER
@@ -283,6 +309,43 @@ def _main(argv: list[str] | None) -> int:
             except OSError as e:
                 print(f"warpspin: cannot write {path}: {e.strerror or e}", file=sys.stderr)
                 return 3
+    return exit_status(results)
+
+
+def _sass(args) -> int:
+    from .api import sass_target
+    from .sass.run import check_listing
+    if bool(args.listing) != bool(args.obligations) or bool(args.listing) == bool(args.targets):
+        print("warpspin sass: error: give TARGETs, or --listing FILE with --obligations FILE",
+              file=sys.stderr)
+        return BAD_INPUT
+    if args.json and args.sarif == "-":
+        print("warpspin sass: error: --json and --sarif - both want stdout", file=sys.stderr)
+        return BAD_INPUT
+    document = args.json or args.sarif == "-"
+    results = []
+    with _stdout_to_stderr(document):
+        if args.listing:
+            results = check_listing(args.listing, args.obligations)
+        for target in args.targets:
+            arch = args.arch or declared_arch(target) or "sm_90a"
+            opts = CheckOptions(arch=arch, params=dict(args.param), ptxas=args.ptxas)
+            results += sass_target(target, opts)
+        if not document:
+            for r in results:
+                print(render_text(r), flush=True)
+    from .report.sarif import to_sarif, write_sarif
+    from .report.html import write_html
+    if document:
+        doc = {"targets": [r.to_dict() for r in results]} if args.json else to_sarif(results)
+        print(json.dumps(doc, indent=2), flush=True)
+    for path, write in ((args.html, write_html), (args.sarif, write_sarif)):
+        if path and path != "-":
+            try:
+                write(results, path)
+            except OSError as e:
+                print(f"warpspin: cannot write {path}: {e.strerror or e}", file=sys.stderr)
+                return BAD_INPUT
     return exit_status(results)
 
 

@@ -6,7 +6,7 @@ from .result import (ERROR, INCONCLUSIVE, UNSUPPORTED, VERIFIED, VIOLATION, Resu
 # rendered as notes or in the verdict's words, not as `key=value` on the verdict line
 SHOWN_CONFIG = ("reductions_refused", "assumptions", "tensormaps", "buffers", "tmem_buffers", "load_races", "unchecked",
                 "engine", "hb_refused", "not_shortened", "cutoff", "params_not_in_kernel",
-                "unreached")
+                "unreached", "sass")
 
 
 def checked_objects(config: dict) -> str:
@@ -50,6 +50,9 @@ def render_text(r: Result, full_trace: bool = False, explain: bool = False) -> s
     if r.verdict != INCONCLUSIVE:  # (an INCONCLUSIVE one says it in its reasons)
         assumed += [f"  = note: not checked: {u}" for u in r.config.get("unchecked", ())]
     head = f"{r.target or r.kernel}: "
+    if s.engine == "sass":
+        return _sass_text(r, head)
+    assumed += _sass_note(r)
     if r.verdict == VERIFIED:
         races = checked_objects(r.config)
         engine = "happens-before" if s.engine == "happens-before" else "SPIN"
@@ -88,6 +91,31 @@ def render_text(r: Result, full_trace: bool = False, explain: bool = False) -> s
     if s.found_by:
         out.append(found_line(s))
     return "\n".join(out + _engine_notes(r))
+
+
+def _sass_note(r: Result) -> list[str]:
+    from ..sass.results import sass_line
+    line = sass_line(r)
+    return [line] if line else []
+
+
+def _sass_text(r: Result, head: str) -> str:
+    """`warpspin sass`: whether the SASS keeps every ordering obligation."""
+    total = r.stats.seconds.get("total") or r.stats.seconds.get("check", 0.0)
+    if r.verdict == VERIFIED:
+        n = len(r.config["sass"]["obligations"])
+        out = [f"{head}ORDER KEPT: the SASS keeps all {n} ordering obligation{'s' * (n != 1)} "
+               f"on every path ({total:.2f} s)"]
+    elif r.verdict == VIOLATION:
+        out = [f"{head}VIOLATION"]
+        for v in r.violations:
+            out += violation_lines(v)
+    else:
+        tag = "warning[inconclusive]" if r.verdict == INCONCLUSIVE else "error"
+        out = [f"{head}{r.verdict.upper()}"] + [f"{tag}: {why}" for why in r.reasons]
+    for o in r.config.get("sass", {}).get("obligations", ()):
+        out.append(f"  = note: {o['status']}: {o['name']}: {o['text']}")
+    return "\n".join(out + _sass_note(r))
 
 
 def violation_lines(v, unordered: bool = True) -> list[str]:

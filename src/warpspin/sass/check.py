@@ -26,6 +26,7 @@ class ObligationResult:
     path: tuple[Instr, ...] = ()
     counts: tuple[int, int, int] = (0, 0, 0)   # instructions of first, fence, then
     states: int = 0
+    others: tuple[int, ...] = ()   # "order": the addresses of every other `first` that does too
 
 
 @dataclass
@@ -109,8 +110,12 @@ def check_obligation(f: Function, c: cfgmod.Cfg, ob: Obligation,
     if why:  # a bug of the search: never shown as a reorder
         return ObligationResult(ob, INCONCLUSIVE, f"internal error: the path found does not "
                                 f"replay ({why})", counts=counts, states=found.states)
+    others = ()
+    if ob.form == "order":
+        others = tuple(f.instrs[i].addr for i in sorted(first) if i != found.path[0] and
+                       search(c, {i}, set(), then, follow_back=False).status == VIOLATED)
     return ObligationResult(ob, VIOLATED, path=tuple(f.instrs[i] for i in found.path),
-                            counts=counts, states=found.states)
+                            counts=counts, states=found.states, others=others)
 
 
 def _where(sel) -> str:
