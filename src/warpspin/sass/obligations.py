@@ -154,21 +154,39 @@ def _process(ops: list) -> list[Obligation]:
     return [o for o in out if o is not None]
 
 
-def _guards(ops: list) -> list[tuple]:
-    """(access, the wait before it or None, the releases after it up to the next wait)."""
-    out, wait, current = [], None, []
-    for o in ops:
+def _guards(body) -> list[tuple]:
+    """(access, the wait before it or None, the releases after it up to the next wait), in
+    program order; a loop's body is walked twice, so an access early in it is also guarded by
+    the wait late in it (the previous iteration's)."""
+    out, state = [], {"wait": None, "current": []}
+
+    def walk(stmts):
+        for st in stmts:
+            if isinstance(st, (For, While)):
+                walk(st.body)
+                walk(st.body)
+            elif isinstance(st, Lanes):
+                walk(st.body)
+            elif isinstance(st, If):
+                walk(st.then)
+                walk(st.else_)
+            elif isinstance(st, ops_base.SyncOp):
+                step(st)
+
+    def step(o):
         if isinstance(o, WAITS):
-            for entry in current:
-                if isinstance(o, BarSync):
-                    entry[2].append(o)  # a bar.sync both releases and waits
-            wait, current = o, []
+            if isinstance(o, BarSync):  # a bar.sync both releases and waits
+                for entry in state["current"]:
+                    entry[2].append(o)
+            state["wait"], state["current"] = o, []
         if isinstance(o, ACCESSES):
-            current.append((o, wait, []))
-            out.append(current[-1])
+            state["current"].append((o, state["wait"], []))
+            out.append(state["current"][-1])
         elif isinstance(o, RELEASES) and not isinstance(o, BarSync):
-            for entry in current:
+            for entry in state["current"]:
                 entry[2].append(o)
+
+    walk(body)
     return out
 
 
@@ -205,7 +223,7 @@ def from_kernel(kernel) -> list[Obligation]:
     out, seen, triples = [], set(), []
     for p in kernel.processes:
         ops = list(_linear(p.body))
-        triples += _guards(ops)
+        triples += _guards(p.body)
         for ob in _process(ops) + (_guarded(triples) if p is kernel.processes[-1] else []):
             key = (ob.name, ob.first.lines, ob.first.pattern, ob.fence.lines, ob.then.lines,
                    ob.then.pattern)
