@@ -12,7 +12,7 @@ setup: spin chromium $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[test,dsl,quack]'
+	$(VPY) -m pip install -q -e '.[test,dsl,quack,sass]'
 	$(VPY) -m pip install -q --no-deps flash-attn-4==4.0.0b36
 	$(VPY) -m pip install -q einops
 	touch $(STAMP)

@@ -220,8 +220,12 @@ def test_kgrouped_sass(variant):
     if variant == "copy_after_drain":
         v = r.violations[0]
         assert names["tensormap.drain"] == "violated"
-        assert v.locations[0].line == _line("cpasync.copy_tensormap(atom, desc)", after="DeepGEMM")
-        assert "DEPBAR" not in " ".join(n.message for n in v.notes[1:-3])
+        assert v.locations[0].line == _line("cpasync.copy_tensormap(atom, desc)",
+                                             after="one lane drains, copies")
+        path = [n.message for n in v.notes if n.message.startswith("SASS ")]
+        assert "UTMALDG" in path[0] and "STG.E.128" in path[-1]
+        assert not any("DEPBAR" in m for m in path)
+        assert any("DEPBAR.LE SB0, 0x0 (not on this path)" in n.message for n in v.notes)
 
 
 def _line(text: str, after: str) -> int:
@@ -245,3 +249,10 @@ def test_check_with_sass_turns_a_verified_model_into_a_reorder():
         assert t["verdict"] == "violation"
         assert [v["kind"] for v in t["violations"]] == ["reordered"]
         assert ("ptxas release 13.2" in t["config"]["sass"]["assembler"]) == bool(extra)
+
+
+def test_semantics_lists_every_obligation():
+    from warpspin.sass.doc import BEGIN, END, table
+    text = (ROOT / "docs" / "semantics.md").read_text()
+    assert text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip() == table().strip(), \
+        "run: python -m warpspin.sass.doc docs/semantics.md"

@@ -69,6 +69,10 @@ def checks(trace: bool = True) -> list[Check]:
            Check("SPIN", _first_line(["spin", "-V"]), "apt-get install -y spin"),
            Check("gcc (compiles SPIN's verifiers)", _first_line(["gcc", "--version"]),
                  "apt-get install -y gcc")]
+    from .sass import tools
+    for name, wheel in (("ptxas", "nvidia-cuda-nvcc"), ("nvdisasm", "nvidia-cuda-nvdisasm")):
+        out.append(Check(f"{name} (warpspin sass)", tools.version(name),
+                         f"python -m pip install '{wheel}=={tools.PTXAS_PIN}'"))
     if trace and dsl is not None:
         found, why = _trace_works()
         out.append(Check("tracing on the CPU", found, why=why))

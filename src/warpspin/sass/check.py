@@ -27,6 +27,7 @@ class ObligationResult:
     counts: tuple[int, int, int] = (0, 0, 0)   # instructions of first, fence, then
     states: int = 0
     others: tuple[int, ...] = ()   # "order": the addresses of every other `first` that does too
+    fences: tuple[Instr, ...] = ()  # violated: the fence's instructions (where the order was)
 
 
 @dataclass
@@ -115,7 +116,8 @@ def check_obligation(f: Function, c: cfgmod.Cfg, ob: Obligation,
         others = tuple(f.instrs[i].addr for i in sorted(first) if i != found.path[0] and
                        search(c, {i}, set(), then, follow_back=False).status == VIOLATED)
     return ObligationResult(ob, VIOLATED, path=tuple(f.instrs[i] for i in found.path),
-                            counts=counts, states=found.states, others=others)
+                            counts=counts, states=found.states, others=others,
+                            fences=tuple(f.instrs[i] for i in sorted(fence))[:8])
 
 
 def _where(sel) -> str:

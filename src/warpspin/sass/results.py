@@ -21,8 +21,12 @@ def _loc(ops) -> tuple[Location, ...]:
                                for o in ops if o.loc.file))
 
 
-def _ins_loc(ins) -> Location | None:
-    return Location(ins.file, ins.line) if ins.file else None
+def _ins_loc(ins, files: set) -> Location | None:
+    """Where an instruction came from, when that is a file of the kernel's ops (the DSL puts
+    some instructions on an outer frame: the script that ran it)."""
+    if ins.file and (not files or os.path.realpath(ins.file) in files):
+        return Location(ins.file, ins.line)
+    return None
 
 
 def violation(r) -> Violation:
@@ -35,10 +39,15 @@ def violation(r) -> Violation:
     else:
         msg = (f"{ob.then.what} at {y.addr:#06x} ({y.text}) can run after {ob.first.what} at "
                f"{x.addr:#06x} ({x.text}) without {fence} between: {ob.text}")
-    locs = _loc(ob.then.ops) + _loc(ob.fence.ops if ob.fence else ()) + _loc(ob.first.ops)
-    if not locs:
-        locs = tuple(l for l in (_ins_loc(y), _ins_loc(x)) if l)
-    notes = [Note(f"SASS {i.addr:#06x}: {i.text}", _ins_loc(i)) for i in r.path]
+    sels = [sel for sel in (ob.first, ob.fence, ob.then) if sel is not None]
+    files = {os.path.realpath(o.loc.file) for sel in sels for o in sel.ops if o.loc.file}
+    locs = tuple(dict.fromkeys(l for l in (_ins_loc(y, files), *_loc(ob.fence.ops if ob.fence
+                                                                       else ()),
+                                           _ins_loc(x, files)) if l))
+    notes = [Note(f"SASS {i.addr:#06x}: {i.text}", _ins_loc(i, files)) for i in r.path]
+    if r.fences:
+        notes.append(Note(f"{fence or 'the fence'}: " + ", ".join(
+            f"{i.addr:#06x} {i.text}" for i in r.fences) + " (not on this path)"))
     if r.others:
         notes.append(Note("also: " + ", ".join(f"{a:#06x}" for a in r.others)))
     notes.append(Note(f"the obligation ({ob.name}) protects against `{ob.rule}`; the path was "
