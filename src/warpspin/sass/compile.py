@@ -5,6 +5,7 @@ Python lines); nvdisasm (PyPI) prints it. ``ptxas=True`` assembles the DSL's PTX
 PyPI ptxas instead (a pinned release, e.g. the one a team ships with)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import tempfile
@@ -79,3 +80,37 @@ def disassemble(cubin: bytes) -> str:
     if run.returncode != 0:
         raise CompileError(f"nvdisasm failed: {run.stderr.strip()[:2000]}")
     return run.stdout
+
+
+KEEP_OPTIONS = " --keep-ptx --keep-cubin --generate-line-info"
+
+
+@contextlib.contextmanager
+def capture(arch: str):
+    """Compile for `arch` every program a library compiles inside the block (quack, flash-attn
+    call ``cute.compile`` themselves), keeping PTX, cubin and line information; yields the list
+    of `Compiled` it fills."""
+    import cutlass.cute as cute
+
+    from ..frontend.trace import configured
+    plain = cute.compile
+    out: list[Compiled] = []
+
+    def compile_and_keep(*args, **kwargs):
+        kwargs["options"] = (kwargs.get("options") or "") + KEEP_OPTIONS
+        compiled = plain(*args, **kwargs)
+        art = getattr(compiled, "artifacts", None)
+        if art is None:
+            return compiled
+        if art.PTX and art.CUBIN:
+            out.append(Compiled(art.PTX, bytes(art.CUBIN), arch,
+                                f"the DSL's compiler ({_ptx_release(art.PTX)})"))
+        return compiled
+
+    with configured(arch) as env:
+        env.dryrun = False
+        cute.compile = compile_and_keep
+        try:
+            yield out
+        finally:
+            cute.compile = plain
