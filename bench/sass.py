@@ -19,6 +19,7 @@ import sys
 import time
 
 os.environ.setdefault("CUTE_DSL_DISABLE_FILE_CACHING", "1")  # cold compiles: what a check costs
+os.environ.setdefault("CUTE_DSL_NO_CACHE", "1")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
