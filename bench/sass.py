@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 from warpspin.sass import compile as sc  # noqa: E402
 from warpspin.sass.check import check_function  # noqa: E402
 from warpspin.sass.listing import parse  # noqa: E402
-from warpspin.sass.obligations import from_kernel  # noqa: E402
+from warpspin.sass.lines import LineMap  # noqa: E402
+from warpspin.sass.obligations import from_kernel, patterns_by_line  # noqa: E402
 from warpspin.sass.run import pick  # noqa: E402
 
 HEAD = ("kernel", "arch", "SASS instructions", "obligations holding", "compile s",
@@ -49,7 +50,8 @@ def _row(name, arch, kernel, tk_name, compiled, seconds) -> tuple:
     if f is None:
         return (name, arch, "", "", f"{seconds:.1f}", f"{t2 - t1:.2f}", "", "", "ERROR",
                 "no SASS function of that name")
-    rep = check_function(f, from_kernel(kernel), functions)
+    lines = LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel))
+    rep = check_function(f, from_kernel(kernel), functions, lines)
     t3 = time.perf_counter()
     held = sum(r.status == "holds" for r in rep.results)
     return (name, arch, len(f.instrs), f"{held} / {len(rep.results)}", f"{seconds:.1f}",

@@ -256,3 +256,51 @@ def test_semantics_lists_every_obligation():
     text = (ROOT / "docs" / "semantics.md").read_text()
     assert text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip() == table().strip(), \
         "run: python -m warpspin.sass.doc docs/semantics.md"
+
+
+def test_lines_an_inline_asm_block_took_belong_to_its_line():
+    """NVVM numbers a multi-line inline asm block's lines from its own: the try-wait at line 74
+    carries line 77 in the SASS, where other code may sit. The PTX says which block took it."""
+    from warpspin.sass.lines import LineMap
+    ptx = """
+	.file	1 "/x/k.py"
+	.loc	1 74 16
+	// begin inline asm
+	.loc	1 77 16
+	mbarrier.try_wait.parity.shared.b64 P1, [%r10], %r11, 10000000;
+	// end inline asm
+	.loc	1 78 5
+	ld.shared.u32 %r1, [%r2];
+"""
+    listing = ('//--------------------- .text.k ------\n'
+               '\t//## File "/x/k.py", line 77\n'
+               '        /*0000*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R7], R3 ;\n'
+               '\t//## File "/x/k.py", line 78\n'
+               '        /*0010*/                   LDS R4, [R2] ;\n'
+               '        /*0020*/                   EXIT ;\n')
+    f = parse(listing)[0]
+    wait = Selector("the wait", r"SYNCS\.PHASECHK", frozenset({("/x/k.py", 74)}))
+    ob = Obligation("barrier.order", "race", "t", Selector("start", "$^", entry=True), wait,
+                    Selector("the read", r"LDS\b", frozenset({("/x/k.py", 78)})))
+    assert check_function(f, [ob], [f]).results[0].status == "inconclusive"  # no line map
+    lines = LineMap.from_ptx(ptx)
+    assert lines.taken == {("/x/k.py", 77): {("/x/k.py", 74)}}
+    assert check_function(f, [ob], [f], lines).results[0].status == "holds"
+    # an op on line 77 whose pattern the instruction matches: it may be that op's wait
+    crowded = LineMap.from_ptx(ptx, {("/x/k.py", 77): {r"SYNCS\.PHASECHK"}})
+    assert check_function(f, [ob], [f], crowded).results[0].status == "inconclusive"
+
+
+def test_a_path_through_a_fence_of_unknown_line_is_not_called_a_reorder():
+    """ptxas gave an unrolled copy of the wait no line: a path through it may be kept in order."""
+    listing = ('//--------------------- .text.k ------\n'
+               '        /*0000*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R7], R3 ;\n'
+               '\t//## File "/x/k.py", line 78\n'
+               '        /*0010*/                   LDS R4, [R2] ;\n'
+               '        /*0020*/                   EXIT ;\n')
+    f = parse(listing)[0]
+    ob = Obligation("barrier.order", "race", "t", Selector("start", "$^", entry=True),
+                    Selector("the wait", r"SYNCS\.PHASECHK", frozenset({("/x/k.py", 74)})),
+                    Selector("the read", r"LDS\b", frozenset({("/x/k.py", 78)})))
+    r = check_function(f, [ob], [f]).results[0]
+    assert r.status == "inconclusive" and "may be it" in r.reason

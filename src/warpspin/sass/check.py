@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from . import cfg as cfgmod
 from .listing import Function, Instr
+from .lines import LineMap
 from .obligations import Obligation
 from .opcodes import unknown as unknown_opcodes
 from .search import search
@@ -39,8 +40,14 @@ class SassReport:
     verdict: str = "undecided"
 
 
-def _indices(f: Function, sel) -> set[int]:
-    return {i for i, ins in enumerate(f.instrs) if sel is not None and sel.matches(ins)}
+def _indices(f: Function, sel, lines: LineMap, sure: bool = False) -> set[int]:
+    """The instructions of a selector: those on its lines, and those on a line that an inline asm
+    block of one of its lines took (`sure`: only where that line is no other block's and no op's
+    of that pattern, for a fence must not be counted where it may be another op's)."""
+    if sel is None:
+        return set()
+    return {i for i, ins in enumerate(f.instrs) if sel.matches(ins) or
+            lines.belongs(ins, sel, sure)}
 
 
 def _callees(f: Function, functions: list[Function]) -> dict[str, list[Instr]]:
@@ -80,10 +87,13 @@ def _replay(f: Function, c: cfgmod.Cfg, ob: Obligation, path: tuple[int, ...]) -
 
 
 def check_obligation(f: Function, c: cfgmod.Cfg, ob: Obligation,
-                     callees: dict[str, list[Instr] | None]) -> ObligationResult:
+                     callees: dict[str, list[Instr] | None],
+                     lines: LineMap | None = None) -> ObligationResult:
     if ob.form == "undecided":
         return ObligationResult(ob, INCONCLUSIVE, ob.text)
-    first, fence, then = _indices(f, ob.first), _indices(f, ob.fence), _indices(f, ob.then)
+    lines = lines or LineMap()
+    first, then = _indices(f, ob.first, lines), _indices(f, ob.then, lines)
+    fence = _indices(f, ob.fence, lines, sure=True)
     counts = (len(first), len(fence), len(then))
     missing = [s for s, n in ((ob.first, first), (ob.fence, fence), (ob.then, then))
                if s is not None and not n and not (s.entry and s is ob.first)]
@@ -107,6 +117,19 @@ def check_obligation(f: Function, c: cfgmod.Cfg, ob: Obligation,
         found = search(c, first, fence, then, arm_at_entry=ob.first.entry)
     if found.status != VIOLATED:
         return ObligationResult(ob, found.status, found.reason, counts=counts, states=found.states)
+    if ob.fence is not None and ob.form != "order":
+        # a reorder is shown only on a path with no instruction of the fence's kind at all: one
+        # on another line (or none) may be this fence's (an unrolled copy ptxas gave no line)
+        broad = {i for i, ins in enumerate(f.instrs) if re.match(ob.fence.pattern, ins.body)}
+        strict = search(c, first, broad, then, arm_at_entry=ob.first.entry)
+        if strict.status != VIOLATED:
+            others = [f.instrs[i] for i in found.path if i in broad and i not in fence]
+            return ObligationResult(ob, INCONCLUSIVE, (
+                f"every path found from {ob.first.what} to {ob.then.what} passes an instruction "
+                f"of the fence's kind that is not on the fence's line ("
+                + ", ".join(f"{i.addr:#06x} {i.text} line {i.line or 'none'}" for i in others[:3])
+                + "), which may be it"), counts=counts, states=found.states + strict.states)
+        found = strict
     why = _replay(f, c, ob, found.path)
     if why:  # a bug of the search: never shown as a reorder
         return ObligationResult(ob, INCONCLUSIVE, f"internal error: the path found does not "
@@ -126,13 +149,15 @@ def _where(sel) -> str:
 
 
 def check_function(f: Function, obligations: list[Obligation],
-                   functions: list[Function] | None = None) -> SassReport:
+                   functions: list[Function] | None = None,
+                   lines: LineMap | None = None) -> SassReport:
+    """`lines`: what the kernel's PTX says of the line information (none for a listing)."""
     rep = SassReport(f.name, len(f.instrs))
     rep.unknown = unknown_opcodes(f.instrs)
     c = cfgmod.build(f)
     callees = _callees(f, functions or [f])
     for ob in obligations:
-        rep.results.append(check_obligation(f, c, ob, callees))
+        rep.results.append(check_obligation(f, c, ob, callees, lines or LineMap()))
     rep.verdict = decide(rep)
     return rep
 

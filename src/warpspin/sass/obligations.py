@@ -231,3 +231,14 @@ def from_kernel(kernel) -> list[Obligation]:
                 seen.add(key)
                 out.append(ob)
     return out
+
+
+
+def patterns_by_line(kernel) -> dict:
+    """(file, line) -> the SASS patterns of the model's ops on that line."""
+    out: dict = {}
+    for p in kernel.processes:
+        for op in _linear(p.body):
+            if op.loc.file and type(op).sass:
+                out.setdefault((_norm(op.loc.file), op.loc.line), set()).add(type(op).sass)
+    return out

@@ -9,7 +9,8 @@ from ..report.result import ERROR, INCONCLUSIVE, VERIFIED, Result
 from . import compile as sass_compile
 from .check import check_function
 from .listing import Function, parse
-from .obligations import Obligation, Selector, from_kernel
+from .lines import LineMap
+from .obligations import Obligation, Selector, from_kernel, patterns_by_line
 from .tools import ToolMissing
 from .results import merge, to_result
 
@@ -47,7 +48,8 @@ def _check_kernels(jit_fn, args, arch: str, kernels: list, ptxas: bool, target: 
                 f"{', '.join(g.name for g in functions)})"]), None))
             continue
         t0 = time.perf_counter()
-        rep = check_function(f, from_kernel(kernel), functions)
+        lines = LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel))
+        rep = check_function(f, from_kernel(kernel), functions, lines)
         secs = {**seconds, "check": time.perf_counter() - t0}
         secs["total"] = sum(secs.values())
         out.append((to_result(rep, target, name, compiled.assembler, secs), rep))
