@@ -297,7 +297,9 @@ def test_a_path_through_a_fence_of_unknown_line_is_not_called_a_reorder():
                '        /*0000*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R7], R3 ;\n'
                '\t//## File "/x/k.py", line 78\n'
                '        /*0010*/                   LDS R4, [R2] ;\n'
-               '        /*0020*/                   EXIT ;\n')
+               '\t//## File "/x/k.py", line 74\n'
+               '        /*0020*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R7], R3 ;\n'
+               '        /*0030*/                   EXIT ;\n')
     f = parse(listing)[0]
     ob = Obligation("barrier.order", "race", "t", Selector("start", "$^", entry=True),
                     Selector("the wait", r"SYNCS\.PHASECHK", frozenset({("/x/k.py", 74)})),
