@@ -116,7 +116,7 @@ class SmemStore(SyncOp):
     value: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "st.shared"
-    sass: ClassVar[str] = r"(STS|ST)\b"
+    sass: ClassVar[str] = r"(STS|STG|ST|STAS)\b"  # (words in global memory too)
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9"
     summary: ClassVar[str] = ("val = value; another instance about to load or store the word: "
@@ -188,7 +188,7 @@ class SmemLoad(SyncOp):
     ref: WordRef
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "ld.shared"
-    sass: ClassVar[str] = r"(LDS|LD)\b"
+    sass: ClassVar[str] = r"(LDS|LDG|LD)\b"  # (words in global memory too)
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.8"
     summary: ClassVar[str] = "dest = val; another instance about to store the word: race"
