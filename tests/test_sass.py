@@ -306,3 +306,19 @@ def test_a_path_through_a_fence_of_unknown_line_is_not_called_a_reorder():
                     Selector("the read", r"LDS\b", frozenset({("/x/k.py", 78)})))
     r = check_function(f, [ob], [f]).results[0]
     assert r.status == "inconclusive" and "may be it" in r.reason
+
+
+@dsl
+def test_check_with_sass_keeps_a_verified_kernel_whose_order_is_kept():
+    _needs_dsl()
+    run = subprocess.run([PY, "-m", "warpspin.cli", "check", f"{KG}:copy_after_drain_sync",
+                          "--sass"], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "VERIFIED" in run.stdout and "5 of 5 ordering obligations hold" in run.stdout
+
+
+def test_a_syncir_target_has_no_sass():
+    run = subprocess.run([PY, "-m", "warpspin.cli", "sass",
+                          str(ROOT / "examples" / "syncir_ring.py") + ":ring_correct"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 3 and "a SyncIR kernel has no SASS" in run.stdout, run.stdout
