@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass, field
 VERIFIED, VIOLATION, INCONCLUSIVE, UNSUPPORTED, ERROR = (
     "verified", "violation", "inconclusive", "unsupported", "error")
 # every result starts undecided; only warpspin.pipeline.check_kernel decides it (and only its
-# `_decide_verified` says VERIFIED). An undecided result that reaches a user is an internal error.
+# `_decide_verified` says VERIFIED), or for a SASS check warpspin.sass.check.decide. An undecided
+# result that reaches a user is an internal error.
 UNDECIDED = "undecided"
 
 # What a search covers (docs/semantics.md) and what it does not yet: a VERIFIED says both.
