@@ -43,7 +43,8 @@ def search(cfg: Cfg, arm, disarm, hit, arm_at_entry: bool = False,
     instrs = cfg.function.instrs
     used = {ins.pred.lstrip("!") for ins in instrs if ins.pred}
     unknown = set(cfg.unknown)
-    start = (0, arm_at_entry, (), ())
+    # a register holds one value until written, whatever it is at the start
+    start = (0, arm_at_entry, tuple((p, f"init:{p}") for p in sorted(used)), ())
     parent = {start: None}
     queue = deque([start])
     while queue:
