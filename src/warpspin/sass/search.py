@@ -57,23 +57,23 @@ def search(cfg: Cfg, arm, disarm, hit, arm_at_entry: bool = False,
         pmap, known = dict(pm), dict(kn)
         relevant = ins.base in BRANCHES or ins.base in ENDS or i in arm or i in disarm or i in hit
         v = True if always(ins.pred) else _value(ins.pred, pmap, known)
-        outcomes = []
+        outcomes = []  # (runs, what the path then knows, whether it surely runs)
         if v is None and relevant:
             sym = pmap.get(ins.pred.lstrip("!"))
             for runs in (True, False):
                 k2 = dict(known)
                 if sym is not None:
                     k2[sym] = runs != ins.pred.startswith("!")
-                outcomes.append((runs, k2))
+                outcomes.append((runs, k2, sym is not None))
         else:
-            outcomes.append((True if v is None else v, known))
-        for runs, k2 in outcomes:
+            outcomes.append((True if v is None else v, known, v is not None))
+        for runs, k2, sure in outcomes:
             if runs and armed and i in hit:
                 return Found("violated", _path(parent, state, arm), states=len(parent))
             a2 = armed
             if runs and i in arm:
                 a2 = True
-            if runs and i in disarm and v is not None:  # (a bar.sync releases, then waits)
+            if runs and i in disarm and sure:  # (a bar.sync releases, then waits)
                 a2 = False
             p2 = dict(pmap)
             for d in (ins.pred_dests() if (runs or v is None) else ()):
