@@ -26,6 +26,9 @@ class CompileError(Exception):
     pass
 
 
+KEEP_OPTIONS = " --keep-ptx --keep-cubin --generate-line-info"
+
+
 def _ptx_release(ptx: str) -> str:
     for line in ptx.splitlines()[:8]:
         if "Cuda compilation tools" in line:
@@ -38,11 +41,10 @@ def compile_jit(jit_fn, args, arch: str, ptxas: bool = False) -> Compiled:
     import cutlass.cute as cute
 
     from ..frontend.trace import configured
-    with configured(arch) as env:
+    with configured(arch) as env, tempfile.TemporaryDirectory(prefix="warpspin-dump-") as dump:
         env.dryrun = False
-        try:
-            compiled = cute.compile[cute.KeepPTX, cute.KeepCUBIN, cute.GenerateLineInfo(True)](
-                jit_fn, *args)
+        try:  # (the kept files go to `dump`, not the working directory; the artifacts hold them)
+            compiled = cute.compile(jit_fn, *args, options=KEEP_OPTIONS + f" --dump-dir={dump}")
         except Exception as e:  # the DSL's rejection, in its words
             raise CompileError(f"{type(e).__name__}: {str(e).strip()[:2000]}") from e
     art = compiled.artifacts
@@ -82,9 +84,6 @@ def disassemble(cubin: bytes) -> str:
     return run.stdout
 
 
-KEEP_OPTIONS = " --keep-ptx --keep-cubin --generate-line-info"
-
-
 @contextlib.contextmanager
 def capture(arch: str):
     """Compile for `arch` every program a library compiles inside the block (quack, flash-attn
@@ -99,7 +98,7 @@ def capture(arch: str):
     def compile_and_keep(*args, **kwargs):
         # TVM-FFI wants the launch stream of real GPU tensors: the cubin is the same without it
         options = (kwargs.get("options") or "").replace("--enable-tvm-ffi", "")
-        kwargs["options"] = options + KEEP_OPTIONS
+        kwargs["options"] = options + keep
         compiled = plain(*args, **kwargs)
         art = getattr(compiled, "artifacts", None)
         if art is None:
@@ -109,8 +108,9 @@ def capture(arch: str):
                                 f"the DSL's compiler ({_ptx_release(art.PTX)})"))
         return compiled
 
-    with configured(arch) as env:
+    with configured(arch) as env, tempfile.TemporaryDirectory(prefix="warpspin-dump-") as dump:
         env.dryrun = False
+        keep = KEEP_OPTIONS + f" --dump-dir={dump}"
         cute.compile = compile_and_keep
         try:
             yield out
