@@ -28,7 +28,7 @@ from warpspin.sass import compile as sc  # noqa: E402
 from warpspin.sass.check import check_function  # noqa: E402
 from warpspin.sass.listing import parse  # noqa: E402
 from warpspin.sass.lines import LineMap  # noqa: E402
-from warpspin.sass.obligations import from_kernel, patterns_by_line  # noqa: E402
+from warpspin.sass.obligations import from_kernel, patterns_by_line, uncovered  # noqa: E402
 from warpspin.sass.run import pick  # noqa: E402
 
 HEAD = ("kernel", "arch", "SASS instructions", "obligations holding", "compile s",
@@ -39,6 +39,7 @@ def _why(rep) -> str:
     out = [f"{r.obligation.name} {r.status}" + (f": {r.reason[:90]}" if r.reason else "")
            for r in rep.results if r.status != "holds"]
     out += [f"unknown SASS {i.base}" for i in rep.unknown]
+    out += [f"order not checked: {u}" for u in rep.uncovered]
     return "; ".join(out)[:240].replace("|", "\\|")
 
 
@@ -51,7 +52,7 @@ def _row(name, arch, kernel, tk_name, compiled, seconds) -> tuple:
         return (name, arch, "", "", f"{seconds:.1f}", f"{t2 - t1:.2f}", "", "", "ERROR",
                 "no SASS function of that name")
     lines = LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel))
-    rep = check_function(f, from_kernel(kernel), functions, lines)
+    rep = check_function(f, from_kernel(kernel), functions, lines, uncovered(kernel))
     t3 = time.perf_counter()
     held = sum(r.status == "holds" for r in rep.results)
     return (name, arch, len(f.instrs), f"{held} / {len(rep.results)}", f"{seconds:.1f}",

@@ -18,16 +18,20 @@ from ..syncir.ops import base as ops_base
 from ..syncir.ops.buffers import FenceProxyAsync, SmemWrite, TmaStore
 from ..syncir.ops.cluster import ClusterArrive, ClusterWait
 from ..syncir.ops.copies import TmaLoad
+from ..syncir.ops.flags import GlobalAdd, GlobalStore, GlobalWait
 from ..syncir.ops.mbarrier import MbarArrive, MbarArriveExpectTx, MbarTestWait, MbarWait
 from ..syncir.ops.named import BarArrive, BarSync
 from ..syncir.ops.reads import MmaRead, SmemRead, TmemLoad, TmemWaitLd, WgmmaRead
 from ..syncir.ops.tcgen05 import Tcgen05Commit
 from ..syncir.ops.tensormaps import BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite
+from ..syncir.ops.wgmma import WgmmaWait
 from ..syncir.ops.words import SmemLoad, SmemStore
 
-ACCESSES = (SmemRead, SmemWrite, SmemLoad, SmemStore, TmemLoad)
-WAITS = (MbarWait, MbarTestWait, BarSync, ClusterWait)
-RELEASES = (MbarArrive, MbarArriveExpectTx, BarArrive, BarSync, Tcgen05Commit, ClusterArrive)
+GENERIC_ACCESSES = (SmemRead, SmemWrite, SmemLoad, SmemStore)
+ACCESSES = GENERIC_ACCESSES + (TmemLoad, WgmmaRead, MmaRead)
+WAITS = (MbarWait, MbarTestWait, BarSync, ClusterWait, GlobalWait)
+RELEASES = (MbarArrive, MbarArriveExpectTx, BarArrive, BarSync, Tcgen05Commit, ClusterArrive,
+            GlobalAdd, GlobalStore)
 HANDOVERS = RELEASES + (TmaStore, TmaLoad, WgmmaRead, MmaRead)
 
 # name -> (the rule that relies on it, what it says)
@@ -44,6 +48,8 @@ KINDS = {
                       "release after them: no access runs between a release and the next wait"),
     "tmem.wait_ld": ("race", "tcgen05.wait::ld comes between tcgen05.ld and the release of the "
                      "TMEM columns it read"),
+    "wgmma.wait": ("race", "wgmma.wait_group comes between the wgmma that reads a stage and the "
+                   "release of that stage"),
 }
 
 
@@ -130,7 +136,7 @@ def _process(ops: list) -> list[Obligation]:
     fences = [o for o in ops if isinstance(o, FenceProxyAsync)]
     pending: list = []
     for k, o in enumerate(ops):
-        if isinstance(o, ACCESSES) and not isinstance(o, TmemLoad):
+        if isinstance(o, GENERIC_ACCESSES):
             pending.append(o)
         elif isinstance(o, FenceProxyAsync):
             before += pending
@@ -141,17 +147,30 @@ def _process(ops: list) -> list[Obligation]:
     out.append(_ob("proxy.fence", _sel("the generic shared accesses before the fence", before),
                    _sel("fence.proxy.async", fences),
                    _sel("the hand-over after the fence", after)))
-    loads = [o for o in ops if isinstance(o, TmemLoad)]
-    wait_ld, after_ld = [], []
-    for k, o in enumerate(ops):
-        if isinstance(o, TmemWaitLd):
-            wait_ld.append(o)
-            nxt = next((p for p in ops[k + 1:] if isinstance(p, RELEASES)), None)
-            if nxt is not None:
-                after_ld.append(nxt)
-    out.append(_ob("tmem.wait_ld", _sel("tcgen05.ld", loads), _sel("tcgen05.wait::ld", wait_ld),
-                   _sel("the release after the wait", after_ld)))
+    for name, issue, wait, what in (("tmem.wait_ld", TmemLoad, TmemWaitLd, "tcgen05"),
+                                    ("wgmma.wait", WgmmaRead, WgmmaWait, "wgmma")):
+        waits, after = [], []
+        for k, o in enumerate(ops):
+            if isinstance(o, wait):
+                waits.append(o)
+                nxt = next((p for p in ops[k + 1:] if isinstance(p, RELEASES)), None)
+                if nxt is not None:
+                    after.append(nxt)
+        out.append(_ob(name, _sel(f"the {what} reads", [o for o in ops if isinstance(o, issue)]),
+                       _sel(f"the {what} wait", waits), _sel("the release after the wait", after)))
     return [o for o in out if o is not None]
+
+
+def uncovered(kernel) -> list[str]:
+    """The ops of the model whose order no obligation checks and no assumption covers (their
+    registry row's `sass_covered` is empty), first of each kind, as `op at file:line`."""
+    seen, out = set(), []
+    for p in kernel.processes:
+        for op in _linear(p.body):
+            if not type(op).sass_covered and type(op) not in seen:
+                seen.add(type(op))
+                out.append(f"{op.mnemonic} at {os.path.basename(op.loc.file)}:{op.loc.line}")
+    return out
 
 
 def _guards(body) -> list[tuple]:

@@ -63,12 +63,15 @@ def summary(rep: SassReport, assembler: str) -> dict:
                 {"name": r.obligation.name, "rule": r.obligation.rule, "text": r.obligation.text,
                  "status": r.status, "reason": r.reason, "instructions": list(r.counts),
                  "states": r.states} for r in rep.results],
-            "unknown_sass": [f"{i.addr:#06x} {i.text}" for i in rep.unknown]}
+            "unknown_sass": [f"{i.addr:#06x} {i.text}" for i in rep.unknown],
+            "uncovered_ops": list(rep.uncovered)}
 
 
 def reasons(rep: SassReport) -> list[str]:
     out = [f"SASS: unknown instruction {i.text} at {i.addr:#06x} (family {i.base}): it could be a "
            "memory or synchronization operation no obligation names" for i in rep.unknown]
+    out += [f"SASS: no obligation checks the order of {u}, and no assumption covers it"
+            for u in rep.uncovered]
     out += [f"SASS: obligation {r.obligation.name} ({r.obligation.text}) undecided: {r.reason}"
             for r in rep.results if r.status == OB_INCONCLUSIVE]
     return out

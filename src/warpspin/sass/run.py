@@ -10,7 +10,7 @@ from . import compile as sass_compile
 from .check import check_function
 from .listing import Function, parse
 from .lines import LineMap
-from .obligations import Obligation, Selector, from_kernel, patterns_by_line
+from .obligations import Obligation, Selector, from_kernel, patterns_by_line, uncovered
 from .tools import ToolMissing
 from .results import merge, to_result
 
@@ -49,7 +49,7 @@ def _check_kernels(jit_fn, args, arch: str, kernels: list, ptxas: bool, target: 
             continue
         t0 = time.perf_counter()
         lines = LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel))
-        rep = check_function(f, from_kernel(kernel), functions, lines)
+        rep = check_function(f, from_kernel(kernel), functions, lines, uncovered(kernel))
         secs = {**seconds, "check": time.perf_counter() - t0}
         secs["total"] = sum(secs.values())
         out.append((to_result(rep, target, name, compiled.assembler, secs), rep))

@@ -29,6 +29,12 @@ RESUME_FUSION = "resume-fusion"  # R10: a passed barrier resume runs with the st
 RESUME_MOVER = "resume-fusion:resume"  # this op may be the resume (its guard, once true, stays)
 LOAD_RUNS = "load-runs"  # R11: consecutive shared-word loads of an instance are one step
 LOAD_RUN_MOVER = "load-runs:load"  # this op may be a load of a run (a left-mover unless a race)
+SASS_OBLIGATION = "an ordering obligation names it"
+SASS_SYNC_ORDER = ("a synchronization instruction: its order among the others is assumed kept "
+                   "(ptxas does not move them across one another)")
+SASS_REGISTERS = ("ordered through registers, which ptxas keeps (it injects the wgmma waits a "
+                  "register use needs: C7517, C7519)")
+SASS_NO_ORDER = "needs no order (a read of launch values, or an op no execution reaches)"
 REDUCTIONS = (SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION)
 
 
@@ -67,6 +73,10 @@ class SyncOp(Stmt):
     # the SASS instructions it becomes (a regex on opcode and operands; sass/obligations.py): ""
     # when no ordering obligation names it
     sass: ClassVar[str] = ""
+    # why the SASS check may pass a kernel with it (docs/semantics.md, "What the SASS must
+    # keep"): OBLIGATION (an obligation of sass/obligations.py names it), SYNC_ORDER, REGISTERS
+    # or NO_ORDER; "": nothing checks its order, and a kernel with it is INCONCLUSIVE there
+    sass_covered: ClassVar[str] = ""
 
     def hb_family(self) -> str | None:
         return self.hb_rule

@@ -8,7 +8,7 @@ from typing import ClassVar
 from ..ir import Const, Expr, Loc, NOLOC, _lift_fields
 from ..objects import storer_field
 from ..rules import BufField, Fail, Local, Rule, Set, When, add, all_of, any_of, sub
-from .base import (ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _lt, _minus,
+from .base import (SASS_OBLIGATION, ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _lt, _minus,
                    _plus, sync_op)
 from .named import BarArrive, BarSync
 from .copies import TmaLoad
@@ -316,6 +316,7 @@ class SmemWrite(_OneStage, SyncOp):
     stage: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "smem.write"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"(STS|STSM|ST|STAS)\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9 (st.shared), 9.7.9.17 (stmatrix)"
@@ -366,6 +367,7 @@ class FenceProxyAsync(SyncOp):
     read (the write-after-read of the proxies)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.proxy.async"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"FENCE\.VIEW\.ASYNC"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
@@ -432,6 +434,7 @@ class TmaStore(_OneStage, SyncOp):
     stage: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tma.store"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"UTMASTG|UTMAREDG|UBLKCP|UBLKRED"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.25.5.2 (cp.async.bulk.tensor), 9.7.13.4"

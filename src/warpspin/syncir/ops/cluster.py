@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from ..ir import Loc, NOLOC
 from ..rules import Fail, Local, Rule, Set, When, add, any_of
-from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_GEN, INDEPENDENT_CTAS, RESUME_MOVER, Footprint,
+from .base import (SASS_OBLIGATION, ALL, CLUSTER_ARRIVED, CLUSTER_GEN, INDEPENDENT_CTAS, RESUME_MOVER, Footprint,
                    SyncOp, _acc, _eq, _ne, cluster_field, cluster_try_complete,
                    sync_op)
 from .dsmem import CLUSTER_SEEN, DSMEM_STORED, _stores_dsmem
@@ -22,6 +22,7 @@ class ClusterArrive(SyncOp):
     relaxed: bool = False
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "barrier.cluster.arrive"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"UCGABAR_ARV\b|BAR\.ARV"
     hb_rule: ClassVar[str | None] = "cluster.arrive"
     ptx: ClassVar[str] = "9.7.13.3"
@@ -59,6 +60,7 @@ class ClusterWait(SyncOp):
     completes."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "barrier.cluster.wait"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"UCGABAR_WAIT\b|BAR\.SYNC"  # (a one-CTA cluster: BAR.SYNC)
     hb_rule: ClassVar[str | None] = "cluster.wait"
     ptx: ClassVar[str] = "9.7.13.3"

@@ -7,7 +7,7 @@ from typing import ClassVar
 from ..ir import Const, Loc, NOLOC
 from ..rules import (Fail, Inflight, Live, Local, NamedField, Rule, When, all_of,
                      any_of, sub)
-from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_GEN, Footprint, SyncOp, _acc, _eq, _ge, _gt, _ne,
+from .base import (SASS_NO_ORDER, SASS_SYNC_ORDER, ALL, CLUSTER_ARRIVED, CLUSTER_GEN, Footprint, SyncOp, _acc, _eq, _ge, _gt, _ne,
                    cluster_field, cluster_try_complete, complete_named, publish, sync_op)
 from .cp_async import cp_pending_at_exit, stores_pending_at_exit
 from .tcgen05 import Tcgen05Commit, tmem_freed_at_exit, uses_tmem
@@ -21,6 +21,7 @@ class Exit(SyncOp):
     """The executing threads exit (also implicit at the end of a process body)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "exit"
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     hb_rule: ClassVar[str | None] = "exit"
     ptx: ClassVar[str] = "9.7.19.2"
     summary: ClassVar[str] = ("live -= threads; a barrier for all threads of the CTA held up only "
@@ -100,6 +101,7 @@ class Unsupported(SyncOp):
     loc: Loc = NOLOC
     bound: bool = False
     mnemonic: ClassVar[str] = "unsupported"
+    sass_covered: ClassVar[str] = SASS_NO_ORDER
     summary: ClassVar[str] = ("not modelled: a run that meets it ends there, and the verdict is "
                               "UNSUPPORTED (INCONCLUSIVE: a bound) unless no execution does")
     # the happens-before engine's runs end where they meet one; its proof covers the rest

@@ -8,7 +8,7 @@ from typing import ClassVar
 from ..ir import Const, Expr, Loc, NOLOC, _lift_fields
 from ..objects import LIMITS
 from ..rules import Fail, FlagField, Local, Rule, Set, When, any_of
-from .base import (ALL, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _le, _lt, _ne, _plus, _times_t,
+from .base import (SASS_NO_ORDER, SASS_OBLIGATION, ALL, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _le, _lt, _ne, _plus, _times_t,
                    sync_op)
 
 
@@ -122,6 +122,8 @@ class GlobalAdd(_FlagOp, SyncOp):
     loc: Loc = NOLOC
     dest: str | None = None
     mnemonic: ClassVar[str] = "atom.add"
+    sass: ClassVar[str] = r"(ATOMG|REDG|ATOM|RED)\b"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     hb_rule: ClassVar[str | None] = "flag.add"
     ptx: ClassVar[str] = "9.7.13.5 (atom), 9.7.13.6 (red), 8.5 (scope), 8.7 (release patterns)"
     summary: ClassVar[str] = ("dest = val (one thread); val += threads * delta; not a release "
@@ -193,6 +195,8 @@ class GlobalWait(_FlagOp, SyncOp):
     scope: str = "gpu"
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "spin.wait"
+    sass: ClassVar[str] = r"(LDG|LD)\b"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     hb_rule: ClassVar[str | None] = "flag.wait"
     ptx: ClassVar[str] = "9.7.9.8 (ld.acquire), 8.5 (scope), 8.7 (acquire patterns)"
     summary: ClassVar[str] = ("waits until val <until> target; not an acquire while another "
@@ -247,6 +251,8 @@ class GlobalStore(_FlagOp, SyncOp):
     scope: str = "gpu"
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "st.flag"
+    sass: ClassVar[str] = r"(STG|ST)\b"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     ptx: ClassVar[str] = "9.7.9.9 (st), 9.7.13.5 (atom.exch), 8.5 (scope), 8.7 (release patterns)"
     summary: ClassVar[str] = ("val = value; not a release while another process reads the flag "
                               "(a wait, a lock, an add with dest): scope; a scope that leaves "
@@ -342,6 +348,7 @@ class GlobalRead(SyncOp):
     loc: Loc = NOLOC
     modelled: int = 0
     mnemonic: ClassVar[str] = "ld.launch"
+    sass_covered: ClassVar[str] = SASS_NO_ORDER
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.8 (ld)"
     summary: ClassVar[str] = ("dest = value (launch values: nothing writes the tensor while the "

@@ -8,7 +8,7 @@ from typing import ClassVar
 from ..ir import Const, Expr, Loc, MBarRef, NOLOC, _lift_fields
 from ..objects import LIMITS
 from ..rules import El, Fail, Hook, Local, Obs, Rule, Self, Set, When, all_of, any_of
-from .base import (ALL, FUSION_RELEASE, FUSION_WAIT, SYMMETRIC, Footprint, SyncOp, _acc, _band, _e,
+from .base import (SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, FUSION_RELEASE, FUSION_WAIT, SYMMETRIC, Footprint, SyncOp, _acc, _band, _e,
                    _eq, _expect_tx, _ge, _gt, _lt, _minus, _ne, _update_footprint, arrive, bad_vis,
                    complete_phase, fmt_bar, ref_scope, remote_alive, resolve, sync_op, vis_checks)
 from .dsmem import _fmt_scope, _scope_problems, dsmem_release
@@ -24,6 +24,7 @@ class MbarInit(SyncOp):
     count: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.init"
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     hb_rule: ClassVar[str | None] = "mbar.init"
     ptx: ClassVar[str] = "9.7.13.15.9"
     summary: ClassVar[str] = ("vis = 1, exp = pend = count (1..2^20-1, else arrival-mismatch), "
@@ -74,6 +75,7 @@ class MbarInitFence(SyncOp):
     visible once a CTA or cluster barrier completes after it."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.mbarrier_init"
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     hb_rule: ClassVar[str | None] = "mbar.fence"
     ptx: ClassVar[str] = "9.7.13.4"
     summary: ClassVar[str] = "every element of the own CTA with vis = 1 and by = the instance: vis = 2"
@@ -107,6 +109,7 @@ class MbarArrive(SyncOp):
     loc: Loc = NOLOC
     scope: str = "cta"   # the release's scope (.release.cta, the PTX default, or .cluster)
     mnemonic: ClassVar[str] = "mbarrier.arrive"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"SYNCS\.ARRIVE"
     hb_rule: ClassVar[str | None] = "mbar.update"
     ptx: ClassVar[str] = "9.7.13.15.13"
@@ -147,6 +150,7 @@ class MbarArriveExpectTx(SyncOp):
     loc: Loc = NOLOC
     scope: str = "cta"
     mnemonic: ClassVar[str] = "mbarrier.arrive.expect_tx"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"SYNCS\.ARRIVE"
     hb_rule: ClassVar[str | None] = "mbar.update"
     ptx: ClassVar[str] = "9.7.13.15.12, 9.7.13.15.13"
@@ -183,6 +187,7 @@ class MbarExpectTx(SyncOp):
     bytes: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.expect_tx"
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     hb_rule: ClassVar[str | None] = "mbar.update"
     ptx: ClassVar[str] = "9.7.13.15.11"
     summary: ClassVar[str] = "per thread: tx += bytes, then phase completion"
@@ -253,6 +258,7 @@ class MbarWait(_ParityWait):
     parity: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.wait"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"SYNCS\.PHASECHK"
     hb_rule: ClassVar[str | None] = "mbar.wait"
     ptx: ClassVar[str] = "9.7.13.15.16"
@@ -284,6 +290,7 @@ class MbarTestWait(_ParityWait):
     parity: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "mbarrier.test_wait"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"SYNCS\.PHASECHK"
     hb_rule: ClassVar[str | None] = "mbar.test"
     ptx: ClassVar[str] = "9.7.13.15.16"

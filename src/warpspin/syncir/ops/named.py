@@ -8,7 +8,7 @@ from typing import ClassVar
 from ..ir import BinOp, Const, Expr, Loc, NOLOC, Select, _lift_fields
 from ..objects import LIMITS
 from ..rules import Fail, Live, Local, NamedField, Rule, Set, When, add, any_of
-from .base import (ALL, FUSION_RELEASE, RESUME_MOVER, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt,
+from .base import (SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, FUSION_RELEASE, RESUME_MOVER, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt,
                    _le, _lt, _ne, complete_named, snap_var, sync_op)
 
 
@@ -64,6 +64,7 @@ class BarSync(SyncOp):
     threads: Expr | None = None
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.sync"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"BAR\.(SYNC|RED)"
     hb_rule: ClassVar[str | None] = "named.arrive"
     ptx: ClassVar[str] = "9.7.13.1"
@@ -104,6 +105,7 @@ class BarSyncResume(SyncOp):
     snap: str
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.sync.resume"
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     hb_rule: ClassVar[str | None] = "named.resume"
     ptx: ClassVar[str] = "9.7.13.1"
     summary: ClassVar[str] = "blocks until the barrier's gen differs from the one seen at arrival"
@@ -134,6 +136,7 @@ class BarArrive(SyncOp):
     threads: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.arrive"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"BAR\.ARV"
     hb_rule: ClassVar[str | None] = "named.arrive"
     ptx: ClassVar[str] = "9.7.13.1"
@@ -174,6 +177,7 @@ class WarpSync(SyncOp):
     release and acquire; extract/data.py: shared data)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "bar.warp.sync"
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.2"
     summary: ClassVar[str] = ("nothing (the lanes of the model's warp move together); by the "

@@ -8,7 +8,7 @@ from typing import ClassVar
 from ..ir import BinOp, Const, Expr, Loc, NOLOC, UnOp, lift
 from ..objects import LIMITS
 from ..rules import BufField, Fail, Local, Rule, Set, When, add, sub
-from .base import ALL, INDEPENDENT_CTAS, Footprint, SyncOp, _acc, _bit, _e, _eq, _ge, _gt, sync_op
+from .base import SASS_OBLIGATION, ALL, INDEPENDENT_CTAS, Footprint, SyncOp, _acc, _bit, _e, _eq, _ge, _gt, sync_op
 from .tensormaps import BulkCommit, BulkWaitRead
 from .buffers import (FenceProxyAsync, SmemWrite, TmaStore, _count_generic, _in_flight_fill,
                       _per_stage, _stage, _stage_problems)
@@ -56,6 +56,7 @@ class WgmmaRead(_StageReads, SyncOp):
     reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.read"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"[HIQB]GMMA\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (commit_group, wait_group)"
@@ -201,6 +202,7 @@ class MmaRead(_StageReads, SyncOp):
     loc: Loc = NOLOC
     pair: bool = False
     mnemonic: ClassVar[str] = "tcgen05.mma.read"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"UTC\w*MMA\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16.10 (tcgen05.mma), 9.7.16.12 (tcgen05.commit)"
@@ -285,6 +287,7 @@ class TmemLoad(_StageReads, SyncOp):
     reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tcgen05.ld.read"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"LDTM\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16.8.3 (tcgen05.ld), 9.7.16.8.5 (tcgen05.wait)"
@@ -337,6 +340,7 @@ class TmemWaitLd(SyncOp):
     complete, so it retires them (tld -= 1 per stage the warp read since its last wait)."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tcgen05.wait.ld"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"NOP\b|DEPBAR\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.16.8.5 (tcgen05.wait)"
@@ -374,6 +378,7 @@ class SmemRead(_StageReads, SyncOp):
     reads: tuple[tuple[str, Expr], ...]
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "smem.read"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"(LDS|LDSM|LD)\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.8 (ld.shared), 9.7.9.16 (ldmatrix)"

@@ -9,7 +9,7 @@ from ..ir import BinOp, Const, Expr, Loc, MBarRef, NOLOC, For, While, _lift_fiel
 from ..objects import TMEM_COLUMNS
 from ..rules import (BufField, Carried, El, Fail, Hook, Inflight, Live, Local, Rule, Set, TmemField,
                      When, add, all_of, any_of, sub)
-from .base import (ALL, INDEPENDENT_CTAS, PAIR_COMPLETE, Footprint, SyncOp, _acc, _band, _bit, _e,
+from .base import (SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, INDEPENDENT_CTAS, PAIR_COMPLETE, Footprint, SyncOp, _acc, _band, _bit, _e,
                    _eq, _gt, _le, _lt, _minus, _ne, _plus, complete_phase, fmt_bar, remote_alive,
                    resolve, snap_var, sync_op, vis_checks)
 from .copies import _issue, _multicast_issue
@@ -30,6 +30,7 @@ class Tcgen05Commit(SyncOp):
     loc: Loc = NOLOC
     multicast: Expr | None = None
     mnemonic: ClassVar[str] = "tcgen05.commit"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"UTCBAR\b"
     hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.16 (tcgen05.commit)"
@@ -462,6 +463,7 @@ class TmemPairResume(SyncOp):
     snap: str
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tcgen05.pair.resume"
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     hb_rule: ClassVar[str | None] = "tmem.pair.resume"
     ptx: ClassVar[str] = "9.7.16 (tcgen05 issue granularity: .cta_group::2)"
     summary: ClassVar[str] = ("blocks until the pair's generation differs from the one seen at "

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from ..ir import Const, Loc, NOLOC, Select
 from ..rules import BufField, Fail, Local, Rule, Self, Set, TmapField, When, add, all_of
-from .base import ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _eq, _gt, _le, _minus, _plus, sync_op
+from .base import SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _eq, _gt, _le, _minus, _plus, sync_op
 
 
 # ----------------------------------------------------------------------------- tensormaps
@@ -57,6 +57,7 @@ class TensormapWrite(SyncOp):
     release: bool = False
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tensormap.write"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"(ST|STG|STS|ATOMG|REDG|ATOM|RED)\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.27 (tensormap.replace), 9.7.9.26.5.2, 9.7.13.4"
@@ -97,6 +98,7 @@ class TensormapRelease(SyncOp):
     tensormaps become visible to the tensormap proxy of threads that acquire them."""
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.tensormap.release"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"MEMBAR\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
@@ -132,6 +134,7 @@ class TensormapAcquire(SyncOp):
     desc: str
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "fence.tensormap.acquire"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"(UTMACCTL|CCTL)\.IV"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.13.4"
@@ -212,6 +215,7 @@ class BulkCommit(_BulkGroups, SyncOp):
     loc: Loc = NOLOC
     stages: tuple[tuple[str, int], ...] = ()
     mnemonic: ClassVar[str] = "bulk.commit_group"
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     sass: ClassVar[str] = r"UTMACMDFLUSH"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.26.5.1 (cp.async.bulk.commit_group)"
@@ -264,6 +268,7 @@ class BulkWaitRead(_BulkGroups, SyncOp):
     loc: Loc = NOLOC
     stages: tuple[tuple[str, int], ...] = ()
     mnemonic: ClassVar[str] = "bulk.wait_group.read"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"DEPBAR\.LE SB0\b"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.26.5.2 (cp.async.bulk.wait_group)"

@@ -8,7 +8,7 @@ from typing import ClassVar
 from ..ir import BinOp, Const, Expr, Loc, NOLOC
 from ..objects import LIMITS
 from ..rules import Fail, Local, Rule, Set, When, WordField, add, all_of, sub
-from .base import (ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _band, _bit, _eq, _ge, _gt, _ne,
+from .base import (SASS_REGISTERS, SASS_OBLIGATION, ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _band, _bit, _eq, _ge, _gt, _ne,
                    sync_op)
 from .buffers import FenceProxyAsync, _stage, fence_meets_first
 from .reads import wg_group, wg_open
@@ -102,6 +102,7 @@ class WgmmaCommit(_WgmmaGroups, SyncOp):
     accs: tuple[str, ...] = ()
     datas: tuple[str, ...] = ()
     mnemonic: ClassVar[str] = "wgmma.commit_group"
+    sass_covered: ClassVar[str] = SASS_REGISTERS
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.commit_group)"
     summary: ClassVar[str] = ("per buffer the warp's wgmmas read: the group masks shift by one "
@@ -172,6 +173,8 @@ class WgmmaWait(_WgmmaGroups, SyncOp):
     accs: tuple[str, ...] = ()
     datas: tuple[str, ...] = ()
     mnemonic: ClassVar[str] = "wgmma.wait_group"
+    sass: ClassVar[str] = r"WARPGROUP\.DEPBAR"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.6 (wgmma.wait_group)"
     summary: ClassVar[str] = ("per buffer the warp's wgmmas read: each stage of the groups older "
@@ -234,6 +237,7 @@ class WgmmaAcc(SyncOp):
     acc: str
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.acc"
+    sass_covered: ClassVar[str] = SASS_REGISTERS
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (wait_group: the accumulator registers)"
     summary: ClassVar[str] = "the accumulator joins the warp's open (uncommitted) wgmma group"
@@ -269,6 +273,7 @@ class AccAccess(SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "acc.access"
+    sass_covered: ClassVar[str] = SASS_REGISTERS
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (wait_group: the accumulator registers)"
     summary: ClassVar[str] = ("the accumulator in the warp's open wgmma group or in a group not "
@@ -314,6 +319,7 @@ class WgmmaFence(SyncOp):
     accs: tuple[str, ...] = ()
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.fence"
+    sass_covered: ClassVar[str] = SASS_REGISTERS
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.5 (wgmma.fence)"
     summary: ClassVar[str] = "each accumulator of the warp's wgmmas is fenced"
@@ -427,6 +433,7 @@ class WgmmaReadData(SyncOp):
     array: str
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "wgmma.read.data"
+    sass_covered: ClassVar[str] = SASS_REGISTERS
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.15.5 (wgmma.mma_async), 9.7.15.6 (wait_group), 9.7.13.4"
     summary: ClassVar[str] = ("per cell: another instance about to store it: race; unf = 1: "

@@ -11,7 +11,7 @@ from ..ir import Const, Expr, Loc, MBarRef, NOLOC, Select, WordRef, _lift_fields
 from ..objects import LIMITS
 from ..rules import (CounterField, El, Fail, Inflight, Live, Local, Rule, Set, When, WordField,
                      any_of)
-from .base import (ALL, INDEPENDENT_CTAS, LOAD_RUN_MOVER, Footprint, SyncOp, _acc, _cta_checks, _e,
+from .base import (SASS_OBLIGATION, ALL, INDEPENDENT_CTAS, LOAD_RUN_MOVER, Footprint, SyncOp, _acc, _cta_checks, _e,
                    _eq, _gt, _index_checks, _lt, _minus, _ne, _plus, _times, fmt_bar, remote_alive,
                    resolve, sync_op, vis_checks)
 from .dsmem import DsmemStore
@@ -116,6 +116,7 @@ class SmemStore(SyncOp):
     value: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "st.shared"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"(STS|STG|ST|STAS)\b"  # (words in global memory too)
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9"
@@ -188,6 +189,7 @@ class SmemLoad(SyncOp):
     ref: WordRef
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "ld.shared"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     sass: ClassVar[str] = r"(LDS|LDG|LD)\b"  # (words in global memory too)
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.8"
