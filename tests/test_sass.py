@@ -249,6 +249,10 @@ def test_check_with_sass_turns_a_verified_model_into_a_reorder():
         assert t["verdict"] == "violation"
         assert [v["kind"] for v in t["violations"]] == ["reordered"]
         assert ("ptxas release 13.2" in t["config"]["sass"]["assembler"]) == bool(extra)
+        notes = [n["message"] for n in t["violations"][0]["notes"]]
+        if extra:  # each SASS instruction of the path names its PTX line and text
+            assert any("STG.E.128" in m and "st.global" in m and "(PTX line" in m
+                       for m in notes), notes
 
 
 def test_semantics_lists_every_obligation():
@@ -322,3 +326,31 @@ def test_a_syncir_target_has_no_sass():
                           str(ROOT / "examples" / "syncir_ring.py") + ":ring_correct"],
                          capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 3 and "a SyncIR kernel has no SASS" in run.stdout, run.stdout
+
+
+def test_annotated_ptx_maps_every_instruction_to_its_ptx_and_python_line():
+    """`--ptxas`: each PTX instruction gets its own `.loc` into the PTX; the Python line is the
+    one in effect there, an inline asm block's own line for its inner lines."""
+    from warpspin.sass.ptxmap import annotate, resolve
+    ptx = """.version 8.8
+	.loc	1 74 16
+	xor.b32 	%r11, %r18, 1;
+	// begin inline asm
+	{
+	.loc	1 77 16
+	mbarrier.try_wait.parity.shared.b64 P1, [%r10], %r11, 10000000;
+	}
+	// end inline asm
+	.loc	1 78 5
+	ld.shared.u32 %r1, [%r2];
+	.file	1 "/x/k.py"
+"""
+    annotated, table = annotate(ptx)
+    assert "\t.file\t2 \"kernel.ptx\"" in annotated and ".loc\t1 " not in annotated
+    assert {n: (line, text.split()[0]) for n, (_, line, text) in table.items()} == {
+        3: (74, "xor.b32"), 7: (74, "mbarrier.try_wait.parity.shared.b64"), 11: (78, "ld.shared.u32")}
+    listing = ('//--------------------- .text.k ------\n'
+               '\t//## File "kernel.ptx", line 7\n'
+               '        /*0000*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R7], R3 ;\n')
+    (ins,) = resolve(parse(listing)[0], table).instrs
+    assert (ins.file, ins.line, ins.ptx) == ("/x/k.py", 74, 7) and "try_wait" in ins.ptx_text

@@ -2,7 +2,9 @@
 
 The DSL's own compiler makes the cubin ``cute.compile`` would load, with line information (the
 Python lines); nvdisasm (PyPI) prints it. ``ptxas=True`` assembles the DSL's PTX again with the
-PyPI ptxas instead (a pinned release, e.g. the one a team ships with)."""
+PyPI ptxas instead (a pinned release, e.g. the one a team ships with), each PTX instruction
+annotated with its own line, so that every SASS instruction maps to its PTX line exactly
+(sass/ptxmap.py; the SASS is the same as without the annotation)."""
 from __future__ import annotations
 
 import contextlib
@@ -20,6 +22,8 @@ class Compiled:
     cubin: bytes
     arch: str
     assembler: str   # "the DSL's compiler (CUDA 13.4 NVVM)" or "ptxas release 13.2, V13.2.78"
+    # --ptxas: PTX line -> (file, Python line, PTX text) of the annotated PTX (sass/ptxmap.py)
+    ptx_table: dict | None = None
 
 
 class CompileError(Exception):
@@ -53,7 +57,10 @@ def compile_jit(jit_fn, args, arch: str, ptxas: bool = False) -> Compiled:
     if not ptxas:
         return Compiled(art.PTX, bytes(art.CUBIN), arch,
                         f"the DSL's compiler ({_ptx_release(art.PTX)})")
-    return Compiled(art.PTX, assemble(art.PTX, arch), arch, f"ptxas {tools.version('ptxas')}")
+    from .ptxmap import annotate
+    annotated, table = annotate(art.PTX)
+    return Compiled(art.PTX, assemble(annotated, arch), arch, f"ptxas {tools.version('ptxas')}",
+                    table)
 
 
 def assemble(ptx: str, arch: str) -> bytes:

@@ -27,6 +27,8 @@ class Instr:
     operands: tuple[str, ...]
     file: str = ""     # the source line nvdisasm printed before it ("" when the listing has none)
     line: int = 0
+    ptx: int = 0       # the PTX line it came from, when known (sass/ptxmap.py), and its text
+    ptx_text: str = field(default="", compare=False)
 
     @property
     def base(self) -> str:

@@ -44,7 +44,9 @@ def violation(r) -> Violation:
     locs = tuple(dict.fromkeys(l for l in (_ins_loc(y, files), *_loc(ob.fence.ops if ob.fence
                                                                        else ()),
                                            _ins_loc(x, files)) if l))
-    notes = [Note(f"SASS {i.addr:#06x}: {i.text}", _ins_loc(i, files)) for i in r.path]
+    notes = [Note(f"SASS {i.addr:#06x}: {i.text}" + (f" (PTX line {i.ptx}: {i.ptx_text})"
+                                                   if i.ptx else ""), _ins_loc(i, files))
+             for i in r.path]
     if r.fences:
         notes.append(Note(f"{fence or 'the fence'}: " + ", ".join(
             f"{i.addr:#06x} {i.text}" for i in r.fences) + " (not on this path)"))

@@ -10,6 +10,7 @@ from . import compile as sass_compile
 from .check import check_function
 from .listing import Function, parse
 from .lines import LineMap
+from .ptxmap import resolve
 from .obligations import Obligation, Selector, from_kernel, patterns_by_line, uncovered
 from .tools import ToolMissing
 from .results import merge, to_result
@@ -29,6 +30,8 @@ def compile_and_parse(jit_fn, args, arch: str, ptxas: bool):
     compiled = sass_compile.compile_jit(jit_fn, args, arch, ptxas=ptxas)
     t1 = time.perf_counter()
     functions = parse(sass_compile.disassemble(compiled.cubin))
+    if compiled.ptx_table is not None:
+        functions = [resolve(f, compiled.ptx_table) for f in functions]
     return compiled, functions, {"compile": t1 - t0, "disassemble": time.perf_counter() - t1}
 
 
@@ -48,7 +51,9 @@ def _check_kernels(jit_fn, args, arch: str, kernels: list, ptxas: bool, target: 
                 f"{', '.join(g.name for g in functions)})"]), None))
             continue
         t0 = time.perf_counter()
-        lines = LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel))
+        # the DSL's line information needs the PTX's word on inline asm; the annotated one not
+        lines = (LineMap() if compiled.ptx_table is not None else
+                 LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel)))
         rep = check_function(f, from_kernel(kernel), functions, lines, uncovered(kernel))
         secs = {**seconds, "check": time.perf_counter() - t0}
         secs["total"] = sum(secs.values())
