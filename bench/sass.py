@@ -2,7 +2,10 @@
 (quack-kernels, flash-attn-4): compiled on the CPU by the DSL's own compiler with line
 information, disassembled by nvdisasm, checked against the obligations of its SyncIR model.
 
-    python bench/sass.py [--examples-only | --catalog-only] [NAME ...]   (the table of bench/sass.md)
+    python bench/sass.py [--examples-only | --catalog-only] [--ptxas] [NAME ...]   (bench/sass.md)
+
+--ptxas: the PyPI ptxas assembles the DSL's PTX, annotated so that every SASS instruction maps
+to its PTX line (sass/ptxmap.py); compile s then includes that assembly.
 
 Columns: kernel, arch, SASS instructions, obligations (holding / all), compile s (the DSL's trace,
 lowering and ptxas: what `cute.compile` costs), disassemble s, check s (all obligations), the
@@ -29,6 +32,7 @@ from warpspin.sass.check import check_function  # noqa: E402
 from warpspin.sass.listing import parse  # noqa: E402
 from warpspin.sass.lines import LineMap  # noqa: E402
 from warpspin.sass.obligations import from_kernel, patterns_by_line, uncovered  # noqa: E402
+from warpspin.sass.ptxmap import annotate, resolve  # noqa: E402
 from warpspin.sass.run import pick  # noqa: E402
 
 HEAD = ("kernel", "arch", "SASS instructions", "obligations holding", "compile s",
@@ -43,15 +47,33 @@ def _why(rep) -> str:
     return "; ".join(out)[:240].replace("|", "\\|")
 
 
+PTXAS = False
+
+
+def _assembled(compiled):
+    """With --ptxas: the same PTX through the PyPI ptxas, annotated (sass/ptxmap.py)."""
+    if not PTXAS:
+        return compiled
+    annotated, table = annotate(compiled.ptx)
+    return sc.Compiled(compiled.ptx, sc.assemble(annotated, compiled.arch), compiled.arch,
+                       "ptxas", table)
+
+
 def _row(name, arch, kernel, tk_name, compiled, seconds) -> tuple:
+    t0 = time.perf_counter()
+    compiled = _assembled(compiled)
+    seconds += time.perf_counter() - t0
     t1 = time.perf_counter()
     functions = parse(sc.disassemble(compiled.cubin))
+    if compiled.ptx_table is not None:
+        functions = [resolve(f, compiled.ptx_table) for f in functions]
     t2 = time.perf_counter()
     f = pick(functions, tk_name)
     if f is None:
         return (name, arch, "", "", f"{seconds:.1f}", f"{t2 - t1:.2f}", "", "", "ERROR",
                 "no SASS function of that name")
-    lines = LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel))
+    lines = (LineMap() if compiled.ptx_table is not None else
+             LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel)))
     rep = check_function(f, from_kernel(kernel), functions, lines, uncovered(kernel))
     t3 = time.perf_counter()
     held = sum(r.status == "holds" for r in rep.results)
@@ -118,7 +140,10 @@ def main(argv=None) -> int:
     ap.add_argument("names", nargs="*")
     ap.add_argument("--examples-only", action="store_true")
     ap.add_argument("--catalog-only", action="store_true")
+    ap.add_argument("--ptxas", action="store_true")
     args = ap.parse_args(argv)
+    global PTXAS
+    PTXAS = args.ptxas
     print("| " + " | ".join(HEAD) + " |")
     print("|" + "---|" * len(HEAD), flush=True)
     parts = ([] if args.catalog_only else [examples]) + ([] if args.examples_only else [catalog])
