@@ -195,6 +195,13 @@ def _facts(r: Result) -> str:
                      "thread reads): --no-load-races"))
     for n in r.config.get("params_not_in_kernel", ()):
         rows.append(("left out", f"--param {n}: this kernel has no launch value of that name"))
+    sass = r.config.get("sass")
+    if sass:
+        rows.append(("SASS", f"{sass['assembler']}, {sass['instructions']} instructions"))
+        rows += [(f"obligation {o['status']}", f"{o['name']}: {o['text']}"
+                  + (f" ({o['reason']})" if o["reason"] else ""))
+                 for o in sass["obligations"]]
+        rows += [("order not checked", u) for u in sass.get("uncovered_ops", ())]
     return "<dl class=\"kv\">" + "".join(f"<dt>{_E(k)}</dt><dd>{_E(v)}</dd>" for k, v in rows) + "</dl>"
 
 
