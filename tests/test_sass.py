@@ -14,6 +14,7 @@ from warpspin.sass.check import check_function
 from warpspin.sass.listing import parse
 from warpspin.sass.obligations import Obligation, Selector
 from warpspin.sass.run import check_listing, load_obligations
+from sass_listings import nvdisasm as _nv
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "sass"
@@ -24,20 +25,6 @@ def _ob(first, fence, then, entry=False, form="between"):
     return Obligation("t", "race", "t", Selector("first", first, entry=entry),
                       Selector("fence", fence) if fence else None, Selector("then", then),
                       form=form)
-
-
-def _nv(body: str) -> str:
-    """An nvdisasm-shaped listing: `/*addr*/ TEXT ;` lines, addresses from 0 by 0x10, labels
-    kept."""
-    out, addr = ["//--------------------- .text.k --------------------------"], 0
-    for line in body.strip().splitlines():
-        line = line.strip()
-        if line.endswith(":"):
-            out.append(line)
-        else:
-            out.append(f"        /*{addr:04x}*/                   {line} ;")
-            addr += 0x10
-    return "\n".join(out) + "\n"
 
 
 def _check(body: str, ob):
@@ -262,20 +249,32 @@ def test_semantics_lists_every_obligation():
         "run: python -m warpspin.sass.doc docs/semantics.md"
 
 
+TRY_WAIT_PTX = """.version 8.8
+	.loc	1 74 16
+	xor.b32 	%r11, %r18, 1;
+	// begin inline asm
+	{
+	.loc	1 77 16
+	mbarrier.try_wait.parity.shared.b64 P1, [%r10], %r11, 10000000;
+	}
+	// end inline asm
+	.loc	1 78 5
+	ld.shared.u32 %r1, [%r2];
+	.file	1 "/x/k.py"
+"""
+
+
+def _wait_74_then_read_78():
+    return Obligation("barrier.order", "race", "t", Selector("start", "$^", entry=True),
+                      Selector("the wait", r"SYNCS\.PHASECHK", frozenset({("/x/k.py", 74)})),
+                      Selector("the read", r"LDS\b", frozenset({("/x/k.py", 78)})))
+
+
 def test_lines_an_inline_asm_block_took_belong_to_its_line():
     """NVVM numbers a multi-line inline asm block's lines from its own: the try-wait at line 74
     carries line 77 in the SASS, where other code may sit. The PTX says which block took it."""
     from warpspin.sass.lines import LineMap
-    ptx = """
-	.file	1 "/x/k.py"
-	.loc	1 74 16
-	// begin inline asm
-	.loc	1 77 16
-	mbarrier.try_wait.parity.shared.b64 P1, [%r10], %r11, 10000000;
-	// end inline asm
-	.loc	1 78 5
-	ld.shared.u32 %r1, [%r2];
-"""
+    ptx = TRY_WAIT_PTX
     listing = ('//--------------------- .text.k ------\n'
                '\t//## File "/x/k.py", line 77\n'
                '        /*0000*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R7], R3 ;\n'
@@ -283,9 +282,7 @@ def test_lines_an_inline_asm_block_took_belong_to_its_line():
                '        /*0010*/                   LDS R4, [R2] ;\n'
                '        /*0020*/                   EXIT ;\n')
     f = parse(listing)[0]
-    wait = Selector("the wait", r"SYNCS\.PHASECHK", frozenset({("/x/k.py", 74)}))
-    ob = Obligation("barrier.order", "race", "t", Selector("start", "$^", entry=True), wait,
-                    Selector("the read", r"LDS\b", frozenset({("/x/k.py", 78)})))
+    ob = _wait_74_then_read_78()
     assert check_function(f, [ob], [f]).results[0].status == "inconclusive"  # no line map
     lines = LineMap.from_ptx(ptx)
     assert lines.taken == {("/x/k.py", 77): {("/x/k.py", 74)}}
@@ -305,9 +302,7 @@ def test_a_path_through_a_fence_of_unknown_line_is_not_called_a_reorder():
                '        /*0020*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R7], R3 ;\n'
                '        /*0030*/                   EXIT ;\n')
     f = parse(listing)[0]
-    ob = Obligation("barrier.order", "race", "t", Selector("start", "$^", entry=True),
-                    Selector("the wait", r"SYNCS\.PHASECHK", frozenset({("/x/k.py", 74)})),
-                    Selector("the read", r"LDS\b", frozenset({("/x/k.py", 78)})))
+    ob = _wait_74_then_read_78()
     r = check_function(f, [ob], [f]).results[0]
     assert r.status == "inconclusive" and "may be it" in r.reason
 
@@ -332,19 +327,7 @@ def test_annotated_ptx_maps_every_instruction_to_its_ptx_and_python_line():
     """`--ptxas`: each PTX instruction gets its own `.loc` into the PTX; the Python line is the
     one in effect there, an inline asm block's own line for its inner lines."""
     from warpspin.sass.ptxmap import annotate, resolve
-    ptx = """.version 8.8
-	.loc	1 74 16
-	xor.b32 	%r11, %r18, 1;
-	// begin inline asm
-	{
-	.loc	1 77 16
-	mbarrier.try_wait.parity.shared.b64 P1, [%r10], %r11, 10000000;
-	}
-	// end inline asm
-	.loc	1 78 5
-	ld.shared.u32 %r1, [%r2];
-	.file	1 "/x/k.py"
-"""
+    ptx = TRY_WAIT_PTX
     annotated, table = annotate(ptx)
     assert "\t.file\t2 \"kernel.ptx\"" in annotated and ".loc\t1 " not in annotated
     assert {n: (line, text.split()[0]) for n, (_, line, text) in table.items()} == {

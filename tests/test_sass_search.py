@@ -9,6 +9,7 @@ import pytest
 from warpspin.sass.cfg import build
 from warpspin.sass.listing import parse
 from warpspin.sass.search import search
+from sass_listings import nvdisasm
 
 PREDS = ("P0", "P1")
 
@@ -33,14 +34,7 @@ def _listing(rng: random.Random, n: int, predicated_writes: bool) -> str:
     body.append("EXIT")
     for lab in labels:  # each label before a random instruction
         body.insert(rng.randrange(len(body)), lab + ":")
-    out, addr = ["//--------------------- .text.k ------"], 0
-    for line in body:
-        if line.endswith(":"):
-            out.append(line)
-        else:
-            out.append(f"        /*{addr:04x}*/                   {line} ;")
-            addr += 0x10
-    return "\n".join(out) + "\n"
+    return nvdisasm("\n".join(body))
 
 
 def _brute(f, c, arm, fence, hit) -> bool:

@@ -245,19 +245,26 @@ def declared_arch(target: str) -> str | None:
     return getattr(sys.modules.get(getattr(fn, "__module__", ""), None), "ARCH", None)
 
 
-def check_target(target: str, opts: CheckOptions) -> list[Result]:
+def _produce(target: str, arch: str) -> tuple[list, list[Result]]:
+    """What a target's FUNC() returns, as a list of items; or the error result."""
     try:
         fn = load_target(target)
-        with target_arch(opts.arch):
+        with target_arch(arch):
             produced = fn()
     except ValueError as e:
-        return [_error(target, str(e))]
+        return [], [_error(target, str(e))]
     except Exception as e:
         tb = traceback.extract_tb(e.__traceback__)
         last = tb[-1] if tb else None
-        return [_error(target, f"{target} raised {type(e).__name__}: {e}",
-                       last.filename if last else "", last.lineno if last else 0)]
-    items = produced if isinstance(produced, list) else [produced]
+        return [], [_error(target, f"{target} raised {type(e).__name__}: {e}",
+                           last.filename if last else "", last.lineno if last else 0)]
+    return (produced if isinstance(produced, list) else [produced]), []
+
+
+def check_target(target: str, opts: CheckOptions) -> list[Result]:
+    items, errors = _produce(target, opts.arch)
+    if errors:
+        return errors
     results = []
     for item in items:
         if isinstance(item, Kernel):
@@ -284,16 +291,9 @@ def sass_target(target: str, opts: CheckOptions) -> list[Result]:
     from .frontend import TraceError, trace
     from .extract import ExtractError
     from .sass.run import check_kernels
-    try:
-        fn = load_target(target)
-        with target_arch(opts.arch):
-            produced = fn()
-    except ValueError as e:
-        return [_error(target, str(e))]
-    except Exception as e:
-        return [_error(target, f"{target} raised {type(e).__name__}: {e}")]
-    out = []
-    for item in produced if isinstance(produced, list) else [produced]:
+    items, errors = _produce(target, opts.arch)
+    out = errors
+    for item in items:
         if not (isinstance(item, tuple) and len(item) == 2 and callable(item[0])):
             out.append(_error(target, "a SyncIR kernel has no SASS: warpspin sass needs a "
                               "target that returns (jit_fn, args)"))
