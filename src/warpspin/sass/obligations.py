@@ -174,10 +174,11 @@ def uncovered(kernel) -> list[str]:
 
 
 def _guards(body) -> list[tuple]:
-    """(access, the wait before it or None, the releases after it up to the next wait), in
-    program order; a loop's body is walked twice, so an access early in it is also guarded by
-    the wait late in it (the previous iteration's)."""
-    out, state = [], {"wait": None, "current": []}
+    """(access, the waits that may be the last before it, the releases after it up to the next
+    wait), in program order; a loop's body is walked twice, so an access early in it is also
+    guarded by the wait late in it (the previous iteration's); after an if, either branch's last
+    waits may be (a try_wait whose success skips the wait)."""
+    out, state = [], {"waits": frozenset(), "current": []}
 
     def walk(stmts):
         for st in stmts:
@@ -187,8 +188,14 @@ def _guards(body) -> list[tuple]:
             elif isinstance(st, Lanes):
                 walk(st.body)
             elif isinstance(st, If):
+                before = dict(state, current=list(state["current"]))
                 walk(st.then)
+                after_then = state.copy()
+                state.update(before, current=list(before["current"]))
                 walk(st.else_)
+                state["waits"] = state["waits"] | after_then["waits"]
+                state["current"] = list({id(t): t for t in (*after_then["current"],
+                                                            *state["current"])}.values())
             elif isinstance(st, ops_base.SyncOp):
                 step(st)
 
@@ -197,9 +204,9 @@ def _guards(body) -> list[tuple]:
             if isinstance(o, BarSync):  # a bar.sync both releases and waits
                 for entry in state["current"]:
                     entry[2].append(o)
-            state["wait"], state["current"] = o, []
+            state["waits"], state["current"] = frozenset({o}), []
         if isinstance(o, ACCESSES):
-            state["current"].append((o, state["wait"], []))
+            state["current"].append((o, state["waits"], []))
             out.append(state["current"][-1])
         elif isinstance(o, RELEASES) and not isinstance(o, BarSync):
             for entry in state["current"]:
@@ -214,12 +221,12 @@ def _guarded(triples: list) -> list[Obligation]:
     information cannot tell two accesses on one line apart, so a line that is also an access no
     wait precedes (a helper called before and after a barrier) is reported undecided."""
     by_line: dict = {}
-    for access, wait, releases in triples:
+    for access, waits, releases in triples:
         by_line.setdefault((access.loc.file, access.loc.line, type(access).sass), []).append(
-            (access, wait, releases))
+            (access, waits, releases))
     out = []
     for (file, line, _), group in sorted(by_line.items(), key=lambda kv: kv[0][:2]):
-        waits = [w for _, w, _ in group if w is not None]
+        waits = list({id(w): w for _, ws, _ in group for w in ws}.values())
         if not waits:
             continue
         accesses = [a for a, _, _ in group]
@@ -229,7 +236,7 @@ def _guarded(triples: list) -> list[Obligation]:
                              [r for _, _, rs in group for r in rs], entry=True),
                         _sel("the waits before them", waits),
                         _sel(f"the accesses at line {line}", accesses))
-        if len(waits) < len(group):
+        if any(not ws for _, ws, _ in group):
             ob = dataclasses.replace(ob, form="undecided", text=(
                 f"line {line} is an access after a wait and also one no wait precedes: the "
                 "SASS line information cannot tell them apart"))

@@ -38,8 +38,9 @@ def _value(pred: str, pmap: dict, known: dict):
 
 
 def search(cfg: Cfg, arm, disarm, hit, arm_at_entry: bool = False,
-           follow_back: bool = True, limit: int = STATE_LIMIT) -> Found:
-    """`arm`, `disarm`, `hit`: sets of instruction indices."""
+           follow_back: bool = True, limit: int = STATE_LIMIT, block=frozenset()) -> Found:
+    """`arm`, `disarm`, `hit`: sets of instruction indices; `block`: instructions that disarm
+    whenever a path reaches them, whether or not their predicate lets them run."""
     instrs = cfg.function.instrs
     used = {ins.pred.lstrip("!") for ins in instrs if ins.pred}
     unknown = set(cfg.unknown)
@@ -70,7 +71,7 @@ def search(cfg: Cfg, arm, disarm, hit, arm_at_entry: bool = False,
         for runs, k2, sure in outcomes:
             if runs and armed and i in hit:
                 return Found("violated", _path(parent, state, arm), states=len(parent))
-            a2 = armed
+            a2 = armed and i not in block
             if runs and i in arm:
                 a2 = True
             if runs and i in disarm and sure:  # (a bar.sync releases, then waits)
