@@ -29,6 +29,7 @@ Variants (each differs from ``correct`` by one line, the copy ones by the drain 
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import cutlass
@@ -39,7 +40,9 @@ from cutlass.cute.nvgpu import cpasync
 from cutlass.tensor_utils import TensorMapManager, TensorMapUpdateMode
 
 TM, TK = 64, 64   # one tile: 64 x 64 fp32 = 16 KiB
-GROUPS, KT = 16, 1  # groups, k-tiles per group (the rewrite right after a load: the race shows)
+# groups, k-tiles per group (the rewrite right after a load: the race shows); the GPU runs can
+# set others (KGROUPED_SHAPE=8x2: more loads in flight per rewrite)
+GROUPS, KT = (int(v) for v in os.environ.get("KGROUPED_SHAPE", "16x1").split("x"))
 BUGS = ("no_drain", "no_acquire")
 
 
