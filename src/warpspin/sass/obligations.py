@@ -18,20 +18,23 @@ from ..syncir.ops import base as ops_base
 from ..syncir.ops.buffers import FenceProxyAsync, SmemWrite, TmaStore
 from ..syncir.ops.cluster import ClusterArrive, ClusterWait
 from ..syncir.ops.copies import TmaLoad
+from ..syncir.ops.cp_async import CpAsync, CpAsyncWait, SmemOwn
+from ..syncir.ops.dsmem import DsmemStore
 from ..syncir.ops.flags import GlobalAdd, GlobalStore, GlobalWait
-from ..syncir.ops.mbarrier import MbarArrive, MbarArriveExpectTx, MbarTestWait, MbarWait
+from ..syncir.ops.mbarrier import MbarArrive, MbarTestWait, MbarWait
 from ..syncir.ops.named import BarArrive, BarSync
 from ..syncir.ops.reads import MmaRead, SmemRead, TmemLoad, TmemWaitLd, WgmmaRead
 from ..syncir.ops.tcgen05 import Tcgen05Commit
 from ..syncir.ops.tensormaps import BulkWaitRead, TensormapAcquire, TensormapRelease, TensormapWrite
 from ..syncir.ops.wgmma import WgmmaWait
-from ..syncir.ops.words import SmemLoad, SmemStore
+from ..syncir.ops.words import SmemLoad, SmemStore, StAsync
 
-GENERIC_ACCESSES = (SmemRead, SmemWrite, SmemLoad, SmemStore)
-ACCESSES = GENERIC_ACCESSES + (TmemLoad, WgmmaRead, MmaRead)
+GENERIC_ACCESSES = (SmemRead, SmemWrite, SmemLoad, SmemStore, SmemOwn, DsmemStore)
+ACCESSES = GENERIC_ACCESSES + (TmemLoad, WgmmaRead, MmaRead, StAsync)
 WAITS = (MbarWait, MbarTestWait, BarSync, ClusterWait, GlobalWait)
-RELEASES = (MbarArrive, MbarArriveExpectTx, BarArrive, BarSync, Tcgen05Commit, ClusterArrive,
-            GlobalAdd, GlobalStore)
+# (an arrive.expect_tx arms the barrier for the async copy after it: the copy's completion, not
+# the arrive, publishes the data)
+RELEASES = (MbarArrive, BarArrive, BarSync, Tcgen05Commit, ClusterArrive, GlobalAdd, GlobalStore)
 HANDOVERS = RELEASES + (TmaStore, TmaLoad, WgmmaRead, MmaRead)
 
 # name -> (the rule that relies on it, what it says)
@@ -50,6 +53,8 @@ KINDS = {
                      "TMEM columns it read"),
     "wgmma.wait": ("race", "wgmma.wait_group comes between the wgmma that reads a stage and the "
                    "release of that stage"),
+    "cp_async.wait": ("race", "cp.async.wait_group comes between the cp.async copies it retires "
+                      "and the first access or release after it"),
 }
 
 
@@ -147,17 +152,19 @@ def _process(ops: list) -> list[Obligation]:
     out.append(_ob("proxy.fence", _sel("the generic shared accesses before the fence", before),
                    _sel("fence.proxy.async", fences),
                    _sel("the hand-over after the fence", after)))
-    for name, issue, wait, what in (("tmem.wait_ld", TmemLoad, TmemWaitLd, "tcgen05"),
-                                    ("wgmma.wait", WgmmaRead, WgmmaWait, "wgmma")):
+    for name, issue, wait, what, then in (
+            ("tmem.wait_ld", TmemLoad, TmemWaitLd, "tcgen05", RELEASES),
+            ("wgmma.wait", WgmmaRead, WgmmaWait, "wgmma", RELEASES),
+            ("cp_async.wait", CpAsync, CpAsyncWait, "cp.async", RELEASES + ACCESSES)):
         waits, after = [], []
         for k, o in enumerate(ops):
             if isinstance(o, wait):
                 waits.append(o)
-                nxt = next((p for p in ops[k + 1:] if isinstance(p, RELEASES)), None)
+                nxt = next((p for p in ops[k + 1:] if isinstance(p, then)), None)
                 if nxt is not None:
                     after.append(nxt)
-        out.append(_ob(name, _sel(f"the {what} reads", [o for o in ops if isinstance(o, issue)]),
-                       _sel(f"the {what} wait", waits), _sel("the release after the wait", after)))
+        out.append(_ob(name, _sel(f"the {what} ops", [o for o in ops if isinstance(o, issue)]),
+                       _sel(f"the {what} wait", waits), _sel("what comes after the wait", after)))
     return [o for o in out if o is not None]
 
 

@@ -33,7 +33,7 @@ SASS_OBLIGATION = "an ordering obligation names it"
 SASS_SYNC_ORDER = ("a synchronization instruction: its order among the others is assumed kept "
                    "(ptxas does not move them across one another)")
 SASS_REGISTERS = ("ordered through registers, which ptxas keeps (it injects the wgmma waits a "
-                  "register use needs: C7517, C7519)")
+                  "register use needs: C7517, C7519; an atomic's result reaches its users so)")
 SASS_NO_ORDER = "needs no order (a read of launch values, or an op no execution reaches)"
 REDUCTIONS = (SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION)
 

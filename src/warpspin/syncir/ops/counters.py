@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from ..ir import Const, Expr, Loc, NOLOC, Select, _lift_fields
 from ..rules import CounterField, Fail, Local, Rule, Set, all_of
-from .base import ALL, Footprint, SyncOp, _acc, _e, _ge, _lt, _ne, _plus, sync_op
+from .base import SASS_REGISTERS, ALL, Footprint, SyncOp, _acc, _e, _ge, _lt, _ne, _plus, sync_op
 
 
 # ----------------------------------------------------------------------------- global counters
@@ -23,6 +23,8 @@ class AtomInc(SyncOp):
     limit: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "atom.inc"
+    sass: ClassVar[str] = r"(ATOMG|ATOM)\b"
+    sass_covered: ClassVar[str] = SASS_REGISTERS
     # the counter's value read is each run's choice where CTAs outside the model take values
     # (engine/hb: every sequence of them is a run); incs of the model are ordered as accesses
     hb_rule: ClassVar[str | None] = "generic"

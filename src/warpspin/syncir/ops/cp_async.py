@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from ..ir import BinOp, Const, Expr, Loc, NOLOC, UnOp, _lift_fields
 from ..rules import Fail, Local, Rule, Set, When, add, all_of, sub
-from .base import ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _bit, _e, _gt, _ne, _plus, sync_op
+from .base import SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _bit, _e, _gt, _ne, _plus, sync_op
 from .tensormaps import _BulkGroups
 from .buffers import _OneStage, TmaStore, _per_stage, _stage, _stage_problems, bs_group, bs_open
 from .wgmma import _MaskGroups
@@ -121,6 +121,8 @@ class CpAsync(_OneStage, SyncOp):
     stage: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "cp.async"
+    sass: ClassVar[str] = r"LDGSTS\b"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.3 (cp.async)"
     summary: ClassVar[str] = ("the stage joins the thread's open cp.async group (a bit mask); "
@@ -166,6 +168,8 @@ class CpAsyncCommit(_CpGroups, SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "cp.async.commit_group"
+    sass: ClassVar[str] = r"LDGDEPBAR\b"
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.4 (cp.async.commit_group)"
     summary: ClassVar[str] = ("per buffer the thread copies into: the group masks shift by one (the "
@@ -209,6 +213,8 @@ class CpAsyncWait(_CpGroups, SyncOp):
     depth: int = 1
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "cp.async.wait_group"
+    sass: ClassVar[str] = r"DEPBAR\b"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.5 (cp.async.wait_group)"
     summary: ClassVar[str] = ("per buffer the thread copies into: the masks of the groups older "
@@ -260,6 +266,8 @@ class SmemOwn(SyncOp):
     loc: Loc = NOLOC
     shared: bool = False
     mnemonic: ClassVar[str] = "smem.own"
+    sass: ClassVar[str] = r"(LDS|STS|LD|ST)\b"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.24.3 (cp.async), 9.7.9.8-9 (ld.shared, st.shared)"
     summary: ClassVar[str] = ("the stage in the thread's open cp.async group or one of its "

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from ..ir import BinOp, Const, Expr, Loc, MBarRef, NOLOC, _lift_fields
 from ..rules import El, Fail, Local, Rule, Set, When, all_of
-from .base import (ALL, INDEPENDENT_CTAS, RESUME_MOVER, Footprint, SyncOp, _bit, _cta_checks, _e,
+from .base import (SASS_OBLIGATION, ALL, INDEPENDENT_CTAS, RESUME_MOVER, Footprint, SyncOp, _bit, _cta_checks, _e,
                    _eq, _ne, sync_op)
 
 
@@ -69,6 +69,8 @@ class DsmemStore(SyncOp):
     cta: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "st.shared::cluster"
+    sass: ClassVar[str] = r"(STS|ST|STAS)\b"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.9 (st.shared::cluster), 8.5 (scopes)"
     summary: ClassVar[str] = ("a CTA outside the cluster: invalid-operand; a peer CTA: its bit "

@@ -150,7 +150,7 @@ class MbarArriveExpectTx(SyncOp):
     loc: Loc = NOLOC
     scope: str = "cta"
     mnemonic: ClassVar[str] = "mbarrier.arrive.expect_tx"
-    sass_covered: ClassVar[str] = SASS_OBLIGATION
+    sass_covered: ClassVar[str] = SASS_SYNC_ORDER
     sass: ClassVar[str] = r"SYNCS\.ARRIVE"
     hb_rule: ClassVar[str | None] = "mbar.update"
     ptx: ClassVar[str] = "9.7.13.15.12, 9.7.13.15.13"

@@ -242,6 +242,8 @@ class StAsync(_CompletesBytes, SyncOp):
     loc: Loc = NOLOC
     size: int = 0  # bytes it completes; 0: 4 per value (a cell of shared data may be wider)
     mnemonic: ClassVar[str] = "st.async"
+    sass: ClassVar[str] = r"STAS\b"
+    sass_covered: ClassVar[str] = SASS_OBLIGATION
     hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.9.12"
     summary: ClassVar[str] = ("by one thread: val = values and pend = this copy, word by word "
