@@ -44,7 +44,7 @@ def _why(rep) -> str:
            for r in rep.results if r.status != "holds"]
     out += [f"unknown SASS {i.base}" for i in rep.unknown]
     out += [f"order not checked: {u}" for u in rep.uncovered]
-    return "; ".join(out)[:240].replace("|", "\\|")
+    return "; ".join(out)[:400].replace("|", "\\|")
 
 
 PTXAS = False
