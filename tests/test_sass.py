@@ -80,6 +80,11 @@ def test_obligation_files_are_checked(tmp_path):
     p.write_text("")
     with pytest.raises(ValueError, match="no \\[\\[obligation\\]\\]"):
         load_obligations(str(p))
+    p.write_text('[[obligation]]\nname = "x"\nfence = "DEPBAR("\nthen = "STG"\n')
+    with pytest.raises(ValueError, match="not a regular expression"):
+        load_obligations(str(p))
+    (r,) = check_listing(str(tmp_path / "missing.sass"), str(FIX / "seed004.toml"))
+    assert r.verdict == "error" and "missing.sass" in r.reasons[0]
 
 
 # -- parsing --------------------------------------------------------------------------------------

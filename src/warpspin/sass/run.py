@@ -2,6 +2,7 @@
 listing (cuobjdump / nvdisasm text, e.g. of a C++ kernel) against obligations a file states."""
 from __future__ import annotations
 
+import re
 import time
 import tomllib
 
@@ -104,6 +105,12 @@ def load_obligations(path: str) -> list[Obligation]:
         missing = [key for key in ("name", "fence", "then") if key not in t]
         if missing:
             raise ObligationsError(f"{path}: obligation {k + 1} has no {', '.join(missing)}")
+        for key in ("first", "fence", "then"):
+            try:
+                re.compile(t.get(key, ""))
+            except (re.error, TypeError) as e:
+                raise ObligationsError(f"{path}: obligation {k + 1}: {key} = {t.get(key)!r} is "
+                                       f"not a regular expression ({e})") from e
         fence = Selector(f"`{t['fence']}`", t["fence"])
         then = Selector(f"`{t['then']}`", t["then"])
         rule = t.get("rule", "race")
