@@ -30,7 +30,8 @@ from ..syncir.ops.wgmma import WgmmaWait
 from ..syncir.ops.words import SmemLoad, SmemStore, StAsync
 
 GENERIC_ACCESSES = (SmemRead, SmemWrite, SmemLoad, SmemStore, SmemOwn, DsmemStore)
-ACCESSES = GENERIC_ACCESSES + (TmemLoad, WgmmaRead, MmaRead, StAsync)
+# (an async op's issue is an access of its stage: it must follow the wait that frees the stage)
+ACCESSES = GENERIC_ACCESSES + (TmemLoad, WgmmaRead, MmaRead, StAsync, TmaLoad, TmaStore)
 WAITS = (MbarWait, MbarTestWait, BarSync, ClusterWait, GlobalWait)
 # (an arrive.expect_tx arms the barrier for the async copy after it: the copy's completion, not
 # the arrive, publishes the data)
