@@ -3,6 +3,7 @@ predicates ELECT and comparisons set, every reported path replayed, and the two 
 seed 004 (DeepGEMM PR #343) and kgrouped_tensormap compiled by the real DSL on the CPU."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -325,7 +326,8 @@ def test_check_with_sass_keeps_a_verified_kernel_whose_order_is_kept():
     run = subprocess.run([PY, "-m", "warpspin.cli", "check", f"{KG}:copy_after_drain_sync",
                           "--sass"], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "VERIFIED" in run.stdout and "5 of 5 ordering obligations hold" in run.stdout
+    held = re.search(r"(\d+) of (\d+) ordering obligations hold", run.stdout)
+    assert "VERIFIED" in run.stdout and held and held.group(1) == held.group(2), run.stdout
 
 
 def test_a_syncir_target_has_no_sass():
