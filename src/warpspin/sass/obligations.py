@@ -30,8 +30,7 @@ from ..syncir.ops.wgmma import WgmmaWait
 from ..syncir.ops.words import SmemLoad, SmemStore, StAsync
 
 GENERIC_ACCESSES = (SmemRead, SmemWrite, SmemLoad, SmemStore, SmemOwn, DsmemStore)
-# (an async op's issue is an access of its stage: it must follow the wait that frees the stage)
-ACCESSES = GENERIC_ACCESSES + (TmemLoad, WgmmaRead, MmaRead, StAsync, TmaLoad, TmaStore)
+ACCESSES = GENERIC_ACCESSES + (TmemLoad, WgmmaRead, MmaRead, StAsync)
 WAITS = (MbarWait, MbarTestWait, BarSync, ClusterWait, GlobalWait)
 # (an arrive.expect_tx arms the barrier for the async copy after it: the copy's completion, not
 # the arrive, publishes the data)

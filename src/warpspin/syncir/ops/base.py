@@ -32,6 +32,9 @@ LOAD_RUN_MOVER = "load-runs:load"  # this op may be a load of a run (a left-move
 SASS_OBLIGATION = "an ordering obligation names it"
 SASS_SYNC_ORDER = ("a synchronization instruction: its order among the others is assumed kept "
                    "(ptxas does not move them across one another)")
+SASS_ASYNC_ISSUE = ("an async-unit issue: its order against the barrier instructions around it is "
+                    "assumed kept, as theirs among themselves; the tensormap obligations check "
+                    "it against the descriptor's writes")
 SASS_REGISTERS = ("ordered through registers, which ptxas keeps (it injects the wgmma waits a "
                   "register use needs: C7517, C7519; an atomic's result reaches its users so)")
 SASS_NO_ORDER = "needs no order (a read of launch values, or an op no execution reaches)"

@@ -8,8 +8,9 @@ from typing import ClassVar
 from ..ir import Const, Expr, Loc, NOLOC, _lift_fields
 from ..objects import storer_field
 from ..rules import BufField, Fail, Local, Rule, Set, When, add, all_of, any_of, sub
-from .base import (SASS_OBLIGATION, ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _lt, _minus,
+from .base import (ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _lt, _minus,
                    _plus, sync_op)
+from .base import SASS_ASYNC_ISSUE, SASS_OBLIGATION
 from .named import BarArrive, BarSync
 from .copies import TmaLoad
 
@@ -434,7 +435,7 @@ class TmaStore(_OneStage, SyncOp):
     stage: Expr
     loc: Loc = NOLOC
     mnemonic: ClassVar[str] = "tma.store"
-    sass_covered: ClassVar[str] = SASS_OBLIGATION
+    sass_covered: ClassVar[str] = SASS_ASYNC_ISSUE
     sass: ClassVar[str] = r"UTMASTG|UTMAREDG|UBLKCP|UBLKRED"
     hb_rule: ClassVar[str | None] = "generic"
     ptx: ClassVar[str] = "9.7.9.25.5.2 (cp.async.bulk.tensor), 9.7.13.4"

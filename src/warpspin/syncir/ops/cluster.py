@@ -6,9 +6,10 @@ from typing import ClassVar
 
 from ..ir import Loc, NOLOC
 from ..rules import Fail, Local, Rule, Set, When, add, any_of
-from .base import (SASS_OBLIGATION, ALL, CLUSTER_ARRIVED, CLUSTER_GEN, INDEPENDENT_CTAS, RESUME_MOVER, Footprint,
+from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_GEN, INDEPENDENT_CTAS, RESUME_MOVER, Footprint,
                    SyncOp, _acc, _eq, _ne, cluster_field, cluster_try_complete,
                    sync_op)
+from .base import SASS_OBLIGATION
 from .dsmem import CLUSTER_SEEN, DSMEM_STORED, _stores_dsmem
 
 

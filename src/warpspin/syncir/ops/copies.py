@@ -9,9 +9,10 @@ from ..ir import BinOp, Const, Expr, Loc, MBarRef, NOLOC, UnOp, eval_expr, _lift
 from ..objects import LIMITS
 from ..rules import (BufField, El, Fail, Inflight, Live, Local, Rule, Self, TmapField, When, add,
                      all_of, any_of, sub)
-from .base import (SASS_OBLIGATION, ALL, FUSION_RELEASE, INDEPENDENT_CTAS, Footprint, SyncOp, _acc, _band, _e, _eq,
+from .base import (ALL, FUSION_RELEASE, INDEPENDENT_CTAS, Footprint, SyncOp, _acc, _band, _e, _eq,
                    _ge, _gt, _le, _ne, _plus, add_tx, complete_phase, fmt_bar, remote_alive,
                    resolve, sync_op, tx_bytes_check, vis_checks)
+from .base import SASS_ASYNC_ISSUE, SASS_OBLIGATION
 
 
 # ----------------------------------------------------------------------------- async copies
@@ -79,7 +80,7 @@ class TmaLoad(_CompletesBytes, SyncOp):
     # on the pair leader's barrier)
     dst: str | None = None
     mnemonic: ClassVar[str] = "tma.load"
-    sass_covered: ClassVar[str] = SASS_OBLIGATION
+    sass_covered: ClassVar[str] = SASS_ASYNC_ISSUE
     sass: ClassVar[str] = r"UTMALDG|UBLKCP|UTMAPF"
     hb_rule: ClassVar[str | None] = "async.issue"
     ptx: ClassVar[str] = "9.7.9.25, 9.7.9.12 (st.async)"

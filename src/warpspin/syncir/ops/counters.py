@@ -6,7 +6,8 @@ from typing import ClassVar
 
 from ..ir import Const, Expr, Loc, NOLOC, Select, _lift_fields
 from ..rules import CounterField, Fail, Local, Rule, Set, all_of
-from .base import SASS_REGISTERS, ALL, Footprint, SyncOp, _acc, _e, _ge, _lt, _ne, _plus, sync_op
+from .base import ALL, Footprint, SyncOp, _acc, _e, _ge, _lt, _ne, _plus, sync_op
+from .base import SASS_REGISTERS
 
 
 # ----------------------------------------------------------------------------- global counters

@@ -7,7 +7,8 @@ from typing import ClassVar
 
 from ..ir import BinOp, Const, Expr, Loc, NOLOC, UnOp, _lift_fields
 from ..rules import Fail, Local, Rule, Set, When, add, all_of, sub
-from .base import SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _bit, _e, _gt, _ne, _plus, sync_op
+from .base import ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _bit, _e, _gt, _ne, _plus, sync_op
+from .base import SASS_OBLIGATION, SASS_SYNC_ORDER
 from .tensormaps import _BulkGroups
 from .buffers import _OneStage, TmaStore, _per_stage, _stage, _stage_problems, bs_group, bs_open
 from .wgmma import _MaskGroups

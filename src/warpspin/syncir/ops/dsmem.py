@@ -7,8 +7,9 @@ from typing import ClassVar
 
 from ..ir import BinOp, Const, Expr, Loc, MBarRef, NOLOC, _lift_fields
 from ..rules import El, Fail, Local, Rule, Set, When, all_of
-from .base import (SASS_OBLIGATION, ALL, INDEPENDENT_CTAS, RESUME_MOVER, Footprint, SyncOp, _bit, _cta_checks, _e,
+from .base import (ALL, INDEPENDENT_CTAS, RESUME_MOVER, Footprint, SyncOp, _bit, _cta_checks, _e,
                    _eq, _ne, sync_op)
+from .base import SASS_OBLIGATION
 
 
 # ----------------------------------------------------------------------------- DSMEM stores

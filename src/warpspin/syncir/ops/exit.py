@@ -7,8 +7,9 @@ from typing import ClassVar
 from ..ir import Const, Loc, NOLOC
 from ..rules import (Fail, Inflight, Live, Local, NamedField, Rule, When, all_of,
                      any_of, sub)
-from .base import (SASS_NO_ORDER, SASS_SYNC_ORDER, ALL, CLUSTER_ARRIVED, CLUSTER_GEN, Footprint, SyncOp, _acc, _eq, _ge, _gt, _ne,
+from .base import (ALL, CLUSTER_ARRIVED, CLUSTER_GEN, Footprint, SyncOp, _acc, _eq, _ge, _gt, _ne,
                    cluster_field, cluster_try_complete, complete_named, publish, sync_op)
+from .base import SASS_NO_ORDER, SASS_SYNC_ORDER
 from .cp_async import cp_pending_at_exit, stores_pending_at_exit
 from .tcgen05 import Tcgen05Commit, tmem_freed_at_exit, uses_tmem
 

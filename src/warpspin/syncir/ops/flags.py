@@ -8,8 +8,9 @@ from typing import ClassVar
 from ..ir import Const, Expr, Loc, NOLOC, _lift_fields
 from ..objects import LIMITS
 from ..rules import Fail, FlagField, Local, Rule, Set, When, any_of
-from .base import (SASS_NO_ORDER, SASS_OBLIGATION, ALL, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _le, _lt, _ne, _plus, _times_t,
+from .base import (ALL, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt, _le, _lt, _ne, _plus, _times_t,
                    sync_op)
+from .base import SASS_NO_ORDER, SASS_OBLIGATION
 
 
 # ----------------------------------------------------------------------------- global flags

@@ -8,9 +8,10 @@ from typing import ClassVar
 from ..ir import Const, Expr, Loc, MBarRef, NOLOC, _lift_fields
 from ..objects import LIMITS
 from ..rules import El, Fail, Hook, Local, Obs, Rule, Self, Set, When, all_of, any_of
-from .base import (SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, FUSION_RELEASE, FUSION_WAIT, SYMMETRIC, Footprint, SyncOp, _acc, _band, _e,
+from .base import (ALL, FUSION_RELEASE, FUSION_WAIT, SYMMETRIC, Footprint, SyncOp, _acc, _band, _e,
                    _eq, _expect_tx, _ge, _gt, _lt, _minus, _ne, _update_footprint, arrive, bad_vis,
                    complete_phase, fmt_bar, ref_scope, remote_alive, resolve, sync_op, vis_checks)
+from .base import SASS_OBLIGATION, SASS_SYNC_ORDER
 from .dsmem import _fmt_scope, _scope_problems, dsmem_release
 
 

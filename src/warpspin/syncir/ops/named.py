@@ -8,8 +8,9 @@ from typing import ClassVar
 from ..ir import BinOp, Const, Expr, Loc, NOLOC, Select, _lift_fields
 from ..objects import LIMITS
 from ..rules import Fail, Live, Local, NamedField, Rule, Set, When, add, any_of
-from .base import (SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, FUSION_RELEASE, RESUME_MOVER, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt,
+from .base import (ALL, FUSION_RELEASE, RESUME_MOVER, Footprint, SyncOp, _acc, _e, _eq, _ge, _gt,
                    _le, _lt, _ne, complete_named, snap_var, sync_op)
+from .base import SASS_OBLIGATION, SASS_SYNC_ORDER
 
 
 # ----------------------------------------------------------------------------- named barriers

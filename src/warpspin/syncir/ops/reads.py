@@ -8,7 +8,8 @@ from typing import ClassVar
 from ..ir import BinOp, Const, Expr, Loc, NOLOC, UnOp, lift
 from ..objects import LIMITS
 from ..rules import BufField, Fail, Local, Rule, Set, When, add, sub
-from .base import SASS_OBLIGATION, ALL, INDEPENDENT_CTAS, Footprint, SyncOp, _acc, _bit, _e, _eq, _ge, _gt, sync_op
+from .base import ALL, INDEPENDENT_CTAS, Footprint, SyncOp, _acc, _bit, _e, _eq, _ge, _gt, sync_op
+from .base import SASS_OBLIGATION
 from .tensormaps import BulkCommit, BulkWaitRead
 from .buffers import (FenceProxyAsync, SmemWrite, TmaStore, _count_generic, _in_flight_fill,
                       _per_stage, _stage, _stage_problems)

@@ -9,9 +9,10 @@ from ..ir import BinOp, Const, Expr, Loc, MBarRef, NOLOC, For, While, _lift_fiel
 from ..objects import TMEM_COLUMNS
 from ..rules import (BufField, Carried, El, Fail, Hook, Inflight, Live, Local, Rule, Set, TmemField,
                      When, add, all_of, any_of, sub)
-from .base import (SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, INDEPENDENT_CTAS, PAIR_COMPLETE, Footprint, SyncOp, _acc, _band, _bit, _e,
+from .base import (ALL, INDEPENDENT_CTAS, PAIR_COMPLETE, Footprint, SyncOp, _acc, _band, _bit, _e,
                    _eq, _gt, _le, _lt, _minus, _ne, _plus, complete_phase, fmt_bar, remote_alive,
                    resolve, snap_var, sync_op, vis_checks)
+from .base import SASS_OBLIGATION, SASS_SYNC_ORDER
 from .copies import _issue, _multicast_issue
 from .reads import MmaRead, commit_bits, mma_bufs, mma_open, tmem_mma_bufs
 

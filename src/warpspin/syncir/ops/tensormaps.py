@@ -7,7 +7,8 @@ from typing import ClassVar
 
 from ..ir import Const, Loc, NOLOC, Select
 from ..rules import BufField, Fail, Local, Rule, Self, Set, TmapField, When, add, all_of
-from .base import SASS_SYNC_ORDER, SASS_OBLIGATION, ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _eq, _gt, _le, _minus, _plus, sync_op
+from .base import ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _eq, _gt, _le, _minus, _plus, sync_op
+from .base import SASS_OBLIGATION, SASS_SYNC_ORDER
 
 
 # ----------------------------------------------------------------------------- tensormaps

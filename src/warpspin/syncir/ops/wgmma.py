@@ -8,8 +8,9 @@ from typing import ClassVar
 from ..ir import BinOp, Const, Expr, Loc, NOLOC
 from ..objects import LIMITS
 from ..rules import Fail, Local, Rule, Set, When, WordField, add, all_of, sub
-from .base import (SASS_REGISTERS, SASS_OBLIGATION, ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _band, _bit, _eq, _ge, _gt, _ne,
+from .base import (ALL, RESUME_MOVER, Footprint, SyncOp, _acc, _band, _bit, _eq, _ge, _gt, _ne,
                    sync_op)
+from .base import SASS_OBLIGATION, SASS_REGISTERS
 from .buffers import FenceProxyAsync, _stage, fence_meets_first
 from .reads import wg_group, wg_open
 from .words import SmemLoad, SmemStore, StAsync

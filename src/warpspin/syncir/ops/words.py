@@ -11,9 +11,10 @@ from ..ir import Const, Expr, Loc, MBarRef, NOLOC, Select, WordRef, _lift_fields
 from ..objects import LIMITS
 from ..rules import (CounterField, El, Fail, Inflight, Live, Local, Rule, Set, When, WordField,
                      any_of)
-from .base import (SASS_OBLIGATION, ALL, INDEPENDENT_CTAS, LOAD_RUN_MOVER, Footprint, SyncOp, _acc, _cta_checks, _e,
+from .base import (ALL, INDEPENDENT_CTAS, LOAD_RUN_MOVER, Footprint, SyncOp, _acc, _cta_checks, _e,
                    _eq, _gt, _index_checks, _lt, _minus, _ne, _plus, _times, fmt_bar, remote_alive,
                    resolve, sync_op, vis_checks)
+from .base import SASS_OBLIGATION
 from .dsmem import DsmemStore
 from .copies import _CompletesBytes, _copy_completes, _issue
 
