@@ -234,10 +234,15 @@ def _guarded(triples: list) -> list[Obligation]:
     out = []
     for (file, line, _), group in sorted(by_line.items(), key=lambda kv: kv[0][:2]):
         waits = list({id(w): w for _, ws, _ in group for w in ws}.values())
-        if not waits:
-            continue
         accesses = [a for a, _, _ in group]
         rule, text = KINDS["barrier.order"]
+        if not waits:
+            if any(rs for _, _, rs in group):  # its order against the release after it is unchecked
+                out.append(Obligation("barrier.order", rule, (
+                    f"line {line} is an access no wait precedes: that it stays before the release "
+                    "after it is not checked"), Selector("", "$^"), None, Selector("", "$^"),
+                    form="undecided"))
+            continue
         ob = Obligation("barrier.order", rule, text,
                         _sel("the kernel's start and the releases after the accesses",
                              [r for _, _, rs in group for r in rs], entry=True),

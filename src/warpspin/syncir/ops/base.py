@@ -37,7 +37,7 @@ SASS_ASYNC_ISSUE = ("an async-unit issue: its order against the barrier instruct
                     "it against the descriptor's writes")
 SASS_REGISTERS = ("ordered through registers, which ptxas keeps (it injects the wgmma waits a "
                   "register use needs: C7517, C7519; an atomic's result reaches its users so)")
-SASS_NO_ORDER = "needs no order (a read of launch values, or an op no execution reaches)"
+SASS_NO_ORDER = "needs no order (a read of launch values)"
 REDUCTIONS = (SYMMETRIC, INDEPENDENT_CTAS, NARROW_TYPES, DEAD_RESET, FUSION)
 
 

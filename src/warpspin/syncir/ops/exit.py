@@ -102,7 +102,8 @@ class Unsupported(SyncOp):
     loc: Loc = NOLOC
     bound: bool = False
     mnemonic: ClassVar[str] = "unsupported"
-    sass_covered: ClassVar[str] = SASS_NO_ORDER
+    # (an op the model does not follow: nothing is known of its order)
+    sass_covered: ClassVar[str] = ""
     summary: ClassVar[str] = ("not modelled: a run that meets it ends there, and the verdict is "
                               "UNSUPPORTED (INCONCLUSIVE: a bound) unless no execution does")
     # the happens-before engine's runs end where they meet one; its proof covers the rest
