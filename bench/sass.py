@@ -28,12 +28,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 from warpspin.sass import compile as sc  # noqa: E402
-from warpspin.sass.check import check_function  # noqa: E402
-from warpspin.sass.listing import parse  # noqa: E402
-from warpspin.sass.lines import LineMap  # noqa: E402
-from warpspin.sass.obligations import from_kernel, patterns_by_line, uncovered  # noqa: E402
-from warpspin.sass.ptxmap import annotate, resolve  # noqa: E402
-from warpspin.sass.run import pick  # noqa: E402
+from warpspin.sass.ptxmap import annotate  # noqa: E402
+from warpspin.sass.run import check_kernel, functions_of, pick  # noqa: E402
 
 HEAD = ("kernel", "arch", "SASS instructions", "obligations holding", "compile s",
         "disassemble s", "check s", "path states", "verdict", "why")
@@ -64,17 +60,13 @@ def _row(name, arch, kernel, tk_name, compiled, seconds) -> tuple:
     compiled = _assembled(compiled)
     seconds += time.perf_counter() - t0
     t1 = time.perf_counter()
-    functions = parse(sc.disassemble(compiled.cubin))
-    if compiled.ptx_table is not None:
-        functions = [resolve(f, compiled.ptx_table) for f in functions]
+    functions = functions_of(compiled)
     t2 = time.perf_counter()
     f = pick(functions, tk_name)
     if f is None:
         return (name, arch, "", "", f"{seconds:.1f}", f"{t2 - t1:.2f}", "", "", "ERROR",
                 "no SASS function of that name")
-    lines = (LineMap() if compiled.ptx_table is not None else
-             LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel)))
-    rep = check_function(f, from_kernel(kernel), functions, lines, uncovered(kernel))
+    rep = check_kernel(compiled, functions, f, kernel)
     t3 = time.perf_counter()
     held = sum(r.status == "holds" for r in rep.results)
     return (name, arch, len(f.instrs), f"{held} / {len(rep.results)}", f"{seconds:.1f}",

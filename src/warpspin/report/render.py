@@ -94,9 +94,14 @@ def render_text(r: Result, full_trace: bool = False, explain: bool = False) -> s
 
 
 def _sass_note(r: Result) -> list[str]:
-    from ..sass.results import sass_line
-    line = sass_line(r)
-    return [line] if line else []
+    """What a SASS check (`warpspin sass`, `check --sass`) held, from its config."""
+    s = r.config.get("sass")
+    if not s:
+        return []
+    held = sum(o["status"] == "holds" for o in s["obligations"])
+    return [f"  = note: SASS ({s['assembler']}, {s['function'][:60]}, {s['instructions']} "
+            f"instructions): {held} of {len(s['obligations'])} ordering obligations hold on every "
+            "path"]
 
 
 def _sass_text(r: Result, head: str) -> str:

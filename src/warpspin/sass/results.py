@@ -6,7 +6,7 @@ import os
 
 from ..report.result import (INCONCLUSIVE, VERIFIED, VIOLATION, Location, Note, Result, Stats,
                              Violation)
-from .check import HOLDS, INCONCLUSIVE as OB_INCONCLUSIVE, VIOLATED, SassReport
+from .check import INCONCLUSIVE as OB_INCONCLUSIVE, VIOLATED, SassReport
 
 HELP = {
     "tensormap.drain": ("a warp sync after the wait (`cute.arch.sync_warp()`, with the copy in its "
@@ -101,13 +101,3 @@ def merge(model: Result, rep: SassReport, assembler: str) -> None:
     elif rep.verdict != VERIFIED and model.verdict == VERIFIED:
         model.verdict = INCONCLUSIVE
         model.reasons = list(model.reasons) + reasons(rep)
-
-
-def sass_line(res: Result) -> str:
-    s = res.config.get("sass")
-    if not s:
-        return ""
-    held = sum(o["status"] == HOLDS for o in s["obligations"])
-    return (f"  = note: SASS ({s['assembler']}, {os.path.basename(s['function'])[:60]}, "
-            f"{s['instructions']} instructions): {held} of {len(s['obligations'])} ordering "
-            "obligations hold on every path")

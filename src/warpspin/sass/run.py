@@ -26,13 +26,27 @@ def pick(functions: list[Function], kernel_name: str) -> Function | None:
     return kernels[0] if len(kernels) == 1 else None
 
 
+def functions_of(compiled) -> list[Function]:
+    """The cubin's functions, with the annotated PTX's lines where it has them (--ptxas)."""
+    functions = parse(sass_compile.disassemble(compiled.cubin))
+    if compiled.ptx_table is not None:
+        functions = [resolve(f, compiled.ptx_table) for f in functions]
+    return functions
+
+
+def check_kernel(compiled, functions: list[Function], f: Function, kernel):
+    """The SASS report of function `f` of `compiled` against `kernel`'s obligations."""
+    # the DSL's line information needs the PTX's word on inline asm; the annotated one not
+    lines = (LineMap() if compiled.ptx_table is not None else
+             LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel)))
+    return check_function(f, from_kernel(kernel), functions, lines, uncovered(kernel))
+
+
 def compile_and_parse(jit_fn, args, arch: str, ptxas: bool):
     t0 = time.perf_counter()
     compiled = sass_compile.compile_jit(jit_fn, args, arch, ptxas=ptxas)
     t1 = time.perf_counter()
-    functions = parse(sass_compile.disassemble(compiled.cubin))
-    if compiled.ptx_table is not None:
-        functions = [resolve(f, compiled.ptx_table) for f in functions]
+    functions = functions_of(compiled)
     return compiled, functions, {"compile": t1 - t0, "disassemble": time.perf_counter() - t1}
 
 
@@ -52,10 +66,7 @@ def _check_kernels(jit_fn, args, arch: str, kernels: list, ptxas: bool, target: 
                 f"{', '.join(g.name for g in functions)})"]), None))
             continue
         t0 = time.perf_counter()
-        # the DSL's line information needs the PTX's word on inline asm; the annotated one not
-        lines = (LineMap() if compiled.ptx_table is not None else
-                 LineMap.from_ptx(compiled.ptx, patterns_by_line(kernel)))
-        rep = check_function(f, from_kernel(kernel), functions, lines, uncovered(kernel))
+        rep = check_kernel(compiled, functions, f, kernel)
         secs = {**seconds, "check": time.perf_counter() - t0}
         secs["total"] = sum(secs.values())
         out.append((to_result(rep, target, name, compiled.assembler, secs), rep))
